@@ -1,0 +1,33 @@
+PY ?= python3
+export PYTHONDONTWRITEBYTECODE=1
+
+.PHONY: install test test-fast lint schemas demo bench golden clean
+
+install:            ## install gpujob and the test tools (editable)
+	$(PY) -m pip install -q -e '.[test]'
+
+test:               ## the full suite (needs root for the simulator's namespaces; .ci/run installs sshd/tmux/rsync)
+	$(PY) -m pytest -n auto -q
+
+test-fast:          ## unit tests only, no simulator or sshd
+	$(PY) -m pytest -n auto -q -m "not sim and not ssh"
+
+lint:               ## ruff + mypy
+	$(PY) -m ruff check gpujob tests bench
+	$(PY) -m ruff format --check gpujob tests bench
+	$(PY) -m mypy gpujob
+
+schemas:            ## regenerate schemas/*.json from the pydantic models
+	$(PY) -m gpujob.schemas
+
+golden:             ## rewrite golden plan files after a reviewed change
+	$(PY) -m pytest tests -q -k golden --update-golden
+
+demo:               ## plan and apply against the local simulator (no account needed)
+	bash examples/quickstart/demo.sh
+
+bench:              ## benchmark harness: figures vs floors, writes bench/results.json
+	$(PY) -m bench
+
+clean:
+	rm -rf .pytest_cache build dist *.egg-info

@@ -1,0 +1,3 @@
+from gpujob.cli.main import cli
+
+cli()

@@ -1,0 +1,94 @@
+"""The `gpujob` command. Subcommands live in gpujob/cli/cmd_<name>.py and are imported only when run,
+so `gpujob --help` never pays for httpx, asyncssh, deepdiff, jinja2 or rich."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from gpujob import __version__
+
+# name -> (module, one-line help with an example). The help text lives here so listing needs no import.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("cmd_validate", "Check job files and report every problem.   e.g. gpujob validate job.yaml"),
+    "plan": ("cmd_plan", "Show what apply would do, cost and destroy.   e.g. gpujob plan --format markdown"),
+    "apply": ("cmd_apply", "Make live state match the spec, safely.   e.g. gpujob apply plan.json"),
+    "destroy": ("cmd_destroy", "Plan and run the gated teardown of a job.   e.g. gpujob destroy --approve ID"),
+    "state": ("cmd_state", "Print a job's normalised live state.   e.g. gpujob state --format json"),
+    "status": ("cmd_status", "Run status: state, cost, last checkpoint.   e.g. gpujob status"),
+    "logs": ("cmd_logs", "Show the run's log.   e.g. gpujob logs -f"),
+    "pull": ("cmd_pull", "Pull and verify checkpoints (resumable).   e.g. gpujob pull"),
+    "ssh": ("cmd_ssh", "Open a shell on the job's machine.   e.g. gpujob ssh --print"),
+    "audit": ("cmd_audit", "Find everything billing in the account.   e.g. gpujob audit --format json"),
+    "cost": ("cmd_cost", "Spend so far, burn rate and projection.   e.g. gpujob cost"),
+    "force-unlock": ("cmd_lock", "Remove a stale apply lock.   e.g. gpujob force-unlock bert"),
+    "sim": ("cmd_sim", "Local simulator of RunPod and Paperspace.   e.g. gpujob sim up"),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        try:
+            module = importlib.import_module(f"gpujob.cli.{entry[0]}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"gpujob.cli.{entry[0]}":
+                raise
+            return _not_built(cmd_name, entry[1])
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _not_built(name: str, help_: str) -> click.Command:
+    @click.command(name=name, help=help_, context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def placeholder(args: tuple[str, ...]) -> None:
+        click.echo(f"gpujob {name}: not built yet in this version.", err=True)
+        sys.exit(3)
+
+    return placeholder
+
+
+EPILOG = """\b
+Examples:
+  gpujob validate                       check job.yaml (or every *.job.yaml / jobs/*.yaml)
+  gpujob sim up && eval "$(gpujob sim env)"   rehearse against the local simulator
+  gpujob plan -o plan.json              save a plan for review
+  gpujob apply plan.json                execute exactly that plan
+"""
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120, "terminal_width": 120})
+@click.version_option(__version__, prog_name="gpujob")
+def cli() -> None:
+    """gpujob: plan and apply GPU training jobs on RunPod and Paperspace.
+
+    Every plan shows what each action costs and keeps costing, what data it destroys,
+    and every platform trap the spec walks into.
+    """
+
+
+def run_command(func, *args, **kwargs):  # type: ignore[no-untyped-def]
+    """Run a command body; turn expected failures into one clear message and an exit code."""
+    from gpujob.errors import GpujobError
+
+    try:
+        return func(*args, **kwargs)
+    except GpujobError as exc:
+        click.echo(exc.render(), err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)

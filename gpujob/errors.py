@@ -1,0 +1,133 @@
+"""Every failure gpujob expects is a GpujobError; the CLI prints it on one line with a hint.
+
+    GpujobError                   exit 1 (spec problems exit 1 too, from `validate`)
+    ├── SpecError                 job.yaml is invalid; .problems: list[SpecProblem] (file:line:col)
+    ├── ProfileError              a bundled platform profile is invalid
+    ├── ConfigError               missing API key, bad env var, unknown platform
+    ├── ProviderError             .platform, .call, .status; message names the call and what to do
+    │   ├── ProviderAuthError     401/403: which env var to set
+    │   ├── ProviderBalanceError  402: top up the account
+    │   ├── ProviderCapacityError no stock for the requested GPU/region/cloud (try the next candidate)
+    │   ├── ProviderNotFound      the resource is gone
+    │   ├── ProviderConflict      409: action not valid in this state
+    │   └── ProviderUnavailable   retries spent on 429/5xx/timeouts
+    ├── SSHError
+    │   ├── SSHConnectError
+    │   └── RemoteCommandError    .exit_status, .stderr_tail, the masked command
+    ├── StalePlanError            live state or spec changed since the saved plan was made
+    ├── GateError                 teardown refused: checkpoints not pulled/verified, or not approved
+    ├── LockError                 another apply holds the job's lock
+    └── SimulatorError            the local simulator is not running / cannot run here
+"""
+
+from __future__ import annotations
+
+
+class GpujobError(Exception):
+    """Base of every expected failure. `hint` says what to do next."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def render(self) -> str:
+        text = f"Error: {self}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class SpecError(GpujobError):
+    """One or more problems in job files; `problems` holds every one (file:line:col: key: message)."""
+
+    def __init__(self, problems: list, *, hint: str | None = None) -> None:  # list[SpecProblem]
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems), hint=hint)
+
+    def render(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+
+class ProfileError(GpujobError):
+    pass
+
+
+class ConfigError(GpujobError):
+    pass
+
+
+class ProviderError(GpujobError):
+    def __init__(
+        self,
+        message: str,
+        *,
+        platform: str = "",
+        call: str = "",
+        status: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.platform = platform
+        self.call = call
+        self.status = status
+        prefix = " ".join(x for x in (platform, call) if x)
+        where = f"{prefix}: " if prefix else ""
+        code = f"HTTP {status}: " if status is not None else ""
+        super().__init__(f"{where}{code}{message}", hint=hint)
+
+
+class ProviderAuthError(ProviderError):
+    pass
+
+
+class ProviderBalanceError(ProviderError):
+    pass
+
+
+class ProviderCapacityError(ProviderError):
+    pass
+
+
+class ProviderNotFound(ProviderError):
+    pass
+
+
+class ProviderConflict(ProviderError):
+    pass
+
+
+class ProviderUnavailable(ProviderError):
+    pass
+
+
+class SSHError(GpujobError):
+    pass
+
+
+class SSHConnectError(SSHError):
+    pass
+
+
+class RemoteCommandError(SSHError):
+    def __init__(self, command: str, exit_status: int | None, stderr_tail: str) -> None:
+        self.command = command
+        self.exit_status = exit_status
+        self.stderr_tail = stderr_tail
+        super().__init__(f"remote command failed (exit {exit_status}): {command}\n{stderr_tail}".rstrip())
+
+
+class StalePlanError(GpujobError):
+    pass
+
+
+class GateError(GpujobError):
+    pass
+
+
+class LockError(GpujobError):
+    pass
+
+
+class SimulatorError(GpujobError):
+    pass

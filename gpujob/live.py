@@ -1,0 +1,105 @@
+"""Live state: what the platforms report, normalised into one model for both of them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from gpujob.model import Model, Platform
+
+ResourceKind = Literal[
+    "pod",  # RunPod pod
+    "machine",  # Paperspace Core machine
+    "network_volume",  # RunPod network volume
+    "public_ip",  # Paperspace claimed public IP (static)
+    "snapshot",  # Paperspace snapshot
+    "template",  # custom template (Paperspace) / template (RunPod)
+    "registry_auth",  # RunPod container registry credential
+    "shared_drive",  # Paperspace shared drive
+]
+
+# Normalised lifecycle status. Volumes, IPs and snapshots that exist are "available".
+Status = Literal["pending", "running", "stopped", "terminating", "available", "unknown"]
+
+
+class SSHEndpoint(Model):
+    host: str
+    port: int
+    user: str = "root"
+
+
+class LiveResource(Model):
+    """One billable object as the platform reports it now."""
+
+    platform: Platform
+    kind: ResourceKind
+    id: str
+    name: str
+    status: Status
+    raw_status: str = Field("", description="The platform's own status word (RUNNING, EXITED, off, ready, ...).")
+    gpu_id: str | None = Field(None, description="Platform GPU id / machineType.")
+    gpu_count: int = 0
+    region: str | None = None
+    cloud: Literal["secure", "community"] | None = None
+    spot: bool = False
+    image: str | None = None
+    template: str | None = None
+    container_disk_gb: int | None = None
+    volume_gb: int | None = Field(None, description="Pod volume disk / machine block storage / network volume size.")
+    volume_tier: str | None = Field(None, description="network volume type: standard | high-performance")
+    mount_path: str | None = None
+    network_volume_id: str | None = None
+    machine_id: str | None = Field(None, description="For IPs and snapshots: the machine they belong to.")
+    public_ip: str | None = None
+    public_ip_kind: Literal["static", "dynamic", "none"] | None = None
+    auto_shutdown_hours: float | None = None
+    ssh: SSHEndpoint | None = None
+    cost_per_hour: float | None = Field(None, description="Current billed rate in USD/h as the API reports it.")
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    attributes: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+
+    @property
+    def job_name(self) -> str | None:
+        """The gpujob job this resource belongs to, from its deterministic name, else None (foreign)."""
+        if not self.name.startswith("gpujob-"):
+            return None
+        return self.name.removeprefix("gpujob-")
+
+
+class PriceQuote(Model):
+    """A live price read at plan time; the planner stays pure by receiving these."""
+
+    platform: Platform
+    gpu_id: str
+    cloud: Literal["secure", "community"] | None = None
+    spot: bool = False
+    price_hour: float = Field(description="USD per GPU-hour.")
+    available: bool | None = None
+    source: str = Field(description="API call or profile the price came from.")
+    as_of: datetime
+
+
+class LiveState(Model):
+    """Everything read from the platforms for one plan."""
+
+    read_at: datetime
+    resources: list[LiveResource] = Field(default_factory=list)
+    quotes: list[PriceQuote] = Field(default_factory=list)
+    read_errors: list[str] = Field(default_factory=list)
+
+    def owned_by(self, job: str) -> list[LiveResource]:
+        prefix = f"gpujob-{job}"
+        return [r for r in self.resources if r.name == prefix or r.name.startswith(prefix + "-")]
+
+    def fingerprint(self) -> str:
+        """sha256 of the resources and their states (not read_at, not prices): the stale-plan guard."""
+        rows = sorted(
+            (r.model_dump(mode="json", exclude={"cost_per_hour", "attributes", "ssh"}) for r in self.resources),
+            key=lambda r: (r["platform"], r["kind"], r["id"]),
+        )
+        return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,158 @@
+"""The plan is a value: built by the planner, read by renderers and the applier, saved as JSON."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from gpujob.model import Model, Platform
+
+
+class ActionKind(StrEnum):
+    NOOP = "no-op"
+    CREATE = "create"  # pod / machine / network volume / public ip
+    UPDATE = "update"  # in place (e.g. grow a volume, rename)
+    REPLACE = "replace"  # terminate + create, because a field cannot be updated
+    START = "start"
+    STOP = "stop"
+    TERMINATE = "terminate"  # RunPod pod terminate / Paperspace machine destroy
+    DELETE_VOLUME = "delete-volume"
+    RELEASE_IP = "release-ip"
+    DELETE_SNAPSHOT = "delete-snapshot"
+    PULL = "pull"  # pull + verify checkpoints before a destructive step
+    LAUNCH = "launch"  # sync code and (re)start the run over SSH
+
+
+# Actions that destroy data or keep money flowing irreversibly: they pass the teardown gate.
+GATED: frozenset[ActionKind] = frozenset(
+    {ActionKind.TERMINATE, ActionKind.REPLACE, ActionKind.DELETE_VOLUME, ActionKind.RELEASE_IP, ActionKind.DELETE_SNAPSHOT}
+)
+
+Severity = Literal["error", "warning", "info"]
+
+
+class SourceRef(Model):
+    file: str
+    line: int
+    column: int
+    key: str
+
+
+class Finding(Model):
+    """A platform trap the spec or an action walks into. Errors block apply."""
+
+    code: str = Field(description="Gotcha id (RP3, PS2, ...) or a gpujob check id (budget, secrets, ...).")
+    severity: Severity
+    summary: str
+    detail: str = ""
+    fix: str = ""
+    job: str | None = None
+    action_id: str | None = None
+    source: SourceRef | None = None
+
+
+class FieldChange(Model):
+    path: str
+    before: str | int | float | bool | list[str] | None = None
+    after: str | int | float | bool | list[str] | None = None
+    forces_replacement: bool = False
+
+
+class MeterLine(Model):
+    """One thing that bills, at one rate."""
+
+    what: str = Field(description="e.g. 'GPU 1× A100 80GB (secure)', 'volume disk 100 GB (stopped, 2×)'")
+    usd_per_hour: float
+    usd_per_month: float
+    monthly_cap_usd: float | None = None
+    source: str = Field(description="price source and date, e.g. 'profile runpod 2026-06' or 'catalog 2026-11-29'")
+
+
+class Billing(Model):
+    """Money consequence of one action."""
+
+    starts: list[MeterLine] = Field(default_factory=list, description="Meters this action starts.")
+    stops: list[MeterLine] = Field(default_factory=list, description="Meters this action stops.")
+    keeps: list[MeterLine] = Field(default_factory=list, description="Meters still billing after this action.")
+    hourly_before: float = 0.0
+    hourly_after: float = 0.0
+    summary: str = Field("", description="One line, e.g. 'stop: GPU meter stops ($2.49/h); volume disk keeps billing at 2×'")
+
+
+class DataEffect(Model):
+    """Data consequence of one action, from the survival matrix."""
+
+    wipes: list[str] = Field(default_factory=list, description="Storage tiers this action erases.")
+    irreversible: bool = False
+    checkpoint_safe: bool | None = Field(None, description="Whether checkpoint.dir is on a tier that survives this action.")
+    summary: str = ""
+
+
+class Action(Model):
+    id: str = Field(description="Stable id, e.g. 'bert-finetune.pod.terminate'; used by --approve.")
+    job: str
+    platform: Platform
+    kind: ActionKind
+    resource_kind: str
+    resource_name: str
+    resource_id: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+    changes: list[FieldChange] = Field(default_factory=list)
+    drift: bool = Field(False, description="True when this action corrects a change made outside gpujob.")
+    billing: Billing = Field(default_factory=Billing)
+    data: DataEffect = Field(default_factory=DataEffect)
+    findings: list[Finding] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+    gated: bool = False
+
+
+class Cadence(Model):
+    """Checkpoint cadence advice (Young/Daly)."""
+
+    interval_s: float
+    optimal_s: float | None = None
+    mtbf_s: float | None = None
+    write_time_s: float | None = None
+    expected_loss_per_preemption_s: float | None = None
+    summary: str = ""
+
+
+class JobPlan(Model):
+    job: str
+    platform: Platform
+    spec_file: str
+    desired_state: str
+    actions: list[Action] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list, description="Findings about the spec itself.")
+    cadence: Cadence | None = None
+    running_usd_per_hour: float = 0.0
+    parked_usd_per_month: float = 0.0
+    current_usd_per_hour: float = 0.0
+
+
+class Plan(Model):
+    format_version: Literal[1] = 1
+    created_at: datetime
+    gpujob_version: str
+    spec_digest: str = Field(description="sha256 of the job files this plan was made from.")
+    live_fingerprint: str = Field(description="sha256 of live state read for this plan (stale-plan guard).")
+    jobs: list[JobPlan] = Field(default_factory=list)
+
+    def all_actions(self) -> list[Action]:
+        return [a for j in self.jobs for a in j.actions]
+
+    def all_findings(self) -> list[Finding]:
+        out = [f for j in self.jobs for f in j.findings]
+        out += [f for a in self.all_actions() for f in a.findings]
+        return out
+
+    @property
+    def has_changes(self) -> bool:
+        return any(a.kind is not ActionKind.NOOP for a in self.all_actions())
+
+    @property
+    def blocked(self) -> bool:
+        return any(f.severity == "error" for f in self.all_findings())

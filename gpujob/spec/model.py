@@ -1,0 +1,201 @@
+"""JobSpec: the desired state a user keeps in job.yaml. This is the product's main interface.
+
+Names and meanings here are a contract with users: fields may be added, never renamed.
+Platform-specific rules (which options exist where, value ranges, GPU and region names) are checked
+against the platform profile by `gpujob.spec.checks`, not here, so the profile stays the one source.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
+
+from gpujob.model import Model, Platform
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+DURATION_PATTERN = r"^\d+(\.\d+)?(s|m|h|d|w)$"
+
+
+def parse_duration(value: Any) -> timedelta:
+    """'15m', '48h', '1w', '30s', '2d' -> timedelta. Bare numbers are refused: the unit is never guessed."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise ValueError("expected a duration such as 30s, 15m, 48h, 2d or 1w (a number with a unit)")
+    match = _DURATION_RE.match(value)
+    if not match:
+        raise ValueError(f"'{value}' is not a duration; write a number with a unit: 30s, 15m, 48h, 2d or 1w")
+    amount, unit = float(match.group(1)), match.group(2)
+    seconds = amount * _UNIT_SECONDS[unit]
+    if seconds <= 0:
+        raise ValueError("a duration must be longer than zero")
+    return timedelta(seconds=seconds)
+
+
+def format_duration(value: timedelta) -> str:
+    seconds = int(value.total_seconds())
+    for unit in ("w", "d", "h", "m"):
+        size = _UNIT_SECONDS[unit]
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["15m", "48h", "1w"]}),
+]
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,38}$"
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class NetworkVolumeSpec(Model):
+    """A RunPod Network Volume: survives terminate, shared within one data center."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,38}$", description="Volume name; created as gpujob-<job>-<name>.")
+    size_gb: int = Field(ge=10, le=4096, description="Size in GB (10–4096). Grow-only: it can never shrink.")
+    tier: Literal["standard", "high-performance"] = Field(
+        "standard", description="standard ($0.07/GB/mo) or high-performance (~3× throughput, $0.14/GB/mo). Fixed at create."
+    )
+
+
+class MachineSpec(Model):
+    """The GPU machine wanted. gpujob maps the GPU names onto each platform's identifiers."""
+
+    gpu: list[str] = Field(
+        min_length=1,
+        description="GPU alias or preference-ordered list of aliases (H100-80GB, A100-80GB, A6000, RTX4090, ...).",
+    )
+    gpu_count: int = Field(1, ge=1, le=8, description="GPUs per machine.")
+    spot: bool = Field(False, description="RunPod interruptible (spot) pricing; ~5 s SIGTERM grace. Not on Paperspace.")
+    cloud: Literal["secure", "community"] | None = Field(
+        None, description="RunPod cloud: secure (default) or community. Not on Paperspace."
+    )
+    regions: list[str] = Field(
+        default_factory=list, description="RunPod data centers or Paperspace regions, in preference order. Empty = any."
+    )
+    image: str | None = Field(None, description="RunPod container image; pin by @sha256 digest for reproducibility.")
+    template: str | None = Field(None, description="Paperspace Core template (OS or custom template id/name).")
+    container_disk_gb: int | None = Field(None, ge=1, le=1000, description="RunPod container disk (wiped on stop).")
+    public_ip: Literal["static", "dynamic", "none"] | None = Field(
+        None, description="Paperspace public IP: static (bills until released), dynamic (new IP each start), none."
+    )
+    auto_shutdown: Duration | None = Field(
+        None, description="Paperspace Core auto-shutdown (wall clock on Linux, 1h–1w). Unset = disabled."
+    )
+    max_price_per_hour: float | None = Field(None, gt=0, description="Refuse offers above this many USD/h for the machine.")
+
+    @field_validator("gpu", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class StorageSpec(Model):
+    volume_gb: int | None = Field(
+        None, ge=0, le=2000, description="RunPod per-pod volume disk / Paperspace block storage size in GB."
+    )
+    mount: str = Field("/workspace", pattern=r"^/", description="Where the durable volume is mounted.")
+    network_volume: NetworkVolumeSpec | None = Field(None, description="RunPod only: a Network Volume mounted at `mount`.")
+
+
+class CheckpointSpec(Model):
+    dir: str = Field(pattern=r"^/", description="Remote checkpoint directory; must be on a tier that survives teardown.")
+    interval: Duration | Literal["auto"] = Field(
+        "auto", description="Checkpoint cadence, or `auto` = Young/Daly sqrt(2 · mtbf · write_time)."
+    )
+    mtbf: Duration | None = Field(None, description="Expected time between interruptions (for `auto`).")
+    write_time: Duration | None = Field(None, description="Time to write one checkpoint (for `auto`).")
+    keep: int = Field(3, ge=1, le=1000, description="Checkpoints kept on the remote.")
+    pull_to: str = Field("./checkpoints", description="Local destination of `gpujob pull`.")
+    verify: str | None = Field(
+        None, description="Local load check run on each pulled checkpoint; {file} is replaced by its path."
+    )
+    size_gb: float | None = Field(None, gt=0, description="Expected checkpoint size, for the flush-in-grace check.")
+
+
+class SyncSpec(Model):
+    src: str = Field(".", description="Local directory to sync (relative to the job file).")
+    dest: str = Field("/workspace/code", pattern=r"^/", description="Remote directory.")
+    exclude: list[str] = Field(default_factory=list, description="Glob patterns not synced (.gitignore is honoured too).")
+
+
+class RunSpec(Model):
+    sync: SyncSpec = Field(default_factory=SyncSpec)  # type: ignore[arg-type]
+    setup: str | None = Field(None, description="Run once per fresh container before the command.")
+    command: str = Field(min_length=1, description="The training command; must load the latest checkpoint if present.")
+    env: dict[str, str] = Field(default_factory=dict, description="Plain environment variables for the run.")
+    secrets: list[str] = Field(
+        default_factory=list,
+        description="Names of local env vars whose values are passed to the run over SSH; never written anywhere.",
+    )
+    caches: Literal["durable", "default"] = Field(
+        "durable", description="durable: HF_HOME / PIP_CACHE_DIR under the durable mount (RunPod's small container disk)."
+    )
+    detach: Literal["tmux", "nohup"] = Field("tmux", description="How the run outlives the SSH session.")
+    max_runtime: Duration | None = Field(None, description="Longest the run may take; feeds cost projection and checks.")
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not re.match(ENV_NAME_PATTERN, key):
+                raise ValueError(f"'{key}' is not a valid environment variable name")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, value: list[str]) -> list[str]:
+        for key in value:
+            if not re.match(ENV_NAME_PATTERN, key):
+                raise ValueError(f"'{key}' is not a valid environment variable name (secrets are names, not values)")
+        return value
+
+
+class TeardownSpec(Model):
+    on_finish: Literal["keep", "stop", "terminate"] = Field(
+        "keep", description="What to do when the command exits 0. terminate still passes the teardown gate."
+    )
+
+
+class BudgetSpec(Model):
+    max_hourly_usd: float | None = Field(None, gt=0, description="Refuse a plan whose running rate exceeds this.")
+    max_total_usd: float | None = Field(None, gt=0, description="Warn when spend so far plus projection crosses this.")
+
+
+class JobSpec(Model):
+    """A gpujob job file (job.yaml)."""
+
+    version: Literal[1] = Field(description="File format version; always 1.")
+    name: str = Field(pattern=NAME_PATTERN, description="Job name; resources are named gpujob-<name>[-...].")
+    platform: Platform = Field(description="runpod or paperspace.")
+    state: Literal["running", "stopped", "absent"] = Field("running", description="Desired state.")
+    machine: MachineSpec
+    storage: StorageSpec = Field(default_factory=StorageSpec)  # type: ignore[arg-type]
+    checkpoint: CheckpointSpec | None = None
+    run: RunSpec | None = None
+    teardown: TeardownSpec = Field(default_factory=TeardownSpec)
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+
+    @model_validator(mode="after")
+    def _auto_needs_inputs(self) -> JobSpec:
+        ck = self.checkpoint
+        if ck is not None and ck.interval == "auto" and (ck.mtbf is None or ck.write_time is None):
+            raise ValueError("checkpoint.interval: auto needs checkpoint.mtbf and checkpoint.write_time")
+        return self
+
+    @property
+    def resource_name(self) -> str:
+        """The deterministic name of the job's machine / pod."""
+        return f"gpujob-{self.name}"
+
+    def volume_resource_name(self) -> str | None:
+        nv = self.storage.network_volume
+        return f"gpujob-{self.name}-{nv.name}" if nv else None
