@@ -1,0 +1,44 @@
+"""`gpujob --help` must stay fast: no heavy module may be imported to list commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("httpx", "asyncssh", "deepdiff", "jinja2", "rich", "ruamel", "pydantic")
+
+
+def _modules_after(args: list[str]) -> set[str]:
+    code = (
+        "import sys, json\n"
+        "from gpujob.cli.main import cli\n"
+        "try:\n"
+        f"    cli.main(args={args!r}, standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n' + json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_help_imports_no_heavy_module() -> None:
+    loaded = _modules_after(["--help"])
+    assert not [m for m in loaded if m.split(".")[0] in HEAVY]
+
+
+def test_help_lists_every_command_with_an_example() -> None:
+    from gpujob.cli.main import COMMANDS
+
+    out = subprocess.run([sys.executable, "-m", "gpujob", "--help"], capture_output=True, text=True, check=True).stdout
+    for name, (_module, help_) in COMMANDS.items():
+        assert name in out
+        assert "e.g. gpujob" in help_
+
+
+def test_version() -> None:
+    from gpujob import __version__
+
+    out = subprocess.run([sys.executable, "-m", "gpujob", "--version"], capture_output=True, text=True, check=True).stdout
+    assert __version__ in out

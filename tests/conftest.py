@@ -1,0 +1,1 @@
+"""Root conftest: shared by every area. Area fixtures live in tests/<area>/conftest.py."""
