@@ -27,6 +27,15 @@ class Sourced(Model):
     as_of: date = Field(description="When the fact was last checked.")
 
 
+class Claim(Sourced):
+    """One sourced statement; used where sources disagree, so both sides stay on record."""
+
+    statement: str
+    value: bool | float | str | None = Field(
+        None, description="The claimed value, when it is a single value."
+    )
+
+
 class StorageTier(Sourced):
     id: Tier
     title: str
@@ -42,6 +51,28 @@ class StorageTier(Sourced):
     billing_granularity: Literal["second", "hour"] = "second"
     note: str = ""
 
+    def month_price(self, gb: float, *, stopped: bool = False) -> float:
+        """USD for a full month of `gb` GB. Capacity above 1 TB is billed at the over-1 TB rate (marginal,
+        so the price never falls as the size grows), and `monthly_cap_usd` bounds the total."""
+        if gb <= 0:
+            return 0.0
+        rate = self.price_gb_month_stopped if stopped else self.price_gb_month_running
+        if self.price_gb_month_over_1tb is not None and gb > 1000 and rate > 0:
+            total = 1000 * rate + (gb - 1000) * self.price_gb_month_over_1tb
+        else:
+            total = gb * rate
+        return min(total, self.monthly_cap_usd) if self.monthly_cap_usd is not None else total
+
+    def hourly_price(self, gb: float, *, stopped: bool = False) -> float:
+        """USD per hour for `gb` GB (a month is HOURS_PER_MONTH hours)."""
+        return self.month_price(gb, stopped=stopped) / HOURS_PER_MONTH
+
+    def accrued(self, gb: float, hours: float, *, stopped: bool = False) -> float:
+        """USD billed for `hours` within one billing month: hourly accrual that stops at the month's maximum."""
+        if hours <= 0:
+            return 0.0
+        return min(self.hourly_price(gb, stopped=stopped) * hours, self.month_price(gb, stopped=stopped))
+
 
 class Survival(Sourced):
     """Whether a tier's data survives each lifecycle verb."""
@@ -55,7 +86,9 @@ class Survival(Sourced):
 class ActionBilling(Sourced):
     """What one lifecycle action does to the meters."""
 
-    action: Literal["stop", "terminate", "destroy", "start", "create", "release_ip", "delete_snapshot", "delete_volume"]
+    action: Literal[
+        "stop", "terminate", "destroy", "start", "create", "release_ip", "delete_snapshot", "delete_volume"
+    ]
     stops_compute: bool
     keeps_billing: list[str] = Field(default_factory=list, description="Resources that still bill after it.")
     irreversible: bool = False
@@ -73,18 +106,40 @@ class AddonPrice(Sourced):
     bills_while_stopped: bool = True
     note: str = ""
 
+    def hourly_price(self, gb: float = 0) -> float:
+        """USD per hour: the hourly rate, or the per-GB monthly rate spread over HOURS_PER_MONTH."""
+        rate = self.price_hour or 0.0
+        if self.price_gb_month is not None:
+            rate += self.price_gb_month * max(gb, 0) / HOURS_PER_MONTH
+        return rate
+
+    def month_price(self, gb: float = 0) -> float:
+        """The most this add-on bills in one billing month."""
+        full = self.hourly_price(gb) * HOURS_PER_MONTH
+        return min(full, self.monthly_cap_usd) if self.monthly_cap_usd is not None else full
+
+    def accrued(self, hours: float, gb: float = 0) -> float:
+        """USD billed for `hours` within one billing month, never above the monthly maximum."""
+        if hours <= 0:
+            return 0.0
+        return min(self.hourly_price(gb) * hours, self.month_price(gb))
+
 
 class GpuOffer(Sourced):
     """One GPU alias on one platform, with indicative list prices per GPU-hour."""
 
     alias: str = Field(description="gpujob's name, e.g. H100-80GB")
-    platform_id: str = Field(description="The platform's identifier (RunPod gpuTypeId / Paperspace machineType).")
+    platform_id: str = Field(
+        description="The platform's identifier (RunPod gpuTypeId / Paperspace machineType)."
+    )
     vram_gb: int
     price_hour: float = Field(description="On-demand (secure) USD per GPU-hour.")
     price_hour_community: float | None = None
     price_hour_spot: float | None = None
     regions: list[str] = Field(default_factory=list, description="Where offered; empty = everywhere.")
-    multi_gpu_ids: dict[int, str] = Field(default_factory=dict, description="Paperspace: count -> machineType (A4000x2).")
+    multi_gpu_ids: dict[int, str] = Field(
+        default_factory=dict, description="Paperspace: count -> machineType (A4000x2)."
+    )
 
 
 class AutoShutdown(Sourced):
@@ -96,6 +151,10 @@ class AutoShutdown(Sourced):
     wall_clock: bool = True
     settable_via_api: bool = True
     note: str = ""
+    disputes: list[Claim] = Field(
+        default_factory=list,
+        description="Sources that disagree about this clock, each kept with its own source.",
+    )
 
 
 class Spot(Sourced):
@@ -124,7 +183,9 @@ class Gotcha(Sourced):
 class Limits(Sourced):
     container_disk_gb: tuple[int, int] | None = None
     volume_gb: tuple[int, int] | None = None
-    volume_sizes_gb: list[int] | None = Field(None, description="Fixed set of allowed sizes (Paperspace diskSize).")
+    volume_sizes_gb: list[int] | None = Field(
+        None, description="Fixed set of allowed sizes (Paperspace diskSize)."
+    )
     network_volume_gb: tuple[int, int] | None = None
     max_gpu_count: int = 8
 
@@ -136,9 +197,13 @@ class Profile(Model):
     title: str
     meter_stop_verb: str
     meter_stop_irreversible: bool
-    options: list[str] = Field(description="MachineSpec/StorageSpec option names that exist on this platform.")
+    options: list[str] = Field(
+        description="MachineSpec/StorageSpec option names that exist on this platform."
+    )
     regions: list[str] = Field(description="Valid region / data center ids.")
-    region_aliases: dict[str, str] = Field(default_factory=dict, description="Long or alternate spellings -> id.")
+    region_aliases: dict[str, str] = Field(
+        default_factory=dict, description="Long or alternate spellings -> id."
+    )
     tiers: list[StorageTier]
     survival: list[Survival]
     actions: list[ActionBilling]
@@ -150,6 +215,16 @@ class Profile(Model):
     limits: Limits
     capacity: str = Field(description="How capacity shortages show up and what to do.")
     gotchas: list[Gotcha]
+    gpu_count_in_machine_type: bool = Field(
+        False, description="True when a multi-GPU machine is a distinct machine type (Paperspace A4000x2)."
+    )
+    network_volume_tiers: dict[str, str] = Field(
+        default_factory=dict, description="Spec network_volume.tier value -> StorageTier id."
+    )
+    sources: dict[str, Sourced] = Field(
+        default_factory=dict,
+        description="Source and date of the top-level facts (meter_stop_verb, options, regions, capacity, ...).",
+    )
 
     def tier(self, tier_id: str) -> StorageTier:
         for t in self.tiers:
@@ -186,6 +261,38 @@ class Profile(Model):
             if a.action == name:
                 return a
         raise KeyError(name)
+
+    def network_volume_tier(self, kind: str = "standard") -> StorageTier:
+        """The StorageTier of a spec network volume tier name (standard | high-performance)."""
+        tier_id = self.network_volume_tiers.get(kind)
+        if tier_id is None:
+            raise KeyError(f"{self.platform} has no network volume tier '{kind}'")
+        return self.tier(tier_id)
+
+    def normalise_region(self, name: str) -> str | None:
+        """A region id from any accepted spelling ('East Coast (NY2)', 'NY2', 'ny2'); None when unknown."""
+        if name in self.regions:
+            return name
+        if name in self.region_aliases:
+            return self.region_aliases[name]
+        folded = name.strip().casefold()
+        for region in self.regions:
+            if region.casefold() == folded:
+                return region
+        for alias, region in self.region_aliases.items():
+            if alias.casefold() == folded:
+                return region
+        return None
+
+    def auto_shutdown_clock(self, kind: str) -> AutoShutdown:
+        for a in self.auto_shutdown:
+            if a.kind == kind:
+                return a
+        raise KeyError(f"{self.platform} profile has no auto-shutdown clock '{kind}'")
+
+    @property
+    def gotcha_ids(self) -> list[str]:
+        return [g.id for g in self.gotchas]
 
 
 def profiles_dir() -> Path:
