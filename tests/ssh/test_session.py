@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from gpujob.errors import RemoteCommandError, SSHConnectError
+from gpujob.live import SSHEndpoint
+from gpujob.ssh.keys import ensure_project_key
+from gpujob.ssh.quote import exports, join, q, remote_path, session_name, with_env
+from gpujob.ssh.session import connect
+from gpujob.ssh.testing import SSHD, local_sshd, running_sshd
+
+NASTY = [
+    "plain",
+    "with space",
+    "single ' quote",
+    'double " quote',
+    "dollar $HOME and ${PATH}",
+    "semi; rm -rf /tmp/nothing-here",
+    "back `id` tick $(id)",
+    "new\nline",
+    "",
+    "tab\tand \\ backslash",
+    "glob * ? [a]",
+    "ünïcødé",
+]
+
+
+def test_project_key_is_private_and_idempotent(tmp_path: Path) -> None:
+    key, line = ensure_project_key(tmp_path / "st")
+    assert line.startswith("ssh-ed25519 ")
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "st").stat().st_mode) == 0o700
+    before = key.read_bytes()
+    os.chmod(key, 0o644)
+    key2, line2 = ensure_project_key(tmp_path / "st")
+    assert (key2, line2) == (key, line)
+    assert key.read_bytes() == before
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+def test_quote_helpers_refuse_bad_names() -> None:
+    with pytest.raises(ValueError):
+        exports({"BAD NAME": "x"})
+    with pytest.raises(ValueError):
+        remote_path("/workspace/../etc")
+    with pytest.raises(ValueError):
+        remote_path("relative/path")
+    with pytest.raises(ValueError):
+        session_name("a.b:c")
+    assert remote_path("/workspace//code/") == "/workspace/code"
+
+
+def test_run_and_quoting_roundtrip(sshd: SSHD, state: Path) -> None:
+    async def go() -> None:
+        async with connect(
+            sshd.endpoint,
+            key_path=state / "id_ed25519",
+            known_hosts=state / "known_hosts.json",
+            resource_id="pod-1",
+        ) as remote:
+            for value in NASTY:
+                res = await remote.run(f"printf %s {q(value)}")
+                assert res.stdout == value
+                res = await remote.run(with_env({"GPUJOB_T": value}, 'printf %s "$GPUJOB_T"'))
+                assert res.stdout == value
+                res = await remote.run(exports({"A_B": value}) + 'printf %s "$A_B"')
+                assert res.stdout == value
+            res = await remote.run("printf '%s|' " + join(NASTY))
+            assert res.stdout == "".join(v + "|" for v in NASTY)
+            res = await remote.run("cat", input=b"\x00\x01binary\xff")
+            assert res.stdout.encode("utf-8", "replace").startswith(b"\x00\x01binary")
+            with pytest.raises(RemoteCommandError) as err:
+                await remote.run("echo oops >&2; exit 7")
+            assert err.value.exit_status == 7 and "oops" in err.value.stderr_tail
+            res = await remote.run("exit 3", check=False)
+            assert res.exit_status == 3
+            with pytest.raises(RemoteCommandError):
+                await remote.run("sleep 5", timeout=0.3)
+            target = f"{state}/remote dir/file $x;.txt"
+            await remote.put_bytes(b"hello\n", target, 0o600)
+            assert Path(target).read_bytes() == b"hello\n"
+            assert stat.S_IMODE(Path(target).stat().st_mode) == 0o600
+            assert await remote.get_bytes(target) == b"hello\n"
+
+    asyncio.run(go())
+
+
+def test_host_key_pinned_then_change_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    key, line = ensure_project_key(state)
+    pins = state / "known_hosts.json"
+    with running_sshd(tmp_path / "own") as server:
+        server.authorize(line)
+
+        async def hello(**kw: object) -> str:
+            async with connect(
+                server.endpoint, key_path=key, known_hosts=pins, resource_id="pod-x", **kw
+            ) as r:  # type: ignore[arg-type]
+                return (await r.run("echo hi")).stdout.strip()
+
+        assert asyncio.run(hello()) == "hi"
+        pinned = json.loads(pins.read_text())["pod-x"]
+        assert pinned["key"].startswith("ssh-ed25519 ")
+        assert stat.S_IMODE(pins.stat().st_mode) == 0o600
+        assert asyncio.run(hello()) == "hi"  # the pin matches
+        server.new_host_key()
+        with pytest.raises(SSHConnectError) as err:
+            asyncio.run(hello(timeout=5))
+        assert "changed" in str(err.value) and pinned["fingerprint"] in str(err.value)
+        assert json.loads(pins.read_text())["pod-x"] == pinned  # never overwritten silently
+
+        # A different resource id on the same address is a different machine: pinned on first use.
+        async def other() -> None:
+            async with connect(server.endpoint, key_path=key, known_hosts=pins, resource_id="pod-y") as r:
+                await r.run("true")
+
+        asyncio.run(other())
+        # The caller knows the platform moved the pod: re-pin.
+        assert asyncio.run(hello(expect_new_host=True)) == "hi"
+        assert json.loads(pins.read_text())["pod-x"]["fingerprint"] != pinned["fingerprint"]
+        assert asyncio.run(hello()) == "hi"
+
+
+def test_connect_retries_until_endpoint_answers(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    key, line = ensure_project_key(state)
+    server = SSHD(tmp_path / "late")
+    server.authorize(line)
+
+    async def go() -> str:
+        async def start_later() -> None:
+            await asyncio.sleep(0.5)  # the machine boots while connect() is already retrying
+            await asyncio.to_thread(server.start)
+
+        starter = asyncio.create_task(start_later())
+        try:
+            async with connect(
+                server.endpoint, key_path=key, known_hosts=state / "kh.json", resource_id="p", timeout=20
+            ) as r:
+                return (await r.run("echo up")).stdout.strip()
+        finally:
+            await starter
+
+    try:
+        assert asyncio.run(go()) == "up"
+    finally:
+        server.stop()
+
+
+def test_connect_gives_up_with_clear_error(tmp_path: Path) -> None:
+    key, _ = ensure_project_key(tmp_path / "st")
+    ep = SSHEndpoint(host="127.0.0.1", port=1, user="root")
+
+    async def go() -> None:
+        async with connect(
+            ep, key_path=key, known_hosts=tmp_path / "kh.json", resource_id="gone", timeout=1.5
+        ):
+            pass
+
+    with pytest.raises(SSHConnectError) as err:
+        asyncio.run(go())
+    assert "gone" in str(err.value) and "within" in str(err.value)
+
+
+def test_local_sshd_helper(tmp_path: Path) -> None:
+    with local_sshd(tmp_path) as (endpoint, key):
+
+        async def go() -> str:
+            async with connect(
+                endpoint, key_path=key, known_hosts=tmp_path / "kh.json", resource_id="r"
+            ) as r:
+                return (await r.run("whoami")).stdout.strip()
+
+        assert asyncio.run(go()) == endpoint.user
