@@ -59,10 +59,13 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 class NetworkVolumeSpec(Model):
     """A RunPod Network Volume: survives terminate, shared within one data center."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,38}$", description="Volume name; created as gpujob-<job>-<name>.")
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9-]{0,38}$", description="Volume name; created as gpujob-<job>-<name>."
+    )
     size_gb: int = Field(ge=10, le=4096, description="Size in GB (10–4096). Grow-only: it can never shrink.")
     tier: Literal["standard", "high-performance"] = Field(
-        "standard", description="standard ($0.07/GB/mo) or high-performance (~3× throughput, $0.14/GB/mo). Fixed at create."
+        "standard",
+        description="standard ($0.07/GB/mo) or high-performance (~3× throughput, $0.14/GB/mo). Fixed at create.",
     )
 
 
@@ -74,23 +77,35 @@ class MachineSpec(Model):
         description="GPU alias or preference-ordered list of aliases (H100-80GB, A100-80GB, A6000, RTX4090, ...).",
     )
     gpu_count: int = Field(1, ge=1, le=8, description="GPUs per machine.")
-    spot: bool = Field(False, description="RunPod interruptible (spot) pricing; ~5 s SIGTERM grace. Not on Paperspace.")
+    spot: bool = Field(
+        False, description="RunPod interruptible (spot) pricing; ~5 s SIGTERM grace. Not on Paperspace."
+    )
     cloud: Literal["secure", "community"] | None = Field(
         None, description="RunPod cloud: secure (default) or community. Not on Paperspace."
     )
     regions: list[str] = Field(
-        default_factory=list, description="RunPod data centers or Paperspace regions, in preference order. Empty = any."
+        default_factory=list,
+        description="RunPod data centers or Paperspace regions, in preference order. Empty = any.",
     )
-    image: str | None = Field(None, description="RunPod container image; pin by @sha256 digest for reproducibility.")
-    template: str | None = Field(None, description="Paperspace Core template (OS or custom template id/name).")
-    container_disk_gb: int | None = Field(None, ge=1, le=1000, description="RunPod container disk (wiped on stop).")
+    image: str | None = Field(
+        None, description="RunPod container image; pin by @sha256 digest for reproducibility."
+    )
+    template: str | None = Field(
+        None, description="Paperspace Core template (OS or custom template id/name)."
+    )
+    container_disk_gb: int | None = Field(
+        None, ge=1, le=1000, description="RunPod container disk (wiped on stop)."
+    )
     public_ip: Literal["static", "dynamic", "none"] | None = Field(
-        None, description="Paperspace public IP: static (bills until released), dynamic (new IP each start), none."
+        None,
+        description="Paperspace public IP: static (bills until released), dynamic (new IP each start), none.",
     )
     auto_shutdown: Duration | None = Field(
         None, description="Paperspace Core auto-shutdown (wall clock on Linux, 1h–1w). Unset = disabled."
     )
-    max_price_per_hour: float | None = Field(None, gt=0, description="Refuse offers above this many USD/h for the machine.")
+    max_price_per_hour: float | None = Field(
+        None, gt=0, description="Refuse offers above this many USD/h for the machine."
+    )
 
     @field_validator("gpu", mode="before")
     @classmethod
@@ -103,11 +118,15 @@ class StorageSpec(Model):
         None, ge=0, le=2000, description="RunPod per-pod volume disk / Paperspace block storage size in GB."
     )
     mount: str = Field("/workspace", pattern=r"^/", description="Where the durable volume is mounted.")
-    network_volume: NetworkVolumeSpec | None = Field(None, description="RunPod only: a Network Volume mounted at `mount`.")
+    network_volume: NetworkVolumeSpec | None = Field(
+        None, description="RunPod only: a Network Volume mounted at `mount`."
+    )
 
 
 class CheckpointSpec(Model):
-    dir: str = Field(pattern=r"^/", description="Remote checkpoint directory; must be on a tier that survives teardown.")
+    dir: str = Field(
+        pattern=r"^/", description="Remote checkpoint directory; must be on a tier that survives teardown."
+    )
     interval: Duration | Literal["auto"] = Field(
         "auto", description="Checkpoint cadence, or `auto` = Young/Daly sqrt(2 · mtbf · write_time)."
     )
@@ -118,29 +137,38 @@ class CheckpointSpec(Model):
     verify: str | None = Field(
         None, description="Local load check run on each pulled checkpoint; {file} is replaced by its path."
     )
-    size_gb: float | None = Field(None, gt=0, description="Expected checkpoint size, for the flush-in-grace check.")
+    size_gb: float | None = Field(
+        None, gt=0, description="Expected checkpoint size, for the flush-in-grace check."
+    )
 
 
 class SyncSpec(Model):
     src: str = Field(".", description="Local directory to sync (relative to the job file).")
     dest: str = Field("/workspace/code", pattern=r"^/", description="Remote directory.")
-    exclude: list[str] = Field(default_factory=list, description="Glob patterns not synced (.gitignore is honoured too).")
+    exclude: list[str] = Field(
+        default_factory=list, description="Glob patterns not synced (.gitignore is honoured too)."
+    )
 
 
 class RunSpec(Model):
     sync: SyncSpec = Field(default_factory=SyncSpec)  # type: ignore[arg-type]
     setup: str | None = Field(None, description="Run once per fresh container before the command.")
-    command: str = Field(min_length=1, description="The training command; must load the latest checkpoint if present.")
+    command: str = Field(
+        min_length=1, description="The training command; must load the latest checkpoint if present."
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Plain environment variables for the run.")
     secrets: list[str] = Field(
         default_factory=list,
         description="Names of local env vars whose values are passed to the run over SSH; never written anywhere.",
     )
     caches: Literal["durable", "default"] = Field(
-        "durable", description="durable: HF_HOME / PIP_CACHE_DIR under the durable mount (RunPod's small container disk)."
+        "durable",
+        description="durable: HF_HOME / PIP_CACHE_DIR under the durable mount (RunPod's small container disk).",
     )
     detach: Literal["tmux", "nohup"] = Field("tmux", description="How the run outlives the SSH session.")
-    max_runtime: Duration | None = Field(None, description="Longest the run may take; feeds cost projection and checks.")
+    max_runtime: Duration | None = Field(
+        None, description="Longest the run may take; feeds cost projection and checks."
+    )
 
     @field_validator("env")
     @classmethod
@@ -155,7 +183,9 @@ class RunSpec(Model):
     def _secret_names(cls, value: list[str]) -> list[str]:
         for key in value:
             if not re.match(ENV_NAME_PATTERN, key):
-                raise ValueError(f"'{key}' is not a valid environment variable name (secrets are names, not values)")
+                raise ValueError(
+                    f"'{key}' is not a valid environment variable name (secrets are names, not values)"
+                )
         return value
 
 
@@ -166,8 +196,12 @@ class TeardownSpec(Model):
 
 
 class BudgetSpec(Model):
-    max_hourly_usd: float | None = Field(None, gt=0, description="Refuse a plan whose running rate exceeds this.")
-    max_total_usd: float | None = Field(None, gt=0, description="Warn when spend so far plus projection crosses this.")
+    max_hourly_usd: float | None = Field(
+        None, gt=0, description="Refuse a plan whose running rate exceeds this."
+    )
+    max_total_usd: float | None = Field(
+        None, gt=0, description="Warn when spend so far plus projection crosses this."
+    )
 
 
 class JobSpec(Model):

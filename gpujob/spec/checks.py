@@ -1,0 +1,251 @@
+"""Platform checks: the spec against the chosen platform's profile (profiles/<platform>.yaml).
+
+They read the raw mapping, not a validated JobSpec, so a file with a typo elsewhere still gets every
+platform problem reported in the same run. Values of the wrong type are left to the model's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from gpujob.spec.errmap import did_you_mean, suggestion
+
+if TYPE_CHECKING:
+    from gpujob.profile import Profile
+    from gpujob.spec.model import JobSpec
+
+# Options that exist on one platform only; everything else in machine/storage is common ground.
+PLATFORM_OPTIONS = {
+    "machine": ("spot", "cloud", "image", "template", "container_disk_gb", "public_ip", "auto_shutdown"),
+    "storage": ("network_volume",),
+}
+
+
+@dataclass(frozen=True)
+class CheckProblem:
+    key_path: str
+    message: str
+    hint: str | None = None
+    at_key: bool = False  # point at the key itself (or, when absent, its closest written parent)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def resolve_region(profile: Profile, name: str) -> str | None:
+    """A region id or one of its aliases -> the profile's id; None when unknown."""
+    if name in profile.regions:
+        return name
+    return profile.region_aliases.get(name)
+
+
+def _hours(h: float) -> str:
+    from gpujob.spec.model import format_duration
+
+    return format_duration(timedelta(hours=h))
+
+
+def _options(profile: Profile, section: str, body: Mapping[str, Any]) -> list[CheckProblem]:
+    from gpujob.profile import load_profile
+
+    offered = {o.rpartition(".")[2] for o in profile.options}
+    other = "paperspace" if profile.platform == "runpod" else "runpod"
+    out = []
+    for key in PLATFORM_OPTIONS[section]:
+        if key in body and body[key] not in (None, False) and key not in offered:
+            elsewhere = key in {o.rpartition(".")[2] for o in load_profile(other).options}
+            hint = f"it is a {other} option; remove it" if elsewhere else "remove it"
+            if key == "spot":
+                hint = "Paperspace has no interruptible machines; remove it"
+            out.append(
+                CheckProblem(f"{section}.{key}", f"{key} is not available on {profile.platform}", hint, True)
+            )
+    return out
+
+
+def _gpus(profile: Profile, machine: Mapping[str, Any], regions: list[str]) -> list[CheckProblem]:
+    raw = machine.get("gpu")
+    gpus = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    aliases = [g.alias for g in profile.gpus]
+    out, offers = [], []
+    for i, name in enumerate(gpus):
+        if not isinstance(name, str):
+            continue
+        offer = profile.gpu(name)
+        if offer is None:
+            path = "machine.gpu" if isinstance(raw, str) else f"machine.gpu[{i}]"
+            out.append(
+                CheckProblem(path, f"unknown GPU '{name}' on {profile.platform}", suggestion(name, aliases))
+            )
+        else:
+            offers.append(offer)
+    count = _int(machine.get("gpu_count"))
+    if count is not None and count > profile.limits.max_gpu_count:
+        out.append(
+            CheckProblem(
+                "machine.gpu_count",
+                f"at most {profile.limits.max_gpu_count} GPUs per machine on {profile.platform}, got {count}",
+            )
+        )
+    elif (
+        count is not None
+        and count > 1
+        and offers
+        and profile.platform == "paperspace"
+        and not any(count in o.multi_gpu_ids for o in offers)
+    ):
+        sizes = "; ".join(
+            f"{o.alias}: {', '.join(str(n) for n in [1, *sorted(o.multi_gpu_ids)])}" for o in offers
+        )
+        out.append(
+            CheckProblem(
+                "machine.gpu_count",
+                f"no listed GPU comes {count} to a machine on paperspace",
+                f"available counts: {sizes}",
+            )
+        )
+    placed = [o for o in offers if o.regions]
+    if regions and placed and not any(r in o.regions for o in placed for r in regions):
+        where = "; ".join(f"{o.alias}: {', '.join(o.regions)}" for o in placed)
+        out.append(
+            CheckProblem(
+                "machine.regions",
+                "none of the listed GPUs is offered in the listed regions",
+                f"offered in {where}",
+            )
+        )
+    return out
+
+
+def _regions(profile: Profile, machine: Mapping[str, Any]) -> tuple[list[CheckProblem], list[str]]:
+    raw = machine.get("regions")
+    out, resolved = [], []
+    for i, name in enumerate(raw if isinstance(raw, list) else []):
+        if not isinstance(name, str):
+            continue
+        region = resolve_region(profile, name)
+        if region is None:
+            choices = [*profile.regions, *profile.region_aliases]
+            guess = did_you_mean(name, choices)
+            hint = f"did you mean '{guess}'?" if guess else f"known regions: {', '.join(profile.regions)}"
+            out.append(
+                CheckProblem(f"machine.regions[{i}]", f"unknown {profile.platform} region '{name}'", hint)
+            )
+        else:
+            resolved.append(region)
+    return out, resolved
+
+
+def _range(path: str, value: Any, bounds: tuple[int, int] | None, what: str) -> list[CheckProblem]:
+    n = _int(value)
+    if n is None or bounds is None or bounds[0] <= n <= bounds[1]:
+        return []
+    return [CheckProblem(path, f"{what} must be between {bounds[0]} and {bounds[1]} GB, got {n}")]
+
+
+def _sizes(profile: Profile, machine: Mapping[str, Any], storage: Mapping[str, Any]) -> list[CheckProblem]:
+    limits = profile.limits
+    out = _range(
+        "machine.container_disk_gb",
+        machine.get("container_disk_gb"),
+        limits.container_disk_gb,
+        "container disk",
+    )
+    volume = _int(storage.get("volume_gb"))
+    out += _range("storage.volume_gb", volume, limits.volume_gb, "volume")
+    if not out and volume is not None and limits.volume_sizes_gb and volume not in limits.volume_sizes_gb:
+        nearest = min(limits.volume_sizes_gb, key=lambda s: (abs(s - volume), s))
+        sizes = ", ".join(str(s) for s in limits.volume_sizes_gb)
+        out.append(
+            CheckProblem(
+                "storage.volume_gb",
+                f"{profile.platform} block storage comes in fixed sizes ({sizes} GB), got {volume}",
+                f"nearest size: {nearest}",
+            )
+        )
+    nv = storage.get("network_volume")
+    if isinstance(nv, Mapping):
+        out += _range(
+            "storage.network_volume.size_gb", nv.get("size_gb"), limits.network_volume_gb, "network volume"
+        )
+    return out
+
+
+def _auto_shutdown(profile: Profile, machine: Mapping[str, Any]) -> list[CheckProblem]:
+    from gpujob.spec.model import parse_duration
+
+    core = next((a for a in profile.auto_shutdown if a.kind == "core"), None)
+    raw = machine.get("auto_shutdown")
+    if core is None or raw is None or "auto_shutdown" not in profile.options:
+        return []
+    try:
+        hours = parse_duration(raw).total_seconds() / 3600
+    except ValueError:
+        return []  # the model reports the bad duration
+    low, high = core.min_hours or 0.0, core.max_hours or float("inf")
+    if low <= hours <= high:
+        return []
+    return [
+        CheckProblem(
+            "machine.auto_shutdown",
+            f"must be between {_hours(low)} and {_hours(high)} on Paperspace Core, got {raw}",
+            "Core auto-shutdown runs on the wall clock; pick the longest run you expect",
+        )
+    ]
+
+
+def _required(profile: Profile, machine: Mapping[str, Any]) -> list[CheckProblem]:
+    if profile.platform == "runpod" and not machine.get("image"):
+        return [
+            CheckProblem(
+                "machine.image",
+                "a RunPod job needs a container image",
+                "e.g. image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04",
+                True,
+            )
+        ]
+    if profile.platform == "paperspace" and not machine.get("template"):
+        return [
+            CheckProblem(
+                "machine.template",
+                "a Paperspace Core job needs a template",
+                "an OS or custom template id, e.g. template: ml-in-a-box",
+                True,
+            )
+        ]
+    return []
+
+
+def platform_problems(data: Mapping[str, Any]) -> list[CheckProblem]:
+    """Every platform problem in a raw job mapping. Unknown platforms are left to the model's errors."""
+    from gpujob.model import PLATFORMS
+    from gpujob.profile import load_profile
+
+    platform = data.get("platform")
+    if platform not in PLATFORMS:
+        return []
+    try:
+        profile = load_profile(str(platform))
+    except Exception as exc:  # a missing or broken bundled profile: say so at the platform key
+        return [
+            CheckProblem(
+                "platform", f"cannot check against the {platform} profile: {exc}", "reinstall gpujob", True
+            )
+        ]
+    machine = data.get("machine") if isinstance(data.get("machine"), Mapping) else {}
+    storage = data.get("storage") if isinstance(data.get("storage"), Mapping) else {}
+    assert isinstance(machine, Mapping) and isinstance(storage, Mapping)
+    out = _options(profile, "machine", machine) + _options(profile, "storage", storage)
+    region_problems, regions = _regions(profile, machine)
+    out += region_problems + _gpus(profile, machine, regions)
+    out += _sizes(profile, machine, storage) + _auto_shutdown(profile, machine) + _required(profile, machine)
+    return out
+
+
+def check_spec(spec: JobSpec) -> list[CheckProblem]:
+    """The same checks for a JobSpec already in hand (only the keys the user set count as written)."""
+    return platform_problems(spec.model_dump(mode="json", exclude_unset=True))

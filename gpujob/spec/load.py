@@ -1,0 +1,129 @@
+"""Load job files: every problem in every file, each pinned to file:line:col and a key path.
+
+    load_specs([Path("job.yaml")]) -> [LoadedSpec]     raises SpecError(problems) listing them all
+
+Bad input never raises anything but SpecError: malformed YAML, duplicate keys, unknown keys, wrong
+types, bad durations and sizes, platform options that do not exist, YAML bombs, object tags, huge or
+non-UTF-8 files all become SpecProblems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from gpujob.errors import SpecError
+from gpujob.plan.model import SourceRef
+from gpujob.spec.checks import platform_problems
+from gpujob.spec.errmap import validation_problems
+from gpujob.spec.model import JobSpec
+from gpujob.spec.problem import SpecProblem
+from gpujob.spec.yamlsafe import Positions, parent_path, parse_file
+
+__all__ = ["LoadedSpec", "SpecProblem", "discover_job_files", "load_spec", "load_specs"]
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    spec: JobSpec
+    path: Path
+    digest: str  # sha256 of the file's bytes
+    positions: Positions = field(default_factory=Positions, repr=False, compare=False)
+
+    def source(self, key_path: str) -> SourceRef | None:
+        """Where key_path ("machine.spot", "machine.gpu[1]") is written; an absent key resolves to its
+        closest written parent. None only when nothing of the path is in the file."""
+        path = key_path.strip(".")
+        probe = path
+        while probe and probe not in self.positions.keys and probe not in self.positions.values:
+            probe = parent_path(probe)
+        if not probe:
+            return None
+        line, col = self.positions.key(probe)
+        return SourceRef(file=str(self.path), line=line, column=col, key=path)
+
+
+def _covered(path: str, taken: set[str]) -> bool:
+    """A key with a model error already, or under one: a second complaint about it is noise."""
+    probe = path
+    while probe:
+        if probe in taken:
+            return True
+        probe = parent_path(probe)
+    return False
+
+
+def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
+    display = str(path)
+    parsed = parse_file(path, display)
+    if parsed.data is None:
+        return None, parsed.problems
+    problems = list(parsed.problems)
+    spec: JobSpec | None = None
+    try:
+        spec = JobSpec.model_validate(parsed.data)
+    except ValidationError as exc:
+        problems += validation_problems(exc, JobSpec, parsed.data, parsed.positions, display)
+    except (ValueError, TypeError, RecursionError) as exc:  # never a traceback for bad input
+        problems.append(SpecProblem(display, 1, 1, "", f"invalid job file: {type(exc).__name__}"))
+    taken = {p.key_path for p in problems}
+    for check in platform_problems(parsed.data):
+        if _covered(check.key_path, taken):
+            continue
+        pos = parsed.positions.key(check.key_path) if check.at_key else parsed.positions.value(check.key_path)
+        problems.append(SpecProblem(display, pos[0], pos[1], check.key_path, check.message, check.hint))
+    problems.sort(key=lambda p: (p.line, p.col, p.key_path, p.message))
+    if problems or spec is None:
+        return None, problems
+    return LoadedSpec(spec=spec, path=path, digest=parsed.digest, positions=parsed.positions), []
+
+
+def load_spec(path: Path) -> LoadedSpec:
+    """One job file, or SpecError with every problem in it."""
+    return load_specs([path])[0]
+
+
+def load_specs(paths: Iterable[Path]) -> list[LoadedSpec]:
+    """Every file, in order; SpecError listing every problem across all of them when any has one."""
+    loaded: list[LoadedSpec] = []
+    problems: list[SpecProblem] = []
+    names: dict[str, LoadedSpec] = {}
+    for path in paths:
+        spec, found = _load_one(Path(path))
+        problems += found
+        if spec is None:
+            continue
+        first = names.get(spec.spec.name)
+        if first is not None:
+            ref = spec.source("name")
+            line, col = (ref.line, ref.column) if ref else (1, 1)
+            problems.append(
+                SpecProblem(
+                    str(spec.path),
+                    line,
+                    col,
+                    "name",
+                    f"job name '{spec.spec.name}' is also used by {first.path}",
+                    "each job needs its own name; resources are named after it",
+                )
+            )
+            continue
+        names[spec.spec.name] = spec
+        loaded.append(spec)
+    if problems:
+        raise SpecError(problems)
+    return loaded
+
+
+def discover_job_files(root: Path) -> list[Path]:
+    """root/job.yaml if present, else every root/*.job.yaml and root/jobs/*.yaml (sorted)."""
+    root = Path(root)
+    single = root / "job.yaml"
+    if single.is_file():
+        return [single]
+    found = sorted(p for p in root.glob("*.job.yaml") if p.is_file())
+    found += sorted(p for p in root.glob("jobs/*.yaml") if p.is_file())
+    return found

@@ -1,0 +1,31 @@
+"""SpecProblem: one thing wrong in a job file, pinned to file:line:col and a dotted key path."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, order=True)
+class SpecProblem:
+    """`str()` is the line users see: ``file:line:col: key.path: message (hint: ...)``.
+
+    line and col are 1-based. key_path is "" for whole-file problems (unreadable, malformed YAML, ...),
+    in which case the key part is left out of the rendered line.
+    """
+
+    file: str
+    line: int
+    col: int
+    key_path: str
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.col}: "
+        key = f"{self.key_path}: " if self.key_path else ""
+        tail = f" (hint: {self.hint})" if self.hint else ""
+        return f"{where}{key}{self.message}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

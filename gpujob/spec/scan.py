@@ -1,0 +1,178 @@
+"""Walk ruamel's parse events (nothing is constructed) to refuse unsafe input and record positions."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpujob.spec.problem import SpecProblem
+from gpujob.spec.yamlsafe import (
+    MAX_ALIASES,
+    MAX_DEPTH,
+    MAX_NODES,
+    SAFE_TAGS,
+    Positions,
+    _tag_name,
+    child_path,
+)
+
+
+class _Stop(Exception):
+    """A fatal problem: the file is not scanned further."""
+
+
+@dataclass
+class _Frame:
+    kind: str  # "map" | "seq"
+    path: str
+    anchor: str | None
+    start_size: int
+    expect_key: bool = True
+    key: str | None = None
+    index: int = 0
+    seen: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+class _Scanner:
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.positions = Positions()
+        self.problems: list[SpecProblem] = []
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, int] = {}
+        self.aliases = 0
+        self.size = 0
+        self.documents = 0
+
+    def fatal(self, mark: Any, message: str, hint: str | None = None) -> _Stop:
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        self.problems.append(SpecProblem(self.display, line, col, "", message, hint))
+        return _Stop()
+
+    def _grow(self, amount: int, mark: Any) -> None:
+        self.size += amount
+        if self.size > MAX_NODES:
+            raise self.fatal(
+                mark,
+                f"document too large: more than {MAX_NODES} values once aliases are expanded",
+                "a job file needs no more than a few dozen values; remove the repeated aliases",
+            )
+
+    def _node_path(self, mark: Any, is_key_scalar: str | None) -> str | None:
+        """Place a node in its parent. Returns its key path, or None when the node is itself a key."""
+        pos = (mark.line + 1, mark.column + 1)
+        if not self.stack:
+            self.positions.values[""] = pos
+            return ""
+        top = self.stack[-1]
+        if top.kind == "seq":
+            path = child_path(top.path, top.index)
+            top.index += 1
+            self.positions.values[path] = pos
+            return path
+        if top.expect_key:
+            top.expect_key = False
+            key = is_key_scalar if is_key_scalar is not None else "?"
+            top.key = key
+            path = child_path(top.path, key)
+            if is_key_scalar is not None and key != "<<":
+                if key in top.seen:
+                    first = top.seen[key]
+                    self.problems.append(
+                        SpecProblem(
+                            self.display,
+                            pos[0],
+                            pos[1],
+                            path,
+                            f"duplicate key '{key}' (first defined at line {first[0]})",
+                            "keep one of them; YAML does not merge repeated keys",
+                        )
+                    )
+                else:
+                    top.seen[key] = pos
+                    self.positions.keys[path] = pos
+            return None
+        top.expect_key = True
+        path = child_path(top.path, top.key or "?")
+        self.positions.values.setdefault(path, pos)
+        return path
+
+    def event(self, ev: Any) -> None:
+        name = type(ev).__name__
+        mark = ev.start_mark
+        if name == "DocumentStartEvent":
+            self.documents += 1
+            if self.documents > 1:
+                raise self.fatal(
+                    mark,
+                    "a job file holds one YAML document; found a second one here",
+                    "remove the extra `---`, or put each job in its own file",
+                )
+            return
+        if name in ("MappingEndEvent", "SequenceEndEvent"):
+            frame = self.stack.pop()
+            if frame.anchor:
+                self.anchors[frame.anchor] = self.size - frame.start_size
+            return
+        if name not in ("ScalarEvent", "MappingStartEvent", "SequenceStartEvent", "AliasEvent"):
+            return
+        if name == "AliasEvent":
+            self.aliases += 1
+            if ev.anchor not in self.anchors:
+                raise self.fatal(
+                    mark,
+                    f"alias '*{ev.anchor}' refers to no anchor defined before it",
+                    f"define '&{ev.anchor}' earlier in the file, or write the value out",
+                )
+            if self.aliases > MAX_ALIASES:
+                raise self.fatal(
+                    mark,
+                    f"too many aliases (more than {MAX_ALIASES})",
+                    "write the values out; a job file needs few or no *aliases",
+                )
+            self._node_path(mark, None)
+            self._grow(self.anchors.get(ev.anchor, 1), mark)
+            return
+        tag = _tag_name(ev.tag)
+        if tag is not None and tag not in SAFE_TAGS:
+            raise self.fatal(
+                mark, f"tag '{tag}' is not allowed", "job files hold plain values only; remove the tag"
+            )
+        self._grow(1, mark)
+        is_key = None
+        if name == "ScalarEvent":
+            is_key = ev.value
+        path = self._node_path(mark, is_key)
+        if name == "ScalarEvent":
+            if ev.anchor:
+                self.anchors[ev.anchor] = 1
+            return
+        if len(self.stack) >= MAX_DEPTH:
+            raise self.fatal(mark, f"nested too deeply (more than {MAX_DEPTH} levels)")
+        kind = "map" if name == "MappingStartEvent" else "seq"
+        self.stack.append(_Frame(kind, path if path is not None else "?", ev.anchor, self.size))
+
+
+def scan_events(text: str, display: str) -> tuple[Positions, list[SpecProblem], bool]:
+    """(positions, problems, fatal). Fatal problems mean the text must not be loaded."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    scanner = _Scanner(display)
+    try:
+        for ev in YAML(typ="rt").parse(io.StringIO(text)):
+            scanner.event(ev)
+    except _Stop:
+        return scanner.positions, scanner.problems, True
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        message = f"malformed YAML: {problem}" + (f" ({context})" if context else "")
+        scanner.fatal(mark, message, "check the indentation and quoting near this position")
+        return scanner.positions, scanner.problems, True
+    except (RecursionError, ValueError, TypeError, IndexError) as exc:
+        scanner.fatal(None, f"cannot read YAML: {type(exc).__name__}")
+        return scanner.positions, scanner.problems, True
+    return scanner.positions, scanner.problems, False

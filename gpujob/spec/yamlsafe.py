@@ -1,0 +1,168 @@
+"""Read one job file safely: size cap, strict UTF-8, and an event-level pre-scan that refuses YAML bombs,
+object-constructing tags, deep nesting and extra documents before anything is constructed.
+
+The pre-scan also records where every key and value sits (1-based line/col from ruamel's marks) and
+spots duplicate keys, so every later problem can point at a precise position.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from gpujob.spec.problem import SpecProblem
+
+MAX_BYTES = 1024 * 1024
+MAX_ALIASES = 100
+MAX_NODES = 10_000  # counted after alias expansion, so nested aliases cannot multiply past it
+MAX_DEPTH = 32
+# Explicit tags that only ask for a plain value; anything else (!!python/..., !!binary, !custom) is refused.
+SAFE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq"))
+Pos = tuple[int, int]
+
+
+@dataclass
+class Positions:
+    """key_path -> (line, col), 1-based. `keys` holds where a key is written, `values` where its value starts."""
+
+    keys: dict[str, Pos] = field(default_factory=dict)
+    values: dict[str, Pos] = field(default_factory=dict)
+
+    def key(self, path: str) -> Pos:
+        return self._nearest(path, prefer_keys=True)
+
+    def value(self, path: str) -> Pos:
+        return self._nearest(path, prefer_keys=False)
+
+    def _nearest(self, path: str, *, prefer_keys: bool) -> Pos:
+        # An absent key (a missing field, an option left out) points at its closest written ancestor.
+        first, second = (self.keys, self.values) if prefer_keys else (self.values, self.keys)
+        while path:
+            for table in (first, second):
+                if path in table:
+                    return table[path]
+            path = parent_path(path)
+        return self.values.get("", (1, 1))
+
+
+def parent_path(path: str) -> str:
+    if path.endswith("]"):
+        return path[: path.rfind("[")]
+    return path.rpartition(".")[0]
+
+
+def child_path(parent: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else key
+
+
+@dataclass
+class ParsedFile:
+    data: Any
+    positions: Positions
+    problems: list[SpecProblem]  # non-fatal ones (duplicate keys); fatal ones leave data as None
+    digest: str = ""
+
+
+def _pos_of(byte_prefix: bytes) -> Pos:
+    line = byte_prefix.count(b"\n") + 1
+    return line, len(byte_prefix) - (byte_prefix.rfind(b"\n") + 1) + 1
+
+
+def read_text(path: Path, display: str) -> tuple[str | None, bytes, list[SpecProblem]]:
+    """The file's text, or the problem that stops us reading it."""
+
+    def fail(
+        message: str, hint: str | None = None, pos: Pos = (1, 1)
+    ) -> tuple[None, bytes, list[SpecProblem]]:
+        return None, b"", [SpecProblem(display, pos[0], pos[1], "", message, hint)]
+
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            return fail("is a directory, not a job file", "pass a job file, e.g. job.yaml")
+        if size > MAX_BYTES:
+            return fail(
+                f"file is too large ({size} bytes; the limit is {MAX_BYTES} bytes)",
+                "a job file is a few dozen lines; is this the right file?",
+            )
+        raw = path.read_bytes()[: MAX_BYTES + 1]
+    except FileNotFoundError:
+        return fail("no such file")
+    except OSError as exc:
+        return fail(f"cannot read the file: {exc.strerror or exc}")
+    if len(raw) > MAX_BYTES:  # grew between stat and read
+        return fail(f"file is too large (over {MAX_BYTES} bytes)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return fail("file is not valid UTF-8 text", "save it as UTF-8", _pos_of(raw[: exc.start]))
+    if not text.strip():
+        return fail("file is empty", "a job file needs at least version, name, platform and machine")
+    return text, raw, []
+
+
+def _tag_name(tag: Any) -> str | None:
+    if tag is None:
+        return None
+    value = getattr(tag, "value", tag)
+    return None if value is None else str(value)
+
+
+def _plain(value: Any) -> Any:
+    # Dates are the one non-JSON type the safe loader builds; the spec never wants one, so keep the text.
+    if isinstance(value, dict):
+        return {
+            k if isinstance(k, str | int | float | bool) or k is None else str(k): _plain(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def parse_file(path: Path, display: str) -> ParsedFile:
+    import hashlib
+
+    text, raw, problems = read_text(path, display)
+    if text is None:
+        return ParsedFile(None, Positions(), problems)
+    digest = hashlib.sha256(raw).hexdigest()
+    from gpujob.spec.scan import scan_events
+
+    positions, problems, fatal = scan_events(text, display)
+    if fatal:
+        return ParsedFile(None, positions, problems, digest)
+    from ruamel.yaml import YAML
+
+    loader = YAML(typ="safe", pure=True)
+    loader.allow_duplicate_keys = True  # already reported, with both positions, by the scan
+    try:
+        data = _plain(loader.load(io.StringIO(text)))
+    except Exception as exc:  # the scan accepted it, so this is a loader corner case: still no traceback
+        mark = getattr(exc, "problem_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        problems.append(SpecProblem(display, line, col, "", f"cannot read YAML: {problem}"))
+        return ParsedFile(None, positions, problems, digest)
+    if not isinstance(data, dict):
+        kind = {list: "a list", str: "a text value", type(None): "nothing"}.get(type(data), "a single value")
+        line, col = positions.values.get("", (1, 1))
+        problems.append(
+            SpecProblem(
+                display,
+                line,
+                col,
+                "",
+                f"expected a mapping of keys at the top level, got {kind}",
+                "a job file starts with lines such as `version: 1`, `name: ...`, `platform: ...`",
+            )
+        )
+        return ParsedFile(None, positions, problems, digest)
+    return ParsedFile(data, positions, problems, digest)
