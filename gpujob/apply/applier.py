@@ -1,0 +1,187 @@
+"""Execute a plan: independent jobs concurrently, the steps of one job in order.
+
+Every step is journalled (intent before, outcome after). Creates look the deterministic name up first
+and adopt what they find, so a re-run after a kill converges without duplicates. Gated steps pass the
+teardown gate (gate.py) immediately before they run. A failed step stops its job; other jobs go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from gpujob.apply import steps
+from gpujob.apply.gate import require_approvals
+from gpujob.apply.journal import Journal, crashpoint
+from gpujob.apply.progress import ApplyHooks, NullHooks
+from gpujob.apply.runtime import collect_secrets
+from gpujob.apply.sshapi import SSHApi
+from gpujob.clock import Clock, SystemClock
+from gpujob.errors import GpujobError
+from gpujob.live import LiveResource
+from gpujob.plan.model import Action, ActionKind, Plan
+from gpujob.providers.base import Provider
+from gpujob.spec.model import JobSpec
+
+
+class LoadedLike(Protocol):
+    @property
+    def spec(self) -> JobSpec: ...
+
+    @property
+    def path(self) -> Path: ...
+
+
+@dataclass
+class ApplyResult:
+    done: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    resources: dict[str, str] = field(default_factory=dict)  # action id -> resource id
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+@dataclass
+class JobContext:
+    """Everything one job's steps share while they run."""
+
+    spec: JobSpec
+    spec_path: Path
+    provider: Provider
+    state_dir: Path
+    journal: Journal
+    ssh: SSHApi
+    clock: Clock
+    env: Mapping[str, str]
+    hooks: ApplyHooks
+    approvals: set[str]
+    machine: LiveResource | None = None
+    volume: LiveResource | None = None
+    moved: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def note(self, message: str) -> None:
+        self.hooks.note(self.spec.name, message)
+
+
+def _state_dir_for(path: Path, override: Path | None) -> Path:
+    if override is not None:
+        override.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return override
+    from gpujob.config import state_dir
+
+    return state_dir(path)
+
+
+async def apply_plan(
+    plan: Plan,
+    loaded_specs: Sequence[LoadedLike],
+    providers: Mapping[str, Provider],
+    *,
+    approvals: set[str],
+    auto_approve: bool,
+    hooks: ApplyHooks | None = None,
+    clock: Clock | None = None,
+    env: Mapping[str, str] | None = None,
+    ssh: SSHApi | None = None,
+    state_dir: Path | None = None,
+) -> ApplyResult:
+    """Run every action of `plan`. `auto_approve` is the caller's confirmation of ordinary actions;
+    it never approves a gated one (only ids in `approvals` do). Raises GpujobError before any step
+    when the plan is blocked, a gated action is unapproved, or a secret is missing."""
+    hooks = hooks or NullHooks()
+    clock = clock or SystemClock()
+    env = os.environ if env is None else env
+    if plan.blocked:
+        raise GpujobError(
+            "the plan has errors (see the findings); nothing was applied",
+            hint="fix the job file, then plan again",
+        )
+    actions = [a for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
+    require_approvals(actions, approvals)
+    by_name = {ls.spec.name: ls for ls in loaded_specs}
+    contexts: list[tuple[JobContext, list[Action]]] = []
+    for jp in plan.jobs:
+        todo = [a for a in jp.actions if a.kind is not ActionKind.NOOP]
+        if not todo:
+            continue
+        loaded = by_name.get(jp.job)
+        if loaded is None:
+            raise GpujobError(f"the plan names job '{jp.job}' but no loaded job file defines it")
+        if any(a.kind is ActionKind.LAUNCH for a in todo):
+            collect_secrets(loaded.spec, env)  # fail before touching anything, naming the variable
+        provider = providers.get(loaded.spec.platform)
+        if provider is None:
+            raise GpujobError(f"no {loaded.spec.platform} provider open for job '{jp.job}'")
+        sdir = _state_dir_for(loaded.path, state_dir)
+        ctx = JobContext(
+            spec=loaded.spec,
+            spec_path=loaded.path,
+            provider=provider,
+            state_dir=sdir,
+            journal=Journal(sdir, jp.job),
+            ssh=ssh or SSHApi.default(),
+            clock=clock,
+            env=env,
+            hooks=hooks,
+            approvals=set(approvals),
+        )
+        contexts.append((ctx, todo))
+    result = ApplyResult()
+    await asyncio.gather(*(_run_job(ctx, todo, result) for ctx, todo in contexts))
+    return result
+
+
+async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> None:
+    ctx.journal.append("begin", ctx.clock.now(), detail=f"{len(todo)} step(s)")
+    await steps.refresh(ctx)
+    failed_at: str | None = None
+    for action in todo:
+        if failed_at is not None:
+            result.skipped.append(action.id)
+            ctx.hooks.step(action, "skipped", f"after {failed_at} failed")
+            ctx.journal.append("skipped", ctx.clock.now(), action_id=action.id, kind=str(action.kind))
+            continue
+        ctx.hooks.step(action, "start")
+        ctx.journal.append(
+            "intent",
+            ctx.clock.now(),
+            action_id=action.id,
+            kind=str(action.kind),
+            resource_name=action.resource_name,
+        )
+        crashpoint("before", action.id)
+        try:
+            outcome = await steps.run(ctx, action)
+        except GpujobError as exc:
+            failed_at = action.id
+            message = str(exc) + (f" (hint: {exc.hint})" if exc.hint else "")
+            result.failed[action.id] = message
+            ctx.journal.append(
+                "failed", ctx.clock.now(), action_id=action.id, kind=str(action.kind), detail=message
+            )
+            ctx.hooks.step(action, "failed", message)
+            continue
+        crashpoint("after", action.id)
+        if outcome.resource_id:
+            result.resources[action.id] = outcome.resource_id
+        result.done.append(action.id)
+        ctx.journal.append(
+            "done",
+            ctx.clock.now(),
+            action_id=action.id,
+            kind=str(action.kind),
+            resource_name=action.resource_name,
+            resource_id=outcome.resource_id,
+            detail=outcome.detail,
+        )
+        ctx.hooks.step(action, "done", outcome.detail)
+    ctx.journal.append("end", ctx.clock.now(), detail="failed" if failed_at else "ok")

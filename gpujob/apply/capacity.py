@@ -1,0 +1,78 @@
+"""Create the machine on the first candidate with capacity, then wait and retry with backoff.
+
+Candidates (GPU x region x cloud, in the spec's preference order, within max_price_per_hour) come from
+gpujob.gpus.candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpujob import gpus
+from gpujob.clock import Clock
+from gpujob.errors import ProviderCapacityError
+from gpujob.gpus import Candidate
+from gpujob.live import LiveResource, PriceQuote
+from gpujob.providers.base import LaunchRequest, Provider
+from gpujob.spec.model import JobSpec
+
+BACKOFF_START_S = 15.0
+BACKOFF_MAX_S = 300.0
+
+
+def candidates(
+    spec: JobSpec, *, region: str | None = None, quotes: list[PriceQuote] | None = None
+) -> list[Candidate]:
+    """Every (GPU, region, cloud) worth trying, best first. `region` pins it (network volume DC lock)."""
+    from gpujob.profile import load_profile
+
+    found = gpus.candidates(load_profile(spec.platform), spec.machine, quotes)
+    if region is None:
+        return found
+    out: list[Candidate] = []
+    for c in found:
+        if c.region in (None, region):
+            pinned = c.model_copy(update={"region": region})
+            if pinned not in out:
+                out.append(pinned)
+    return out
+
+
+async def create_with_fallback(
+    provider: Provider,
+    base: LaunchRequest,
+    cands: list[Candidate],
+    *,
+    clock: Clock,
+    note: Callable[[str], None],
+    max_wait_s: float,
+) -> LiveResource:
+    """Try each candidate; when all are out of capacity, wait (doubling) and go round again."""
+    if not cands:
+        raise ProviderCapacityError(
+            "no GPU candidate fits the spec (check machine.gpu, machine.regions and max_price_per_hour)",
+            platform=provider.platform,
+            call="create",
+        )
+    started = clock.now()
+    delay = BACKOFF_START_S
+    while True:
+        for cand in cands:
+            req = base.model_copy(
+                update={"gpu_id": cand.platform_id, "region": cand.region, "cloud": cand.cloud or "secure"}
+            )
+            try:
+                return await provider.create_machine(req)
+            except ProviderCapacityError:
+                note(f"no capacity for {cand.describe()}")
+        waited = (clock.now() - started).total_seconds()
+        if waited + delay > max_wait_s:
+            raise ProviderCapacityError(
+                f"no capacity on any of {len(cands)} candidate(s) after waiting {waited:.0f}s",
+                platform=provider.platform,
+                call="create",
+                hint="add GPUs or regions to machine.gpu / machine.regions, raise max_price_per_hour, or re-run later",
+            )
+        note(f"waiting {delay:.0f}s for capacity: {', '.join(c.describe() for c in cands[:3])}")
+        await clock.sleep(delay)
+        delay = min(delay * 2, BACKOFF_MAX_S)

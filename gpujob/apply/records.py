@@ -1,0 +1,105 @@
+"""Pull records: what `pull` fetched, from where, and whether each file was verified.
+
+<state>/pulls/<job>.json holds the latest PullRecord of a job. The teardown gate reads it, and the
+planner shows it next to destructive actions.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import Field
+
+from gpujob.model import Model, Platform
+
+
+class PulledFile(Model):
+    name: str = Field(description="Path relative to checkpoint.dir.")
+    size: int
+    sha256: str = Field(description="Checksum of the local copy.")
+    remote_sha256: str | None = Field(None, description="Checksum computed on the remote before the pull.")
+    verified: bool = Field(description="checkpoint.verify exited 0 on the local copy.")
+    at: datetime
+    local_path: str = ""
+
+    @property
+    def checksum_ok(self) -> bool:
+        return self.remote_sha256 is not None and self.remote_sha256 == self.sha256
+
+
+class PullRecord(Model):
+    job: str
+    platform: Platform
+    resource_id: str | None = Field(None, description="Machine / pod the files were pulled from.")
+    network_volume_id: str | None = Field(None, description="Network volume checkpoint.dir lives on, if any.")
+    tier: str = Field("", description="Storage tier of checkpoint.dir (network_volume, volume_disk, ...).")
+    remote_dir: str
+    local_dir: str
+    remote_files: dict[str, str] = Field(
+        default_factory=dict, description="Remote listing taken before the pull: name -> sha256."
+    )
+    files: list[PulledFile] = Field(default_factory=list)
+    verify_command: str | None = None
+    at: datetime
+
+    def file(self, name: str) -> PulledFile | None:
+        return next((f for f in self.files if f.name == name), None)
+
+    def missing(self) -> list[str]:
+        """Remote files not pulled, or pulled with a different checksum."""
+        out = []
+        for name, digest in sorted(self.remote_files.items()):
+            got = self.file(name)
+            if got is None or got.sha256 != digest:
+                out.append(name)
+        return out
+
+    def unverified(self) -> list[str]:
+        return [f.name for f in self.files if f.name in self.remote_files and not f.verified]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing() and not self.unverified()
+
+
+def pulls_path(state_dir: Path, job: str) -> Path:
+    return state_dir / "pulls" / f"{job}.json"
+
+
+def load_pull_record(state_dir: Path, job: str) -> PullRecord | None:
+    try:
+        return PullRecord.model_validate_json(pulls_path(state_dir, job).read_text())
+    except FileNotFoundError:
+        return None
+
+
+def load_pull_records(state_dir: Path) -> dict[str, PullRecord]:
+    """Every job's latest pull record in a state dir, keyed by job name (for the planner)."""
+    out: dict[str, PullRecord] = {}
+    folder = state_dir / "pulls"
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.json")):
+        try:
+            rec = PullRecord.model_validate_json(path.read_text())
+        except ValueError:
+            continue  # an unreadable record proves nothing; the gate then refuses for lack of one
+        out[rec.job] = rec
+    return out
+
+
+def save_pull_record(state_dir: Path, record: PullRecord) -> Path:
+    """Atomic write: temp file, fsync, rename, so a kill never leaves half a record."""
+    path = pulls_path(state_dir, record.job)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, record.model_dump_json(indent=2).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,247 @@
+"""The run over SSH: wait for the endpoint, connect with pinned host keys, sync, launch, pull.
+
+Used by the applier (LAUNCH and PULL steps) and by `status`, `logs`, `pull` and `ssh`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shlex
+import subprocess
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpujob.apply.gate import checkpoint_tier
+from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
+from gpujob.apply.sshapi import SSHApi
+from gpujob.clock import Clock
+from gpujob.errors import GpujobError, SSHConnectError
+from gpujob.live import LiveResource, SSHEndpoint
+from gpujob.providers.base import Provider
+from gpujob.spec.model import JobSpec
+
+ENDPOINT_WAIT_S = 600.0
+POLL_S = 3.0
+
+
+@dataclass
+class Target:
+    """One job's machine as the SSH side needs it."""
+
+    spec: JobSpec
+    spec_path: Path
+    provider: Provider
+    resource: LiveResource
+    state_dir: Path
+    moved: bool = False  # created or started by this apply: the host (and its key) may be new
+
+
+def collect_secrets(spec: JobSpec, env: Mapping[str, str]) -> dict[str, str]:
+    """Values of run.secrets from the local environment. Missing ones are named (never valued)."""
+    names = spec.run.secrets if spec.run else []
+    missing = [n for n in names if not env.get(n)]
+    if missing:
+        raise GpujobError(
+            f"{spec.name}: secret(s) not set in the local environment: {', '.join(missing)}",
+            hint="export them before apply; gpujob passes their values over SSH and never stores them",
+        )
+    return {n: env[n] for n in names}
+
+
+async def wait_for_endpoint(target: Target, clock: Clock, note: Callable[[str], None]) -> SSHEndpoint:
+    """Re-read the resource until it runs and has an SSH endpoint; ports and IPs change on every start."""
+    started = clock.now()
+    kind = target.resource.kind
+    announced = False
+    while True:
+        fresh = await target.provider.get(kind, target.resource.id)
+        if fresh is None:
+            raise GpujobError(
+                f"{target.spec.name}: {kind} {target.resource.id} disappeared while waiting for SSH"
+            )
+        target.resource = fresh
+        endpoint = target.provider.ssh_endpoint(fresh) if fresh.status == "running" else None
+        if endpoint is not None:
+            return endpoint
+        if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
+            raise SSHConnectError(
+                f"{target.spec.name}: no SSH endpoint after {ENDPOINT_WAIT_S:.0f}s ({kind} is {fresh.raw_status or fresh.status})",
+                hint="check the platform console; re-run apply to resume",
+            )
+        if not announced:
+            note(f"waiting for the SSH endpoint of {fresh.name} ({fresh.raw_status or fresh.status})")
+            announced = True
+        await clock.sleep(POLL_S)
+
+
+@contextlib.asynccontextmanager
+async def open_remote(
+    target: Target, ssh: SSHApi, clock: Clock, note: Callable[[str], None]
+) -> AsyncIterator[Any]:
+    """Connect with the project key and the pinned host key, retrying while sshd comes up."""
+    key_path, _ = ssh.ensure_project_key(target.state_dir)
+    known_hosts = target.state_dir / "known_hosts.json"
+    started = clock.now()
+    while True:
+        endpoint = await wait_for_endpoint(target, clock, note)
+        try:
+            cm = ssh.open(
+                endpoint,
+                key_path=key_path,
+                known_hosts=known_hosts,
+                resource_id=target.resource.id,
+                expect_new_host=target.moved,
+            )
+            remote = await cm.__aenter__()
+        except SSHConnectError as exc:
+            if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
+                raise
+            note(
+                f"SSH to {endpoint.host}:{endpoint.port} not ready yet ({str(exc).splitlines()[0]}); retrying"
+            )
+            await clock.sleep(POLL_S)
+            continue
+        break
+    try:
+        yield remote
+    except BaseException as exc:
+        if not await cm.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await cm.__aexit__(None, None, None)
+
+
+def _alive(status: Any) -> bool:
+    for name in ("alive", "running", "is_alive"):
+        value = getattr(status, name, None)
+        if isinstance(value, bool):
+            return value
+    return str(getattr(status, "state", "")).lower() in ("running", "alive")
+
+
+async def launch(
+    target: Target, ssh: SSHApi, clock: Clock, env: Mapping[str, str], note: Callable[[str], None]
+) -> str:
+    """Sync the code and start the run detached, unless it is already alive. Returns a one-line outcome."""
+    spec = target.spec
+    if spec.run is None:
+        return "no run section: nothing to launch"
+    secrets = collect_secrets(spec, env)
+    async with open_remote(target, ssh, clock, note) as remote:
+        status = await ssh.run_status(remote, spec)
+        if _alive(status):
+            return "run already alive: not relaunched"
+        src = (target.spec_path.parent / spec.run.sync.src).resolve()
+        stats = await ssh.sync_tree(remote, src, spec.run.sync.dest, list(spec.run.sync.exclude))
+        note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
+        await ssh.launch_run(remote, spec, secrets=secrets)
+    return f"run launched on {target.resource.name}"
+
+
+def _describe_stats(stats: Any) -> str:
+    files = getattr(stats, "files_sent", getattr(stats, "sent", None))
+    return f" ({files} file(s) sent)" if isinstance(files, int) else ""
+
+
+LISTING = "cd {dir} 2>/dev/null && find . -type f ! -name '*.tmp' ! -name '.*' -print0 | xargs -0 -r sha256sum || true"
+
+
+async def remote_listing(remote: Any, remote_dir: str) -> dict[str, str]:
+    """name (relative to the dir) -> sha256 of every finished checkpoint file on the remote."""
+    result = await remote.run(LISTING.format(dir=shlex.quote(remote_dir)), check=False)
+    out: dict[str, str] = {}
+    for line in str(getattr(result, "stdout", "") or "").splitlines():
+        digest, _, name = line.partition("  ")
+        if len(digest) == 64 and name:
+            out[name.removeprefix("./")] = digest
+    return out
+
+
+async def pull(
+    target: Target, ssh: SSHApi, clock: Clock, note: Callable[[str], None], *, progress: Any = None
+) -> PullRecord:
+    """List, pull, checksum and verify every checkpoint, then write the pull record."""
+    spec = target.spec
+    ck = spec.checkpoint
+    if ck is None:
+        raise GpujobError(f"{spec.name}: no checkpoint section: nothing to pull")
+    if target.resource.status != "running":
+        raise GpujobError(
+            f"{spec.name}: cannot pull: {target.resource.name} is {target.resource.status}",
+            hint="set state: running and apply (the disks are kept), then pull",
+        )
+    local_dir = Path(ck.pull_to)
+    if not local_dir.is_absolute():
+        local_dir = (target.spec_path.parent / local_dir).resolve()
+    local_dir.mkdir(parents=True, exist_ok=True)
+    async with open_remote(target, ssh, clock, note) as remote:
+        listing = await remote_listing(remote, ck.dir)
+        pulled = await ssh.pull_checkpoints(remote, ck.dir, local_dir, verify=ck.verify, progress=progress)
+    now = clock.now()
+    cwd = target.spec_path.parent
+    files = [_as_pulled_file(p, local_dir, listing, ck.verify, now, cwd) for p in pulled]
+    record = PullRecord(
+        job=spec.name,
+        platform=spec.platform,
+        resource_id=target.resource.id,
+        network_volume_id=target.resource.network_volume_id,
+        tier=checkpoint_tier(spec) or "",
+        remote_dir=ck.dir,
+        local_dir=str(local_dir),
+        remote_files=listing,
+        files=files,
+        verify_command=ck.verify,
+        at=now,
+    )
+    save_pull_record(target.state_dir, record)
+    return record
+
+
+def _as_pulled_file(
+    item: Any, local_dir: Path, listing: Mapping[str, str], verify: str | None, now: datetime, cwd: Path
+) -> PulledFile:
+    """Normalise what the SSH layer returns; checksum the local copy here so the record is ours."""
+    local = Path(str(_first(item, "local_path", "path", "local") or ""))
+    if not local.is_absolute():
+        local = local_dir / local
+    name = str(_first(item, "name", "relative", "remote_name") or local.relative_to(local_dir))
+    digest = _sha256(local) if local.is_file() else ""
+    remote_digest = _first(item, "remote_sha256") or listing.get(name)
+    verified = _first(item, "verified")
+    if not isinstance(verified, bool):
+        verified = bool(verify) and digest != "" and _run_verify(verify or "", local, cwd)
+    return PulledFile(
+        name=name,
+        size=local.stat().st_size if local.is_file() else 0,
+        sha256=digest,
+        remote_sha256=remote_digest,
+        verified=bool(verified) and digest != "",
+        at=now,
+        local_path=str(local),
+    )
+
+
+def _first(item: Any, *names: str) -> Any:
+    for n in names:
+        value = item.get(n) if isinstance(item, dict) else getattr(item, n, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _run_verify(template: str, path: Path, cwd: Path) -> bool:
+    """The user's load check, run locally from the job file's directory."""
+    cmd = template.replace("{file}", shlex.quote(str(path)))
+    return subprocess.run(cmd, shell=True, capture_output=True, cwd=cwd).returncode == 0

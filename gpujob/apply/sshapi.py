@@ -1,0 +1,67 @@
+"""The SSH layer as the applier sees it: five functions, injectable so unit tests use fakes.
+
+The defaults are gpujob.ssh's (imported on first use: asyncssh is heavy). `connect` may accept an
+`expect_new_host` flag (when the platform moved a pod, its host key legitimately changes); it is passed
+only when the SSH layer's connect takes it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpujob.live import SSHEndpoint
+
+
+@dataclass
+class SSHApi:
+    ensure_project_key: Callable[[Path], tuple[Path, str]]
+    connect: Callable[..., Any]
+    sync_tree: Callable[..., Any]
+    pull_checkpoints: Callable[..., Any]
+    launch_run: Callable[..., Any]
+    run_status: Callable[..., Any]
+
+    @classmethod
+    def default(cls) -> SSHApi:
+        import gpujob.ssh as ssh
+
+        return cls(
+            ensure_project_key=ssh.ensure_project_key,
+            connect=ssh.connect,
+            sync_tree=ssh.sync_tree,
+            pull_checkpoints=ssh.pull_checkpoints,
+            launch_run=ssh.launch_run,
+            run_status=ssh.run_status,
+        )
+
+    def open(
+        self,
+        endpoint: SSHEndpoint,
+        *,
+        key_path: Path,
+        known_hosts: Path,
+        resource_id: str,
+        expect_new_host: bool = False,
+        timeout: float = 30,
+    ) -> Any:
+        kwargs: dict[str, Any] = {
+            "key_path": key_path,
+            "known_hosts": known_hosts,
+            "resource_id": resource_id,
+            "timeout": timeout,
+        }
+        if expect_new_host and _accepts(self.connect, "expect_new_host"):
+            kwargs["expect_new_host"] = True
+        return self.connect(endpoint, **kwargs)
+
+
+def _accepts(func: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

@@ -1,0 +1,303 @@
+"""One function per action kind. Each re-reads what it acts on and is safe to run twice."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpujob.apply import runtime
+from gpujob.apply.capacity import candidates, create_with_fallback
+from gpujob.apply.gate import check_gate
+from gpujob.apply.records import load_pull_record
+from gpujob.errors import GpujobError, ProviderNotFound
+from gpujob.live import LiveResource
+from gpujob.plan.model import Action, ActionKind
+from gpujob.providers.base import LaunchRequest, VolumeRequest
+
+if TYPE_CHECKING:
+    from gpujob.apply.applier import JobContext
+
+CAPACITY_WAIT_S = 1800.0
+ABSENCE_READS = 3  # a just-created resource may not be listed yet: absence needs more than one read
+DETACH_WAIT_S = 300.0
+
+
+@dataclass
+class Outcome:
+    resource_id: str | None = None
+    detail: str = ""
+
+
+def _machine_kind(ctx: JobContext) -> str:
+    return "pod" if ctx.spec.platform == "runpod" else "machine"
+
+
+async def refresh(ctx: JobContext) -> None:
+    """Find the job's machine and network volume by their deterministic names (owned resources only)."""
+    listed = await ctx.provider.list_resources()
+    ctx.machine, ctx.volume = _pick(ctx, listed)
+
+
+def _pick(ctx: JobContext, listed: list[LiveResource]) -> tuple[LiveResource | None, LiveResource | None]:
+    kind = _machine_kind(ctx)
+    machine = next(
+        (
+            r
+            for r in listed
+            if r.kind == kind and r.name == ctx.spec.resource_name and r.status != "terminating"
+        ),
+        None,
+    )
+    vol_name = ctx.spec.volume_resource_name()
+    volume = next((r for r in listed if r.kind == "network_volume" and vol_name and r.name == vol_name), None)
+    return machine, volume
+
+
+async def _look_harder(ctx: JobContext, action: Action) -> None:
+    """After a killed apply whose create outcome is unknown, read a few more times before creating."""
+    if action.id not in ctx.journal.in_flight():
+        return
+    for _ in range(ABSENCE_READS):
+        await refresh(ctx)
+        found = ctx.volume if action.resource_kind == "network_volume" else ctx.machine
+        if found is not None:
+            return
+        ctx.note(f"{action.resource_name}: previous apply died mid-create; re-reading before creating")
+        await ctx.clock.sleep(runtime.POLL_S)
+
+
+async def run(ctx: JobContext, action: Action) -> Outcome:
+    kind = action.kind
+    gone = (kind in (ActionKind.TERMINATE, ActionKind.REPLACE) and ctx.machine is None) or (
+        kind is ActionKind.DELETE_VOLUME and ctx.volume is None
+    )
+    if action.gated and not gone:
+        check_gate(action, ctx.spec, load_pull_record(ctx.state_dir, ctx.spec.name), ctx.approvals)
+    if kind is ActionKind.CREATE:
+        if action.resource_kind == "network_volume":
+            return await create_volume(ctx, action)
+        if action.resource_kind == "public_ip":
+            return Outcome(detail="claimed with the machine")
+        return await create_machine(ctx, action)
+    if kind is ActionKind.REPLACE:
+        await terminate(ctx, action)
+        return await create_machine(ctx, action)
+    handlers = {
+        ActionKind.START: start,
+        ActionKind.STOP: stop,
+        ActionKind.TERMINATE: terminate,
+        ActionKind.DELETE_VOLUME: delete_volume,
+        ActionKind.RELEASE_IP: release_ip,
+        ActionKind.DELETE_SNAPSHOT: delete_snapshot,
+        ActionKind.UPDATE: update,
+        ActionKind.PULL: pull,
+        ActionKind.LAUNCH: launch,
+    }
+    handler = handlers.get(kind)
+    if handler is None:
+        return Outcome(detail="nothing to do")
+    return await handler(ctx, action)
+
+
+async def create_volume(ctx: JobContext, action: Action) -> Outcome:
+    await _look_harder(ctx, action)
+    if ctx.volume is not None:
+        return Outcome(ctx.volume.id, f"adopted existing {ctx.volume.name} ({ctx.volume.id})")
+    nv = ctx.spec.storage.network_volume
+    name = ctx.spec.volume_resource_name()
+    if nv is None or name is None:
+        raise GpujobError(f"{action.id}: the job file has no storage.network_volume")
+    region = _volume_region(ctx)
+    vol = await ctx.provider.create_volume(
+        VolumeRequest(name=name, size_gb=nv.size_gb, region=region, tier=nv.tier)
+    )
+    ctx.volume = vol
+    return Outcome(vol.id, f"created {vol.name} ({vol.id}) in {region}")
+
+
+def _volume_region(ctx: JobContext) -> str:
+    if ctx.spec.machine.regions:
+        return ctx.spec.machine.regions[0]
+    for cand in candidates(ctx.spec):
+        if cand.region:
+            return cand.region
+    from gpujob.profile import load_profile
+
+    return load_profile(ctx.spec.platform).regions[0]
+
+
+def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
+    spec, m = ctx.spec, ctx.spec.machine
+    return LaunchRequest(
+        name=spec.resource_name,
+        gpu_id=m.gpu[0],
+        gpu_count=m.gpu_count,
+        region=m.regions[0] if m.regions else None,
+        cloud=m.cloud or "secure",
+        spot=m.spot,
+        image=m.image,
+        template=m.template,
+        container_disk_gb=m.container_disk_gb,
+        volume_gb=spec.storage.volume_gb,
+        mount_path=spec.storage.mount,
+        network_volume_id=ctx.volume.id if ctx.volume is not None else None,
+        public_ip=m.public_ip,
+        auto_shutdown_hours=m.auto_shutdown.total_seconds() / 3600 if m.auto_shutdown else None,
+        env=dict(spec.run.env) if spec.run else {},
+        ssh_public_key=public_key,
+    )
+
+
+async def create_machine(ctx: JobContext, action: Action) -> Outcome:
+    await _look_harder(ctx, action)
+    if ctx.machine is not None:
+        adopted = ctx.machine
+        if adopted.status == "stopped":
+            ctx.machine = await ctx.provider.start(adopted)
+            ctx.moved = True
+            return Outcome(adopted.id, f"adopted existing {adopted.name} ({adopted.id}) and started it")
+        return Outcome(adopted.id, f"adopted existing {adopted.name} ({adopted.id})")
+    if ctx.spec.storage.network_volume is not None and ctx.volume is None:
+        raise GpujobError(f"{action.id}: network volume {ctx.spec.volume_resource_name()} does not exist yet")
+    _, public_key = ctx.ssh.ensure_project_key(ctx.state_dir)
+    pinned = ctx.volume.region if ctx.volume is not None else None  # a network volume locks the data center
+    cands = candidates(ctx.spec, region=pinned)
+    machine = await create_with_fallback(
+        ctx.provider,
+        launch_request(ctx, public_key),
+        cands,
+        clock=ctx.clock,
+        note=ctx.note,
+        max_wait_s=CAPACITY_WAIT_S,
+    )
+    ctx.machine = machine
+    ctx.moved = True
+    where = f" {machine.gpu_id or ''} in {machine.region}" if machine.region else ""
+    return Outcome(machine.id, f"created {machine.name} ({machine.id}){where}")
+
+
+def _need_machine(ctx: JobContext, action: Action) -> LiveResource:
+    if ctx.machine is None:
+        raise GpujobError(f"{action.id}: {ctx.spec.resource_name} does not exist", hint="plan again")
+    return ctx.machine
+
+
+async def start(ctx: JobContext, action: Action) -> Outcome:
+    machine = _need_machine(ctx, action)
+    if machine.status == "running":
+        return Outcome(machine.id, "already running")
+    ctx.machine = await ctx.provider.start(machine)
+    ctx.moved = True
+    return Outcome(machine.id, f"started {machine.name}")
+
+
+async def stop(ctx: JobContext, action: Action) -> Outcome:
+    machine = _need_machine(ctx, action)
+    if machine.status == "stopped":
+        return Outcome(machine.id, "already stopped")
+    ctx.machine = await ctx.provider.stop(machine)
+    return Outcome(machine.id, f"stopped {machine.name}")
+
+
+async def terminate(ctx: JobContext, action: Action) -> Outcome:
+    machine = ctx.machine
+    if machine is None:
+        return Outcome(action.resource_id, "already gone")
+    await ctx.provider.terminate(machine)
+    ctx.machine = None
+    return Outcome(machine.id, f"terminated {machine.name}")
+
+
+async def delete_volume(ctx: JobContext, action: Action) -> Outcome:
+    vol = ctx.volume
+    if vol is None:
+        return Outcome(action.resource_id, "already gone")
+    await _wait_detached(ctx, vol)
+    with contextlib.suppress(ProviderNotFound):  # deleting what is gone is success
+        await ctx.provider.delete_volume(vol)
+    ctx.volume = None
+    return Outcome(vol.id, f"deleted {vol.name}")
+
+
+async def _wait_detached(ctx: JobContext, vol: LiveResource) -> None:
+    """Terminated pods can linger in the list; never delete a volume a pod still holds."""
+    started = ctx.clock.now()
+    while True:
+        listed = await ctx.provider.list_resources()
+        holders = [r for r in listed if r.network_volume_id == vol.id and r.kind in ("pod", "machine")]
+        if not holders:
+            return
+        if (ctx.clock.now() - started).total_seconds() > DETACH_WAIT_S:
+            names = ", ".join(f"{h.name} ({h.id})" for h in holders)
+            raise GpujobError(
+                f"{vol.name} is still attached to {names}", hint="terminate those first, then re-run"
+            )
+        ctx.note(f"waiting for {vol.name} to be released by {holders[0].name}")
+        await ctx.clock.sleep(runtime.POLL_S)
+
+
+async def _by_id(ctx: JobContext, action: Action) -> LiveResource | None:
+    if action.resource_id is None:
+        return None
+    return await ctx.provider.get(action.resource_kind, action.resource_id)
+
+
+async def release_ip(ctx: JobContext, action: Action) -> Outcome:
+    ip = await _by_id(ctx, action)
+    if ip is None:
+        return Outcome(action.resource_id, "already released")
+    await ctx.provider.release_ip(ip)
+    return Outcome(ip.id, f"released {ip.public_ip or ip.name}")
+
+
+async def delete_snapshot(ctx: JobContext, action: Action) -> Outcome:
+    snap = await _by_id(ctx, action)
+    if snap is None:
+        return Outcome(action.resource_id, "already deleted")
+    await ctx.provider.delete_snapshot(snap)
+    return Outcome(snap.id, f"deleted snapshot {snap.name}")
+
+
+async def update(ctx: JobContext, action: Action) -> Outcome:
+    size = next((c.after for c in action.changes if c.path.endswith("size_gb")), None)
+    if action.resource_kind == "network_volume" and isinstance(size, int) and ctx.volume is not None:
+        ctx.volume = await ctx.provider.grow_volume(ctx.volume, size)
+        return Outcome(ctx.volume.id, f"grew {ctx.volume.name} to {size} GB")
+    raise GpujobError(
+        f"{action.id}: this in-place update is not supported by apply", hint="change it in the console"
+    )
+
+
+def _target(ctx: JobContext, action: Action) -> runtime.Target:
+    return runtime.Target(
+        spec=ctx.spec,
+        spec_path=ctx.spec_path,
+        provider=ctx.provider,
+        resource=_need_machine(ctx, action),
+        state_dir=ctx.state_dir,
+        moved=ctx.moved,
+    )
+
+
+async def pull(ctx: JobContext, action: Action) -> Outcome:
+    target = _target(ctx, action)
+    record = await runtime.pull(target, ctx.ssh, ctx.clock, ctx.note)
+    ctx.machine = target.resource
+    if not record.complete:
+        problems = [f"not pulled or checksum mismatch: {n}" for n in record.missing()]
+        problems += [f"failed verification: {n}" for n in record.unverified()]
+        raise GpujobError(
+            f"{action.id}: pull incomplete: " + "; ".join(problems[:5]),
+            hint=f"inspect {record.local_dir}, then gpujob pull again",
+        )
+    return Outcome(
+        target.resource.id, f"pulled and verified {len(record.files)} file(s) into {record.local_dir}"
+    )
+
+
+async def launch(ctx: JobContext, action: Action) -> Outcome:
+    target = _target(ctx, action)
+    detail = await runtime.launch(target, ctx.ssh, ctx.clock, ctx.env, ctx.note)
+    ctx.machine = target.resource
+    return Outcome(target.resource.id, detail)
