@@ -114,6 +114,8 @@ class MachineSpec(Model):
 
 
 class StorageSpec(Model):
+    """Durable storage: the per-machine volume (RunPod volume disk / Paperspace block storage) or a Network Volume."""
+
     volume_gb: int | None = Field(
         None, ge=0, le=2000, description="RunPod per-pod volume disk / Paperspace block storage size in GB."
     )
@@ -124,6 +126,8 @@ class StorageSpec(Model):
 
 
 class CheckpointSpec(Model):
+    """Where checkpoints are written, how often, and how they come home before a teardown."""
+
     dir: str = Field(
         pattern=r"^/", description="Remote checkpoint directory; must be on a tier that survives teardown."
     )
@@ -143,6 +147,8 @@ class CheckpointSpec(Model):
 
 
 class SyncSpec(Model):
+    """Local code copied to the machine before each launch (rsync over SSH)."""
+
     src: str = Field(".", description="Local directory to sync (relative to the job file).")
     dest: str = Field("/workspace/code", pattern=r"^/", description="Remote directory.")
     exclude: list[str] = Field(
@@ -151,7 +157,9 @@ class SyncSpec(Model):
 
 
 class RunSpec(Model):
-    sync: SyncSpec = Field(default_factory=SyncSpec)  # type: ignore[arg-type]
+    """The training run: what to sync, set up and start, and how it survives the SSH session."""
+
+    sync: SyncSpec = Field(default_factory=SyncSpec, description="Code sync before each launch.")  # type: ignore[arg-type]
     setup: str | None = Field(None, description="Run once per fresh container before the command.")
     command: str = Field(
         min_length=1, description="The training command; must load the latest checkpoint if present."
@@ -190,12 +198,16 @@ class RunSpec(Model):
 
 
 class TeardownSpec(Model):
+    """What happens to the machine when the run finishes."""
+
     on_finish: Literal["keep", "stop", "terminate"] = Field(
         "keep", description="What to do when the command exits 0. terminate still passes the teardown gate."
     )
 
 
 class BudgetSpec(Model):
+    """Spending limits checked at plan time."""
+
     max_hourly_usd: float | None = Field(
         None, gt=0, description="Refuse a plan whose running rate exceeds this."
     )
@@ -211,12 +223,18 @@ class JobSpec(Model):
     name: str = Field(pattern=NAME_PATTERN, description="Job name; resources are named gpujob-<name>[-...].")
     platform: Platform = Field(description="runpod or paperspace.")
     state: Literal["running", "stopped", "absent"] = Field("running", description="Desired state.")
-    machine: MachineSpec
-    storage: StorageSpec = Field(default_factory=StorageSpec)  # type: ignore[arg-type]
-    checkpoint: CheckpointSpec | None = None
-    run: RunSpec | None = None
-    teardown: TeardownSpec = Field(default_factory=TeardownSpec)
-    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    machine: MachineSpec = Field(description="The GPU machine wanted.")
+    storage: StorageSpec = Field(default_factory=StorageSpec, description="Durable storage.")  # type: ignore[arg-type]
+    checkpoint: CheckpointSpec | None = Field(
+        None, description="Checkpointing; unset = the run keeps no checkpoints."
+    )
+    run: RunSpec | None = Field(
+        None, description="The training run; unset = the machine is created but nothing is launched."
+    )
+    teardown: TeardownSpec = Field(
+        default_factory=TeardownSpec, description="What to do when the run finishes."
+    )
+    budget: BudgetSpec = Field(default_factory=BudgetSpec, description="Spending limits.")
 
     @model_validator(mode="after")
     def _auto_needs_inputs(self) -> JobSpec:
