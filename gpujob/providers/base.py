@@ -12,6 +12,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from gpujob.errors import ProviderCapacityError, ProviderError
 from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
 from gpujob.model import Model, Platform
 
@@ -90,3 +91,14 @@ class Provider(Protocol):
     def ssh_endpoint(self, resource: LiveResource) -> SSHEndpoint | None:
         """Where to SSH now (re-read after every start: ports and dynamic IPs change)."""
         ...
+
+
+# Typed outcomes the applier can act on (added with the provider clients).
+
+
+class NoEffectError(ProviderError):
+    """An action was accepted (HTTP 2xx) but the resource never moved: e.g. a start that stays EXITED."""
+
+
+class ZeroGpuError(ProviderCapacityError):
+    """RunPod RP1: a stopped pod restarted on its old host with zero GPUs. Replace it (terminate + create)."""

@@ -1,0 +1,351 @@
+"""The one HTTP layer both platforms share: timeouts, bounded retries with backoff and jitter, a pacer
+that reads RunPod v2 `RateLimit` headers, and the rule that a create is never blindly repeated.
+
+Every sleep goes through the injected Clock. The API key lives only in the client's Authorization
+header: it is never put in a URL, and any platform text that echoes it back is scrubbed before it
+reaches an exception or a log line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from gpujob.clock import Clock
+from gpujob.errors import (
+    ProviderAuthError,
+    ProviderBalanceError,
+    ProviderCapacityError,
+    ProviderConflict,
+    ProviderError,
+    ProviderNotFound,
+    ProviderUnavailable,
+)
+
+log = logging.getLogger("gpujob.http")
+# httpx logs every request URL at INFO; keep its and httpcore's chatter out of gpujob's output.
+for _name in ("httpx", "httpcore"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+
+
+class OutcomeUnknown(ProviderUnavailable):
+    """A non-idempotent call (create) may or may not have happened: look the resource up by name."""
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 6
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+    deadline: float = 180.0  # seconds for one logical call, all retries included
+    max_retry_after: float = 300.0  # a longer Retry-After / RateLimit reset fails instead of sleeping
+    low_water: int = 3  # RateLimit remaining at or under this: spread the remaining calls over the window
+
+
+@dataclass
+class ErrorInfo:
+    """What a platform said when a call failed, parsed from its own error shape."""
+
+    message: str
+    capacity: bool = False
+
+
+@dataclass
+class _Pacer:
+    """Client-side view of v2 `RateLimit: "minute";r=0;t=12, "hour";r=2800;t=1812` headers."""
+
+    windows: dict[str, tuple[int, float, datetime]] = field(default_factory=dict)
+
+    def observe(self, header: str | None, now: datetime) -> None:
+        if not header:
+            return
+        for part in header.split(","):
+            name = re.search(r'"?([A-Za-z]+)"?', part)
+            r = re.search(r"\br=(\d+)", part)
+            t = re.search(r"\bt=(\d+(?:\.\d+)?)", part)
+            if name and r and t:
+                self.windows[name.group(1)] = (int(r.group(1)), float(t.group(1)), now)
+
+    def delay(self, now: datetime, low_water: int) -> float:
+        wait = 0.0
+        for remaining, reset, seen in self.windows.values():
+            left = reset - (now - seen).total_seconds()
+            if left <= 0:
+                continue
+            if remaining <= 0:
+                wait = max(wait, left)
+            elif remaining <= low_water:
+                wait = max(wait, left / (remaining + 1))
+        return wait
+
+    def spend(self) -> None:
+        self.windows = {k: (max(r - 1, 0), t, s) for k, (r, t, s) in self.windows.items()}
+
+
+ErrorParser = Callable[[httpx.Response | None, Any], ErrorInfo]
+
+
+class ApiClient:
+    """One platform's HTTP API. `request` returns the decoded JSON body (None when empty)."""
+
+    def __init__(
+        self,
+        *,
+        platform: str,
+        base_url: str,
+        http: httpx.AsyncClient,
+        api_key: str,
+        key_env: str,
+        clock: Clock,
+        parse_error: ErrorParser,
+        policy: RetryPolicy | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.platform = platform
+        self.base_url = base_url.rstrip("/")
+        self._http = http
+        self._key = api_key
+        self.key_env = key_env
+        self.clock = clock
+        self._parse_error = parse_error
+        self.policy = policy or RetryPolicy()
+        self._rng = rng or random.Random()
+        self._pacer = _Pacer()
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "gpujob",
+        }
+
+    def scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def call_name(self, method: str, path: str) -> str:
+        # The call as users see it in messages: method and the URL path, never the query string.
+        prefix = httpx.URL(self.base_url).path.rstrip("/")
+        return f"{method} {prefix}{path.split('?')[0]}"
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        idempotent: bool | None = None,
+    ) -> Any:
+        """Send one call. Idempotent calls retry on 429, 5xx, timeouts and dropped connections within
+        the policy's deadline; a non-idempotent one retries only when the request surely never
+        reached the server (connect errors, 429) and raises OutcomeUnknown otherwise."""
+        if idempotent is None:
+            idempotent = method != "POST"
+        call = self.call_name(method, path)
+        target = f"{self.base_url}{path}"
+        started = self.clock.now()
+        attempt = 0
+        while True:
+            attempt += 1
+            await self._pace(call, started)
+            retry_after: float | None = None
+            try:
+                response = await self._http.request(
+                    method, target, json=json_body, params=params, headers=self._headers
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                reason = f"cannot connect ({type(exc).__name__})"
+            except (
+                httpx.TimeoutException,
+                httpx.RemoteProtocolError,
+                httpx.ReadError,
+                httpx.WriteError,
+            ) as exc:
+                reason = f"no response ({type(exc).__name__})"
+                if not idempotent:
+                    raise self._unknown(call, None, reason) from None
+            else:
+                self._pacer.observe(response.headers.get("RateLimit"), self.clock.now())
+                self._pacer.spend()
+                status = response.status_code
+                if status < 400:
+                    body = self._decode(response)
+                    if body is _MALFORMED:
+                        reason = "malformed JSON in a success response"
+                        if not idempotent:
+                            raise self._unknown(call, status, reason)
+                    else:
+                        return body
+                elif status == 429:
+                    retry_after = _retry_after(response.headers.get("Retry-After"))
+                    reason = "rate limited"
+                elif status >= 500 and status != 501:
+                    reason = self._parse(response).message or f"server error {status}"
+                    if not idempotent:
+                        raise self._unknown(call, status, reason)
+                else:
+                    raise self.error_for(call, status, self._parse(response))
+            delay = self._backoff(attempt, retry_after)
+            spent = (self.clock.now() - started).total_seconds()
+            if attempt >= self.policy.attempts or spent + delay > self.policy.deadline:
+                raise ProviderUnavailable(
+                    f"{self.scrub(reason)}; gave up after {attempt} attempt(s) in {spent:.0f}s",
+                    platform=self.platform,
+                    call=call,
+                    hint="the platform is overloaded or unreachable; wait a minute and re-run (it is safe: "
+                    "gpujob reads live state again first)",
+                )
+            log.info("%s %s: %s, retrying in %.1fs", self.platform, call, self.scrub(reason), delay)
+            await self.clock.sleep(delay)
+
+    async def graphql(self, query: str, variables: Mapping[str, Any], *, idempotent: bool) -> Any:
+        """POST a GraphQL document to this client's base URL (the GraphQL endpoint). Errors arrive as
+        HTTP 200 with an `errors` array, so they are checked before `data`."""
+        body = await self.request(
+            "POST", "", json_body={"query": query, "variables": dict(variables)}, idempotent=idempotent
+        )
+        if not isinstance(body, dict):
+            raise ProviderError(
+                "malformed GraphQL response", platform=self.platform, call=self.call_name("POST", "")
+            )
+        if body.get("errors"):
+            info = self._parse_error(None, body)
+            if info.capacity:
+                raise ProviderCapacityError(
+                    self.scrub(info.message),
+                    platform=self.platform,
+                    call=self.call_name("POST", ""),
+                    hint="no capacity for this candidate; gpujob tries the next GPU / region / cloud",
+                )
+            text = info.message.lower()
+            if "internal" in text and not idempotent:
+                raise self._unknown(self.call_name("POST", ""), 200, info.message)
+            if "unauthori" in text or "api key" in text:
+                raise self.error_for(self.call_name("POST", ""), 401, info)
+            raise ProviderError(
+                self.scrub(info.message), platform=self.platform, call=self.call_name("POST", ""), status=200
+            )
+        return body.get("data") or {}
+
+    def error_for(self, call: str, status: int, info: ErrorInfo) -> ProviderError:
+        """Map a failed call onto gpujob's typed errors, with the platform's own words and what to do."""
+        msg = self.scrub(info.message) or "(no message)"
+        kw: dict[str, Any] = {"platform": self.platform, "call": call, "status": status}
+        if status in (401, 403):
+            what = "rejected the API key" if status == 401 else "the API key lacks access to this"
+            return ProviderAuthError(
+                f"{msg} ({what})",
+                hint=f"check {self.key_env}: set it to a valid key with read/write access (export {self.key_env}=...)",
+                **kw,
+            )
+        if status == 402:
+            return ProviderBalanceError(
+                msg, hint=f"top up the {self.platform} account balance, then re-run", **kw
+            )
+        if status == 404:
+            return ProviderNotFound(
+                msg, hint="the resource is gone; run `gpujob plan` to see live state", **kw
+            )
+        if info.capacity:
+            return ProviderCapacityError(
+                msg, hint="no capacity for this candidate; gpujob tries the next GPU / region / cloud", **kw
+            )
+        if status == 409:
+            return ProviderConflict(
+                msg,
+                hint="the action is not valid in the resource's current state; re-run `gpujob plan`",
+                **kw,
+            )
+        if status == 429:
+            return ProviderUnavailable(msg, hint="rate limited; wait and re-run", **kw)
+        return ProviderError(
+            msg, hint="the platform refused the request; check the job file against its rules", **kw
+        )
+
+    async def _pace(self, call: str, started: datetime) -> None:
+        now = self.clock.now()
+        wait = self._pacer.delay(now, self.policy.low_water)
+        if wait <= 0:
+            return
+        if (
+            wait > self.policy.max_retry_after
+            or (now - started).total_seconds() + wait > self.policy.deadline
+        ):
+            raise ProviderUnavailable(
+                f"rate-limit window exhausted; it resets in {wait:.0f}s",
+                platform=self.platform,
+                call=call,
+                hint="wait for the window to reset, then re-run (apply resumes from live state)",
+            )
+        log.info("%s %s: pacing %.1fs to stay under the rate limit", self.platform, call, wait)
+        await self.clock.sleep(wait)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            # Honour the server's wait plus a little jitter so parallel clients do not stampede.
+            return min(retry_after, self.policy.max_retry_after) + self._rng.uniform(0, 0.5)
+        ceiling = min(self.policy.max_delay, self.policy.base_delay * 2 ** (attempt - 1))
+        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    def _decode(self, response: httpx.Response) -> Any:
+        if not response.content or not response.content.strip():
+            return None
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _MALFORMED
+
+    def _parse(self, response: httpx.Response) -> ErrorInfo:
+        body = self._decode(response)
+        if body is _MALFORMED:
+            body = None
+        try:
+            return self._parse_error(response, body)
+        except Exception:  # a weird error body must never hide the status
+            return ErrorInfo(message=response.text[:200])
+
+    def _unknown(self, call: str, status: int | None, reason: str) -> OutcomeUnknown:
+        return OutcomeUnknown(
+            f"{self.scrub(reason)}; the request may have taken effect",
+            platform=self.platform,
+            call=call,
+            status=status,
+            hint="gpujob looks the resource up by its name before trying again",
+        )
+
+
+_MALFORMED = object()
+
+
+def _retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        from datetime import UTC
+
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return max(seconds, 0.0)
+
+
+def text_snippet(response: httpx.Response | None, limit: int = 200) -> str:
+    if response is None:
+        return ""
+    text = response.text.strip().replace("\n", " ")
+    return text[:limit]

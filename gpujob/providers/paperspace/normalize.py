@@ -1,0 +1,129 @@
+"""Paperspace wire objects -> LiveResource."""
+
+from __future__ import annotations
+
+import re
+
+from gpujob.live import LiveResource, SSHEndpoint, Status
+from gpujob.providers.paperspace import wire
+from gpujob.providers.paperspace.wire import normalise_region
+
+_STATE: dict[str, Status] = {
+    "provisioning": "pending",
+    "starting": "pending",
+    "serviceready": "pending",
+    "restarting": "pending",
+    "upgrading": "pending",
+    "stopping": "pending",
+    "ready": "running",
+    "off": "stopped",
+}
+GB = 1024**3
+
+
+def gpu_count(machine: wire.Machine) -> int:
+    if machine.accelerators:
+        return sum(a.count or 0 for a in machine.accelerators)
+    kind = machine.machine_type or ""
+    if re.fullmatch(r"C\d+", kind):  # CPU-only types
+        return 0
+    match = re.search(r"x(\d+)$", kind)
+    return int(match.group(1)) if match else 1
+
+
+def machine_to_live(m: wire.Machine, *, ssh_port: int, ssh_user: str) -> LiveResource:
+    status: Status = "terminating" if m.dt_deleted else _STATE.get(m.state.lower(), "unknown")
+    ip_kind = m.public_ip_type if m.public_ip_type in ("static", "dynamic", "none") else None
+    disk = m.storage_total
+    attributes: dict[str, str | int | float | bool | None] = {}
+    if m.usage_rate is not None:
+        attributes["usage_rate"] = m.usage_rate
+    if m.storage_rate is not None:
+        attributes["storage_rate"] = m.storage_rate
+    if m.region:
+        attributes["region_raw"] = m.region
+    return LiveResource(
+        platform="paperspace",
+        kind="machine",
+        id=m.id,
+        name=m.name,
+        status=status,
+        raw_status=m.state,
+        gpu_id=m.machine_type,
+        gpu_count=gpu_count(m),
+        region=normalise_region(m.region),
+        template=m.template_id,
+        # storageTotal is bytes; the API has also sent it in GB. Anything under 1 TiB-as-bytes is GB.
+        volume_gb=(disk // GB if disk and disk >= GB else disk),
+        public_ip=m.public_ip,
+        public_ip_kind=ip_kind,  # type: ignore[arg-type]
+        auto_shutdown_hours=m.auto_shutdown_timeout if m.auto_shutdown_enabled else None,
+        ssh=SSHEndpoint(host=m.public_ip, port=ssh_port, user=ssh_user)
+        if m.public_ip and status == "running"
+        else None,
+        # usageRate's unit is unconfirmed (REFERENCE §3.4); it is the API's own running rate.
+        cost_per_hour=m.usage_rate if status == "running" else None,
+        created_at=m.dt_created,
+        attributes=attributes,
+    )
+
+
+def ip_to_live(ip: wire.PublicIp, machines: dict[str, wire.Machine]) -> LiveResource:
+    """IPs have no name; one assigned to a machine takes that machine's name so it is owned by its job."""
+    owner = machines.get(ip.assigned_machine_id or "")
+    return LiveResource(
+        platform="paperspace",
+        kind="public_ip",
+        id=ip.ip,
+        name=owner.name if owner else "",
+        status="available",
+        raw_status="assigned" if ip.assigned_machine_id else "unassigned",
+        region=normalise_region(ip.region),
+        machine_id=ip.assigned_machine_id,
+        public_ip=ip.ip,
+        public_ip_kind="static",
+        created_at=ip.dt_created,
+        attributes={"machine_name": owner.name if owner else None},
+    )
+
+
+def snapshot_to_live(s: wire.Snapshot, machines: dict[str, wire.Machine]) -> LiveResource:
+    owner = machines.get(s.machine_id or "")
+    return LiveResource(
+        platform="paperspace",
+        kind="snapshot",
+        id=s.id,
+        name=s.name,
+        status="available",
+        raw_status="auto" if s.is_auto_snapshot else "manual",
+        machine_id=s.machine_id,
+        created_at=s.dt_created,
+        attributes={"machine_name": owner.name if owner else None, "auto": s.is_auto_snapshot},
+    )
+
+
+def template_to_live(t: wire.CustomTemplate) -> LiveResource:
+    return LiveResource(
+        platform="paperspace",
+        kind="template",
+        id=t.id,
+        name=t.name,
+        status="available",
+        region=normalise_region(t.region),
+        machine_id=t.parent_machine_id,
+        volume_gb=t.default_size_gb,
+        created_at=t.dt_created,
+    )
+
+
+def drive_to_live(d: wire.SharedDrive) -> LiveResource:
+    return LiveResource(
+        platform="paperspace",
+        kind="shared_drive",
+        id=d.id,
+        name=d.name,
+        status="available",
+        region=normalise_region(d.region),
+        volume_gb=d.size,
+        created_at=d.dt_created,
+    )

@@ -1,0 +1,344 @@
+"""Paperspace behind the Provider protocol. Every mutation answers {data, event}: poll the event, then the
+machine, until the observed state matches."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+from datetime import datetime
+from typing import Any
+
+from gpujob.clock import Clock
+from gpujob.errors import ProviderCapacityError, ProviderError, ProviderNotFound, ProviderUnavailable
+from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
+from gpujob.model import Platform
+from gpujob.providers.adopt import create_once
+from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
+from gpujob.providers.paperspace import wire
+from gpujob.providers.paperspace.client import PLATFORM, PaperspaceClient, is_capacity_text
+from gpujob.providers.paperspace.normalize import (
+    drive_to_live,
+    ip_to_live,
+    machine_to_live,
+    snapshot_to_live,
+    template_to_live,
+)
+from gpujob.providers.wait import Timeouts, poll
+
+DEFAULT_DISK_GB = 100
+_BENIGN = ("currently starting", "currently stopping", "already running", "already off", "already stopped")
+
+
+class PaperspaceProvider:
+    platform: Platform = PLATFORM
+
+    def __init__(
+        self,
+        client: PaperspaceClient,
+        *,
+        clock: Clock,
+        ssh_port: int = 22,
+        ssh_user: str = "paperspace",
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.ssh_port = ssh_port
+        self.ssh_user = ssh_user
+        self.t = timeouts or Timeouts()
+
+    def _live(self, m: wire.Machine) -> LiveResource:
+        return machine_to_live(m, ssh_port=self.ssh_port, ssh_user=self.ssh_user)
+
+    # ---- read
+    async def list_resources(self) -> list[LiveResource]:
+        machines, ips, snapshots, templates, drives = await asyncio.gather(
+            self.client.list_machines(),
+            self.client.list_ips(),
+            self.client.list_snapshots(),
+            self.client.list_custom_templates(),
+            self.client.list_shared_drives(),
+        )
+        by_id = {m.id: m for m in machines}
+        return (
+            [self._live(m) for m in machines]
+            + [ip_to_live(i, by_id) for i in ips]
+            + [snapshot_to_live(s, by_id) for s in snapshots]
+            + [template_to_live(t) for t in templates]
+            + [drive_to_live(d) for d in drives]
+        )
+
+    async def get(self, kind: str, resource_id: str) -> LiveResource | None:
+        if kind == "machine":
+            try:
+                machine = await self.client.get_machine(resource_id)
+            except ProviderNotFound:
+                return None
+            return None if machine.dt_deleted else self._live(machine)
+        if kind in ("public_ip", "snapshot"):
+            for r in await self.list_resources():
+                if r.kind == kind and r.id == resource_id:
+                    return r
+            return None
+        raise ProviderError(f"Paperspace has no resource kind '{kind}'", platform=PLATFORM)
+
+    async def quotes(self) -> list[PriceQuote]:
+        """Paperspace has no price API: prices come from the profile table, and say so."""
+        from gpujob.profile import load_profile
+
+        now = self.clock.now()
+        try:
+            profile = load_profile(PLATFORM)
+        except Exception:  # the bundled profile is missing or broken: no prices rather than a crash
+            return []
+        out: list[PriceQuote] = []
+        for g in profile.gpus:
+            out.append(_quote(g.platform_id, g.price_hour, g.as_of, g.source, now))
+            for machine_type in g.multi_gpu_ids.values():
+                out.append(_quote(machine_type, g.price_hour, g.as_of, g.source, now))
+        return out
+
+    # ---- machines
+    async def create_machine(self, request: LaunchRequest) -> LiveResource:
+        if not request.template:
+            raise ProviderError("a Paperspace machine needs a template (machine.template)", platform=PLATFORM)
+        machine_type = _machine_type(request.gpu_id, request.gpu_count)
+        if request.region and not await self.client.availability(machine_type, request.region):
+            raise ProviderCapacityError(
+                f"{machine_type} is not available in {request.region} now",
+                platform=PLATFORM,
+                call=self.client.api.call_name("GET", "/machine-availability"),
+                hint="no capacity for this candidate; gpujob tries the next GPU / region",
+            )
+        body: dict[str, Any] = {
+            "name": request.name,
+            "machineType": machine_type,
+            "templateId": request.template,
+            "diskSize": request.volume_gb or DEFAULT_DISK_GB,
+            "region": request.region or "ny2",
+            "publicIpType": request.public_ip or "dynamic",
+            "startOnCreate": True,
+            "autoShutdownEnabled": request.auto_shutdown_hours is not None,
+        }
+        if request.auto_shutdown_hours is not None:
+            body["autoShutdownTimeout"] = request.auto_shutdown_hours
+            body["autoShutdownForce"] = True
+        if request.ssh_public_key:
+            body["startupScriptId"] = await self._ssh_script(request.name, request.ssh_public_key)
+        events: dict[str, wire.MachineEvent] = {}
+
+        async def create() -> str:
+            change = await self.client.create_machine(body)
+            if change.event:
+                events["create"] = change.event
+            return str((change.data or {}).get("id", ""))
+
+        async def named(name: str) -> list[str]:
+            return [
+                m.id
+                for m in await self.client.list_machines(name=name)
+                if m.name == name and not m.dt_deleted
+            ]
+
+        machine_id = await create_once(
+            platform=PLATFORM,
+            clock=self.clock,
+            timeouts=self.t,
+            name=request.name,
+            create=create,
+            named=named,
+        )
+        if "create" in events:
+            await self._wait_event(events["create"])
+        return await self._wait_state(machine_id, "ready", need_ip=(request.public_ip or "dynamic") != "none")
+
+    async def start(self, resource: LiveResource) -> LiveResource:
+        change = await self._action(resource.id, "start")
+        if change and change.event:
+            await self._wait_event(change.event)
+        return await self._wait_state(
+            resource.id, "ready", need_ip=resource.public_ip_kind != "none", from_off=True
+        )
+
+    async def stop(self, resource: LiveResource) -> LiveResource:
+        change = await self._action(resource.id, "stop")
+        if change and change.event:
+            await self._wait_event(change.event)
+        return await self._wait_state(resource.id, "off")
+
+    async def terminate(self, resource: LiveResource) -> None:
+        try:
+            change = await self.client.delete_machine(resource.id)
+        except ProviderNotFound:
+            return
+        if change.event:
+            await self._wait_event(change.event)
+
+        async def fetch() -> str:
+            try:
+                machine = await self.client.get_machine(resource.id)
+            except ProviderNotFound:
+                return "gone"
+            return "gone" if machine.dt_deleted else machine.state
+
+        state, ok = await poll(
+            self.clock, fetch, lambda s: s == "gone", timeout=self.t.gone, interval=self.t.interval
+        )
+        if not ok:
+            raise NoEffectError(
+                f"destroy was accepted but machine {resource.id} is still {state}",
+                platform=PLATFORM,
+                hint="it may still bill; re-run `gpujob apply` or destroy it in the console",
+            )
+
+    async def update(self, resource: LiveResource, changes: dict[str, Any]) -> LiveResource:
+        """PUT /machines/{id} (machineType / diskSize need the machine off; region and template are fixed)."""
+        change = await self.client.update_machine(resource.id, changes)
+        if change.event:
+            await self._wait_event(change.event)
+        return self._live(await self.client.get_machine(resource.id))
+
+    # ---- public IPs and snapshots
+    async def claim_ip(self, region: str, machine_id: str | None = None) -> LiveResource:
+        ip = await self.client.claim_ip(region)
+        if machine_id:
+            ip = await self.client.assign_ip(ip.ip, machine_id)
+        return ip_to_live(ip, {})
+
+    async def assign_ip(self, ip: str, machine_id: str | None) -> LiveResource:
+        return ip_to_live(await self.client.assign_ip(ip, machine_id), {})
+
+    async def release_ip(self, resource: LiveResource) -> None:
+        with contextlib.suppress(ProviderNotFound):
+            await self.client.release_ip(resource.id)
+
+    async def delete_snapshot(self, resource: LiveResource) -> None:
+        try:
+            change = await self.client.delete_snapshot(resource.id)
+        except ProviderNotFound:
+            return
+        if change.event:
+            await self._wait_event(change.event)
+
+    async def create_volume(self, request: VolumeRequest) -> LiveResource:
+        raise ProviderError("Paperspace machines have no network volumes", platform=PLATFORM)
+
+    async def grow_volume(self, resource: LiveResource, size_gb: int) -> LiveResource:
+        raise ProviderError(
+            "Paperspace disks grow with `update` (diskSize), not as volumes", platform=PLATFORM
+        )
+
+    async def delete_volume(self, resource: LiveResource) -> None:
+        raise ProviderError("Paperspace machines have no network volumes", platform=PLATFORM)
+
+    def ssh_endpoint(self, resource: LiveResource) -> SSHEndpoint | None:
+        if not resource.public_ip or resource.status != "running":
+            return None
+        return SSHEndpoint(host=resource.public_ip, port=self.ssh_port, user=self.ssh_user)
+
+    # ---- internals
+    async def _ssh_script(self, name: str, public_key: str) -> str:
+        script_name = f"{name}-ssh"
+        key = shlex.quote(public_key.strip())
+        script = (
+            "#!/bin/bash\n"
+            "for home in /root /home/paperspace; do\n"
+            '  [ -d "$home" ] || continue\n'
+            '  mkdir -p "$home/.ssh" && chmod 700 "$home/.ssh"\n'
+            f'  grep -qxF {key} "$home/.ssh/authorized_keys" 2>/dev/null || echo {key} >> "$home/.ssh/authorized_keys"\n'
+            '  chmod 600 "$home/.ssh/authorized_keys"\n'
+            "done\n"
+        )
+
+        async def create() -> str:
+            return (await self.client.create_startup_script(script_name, script)).id
+
+        async def named(n: str) -> list[str]:
+            return [s.id for s in await self.client.list_startup_scripts() if s.name == n]
+
+        return await create_once(
+            platform=PLATFORM, clock=self.clock, timeouts=self.t, name=script_name, create=create, named=named
+        )
+
+    async def _action(self, machine_id: str, action: str) -> wire.Change | None:
+        try:
+            return await self.client.machine_action(machine_id, action)
+        except ProviderError as exc:
+            if isinstance(exc, ProviderNotFound) or not any(b in str(exc).lower() for b in _BENIGN):
+                raise
+            return None  # e.g. "This machine is currently starting.": the machine state decides
+
+    async def _wait_event(self, event: wire.MachineEvent) -> wire.MachineEvent:
+        def check(ev: wire.MachineEvent, _elapsed: float) -> None:
+            if ev.failed:
+                text = str(ev.error or f"event {ev.name} ended in state {ev.state}")
+                cls = ProviderCapacityError if is_capacity_text(text) else ProviderError
+                raise cls(text, platform=PLATFORM, call=f"GET /v1/machine-events/{ev.id}")
+
+        if event.finished:
+            return event
+        check(event, 0)
+        ev, ok = await poll(
+            self.clock,
+            lambda: self.client.get_event(event.id),
+            lambda e: e.finished and not e.failed,
+            timeout=self.t.ready,
+            interval=self.t.interval,
+            check=check,
+        )
+        if not ok:
+            raise ProviderUnavailable(f"event {ev.name} ({ev.id}) still {ev.state}", platform=PLATFORM)
+        return ev
+
+    async def _wait_state(
+        self, machine_id: str, target: str, *, need_ip: bool = False, from_off: bool = False
+    ) -> LiveResource:
+        moved = False
+
+        def check(m: wire.Machine, elapsed: float) -> None:
+            nonlocal moved
+            if m.state != "off":
+                moved = True
+            if from_off and not moved and elapsed >= self.t.stuck:
+                raise NoEffectError(
+                    f"start was accepted but machine {machine_id} is still off after {elapsed:.0f}s",
+                    platform=PLATFORM,
+                    hint="re-run `gpujob apply`; if it persists the region may lack capacity for this type",
+                )
+
+        def done(m: wire.Machine) -> bool:
+            return m.state == target and (not need_ip or bool(m.public_ip))
+
+        timeout = self.t.ready if target == "ready" else self.t.stop
+        machine, ok = await poll(
+            self.clock,
+            lambda: self.client.get_machine(machine_id),
+            done,
+            timeout=timeout,
+            interval=self.t.interval,
+            check=check,
+        )
+        if not ok:
+            raise NoEffectError(
+                f"machine {machine_id} is {machine.state}, not {target}, after {timeout:.0f}s",
+                platform=PLATFORM,
+                hint="check it with `gpujob state`; it may be billing",
+            )
+        return self._live(machine)
+
+
+def _machine_type(gpu_id: str, count: int) -> str:
+    if count > 1 and "x" not in gpu_id.split("-")[-1]:
+        return f"{gpu_id}x{count}"
+    return gpu_id
+
+
+def _quote(gpu_id: str, per_gpu: float, as_of: Any, source: str, now: datetime) -> PriceQuote:
+    return PriceQuote(
+        platform=PLATFORM,
+        gpu_id=gpu_id,
+        price_hour=per_gpu,
+        source=f"profile paperspace {as_of} ({source}; Paperspace has no price API)",
+        as_of=now,
+    )

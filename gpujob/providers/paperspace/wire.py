@@ -1,0 +1,141 @@
+"""Paperspace /v1 payloads, as the API sends them (unknown keys ignored, int64 fields as str or int)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
+
+from gpujob.model import WireModel
+
+
+def _lenient_int(value: Any) -> Any:
+    # Paperspace has sent int64 fields (ram, storageTotal, ...) as strings.
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)
+        try:
+            return int(float(text))
+        except ValueError:
+            return None
+    return value
+
+
+def _lenient_float(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return value
+
+
+LenientInt = Annotated[int | None, BeforeValidator(_lenient_int)]
+LenientFloat = Annotated[float | None, BeforeValidator(_lenient_float)]
+
+_REGION_CODE = re.compile(r"\(([A-Za-z]+\d*)\)")
+
+
+def normalise_region(value: str | None) -> str | None:
+    """'East Coast (NY2)', 'NY2', 'ny2' -> 'ny2'."""
+    if not value:
+        return None
+    match = _REGION_CODE.search(value)
+    return (match.group(1) if match else value).strip().lower()
+
+
+class Accelerator(WireModel):
+    name: str | None = None
+    count: LenientInt = None
+    memory: LenientInt = None
+
+
+class Machine(WireModel):
+    id: str
+    name: str = ""
+    state: str = ""
+    machine_type: str | None = Field(None, alias="machineType")
+    region: str | None = None
+    os: str | None = None
+    accelerators: list[Accelerator] | None = None
+    public_ip: str | None = Field(None, alias="publicIp")
+    public_ip_type: str | None = Field(None, alias="publicIpType")
+    private_ip: str | None = Field(None, alias="privateIp")
+    auto_shutdown_enabled: bool | None = Field(None, alias="autoShutdownEnabled")
+    auto_shutdown_timeout: LenientFloat = Field(None, alias="autoShutdownTimeout")
+    storage_total: LenientInt = Field(None, alias="storageTotal")
+    storage_used: LenientInt = Field(None, alias="storageUsed")
+    ram: LenientInt = None
+    usage_rate: LenientFloat = Field(None, alias="usageRate")
+    storage_rate: LenientFloat = Field(None, alias="storageRate")
+    template_id: str | None = Field(None, alias="templateId")
+    dt_created: datetime | None = Field(None, alias="dtCreated")
+    dt_modified: datetime | None = Field(None, alias="dtModified")
+    dt_deleted: datetime | None = Field(None, alias="dtDeleted")
+
+
+class MachineEvent(WireModel):
+    id: str
+    name: str | None = None
+    state: str | None = None
+    machine_id: str | None = Field(None, alias="machineId")
+    error: Any = None
+    dt_finished: datetime | None = Field(None, alias="dtFinished")
+
+    @property
+    def finished(self) -> bool:
+        return self.state == "done" or self.dt_finished is not None
+
+    @property
+    def failed(self) -> bool:
+        # An error-state event that also has dtFinished has usually still succeeded (REFERENCE §2.3).
+        return self.error is not None or (self.state == "error" and self.dt_finished is None)
+
+
+class Change(WireModel):
+    """Every mutation answers {data, event}."""
+
+    data: dict[str, Any] | None = None
+    event: MachineEvent | None = None
+
+
+class PublicIp(WireModel):
+    ip: str
+    region: str | None = None
+    assigned_machine_id: str | None = Field(None, alias="assignedMachineId")
+    dt_created: datetime | None = Field(None, alias="dtCreated")
+
+
+class Snapshot(WireModel):
+    id: str
+    name: str = ""
+    machine_id: str | None = Field(None, alias="machineId")
+    is_auto_snapshot: bool = Field(False, alias="isAutoSnapshot")
+    dt_created: datetime | None = Field(None, alias="dtCreated")
+
+
+class CustomTemplate(WireModel):
+    id: str
+    name: str = ""
+    region: str | None = None
+    parent_machine_id: str | None = Field(None, alias="parentMachineId")
+    default_size_gb: LenientInt = Field(None, alias="defaultSizeGb")
+    dt_created: datetime | None = Field(None, alias="dtCreated")
+
+
+class SharedDrive(WireModel):
+    id: str
+    name: str = ""
+    region: str | None = None
+    size: LenientInt = None
+    network_id: str | None = Field(None, alias="networkId")
+    dt_created: datetime | None = Field(None, alias="dtCreated")
+
+
+class StartupScript(WireModel):
+    id: str
+    name: str = ""
+    is_run_once: bool = Field(False, alias="isRunOnce")

@@ -1,0 +1,150 @@
+"""RunPod: one method per HTTP call. REST v2 for pods, network volumes, catalog and SSH keys; GraphQL only
+for spot pods, which v2 does not offer."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import httpx
+
+from gpujob.providers.http import ApiClient, ErrorInfo, text_snippet
+from gpujob.providers.runpod import wire
+
+PLATFORM: Final = "runpod"
+
+# v2 reports "no capacity" as a 400 told apart only by its detail; GraphQL as a 200 with errors.
+_CAPACITY = re.compile(
+    r"no (longer any )?(instances?|capacity|gpus?)( available)?|not enough free gpus|"
+    r"could not be placed|out of (stock|capacity)|insufficient capacity|no available",
+    re.IGNORECASE,
+)
+
+
+def is_capacity_text(text: str) -> bool:
+    return bool(_CAPACITY.search(text or ""))
+
+
+def parse_error(response: httpx.Response | None, body: Any) -> ErrorInfo:
+    """v2 problem+json {title, status, detail, errors[]}; GraphQL {errors[{message}]}; v1 {message}."""
+    if isinstance(body, dict):
+        if isinstance(body.get("errors"), list) and body["errors"] and isinstance(body["errors"][0], dict):
+            text = "; ".join(str(e.get("message", "")) for e in body["errors"])
+            return ErrorInfo(text, capacity=is_capacity_text(text))
+        detail = body.get("detail") or body.get("message") or body.get("title") or ""
+        errors = body.get("errors")
+        text = str(detail)
+        if isinstance(errors, list) and errors:
+            text += " (" + "; ".join(str(e) for e in errors) + ")"
+        status = response.status_code if response is not None else 0
+        return ErrorInfo(text, capacity=status == 400 and is_capacity_text(text))
+    return ErrorInfo(text_snippet(response))
+
+
+RENT_SPOT = """
+mutation rent($input: PodRentInterruptableInput!) {
+  podRentInterruptable(input: $input) { id name desiredStatus costPerHr }
+}"""
+
+BID_RESUME = """
+mutation resume($input: PodBidResumeInput!) {
+  podBidResume(input: $input) { id desiredStatus costPerHr }
+}"""
+
+
+class RunPodClient:
+    def __init__(self, rest: ApiClient, graphql: ApiClient) -> None:
+        self.rest = rest
+        self.gql = graphql
+
+    # pods
+    async def list_pods(self) -> list[wire.Pod]:
+        return wire.PodList.model_validate(await self.rest.request("GET", "/pods") or {}).pods
+
+    async def get_pod(self, pod_id: str) -> wire.Pod:
+        return wire.Pod.model_validate(await self.rest.request("GET", f"/pods/{pod_id}"))
+
+    async def create_pod(self, body: dict[str, Any]) -> wire.Pod:
+        return wire.Pod.model_validate(await self.rest.request("POST", "/pods", json_body=body))
+
+    async def update_pod(self, pod_id: str, body: dict[str, Any]) -> wire.Pod:
+        return wire.Pod.model_validate(await self.rest.request("PATCH", f"/pods/{pod_id}", json_body=body))
+
+    async def pod_action(self, pod_id: str, action: str) -> wire.Pod | None:
+        """start / stop / restart answer 200 + pod; terminate answers 204. Actions are safe to repeat."""
+        body = await self.rest.request(
+            "POST", f"/pods/{pod_id}/action", json_body={"action": action}, idempotent=True
+        )
+        return wire.Pod.model_validate(body) if isinstance(body, dict) and body.get("id") else None
+
+    async def delete_pod(self, pod_id: str) -> None:
+        await self.rest.request("DELETE", f"/pods/{pod_id}")
+
+    # network volumes
+    async def list_volumes(self) -> list[wire.NetworkVolume]:
+        body = await self.rest.request("GET", "/network-volumes") or {}
+        return wire.NetworkVolumeList.model_validate(body).network_volumes
+
+    async def get_volume(self, volume_id: str) -> wire.NetworkVolume:
+        return wire.NetworkVolume.model_validate(
+            await self.rest.request("GET", f"/network-volumes/{volume_id}")
+        )
+
+    async def create_volume(self, name: str, size_gb: int, data_center: str, tier: str) -> wire.NetworkVolume:
+        body = {"name": name, "size": size_gb, "dataCenter": data_center, "type": tier}
+        return wire.NetworkVolume.model_validate(
+            await self.rest.request("POST", "/network-volumes", json_body=body)
+        )
+
+    async def grow_volume(self, volume_id: str, size_gb: int) -> wire.NetworkVolume:
+        body = await self.rest.request("PATCH", f"/network-volumes/{volume_id}", json_body={"size": size_gb})
+        return wire.NetworkVolume.model_validate(body)
+
+    async def delete_volume(self, volume_id: str) -> None:
+        await self.rest.request("DELETE", f"/network-volumes/{volume_id}")
+
+    # leftovers that do not bill but belong to the audit
+    async def list_templates(self) -> list[wire.Template]:
+        return wire.TemplateList.model_validate(await self.rest.request("GET", "/templates") or {}).templates
+
+    async def list_registries(self) -> list[wire.Registry]:
+        return wire.RegistryList.model_validate(
+            await self.rest.request("GET", "/registries") or {}
+        ).registries
+
+    # catalog and account
+    async def catalog_gpus(self) -> list[wire.GpuType]:
+        params = {"include": "AVAILABILITY", "product": "POD"}
+        return wire.GpuTypeList.model_validate(
+            await self.rest.request("GET", "/catalog/gpus", params=params)
+        ).gpus
+
+    async def catalog_datacenters(self) -> list[wire.DataCenter]:
+        body = await self.rest.request("GET", "/catalog/datacenters", params={"include": "GPU_AVAILABILITY"})
+        return wire.DataCenterList.model_validate(body).data_centers
+
+    async def get_ssh_keys(self) -> list[str]:
+        return wire.SshKeys.model_validate(await self.rest.request("GET", "/account/ssh-keys")).keys
+
+    async def put_ssh_keys(self, keys: list[str]) -> list[str]:
+        body = await self.rest.request("PUT", "/account/ssh-keys", json_body={"keys": keys})
+        return wire.SshKeys.model_validate(body).keys
+
+    # GraphQL: spot
+    async def rent_spot(self, variables: dict[str, Any]) -> wire.GraphQLPod:
+        data = await self.gql.graphql(RENT_SPOT, {"input": variables}, idempotent=False)
+        return wire.GraphQLPod.model_validate(_field(data, "podRentInterruptable"))
+
+    async def bid_resume(self, pod_id: str, bid_per_gpu: float, gpu_count: int) -> wire.GraphQLPod:
+        variables = {"input": {"podId": pod_id, "bidPerGpu": bid_per_gpu, "gpuCount": gpu_count}}
+        data = await self.gql.graphql(BID_RESUME, variables, idempotent=True)
+        return wire.GraphQLPod.model_validate(_field(data, "podBidResume"))
+
+
+def _field(data: Any, name: str) -> Any:
+    from gpujob.errors import ProviderError
+
+    value = data.get(name) if isinstance(data, dict) else None
+    if not isinstance(value, dict):
+        raise ProviderError(f"GraphQL {name} returned no pod", platform=PLATFORM, call="POST /graphql")
+    return value

@@ -1,0 +1,89 @@
+"""RunPod wire objects -> LiveResource."""
+
+from __future__ import annotations
+
+from gpujob.live import LiveResource, SSHEndpoint, Status
+from gpujob.providers.runpod import wire
+
+_STATUS: dict[str, Status] = {
+    "PROVISIONING": "pending",
+    "STARTING": "pending",
+    "CREATED": "pending",
+    "RUNNING": "running",
+    "EXITED": "stopped",
+    "ERROR": "stopped",  # v2 allows start and terminate from ERROR, like a stopped pod
+    "TERMINATED": "terminating",
+}
+
+
+def pod_to_live(pod: wire.Pod) -> LiveResource:
+    status = _STATUS.get(pod.status.upper(), "unknown")
+    mounts = pod.mounts or wire.Mounts()
+    network = mounts.network[0] if mounts.network else None
+    direct = pod.ssh.direct if pod.ssh else None
+    gpu_count = pod.gpu.count if pod.gpu else 0
+    attributes: dict[str, str | int | float | bool | None] = {}
+    if pod.cpu is None and gpu_count == 0 and status == "running":
+        attributes["zero_gpu"] = True  # RP1: restarted on a host whose GPU was rented away
+    if pod.status.upper() == "ERROR":
+        attributes["error"] = True
+    if pod.locked:
+        attributes["locked"] = True
+    if pod.ssh and pod.ssh.proxy:
+        attributes["ssh_proxy"] = f"{pod.ssh.proxy.username}@{pod.ssh.proxy.host}"
+    cloud = (pod.cloud or "").lower()
+    return LiveResource(
+        platform="runpod",
+        kind="pod",
+        id=pod.id,
+        name=pod.name,
+        status=status,
+        raw_status=pod.status,
+        gpu_id=pod.gpu.id if pod.gpu else None,
+        gpu_count=gpu_count,
+        region=pod.data_center_id,
+        cloud=cloud if cloud in ("secure", "community") else None,  # type: ignore[arg-type]
+        spot=pod.interruptible or str(pod.env.get("GPUJOB_SPOT", "")) == "1",
+        image=pod.image,
+        template=pod.template,
+        container_disk_gb=pod.disk,
+        volume_gb=mounts.persistent.size if mounts.persistent else None,
+        mount_path=(mounts.persistent.path if mounts.persistent else network.path if network else None),
+        network_volume_id=network.volume_id if network else None,
+        public_ip=direct.host if direct else None,
+        ssh=SSHEndpoint(host=direct.host, port=direct.port, user=direct.username) if direct else None,
+        cost_per_hour=pod.cost,
+        created_at=pod.created_at,
+        started_at=pod.started_at,
+        attributes=attributes,
+    )
+
+
+def volume_to_live(v: wire.NetworkVolume) -> LiveResource:
+    return LiveResource(
+        platform="runpod",
+        kind="network_volume",
+        id=v.id,
+        name=v.name,
+        status="available",
+        raw_status=v.type or "",
+        region=v.data_center,
+        volume_gb=v.size,
+        volume_tier="high-performance" if (v.type or "").upper() == "HIGH_PERFORMANCE" else "standard",
+    )
+
+
+def template_to_live(t: wire.Template) -> LiveResource:
+    return LiveResource(
+        platform="runpod",
+        kind="template",
+        id=t.id,
+        name=t.name,
+        status="available",
+        image=t.image,
+        attributes={"public": t.public},
+    )
+
+
+def registry_to_live(r: wire.Registry) -> LiveResource:
+    return LiveResource(platform="runpod", kind="registry_auth", id=r.id, name=r.name, status="available")

@@ -1,0 +1,356 @@
+"""RunPod behind the Provider protocol: v2 pods and network volumes normalised into LiveResource, actions
+that return only once the observed state matches, and the ambiguous-create protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from gpujob.clock import Clock
+from gpujob.errors import ProviderConflict, ProviderError, ProviderNotFound, ProviderUnavailable
+from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
+from gpujob.model import Platform
+from gpujob.providers.adopt import create_once
+from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, ZeroGpuError
+from gpujob.providers.runpod import wire
+from gpujob.providers.runpod.client import PLATFORM, RunPodClient
+from gpujob.providers.runpod.normalize import pod_to_live, registry_to_live, template_to_live, volume_to_live
+from gpujob.providers.wait import Timeouts, poll
+
+T = TypeVar("T")
+SPOT_TAG = "GPUJOB_SPOT"  # env marker: v2 pod objects do not say whether a pod is interruptible
+
+
+class RunPodProvider:
+    platform: Platform = PLATFORM
+
+    def __init__(self, client: RunPodClient, *, clock: Clock, timeouts: Timeouts | None = None) -> None:
+        self.client = client
+        self.clock = clock
+        self.t = timeouts or Timeouts()
+
+    # ---- read
+    async def list_resources(self) -> list[LiveResource]:
+        pods, volumes, templates, registries = await asyncio.gather(
+            self.client.list_pods(),
+            self.client.list_volumes(),
+            self.client.list_templates(),
+            self.client.list_registries(),
+        )
+        return (
+            [pod_to_live(p) for p in pods if p.status != "TERMINATED"]
+            + [volume_to_live(v) for v in volumes]
+            + [template_to_live(t) for t in templates]
+            + [registry_to_live(r) for r in registries]
+        )
+
+    async def get(self, kind: str, resource_id: str) -> LiveResource | None:
+        try:
+            if kind == "pod":
+                pod = await self.client.get_pod(resource_id)
+                return None if pod.status == "TERMINATED" else pod_to_live(pod)
+            if kind == "network_volume":
+                return volume_to_live(await self.client.get_volume(resource_id))
+        except ProviderNotFound:
+            return None
+        raise ProviderError(f"RunPod has no resource kind '{kind}'", platform=PLATFORM)
+
+    async def quotes(self) -> list[PriceQuote]:
+        now = self.clock.now()
+        out: list[PriceQuote] = []
+        source = f"{self.client.rest.call_name('GET', '/catalog/gpus')} {now:%Y-%m-%d}"
+        for gpu in await self.client.catalog_gpus():
+            available = None if gpu.availability is None else gpu.availability.upper() != "NONE"
+            for cloud, offered, price in (
+                ("secure", gpu.secure, gpu.price.secure),
+                ("community", gpu.community, gpu.price.community),
+            ):
+                if offered and price is not None:
+                    out.append(
+                        PriceQuote(
+                            platform=PLATFORM,
+                            gpu_id=gpu.id,
+                            cloud=cloud,
+                            price_hour=price,  # type: ignore[arg-type]
+                            available=available,
+                            source=source,
+                            as_of=now,
+                        )
+                    )
+        out += _profile_spot_quotes(now)
+        return out
+
+    # ---- pods
+    async def create_machine(self, request: LaunchRequest) -> LiveResource:
+        create: Callable[[], Awaitable[str]] = (
+            (lambda: self._rent_spot(request)) if request.spot else (lambda: self._create_on_demand(request))
+        )
+        pod_id = await self._create_once(request.name, create, self._pods_named)
+        return await self._wait_ready(pod_id)
+
+    async def start(self, resource: LiveResource) -> LiveResource:
+        pod = await self.client.get_pod(resource.id)
+        if pod.status == "RUNNING" and pod.ssh and pod.ssh.direct:
+            return self._checked(pod)
+        try:
+            if resource.spot or _is_spot(pod):
+                bid = await self._bid(pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud)
+                await self.client.bid_resume(
+                    pod.id, bid, pod.gpu.count if pod.gpu else max(resource.gpu_count, 1)
+                )
+            else:
+                await self.client.pod_action(pod.id, "start")
+        except ProviderConflict:
+            pass  # not valid in this state (already starting?): the observed state decides below
+        return await self._wait_ready(pod.id, from_stopped=True)
+
+    async def stop(self, resource: LiveResource) -> LiveResource:
+        with contextlib.suppress(ProviderConflict):
+            await self.client.pod_action(resource.id, "stop")
+
+        def stuck(pod: wire.Pod, elapsed: float) -> None:
+            if pod.status == "RUNNING" and elapsed >= self.t.stuck:
+                raise NoEffectError(
+                    f"stop was accepted but pod {pod.id} is still RUNNING after {elapsed:.0f}s",
+                    platform=PLATFORM,
+                    call="POST /v2/pods/{id}/action",
+                    hint="it is still billing; retry `gpujob apply` or stop it in the RunPod console",
+                )
+
+        pod, ok = await poll(
+            self.clock,
+            lambda: self.client.get_pod(resource.id),
+            lambda p: p.status in ("EXITED", "TERMINATED"),
+            timeout=self.t.stop,
+            interval=self.t.interval,
+            check=stuck,
+        )
+        if not ok:
+            raise NoEffectError(f"pod {pod.id} did not stop (status {pod.status})", platform=PLATFORM)
+        return pod_to_live(pod)
+
+    async def terminate(self, resource: LiveResource) -> None:
+        try:
+            await self.client.pod_action(resource.id, "terminate")
+        except ProviderNotFound:
+            return
+
+        async def fetch() -> str:
+            try:
+                return (await self.client.get_pod(resource.id)).status
+            except ProviderNotFound:
+                return "GONE"
+
+        status, ok = await poll(
+            self.clock,
+            fetch,
+            lambda s: s in ("GONE", "TERMINATED"),
+            timeout=self.t.gone,
+            interval=self.t.interval,
+        )
+        if not ok:
+            raise NoEffectError(
+                f"terminate was accepted but pod {resource.id} is still {status}",
+                platform=PLATFORM,
+                hint="it may still bill; re-run `gpujob apply` or terminate it in the console",
+            )
+
+    async def update(self, resource: LiveResource, changes: dict[str, Any]) -> LiveResource:
+        """PATCH mutable pod fields (name, image, env, ports, disk, mounts path, locked). May reset the pod."""
+        return pod_to_live(await self.client.update_pod(resource.id, changes))
+
+    # ---- network volumes
+    async def create_volume(self, request: VolumeRequest) -> LiveResource:
+        tier = "HIGH_PERFORMANCE" if request.tier == "high-performance" else "STANDARD"
+
+        async def create() -> str:
+            return (await self.client.create_volume(request.name, request.size_gb, request.region, tier)).id
+
+        volume_id = await self._create_once(request.name, create, self._volumes_named)
+        return volume_to_live(await self.client.get_volume(volume_id))
+
+    async def grow_volume(self, resource: LiveResource, size_gb: int) -> LiveResource:
+        current = await self.client.get_volume(resource.id)
+        if size_gb < current.size:
+            raise ProviderConflict(
+                f"network volume {current.id} is {current.size} GB; it can grow but never shrink (asked {size_gb} GB)",
+                platform=PLATFORM,
+                hint="keep size_gb at or above the current size",
+            )
+        if size_gb == current.size:
+            return volume_to_live(current)
+        return volume_to_live(await self.client.grow_volume(resource.id, size_gb))
+
+    async def delete_volume(self, resource: LiveResource) -> None:
+        try:
+            await self.client.delete_volume(resource.id)
+        except ProviderNotFound:
+            return
+
+    async def release_ip(self, resource: LiveResource) -> None:
+        raise ProviderError("RunPod has no claimable public IPs", platform=PLATFORM)
+
+    async def delete_snapshot(self, resource: LiveResource) -> None:
+        raise ProviderError("RunPod has no snapshots", platform=PLATFORM)
+
+    def ssh_endpoint(self, resource: LiveResource) -> SSHEndpoint | None:
+        return resource.ssh
+
+    # ---- internals
+    async def _create_on_demand(self, r: LaunchRequest) -> str:
+        body: dict[str, Any] = {
+            "name": r.name,
+            "gpu": {"id": r.gpu_id, "count": r.gpu_count},
+            "cloud": r.cloud.upper(),
+            "ports": ["22/tcp"],
+            "env": _env(r),
+            "startSsh": True,
+        }
+        if r.image:
+            body["image"] = r.image
+        if r.template:
+            body["templateId"] = r.template
+        if r.region:
+            body["dataCenterIds"] = [r.region]
+        if r.container_disk_gb:
+            body["disk"] = r.container_disk_gb
+        if r.network_volume_id:
+            body["mounts"] = {"network": [{"volumeId": r.network_volume_id, "path": r.mount_path}]}
+        elif r.volume_gb:
+            body["mounts"] = {"persistent": {"size": r.volume_gb, "path": r.mount_path}}
+        return (await self.client.create_pod(body)).id
+
+    async def _rent_spot(self, r: LaunchRequest) -> str:
+        env = {**_env(r), SPOT_TAG: "1"}
+        variables: dict[str, Any] = {
+            "name": r.name,
+            "gpuTypeId": r.gpu_id,
+            "gpuCount": r.gpu_count,
+            "cloudType": r.cloud.upper(),
+            "bidPerGpu": r.bid_per_gpu or await self._bid(r.gpu_id, r.cloud),
+            "ports": "22/tcp",
+            "env": [{"key": k, "value": v} for k, v in env.items()],
+            "startSsh": True,
+            "supportPublicIp": True,
+            "volumeMountPath": r.mount_path,
+        }
+        optional = {
+            "imageName": r.image,
+            "templateId": r.template,
+            "dataCenterId": r.region,
+            "containerDiskInGb": r.container_disk_gb,
+            "networkVolumeId": r.network_volume_id,
+            "volumeInGb": None if r.network_volume_id else r.volume_gb,
+        }
+        variables.update({k: v for k, v in optional.items() if v is not None})
+        return (await self.client.rent_spot(variables)).id
+
+    async def _bid(self, gpu_id: str, cloud: str | None) -> float:
+        community = (cloud or "").lower() == "community"
+        for gpu in await self.client.catalog_gpus():
+            if gpu.id == gpu_id:
+                price = gpu.price.community if community else gpu.price.secure
+                if price:
+                    return price
+        raise ProviderError(
+            f"no catalog price for '{gpu_id}' to bid with",
+            platform=PLATFORM,
+            hint="set a bid explicitly or pick a GPU listed by the RunPod catalog",
+        )
+
+    async def _pods_named(self, name: str) -> list[str]:
+        return [p.id for p in await self.client.list_pods() if p.name == name and p.status != "TERMINATED"]
+
+    async def _volumes_named(self, name: str) -> list[str]:
+        return [v.id for v in await self.client.list_volumes() if v.name == name]
+
+    async def _create_once(
+        self, name: str, create: Callable[[], Awaitable[str]], named: Callable[[str], Awaitable[list[str]]]
+    ) -> str:
+        return await create_once(
+            platform=PLATFORM, clock=self.clock, timeouts=self.t, name=name, create=create, named=named
+        )
+
+    async def _wait_ready(self, pod_id: str, *, from_stopped: bool = False) -> LiveResource:
+        moved = False
+
+        def check(pod: wire.Pod, elapsed: float) -> None:
+            nonlocal moved
+            if pod.status in ("TERMINATED",):
+                raise ProviderNotFound(f"pod {pod_id} was terminated while starting", platform=PLATFORM)
+            if pod.status in ("PROVISIONING", "STARTING", "RUNNING"):
+                moved = True
+            if from_stopped and not moved and elapsed >= self.t.stuck:
+                raise NoEffectError(
+                    f"start was accepted but pod {pod_id} is still {pod.status} after {elapsed:.0f}s",
+                    platform=PLATFORM,
+                    call="POST /v2/pods/{id}/action",
+                    hint="its host may have lost the GPU (RP1); replace the pod (terminate + create)",
+                )
+            if pod.status == "ERROR" and moved:
+                raise ProviderError(
+                    f"pod {pod_id} went to ERROR while starting",
+                    platform=PLATFORM,
+                    hint="check the image and start command; the pod is not billing GPU time",
+                )
+
+        pod, ok = await poll(
+            self.clock,
+            lambda: self.client.get_pod(pod_id),
+            lambda p: p.status == "RUNNING" and bool(p.ssh and p.ssh.direct),
+            timeout=self.t.ready,
+            interval=self.t.interval,
+            check=check,
+        )
+        if not ok:
+            raise ProviderUnavailable(
+                f"pod {pod_id} is {pod.status} without an SSH endpoint after {self.t.ready:.0f}s",
+                platform=PLATFORM,
+                hint="it may be billing; check it with `gpujob state` and re-run apply",
+            )
+        return self._checked(pod)
+
+    def _checked(self, pod: wire.Pod) -> LiveResource:
+        if pod.cpu is None and (pod.gpu is None or pod.gpu.count == 0):
+            raise ZeroGpuError(
+                f"pod {pod.id} is running with zero GPUs (its host re-rented the GPU while it was stopped)",
+                platform=PLATFORM,
+                hint="replace it: terminate and create a new pod (data on a network volume survives)",
+            )
+        return pod_to_live(pod)
+
+
+def _env(r: LaunchRequest) -> dict[str, str]:
+    env = dict(r.env)
+    if r.ssh_public_key:
+        env["PUBLIC_KEY"] = r.ssh_public_key
+    return env
+
+
+def _is_spot(pod: wire.Pod) -> bool:
+    return pod.interruptible or str(pod.env.get(SPOT_TAG, "")) == "1"
+
+
+def _profile_spot_quotes(now: Any) -> list[PriceQuote]:
+    """The v2 catalog has no spot prices; the profile's table supplies them, marked as such."""
+    try:
+        from gpujob.profile import load_profile
+
+        profile = load_profile(PLATFORM)
+    except Exception:  # profile not bundled yet / invalid: quotes simply lack spot prices
+        return []
+    return [
+        PriceQuote(
+            platform=PLATFORM,
+            gpu_id=g.platform_id,
+            cloud="secure",
+            spot=True,
+            price_hour=g.price_hour_spot,
+            source=f"profile runpod {g.as_of} ({g.source})",
+            as_of=now,
+        )
+        for g in profile.gpus
+        if g.price_hour_spot is not None
+    ]

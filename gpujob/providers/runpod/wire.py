@@ -1,0 +1,160 @@
+"""RunPod REST v2 and GraphQL payloads, as the API sends them (unknown keys ignored)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
+
+from gpujob.model import WireModel
+
+
+def _lenient_float(value: Any) -> Any:
+    # Examples in RunPod's specs show prices as strings ("0.74"); accept both.
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return value
+
+
+LenientFloat = Annotated[float | None, BeforeValidator(_lenient_float)]
+
+
+class SshEndpoint(WireModel):
+    host: str
+    port: int
+    username: str = "root"
+    command: str | None = None
+
+
+class PodSsh(WireModel):
+    proxy: SshEndpoint | None = None
+    direct: SshEndpoint | None = None
+
+
+class GpuConfig(WireModel):
+    id: str
+    count: int = 1
+
+
+class PersistentMount(WireModel):
+    size: int
+    path: str
+
+
+class NetworkMount(WireModel):
+    volume_id: str = Field(alias="volumeId")
+    path: str
+
+
+class Mounts(WireModel):
+    persistent: PersistentMount | None = None
+    network: list[NetworkMount] | None = None
+
+
+class Pod(WireModel):
+    id: str
+    name: str = ""
+    status: str = ""
+    actions: list[str] = Field(default_factory=list)
+    image: str | None = None
+    disk: int | None = None
+    ports: list[str] = Field(default_factory=list)
+    env: dict[str, Any] = Field(default_factory=dict)
+    mounts: Mounts | None = None
+    gpu: GpuConfig | None = None
+    cpu: dict[str, Any] | None = None
+    cloud: str | None = None
+    data_center_id: str | None = Field(None, alias="dataCenterId")
+    ssh: PodSsh | None = None
+    template: str | None = None
+    cost: LenientFloat = None
+    locked: bool = False
+    runtime: dict[str, Any] | None = None
+    created_at: datetime | None = Field(None, alias="createdAt")
+    started_at: datetime | None = Field(None, alias="startedAt")
+    interruptible: bool = False  # not in v2; GraphQL-created spot pods are tagged by gpujob (see provider)
+
+
+class PodList(WireModel):
+    pods: list[Pod] = Field(default_factory=list)
+
+
+class NetworkVolume(WireModel):
+    id: str
+    name: str = ""
+    size: int = 0
+    data_center: str | None = Field(None, alias="dataCenter")
+    type: str | None = None
+
+
+class NetworkVolumeList(WireModel):
+    network_volumes: list[NetworkVolume] = Field(default_factory=list, alias="networkVolumes")
+
+
+class Template(WireModel):
+    id: str
+    name: str = ""
+    image: str | None = None
+    public: bool = False
+
+
+class TemplateList(WireModel):
+    templates: list[Template] = Field(default_factory=list)
+
+
+class Registry(WireModel):
+    id: str
+    name: str = ""
+
+
+class RegistryList(WireModel):
+    registries: list[Registry] = Field(default_factory=list)
+
+
+class GpuPrice(WireModel):
+    secure: LenientFloat = None
+    community: LenientFloat = None
+
+
+class GpuType(WireModel):
+    id: str
+    name: str = ""
+    memory: int | None = None
+    secure: bool = False
+    community: bool = False
+    price: GpuPrice = Field(default_factory=GpuPrice)
+    availability: str | None = None
+    data_centers: list[dict[str, Any]] = Field(default_factory=list, alias="dataCenters")
+
+
+class GpuTypeList(WireModel):
+    gpus: list[GpuType] = Field(default_factory=list)
+
+
+class DataCenter(WireModel):
+    id: str
+    name: str = ""
+    region: str | None = None
+    network_volume_types: list[str] = Field(default_factory=list, alias="networkVolumeTypes")
+    gpu_availability: list[dict[str, Any]] = Field(default_factory=list, alias="gpuAvailability")
+
+
+class DataCenterList(WireModel):
+    data_centers: list[DataCenter] = Field(default_factory=list, alias="dataCenters")
+
+
+class SshKeys(WireModel):
+    keys: list[str] = Field(default_factory=list)
+
+
+class GraphQLPod(WireModel):
+    """What podRentInterruptable / podBidResume return (GraphQL field names)."""
+
+    id: str
+    name: str | None = None
+    desired_status: str | None = Field(None, alias="desiredStatus")
+    cost_per_hr: LenientFloat = Field(None, alias="costPerHr")

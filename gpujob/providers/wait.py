@@ -1,0 +1,45 @@
+"""Polling with a deadline, through the injected Clock: how providers wait for observed state."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from gpujob.clock import Clock
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    ready: float = 1200.0  # create / start until running with an SSH endpoint
+    stop: float = 600.0
+    gone: float = 600.0  # terminate / destroy until the resource is gone
+    stuck: float = 120.0  # an accepted start/stop that has not moved by then did nothing
+    adopt: float = 30.0  # after an ambiguous create, look the name up for this long (listing lag)
+    interval: float = 5.0
+
+
+async def poll(
+    clock: Clock,
+    fetch: Callable[[], Awaitable[T]],
+    done: Callable[[T], bool],
+    *,
+    timeout: float,
+    interval: float,
+    check: Callable[[T, float], None] | None = None,
+) -> tuple[T, bool]:
+    """Fetch until `done(value)` or the deadline. `check(value, elapsed)` may raise to stop early.
+    Returns the last value and whether it was done."""
+    started = clock.now()
+    while True:
+        value = await fetch()
+        if done(value):
+            return value, True
+        elapsed = (clock.now() - started).total_seconds()
+        if check is not None:
+            check(value, elapsed)
+        if elapsed + interval > timeout:
+            return value, False
+        await clock.sleep(interval)
