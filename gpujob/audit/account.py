@@ -1,0 +1,80 @@
+"""Reading a whole account (every billable object, not only gpujob's) and the local jobs that own some."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gpujob.audit.fix import FixJob
+from gpujob.config import API_KEY_ENV
+from gpujob.errors import ConfigError, GpujobError
+from gpujob.live import LiveResource, LiveState
+from gpujob.model import PLATFORMS, Platform
+
+
+def configured_platforms(env: Mapping[str, str] | None = None) -> list[Platform]:
+    """Platforms whose API key variable is set."""
+    e = os.environ if env is None else env
+    return [p for p in PLATFORMS if e.get(API_KEY_ENV[p], "").strip()]
+
+
+def choose_platforms(requested: Iterable[str], env: Mapping[str, str] | None = None) -> list[Platform]:
+    wanted = [p for p in PLATFORMS if p in set(requested)]
+    if wanted:
+        return wanted
+    found = configured_platforms(env)
+    if not found:
+        names = " or ".join(API_KEY_ENV.values())
+        raise ConfigError(
+            f"no platform configured: neither {names} is set",
+            hint='set an API key, or rehearse against the simulator: eval "$(gpujob sim env)"',
+        )
+    return found
+
+
+def local_jobs(paths: Iterable[Path], root: Path | None = None) -> list[FixJob]:
+    """This repo's jobs: the given job files, else the ones discovered in `root` (default cwd).
+    Raises SpecError when a file is invalid: ownership must not be guessed from a broken file."""
+    from gpujob.spec.load import discover_job_files, load_specs
+
+    files = list(paths) or discover_job_files(root or Path.cwd())
+    out: list[FixJob] = []
+    for loaded in load_specs(files):
+        spec = loaded.spec
+        out.append(
+            FixJob(
+                name=spec.name,
+                platform=spec.platform,
+                spec_file=str(loaded.path),
+                desired_state=spec.state,
+                has_checkpoint=spec.checkpoint is not None,
+                digest=loaded.digest,
+            )
+        )
+    return out
+
+
+async def read_account(platforms: list[Platform], env: Mapping[str, str] | None = None) -> LiveState:
+    """One list_resources per platform, concurrently. A platform that fails becomes a read error, so
+    the other platform's report still prints (and the command exits 1)."""
+    from gpujob.providers.registry import open_providers
+
+    read_at = datetime.now(UTC)
+    resources: list[LiveResource] = []
+    errors: list[str] = []
+    async with open_providers(set(platforms), env=dict(env) if env is not None else None) as providers:
+        names = [p for p in platforms if p in providers]
+        results = await asyncio.gather(
+            *(providers[p].list_resources() for p in names), return_exceptions=True
+        )
+        for platform, result in zip(names, results, strict=True):
+            if isinstance(result, GpujobError):
+                errors.append(f"{platform}: {result}")
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                resources.extend(result)
+    return LiveState(read_at=read_at, resources=resources, read_errors=errors)

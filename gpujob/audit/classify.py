@@ -1,0 +1,224 @@
+"""Pure classification of an account's live resources: owner, rate, idleness, trap and fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from gpujob.audit.model import AuditItem, AuditReport, Owner, PlatformTotal, RateSource
+from gpujob.audit.rates import resource_meters
+from gpujob.live import LiveResource, LiveState
+from gpujob.model import PLATFORMS, Platform
+from gpujob.plan.model import MeterLine
+from gpujob.profile import HOURS_PER_MONTH, Profile
+
+ProfileLoader = Callable[[str], Profile]
+
+
+def owner_of(
+    r: LiveResource, local_jobs: Iterable[str], machines: dict[str, LiveResource]
+) -> tuple[Owner, str | None]:
+    """Owner by deterministic name; IPs and snapshots without a gpujob name inherit their machine's."""
+    name = r.name
+    if not name.startswith("gpujob-") and r.machine_id and r.machine_id in machines:
+        name = machines[r.machine_id].name
+    if not name.startswith("gpujob-"):
+        return "foreign", None
+    # Longest local job name first: job "bert" must not claim "gpujob-bert-large".
+    for job in sorted(local_jobs, key=len, reverse=True):
+        prefix = f"gpujob-{job}"
+        if name == prefix or name.startswith(prefix + "-"):
+            return "this-repo", job
+    return "other-gpujob", name.removeprefix("gpujob-")
+
+
+def _status_change(r: LiveResource) -> tuple[datetime | None, str]:
+    for key in ("last_status_change", "stopped_at", "lastStatusChange"):
+        value = r.attributes.get(key)
+        if isinstance(value, str) and value:
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")), "last status change"
+            except ValueError:
+                continue
+    if r.started_at is not None:
+        return r.started_at, "last started"
+    return r.created_at, "created"
+
+
+def _idle_since(
+    r: LiveResource, machines: dict[str, LiveResource], pods_by_volume: dict[str, list[LiveResource]]
+) -> tuple[bool, datetime | None, str, str]:
+    """(idle, since, basis, detail). Idle = billing while nothing runs on or through it."""
+    if r.kind in ("pod", "machine"):
+        if r.status == "stopped":
+            since, basis = _status_change(r)
+            return True, since, basis, ""
+        return False, r.started_at or r.created_at, "started" if r.started_at else "created", ""
+    if r.kind == "network_volume":
+        users = pods_by_volume.get(r.id, [])
+        if any(p.status in ("running", "pending") for p in users):
+            return False, r.created_at, "created", f"mounted by {', '.join(p.name for p in users)}"
+        if users:
+            # Idle since the last of its pods stopped.
+            changes = [(_status_change(p), p) for p in users]
+            dated = [c for c in changes if c[0][0] is not None]
+            (since, basis), pod = max(dated, key=lambda c: c[0][0]) if dated else changes[0]  # type: ignore[arg-type,return-value]
+            return True, since, f"pod {pod.name} stopped ({basis})", f"attached to stopped pod {pod.name}"
+        last = r.attributes.get("last_attached_at")
+        if isinstance(last, str) and last:
+            return True, datetime.fromisoformat(last.replace("Z", "+00:00")), "last detached", "unattached"
+        return True, r.created_at, "created", "unattached"
+    if r.kind in ("public_ip", "snapshot"):
+        machine = machines.get(r.machine_id or "")
+        if machine is None:
+            what = "unassigned" if r.kind == "public_ip" else "machine gone"
+            if r.kind == "snapshot" and not r.machine_id:
+                what = "no machine"
+            return True, r.created_at, "created", what
+        if machine.status in ("running", "pending"):
+            return False, r.created_at, "created", f"of running {machine.name}"
+        since, basis = _status_change(machine)
+        return True, since, f"machine {machine.name} off ({basis})", f"of stopped {machine.name}"
+    return False, r.created_at, "created", ""
+
+
+def _gotcha(r: LiveResource, idle: bool, detail: str) -> str | None:
+    if r.kind == "pod" and r.status == "stopped":
+        return "RP4"  # volume disk bills double while stopped
+    if r.kind == "network_volume" and idle:
+        return "RP8"  # storage keeps accruing with nothing running
+    if r.kind == "machine" and r.status == "stopped":
+        return "PS1"  # off stops only the GPU meter
+    if r.kind == "public_ip" and idle:
+        return "PS6"  # a static IP bills until released, machine on or off
+    if r.kind == "snapshot" and idle:
+        return "PS9"  # snapshots outlive their machine and keep billing
+    return None
+
+
+def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool) -> str:
+    if not idle:
+        return ""
+    verb = {
+        "pod": "pull checkpoints, then terminate the pod",
+        "machine": "pull checkpoints, then destroy the machine",
+        "network_volume": "copy off what you need, then delete the volume",
+        "public_ip": "release the static IP",
+        "snapshot": "delete the snapshot",
+    }.get(r.kind, "delete it if unused")
+    if owner == "this-repo":
+        return f"{verb}: gpujob audit --fix -o fix.json && gpujob apply fix.json"
+    if owner == "other-gpujob":
+        return f"{verb}: run `gpujob destroy` in the checkout holding job '{job}'"
+    return f"{verb} (not gpujob's: use the console, runpodctl or pspace)"
+
+
+def _rate(r: LiveResource, meters: list[MeterLine] | None) -> tuple[float, float, RateSource, str]:
+    """(usd/h, usd/month, source, note). The API's rate wins, except a $0 the profile contradicts:
+    RunPod reports cost 0 for an exited pod while its volume disk keeps billing (RP4)."""
+    prof_h = sum(m.usd_per_hour for m in meters or [])
+    prof_m = sum(m.usd_per_month for m in meters or [])
+    api = r.cost_per_hour
+    if api is not None and (api > 0 or meters is None or prof_h == 0):
+        monthly = api * HOURS_PER_MONTH
+        caps = [m.monthly_cap_usd for m in meters or []]
+        if caps and all(c is not None for c in caps):
+            monthly = min(monthly, sum(c for c in caps if c is not None))
+        note = ""
+        if meters is not None and abs(api - prof_h) > 0.0005:
+            note = f"API rate differs from the profile's ${prof_h:.4f}/h"
+        return api, round(monthly, 4), "api", note
+    if meters is None:
+        return 0.0, 0.0, "none", "rate unknown: the profile cannot price this resource"
+    note = "API reports $0/h; storage still bills" if api == 0 and prof_h > 0 else ""
+    return round(prof_h, 6), round(prof_m, 4), "profile", note
+
+
+def _detail(r: LiveResource) -> str:
+    parts: list[str] = []
+    if r.gpu_id and r.kind in ("pod", "machine"):
+        parts.append(f"{max(r.gpu_count, 1)}× {r.gpu_id}")
+    if r.volume_gb:
+        parts.append(f"{r.volume_gb} GB")
+    if r.region:
+        parts.append(r.region)
+    if r.kind == "public_ip" and r.public_ip:
+        parts.append(r.public_ip)
+    return ", ".join(parts)
+
+
+def classify(
+    live: LiveState,
+    *,
+    local_jobs: Iterable[str],
+    now: datetime,
+    idle_threshold_s: float,
+    profiles: ProfileLoader,
+    platforms: Iterable[Platform] | None = None,
+) -> AuditReport:
+    jobs = sorted(set(local_jobs))
+    wanted = list(platforms) if platforms is not None else sorted({r.platform for r in live.resources})
+    resources = [r for r in live.resources if r.platform in wanted]
+    machines = {r.id: r for r in resources if r.kind in ("pod", "machine")}
+    pods_by_volume: dict[str, list[LiveResource]] = {}
+    for r in resources:
+        if r.kind == "pod" and r.network_volume_id:
+            pods_by_volume.setdefault(r.network_volume_id, []).append(r)
+    listed_ip_machines = {r.machine_id for r in resources if r.kind == "public_ip" and r.machine_id}
+
+    items: list[AuditItem] = []
+    for r in sorted(resources, key=lambda x: (x.platform, x.kind, x.name, x.id)):
+        profile = profiles(r.platform)
+        owner, job = owner_of(r, jobs, machines)
+        meters = resource_meters(profile, r, static_ip_listed=r.id in listed_ip_machines)
+        hourly, monthly, source, note = _rate(r, meters)
+        idle, since, basis, where = _idle_since(r, machines, pods_by_volume)
+        billable = hourly > 0 or (source == "none" and r.kind not in ("template", "registry_auth"))
+        idle = idle and billable
+        idle_s = (now - since).total_seconds() if idle and since is not None else None
+        gotcha = _gotcha(r, idle, where) if billable else None
+        title = ""
+        if gotcha is not None:
+            try:
+                title = profile.gotcha(gotcha).title
+            except KeyError:
+                title = ""  # the id still names the trap; the profile just lacks its write-up
+        detail = ", ".join(x for x in (_detail(r), where) if x)
+        items.append(
+            AuditItem(
+                platform=r.platform, kind=r.kind, id=r.id, name=r.name, owner=owner, job=job,
+                state=r.status, raw_status=r.raw_status, detail=detail, billable=billable,
+                usd_per_hour=hourly, usd_per_month=monthly, rate_source=source, rate_note=note,
+                meters=meters or [], since=since, since_basis=basis, idle=idle, idle_seconds=idle_s,
+                over_threshold=idle and (idle_s is None or idle_s > idle_threshold_s),
+                gotcha=gotcha, gotcha_title=title, fix=_fix(r, owner, job, idle),
+            )
+        )  # fmt: skip
+    totals = [_total(p, items) for p in PLATFORMS if p in wanted]
+    return AuditReport(
+        generated_at=now,
+        idle_threshold_s=idle_threshold_s,
+        platforms=[p for p in PLATFORMS if p in wanted],
+        local_jobs=jobs,
+        items=items,
+        totals=totals,
+        usd_per_hour=round(sum(t.usd_per_hour for t in totals), 6),
+        usd_per_month=round(sum(t.usd_per_month for t in totals), 4),
+        idle_usd_per_month=round(sum(t.idle_usd_per_month for t in totals), 4),
+        read_errors=list(live.read_errors),
+    )
+
+
+def _total(platform: Platform, items: list[AuditItem]) -> PlatformTotal:
+    mine = [i for i in items if i.platform == platform]
+    return PlatformTotal(
+        platform=platform,
+        resources=len(mine),
+        billable=sum(1 for i in mine if i.billable),
+        usd_per_hour=round(sum(i.usd_per_hour for i in mine), 6),
+        usd_per_month=round(sum(i.usd_per_month for i in mine), 4),
+        idle_usd_per_month=round(sum(i.usd_per_month for i in mine if i.idle), 4),
+        owned_idle_usd_per_month=round(
+            sum(i.usd_per_month for i in mine if i.idle and i.owner == "this-repo"), 4
+        ),
+    )

@@ -1,0 +1,141 @@
+"""Audit renderers: text for terminals, markdown (jinja2) for PRs and issues, json for machines."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from gpujob.audit.model import AuditItem, AuditReport
+
+Format = Literal["text", "markdown", "json"]
+
+OWNER_LABEL = {"this-repo": "this repo", "other-gpujob": "other gpujob", "foreign": "not gpujob"}
+
+
+def usd_h(v: float) -> str:
+    return f"${v:,.4f}/h"
+
+
+def usd_m(v: float) -> str:
+    return f"${v:,.2f}/mo"
+
+
+def ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = max(int(seconds), 0)
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m = rem // 60
+    if d:
+        return f"{d}d{h}h" if h else f"{d}d"
+    if h:
+        return f"{h}h{m}m" if m else f"{h}h"
+    return f"{m}m"
+
+
+def when(t: datetime | None) -> str:
+    return t.strftime("%Y-%m-%d %H:%M UTC") if t else "-"
+
+
+def owner_label(item: AuditItem) -> str:
+    label = OWNER_LABEL[item.owner]
+    return f"{label} ({item.job})" if item.job else label
+
+
+def render_audit(report: AuditReport, fmt: Format = "text") -> str:
+    if fmt == "json":
+        return report.model_dump_json(indent=2) + "\n"
+    if fmt == "markdown":
+        return _markdown(report)
+    if fmt == "text":
+        return _text(report)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def _filters() -> dict[str, object]:
+    return {"usd_h": usd_h, "usd_m": usd_m, "ago": ago, "when": when, "owner": owner_label}
+
+
+def _markdown(report: AuditReport) -> str:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        loader=PackageLoader("gpujob.audit", "templates"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters.update(_filters())
+    return env.get_template("audit.md.j2").render(r=report, ago=ago)
+
+
+def _row(cols: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()
+
+
+def _text(report: AuditReport) -> str:
+    out = [
+        f"gpujob audit  {when(report.generated_at)}  idle threshold {ago(report.idle_threshold_s)}  "
+        f"jobs in this repo: {', '.join(report.local_jobs) or 'none'}",
+    ]
+    header = ["OWNER", "KIND", "NAME", "STATE", "$/H", "$/MO", "RATE", "SINCE", "IDLE", "TRAP"]
+    for total in report.totals:
+        items = [i for i in report.items if i.platform == total.platform]
+        out.append("")
+        out.append(total.platform.upper())
+        rows = [header] + [
+            [
+                owner_label(i),
+                i.kind,
+                i.name,
+                i.state,
+                f"{i.usd_per_hour:.4f}",
+                f"{i.usd_per_month:.2f}",
+                i.rate_source,
+                when(i.since),
+                ago(i.idle_seconds) + ("!" if i.over_threshold else "") if i.idle else "-",
+                i.gotcha or "-",
+            ]
+            for i in items
+        ]
+        widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+        out.append("  " + _row(rows[0], widths))
+        for item, row in zip(items, rows[1:], strict=True):
+            out.append("  " + _row(row, widths))
+            for m in item.meters:
+                cap = f", cap ${m.monthly_cap_usd:g}/mo" if m.monthly_cap_usd is not None else ""
+                out.append(
+                    f"      {m.what}: {usd_h(m.usd_per_hour)}, {usd_m(m.usd_per_month)}{cap}  [{m.source}]"
+                )
+            if item.rate_note:
+                out.append(f"      note: {item.rate_note}")
+            if item.gotcha:
+                title = f" {item.gotcha_title}" if item.gotcha_title else ""
+                out.append(f"      trap {item.gotcha}:{title}")
+            if item.fix:
+                out.append(f"      fix: {item.fix}")
+        if not items:
+            out.append("  (nothing in this account)")
+        out.append(
+            f"  {total.platform} total: {total.resources} resources, {total.billable} billable: "
+            f"{usd_h(total.usd_per_hour)}, {usd_m(total.usd_per_month)}; idle {usd_m(total.idle_usd_per_month)}"
+            f" (this repo's idle {usd_m(total.owned_idle_usd_per_month)})"
+        )
+    out.append("")
+    out.append(
+        f"TOTAL {usd_h(report.usd_per_hour)}, {usd_m(report.usd_per_month)}; idle {usd_m(report.idle_usd_per_month)}"
+    )
+    for err in report.read_errors:
+        out.append(f"read error: {err}")
+    flagged = report.flagged
+    if flagged:
+        out.append(
+            f"{len(flagged)} billable resource(s) idle longer than {ago(report.idle_threshold_s)}: "
+            + ", ".join(f"{i.platform}/{i.name}" for i in flagged)
+        )
+    else:
+        out.append(f"Nothing billable idle longer than {ago(report.idle_threshold_s)}.")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,172 @@
+"""Classification of the seeded account: owners, rates equal to the profile prices, idleness, traps."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import DAY, LOCAL_JOBS, NOW
+
+from gpujob.audit.classify import classify, owner_of
+from gpujob.audit.model import AuditReport
+from gpujob.live import LiveResource, LiveState
+from gpujob.profile import HOURS_PER_MONTH, load_profile
+
+RP = load_profile("runpod")
+PS = load_profile("paperspace")
+
+
+@pytest.fixture
+def report(seeded_live: LiveState) -> AuditReport:
+    return classify(seeded_live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+
+
+def item(report: AuditReport, name: str):
+    (found,) = [i for i in report.items if i.name == name]
+    return found
+
+
+def test_owners(report: AuditReport) -> None:
+    assert item(report, "gpujob-bert").owner == "this-repo"
+    assert item(report, "gpujob-sweep-data").job == "sweep"
+    assert item(report, "gpujob-llama").owner == "other-gpujob"
+    assert item(report, "my-notebook").owner == "foreign"
+    # A static IP without a gpujob name belongs to the job of the machine it is assigned to.
+    assert (item(report, "203.0.113.10").owner, item(report, "203.0.113.10").job) == ("this-repo", "render")
+    assert item(report, "203.0.113.20").owner == "foreign"
+
+
+def test_longest_job_name_wins() -> None:
+    r = LiveResource(platform="runpod", kind="pod", id="x", name="gpujob-bert-large", status="running")
+    assert owner_of(r, ["bert", "bert-large"], {}) == ("this-repo", "bert-large")
+    assert owner_of(r, ["bert"], {}) == ("this-repo", "bert")  # gpujob-bert-<suffix> is bert's resource
+    r2 = LiveResource(platform="runpod", kind="pod", id="y", name="gpujob-bertie", status="running")
+    assert owner_of(r2, ["bert"], {}) == ("other-gpujob", "bertie")
+
+
+def test_stopped_pod_bills_volume_disk_at_stopped_rate(report: AuditReport) -> None:
+    sweep = item(report, "gpujob-sweep")
+    vd = RP.tier("volume_disk")
+    assert vd.price_gb_month_stopped == 2 * vd.price_gb_month_running  # the RP4 trap, from the profile
+    assert sweep.usd_per_hour == pytest.approx(200 * vd.price_gb_month_stopped / HOURS_PER_MONTH, abs=1e-6)
+    assert sweep.usd_per_month == pytest.approx(200 * vd.price_gb_month_stopped, abs=1e-4)
+    # The API said $0/h (RunPod reports 0 for EXITED pods): the profile wins and says why.
+    assert sweep.rate_source == "profile" and "storage still bills" in sweep.rate_note
+    assert (sweep.gotcha, sweep.idle, sweep.over_threshold) == ("RP4", True, True)
+    assert sweep.idle_seconds == 4 * DAY
+    assert sweep.since_basis == "last status change"
+
+
+def test_running_pod_gpu_and_disks_from_profile(report: AuditReport) -> None:
+    bert = item(report, "gpujob-bert")
+    gpu = RP.gpu("A100-80GB")
+    assert gpu is not None
+    expected = gpu.price_hour + 20 * RP.tier("container_disk").price_gb_month_running / HOURS_PER_MONTH
+    assert bert.usd_per_hour == pytest.approx(expected, abs=1e-6)
+    assert not bert.idle and bert.gotcha is None
+
+
+def test_api_rate_preferred_when_reported(report: AuditReport) -> None:
+    nb = item(report, "my-notebook")
+    assert (nb.rate_source, nb.usd_per_hour, nb.usd_per_month) == ("api", 2.75, 2.75 * HOURS_PER_MONTH)
+    assert "differs" in nb.rate_note
+
+
+def test_network_volumes(report: AuditReport) -> None:
+    std = RP.network_volume_tier("standard")
+    hp = RP.network_volume_tier("high-performance")
+    assert item(report, "gpujob-sweep-data").usd_per_month == pytest.approx(std.month_price(500), abs=1e-4)
+    assert item(report, "gpujob-sweep-fast").usd_per_month == pytest.approx(hp.month_price(50), abs=1e-4)
+    assert item(report, "sky-vol").usd_per_month == pytest.approx(std.month_price(1500), abs=1e-4)
+    # Mounted by a running pod: billing, but not idle.
+    ckpt = item(report, "gpujob-bert-ckpt")
+    assert ckpt.billable and not ckpt.idle and "mounted by gpujob-bert" in ckpt.detail
+    # Idle 2 h: reported as idle, under the 24 h threshold.
+    fast = item(report, "gpujob-sweep-fast")
+    assert fast.idle and not fast.over_threshold and fast.gotcha == "RP8"
+
+
+def test_paperspace_off_machine_bills_storage_and_ip_separately(report: AuditReport) -> None:
+    render = item(report, "gpujob-render")
+    bs = PS.tier("block_storage")
+    assert render.usd_per_month == pytest.approx(bs.month_price(500, stopped=True), abs=1e-4)
+    assert [m.what.split()[0] for m in render.meters] == ["block"]  # static IP billed on its own row
+    assert render.gotcha == "PS1"
+    ip = item(report, "203.0.113.10")
+    addon = PS.addon("static_ip")
+    assert ip.usd_per_hour == addon.price_hour
+    assert ip.usd_per_month == addon.monthly_cap_usd == 3.0  # 0.0045 × 720 = 3.24, capped
+    assert ip.gotcha == "PS6" and ip.idle
+
+
+def test_block_storage_cap_and_dynamic_ip(report: AuditReport) -> None:
+    ws = item(report, "workstation")
+    gpu = PS.gpu("A100-80G")
+    assert gpu is not None
+    storage = next(m for m in ws.meters if m.what.startswith("block"))
+    assert storage.usd_per_month == PS.tier("block_storage").monthly_cap_usd
+    assert ws.usd_per_hour == pytest.approx(gpu.price_hour + storage.usd_per_hour, abs=1e-6)
+    assert not ws.idle
+    old = item(report, "gpujob-old")  # dynamic IP: released when off, so no IP meter
+    assert [m.what.split()[0] for m in old.meters] == ["block"]
+
+
+def test_snapshots(report: AuditReport) -> None:
+    snap = PS.addon("snapshot")
+    orphan = item(report, "nightly")
+    assert orphan.usd_per_month == pytest.approx(50 * (snap.price_gb_month or 0), abs=1e-4)
+    assert (orphan.idle, orphan.gotcha, orphan.detail) == (True, "PS9", "50 GB, machine gone")
+    assert not item(report, "workstation-daily").idle  # its machine is running
+    assert item(report, "gpujob-render-pre-upgrade").idle  # its machine is off
+
+
+def test_free_leftovers_are_listed_not_billed(report: AuditReport) -> None:
+    tpl = item(report, "sky-template-1")
+    assert (tpl.billable, tpl.usd_per_hour, tpl.idle) == (False, 0.0, False)
+    drive = item(report, "team-share")
+    assert drive.rate_source == "none" and "unknown" in drive.rate_note
+
+
+def test_totals_and_exit_code(report: AuditReport) -> None:
+    for t in report.totals:
+        mine = [i for i in report.items if i.platform == t.platform]
+        assert t.usd_per_month == pytest.approx(sum(i.usd_per_month for i in mine), abs=1e-3)
+        assert t.resources == len(mine)
+    assert report.usd_per_month == pytest.approx(sum(i.usd_per_month for i in report.items), abs=1e-3)
+    assert report.exit_code == 2
+    flagged = {i.name for i in report.flagged}
+    assert flagged == {
+        "gpujob-sweep", "gpujob-sweep-data", "sky-vol", "gpujob-render", "203.0.113.10", "203.0.113.20",
+        "gpujob-render-pre-upgrade", "nightly", "gpujob-old",
+    }  # fmt: skip
+
+
+def test_clean_account_exits_zero(seeded_live: LiveState) -> None:
+    running = [
+        r for r in seeded_live.resources if r.status == "running" or r.kind in ("template", "registry_auth")
+    ]
+    live = LiveState(read_at=NOW, resources=running)
+    report = classify(live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    assert report.exit_code == 0 and not report.flagged
+
+
+def test_threshold_moves_the_line(seeded_live: LiveState) -> None:
+    report = classify(
+        seeded_live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=100 * DAY, profiles=load_profile
+    )
+    assert report.exit_code == 0
+    report = classify(
+        seeded_live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=3600, profiles=load_profile
+    )
+    assert "gpujob-sweep-fast" in {i.name for i in report.flagged}
+
+
+def test_platform_filter(seeded_live: LiveState) -> None:
+    report = classify(
+        seeded_live,
+        local_jobs=LOCAL_JOBS,
+        now=NOW,
+        idle_threshold_s=DAY,
+        profiles=load_profile,
+        platforms=["paperspace"],
+    )
+    assert {i.platform for i in report.items} == {"paperspace"}
+    assert [t.platform for t in report.totals] == ["paperspace"]
