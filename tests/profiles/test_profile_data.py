@@ -213,6 +213,7 @@ def test_gpu_alias_table(runpod: Profile, paperspace: Profile) -> None:
         assert runpod.gpu(alias) is not None, alias
     for alias in ("A6000", "A5000", "A4000"):
         assert paperspace.gpu(alias) is not None, alias
+        assert runpod.gpu(alias) is not None, alias
 
 
 @pytest.mark.parametrize("platform", ["runpod", "paperspace"])
