@@ -31,7 +31,7 @@ def did_you_mean(word: str, choices: typing.Iterable[str]) -> str | None:
         lowered.setdefault(c.lower(), c)
     if word.lower() in lowered and lowered[word.lower()] != word:
         return lowered[word.lower()]
-    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.7)
     return lowered[close[0]] if close else None
 
 
@@ -99,7 +99,8 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
     got = "" if path.startswith(SENSITIVE) else f", got {show(value)}"
     if kind == "missing":
         field = owner.model_fields.get(last) if owner else None
-        return f"missing required key '{last}'", field.description if field else None
+        described = (field.description or "").rstrip(".") if field else ""
+        return f"missing required key '{last}'", described or None
     if kind == "extra_forbidden":
         choices = list(owner.model_fields) if owner else []
         return f"unknown key '{last}'", suggestion(last, choices, what="valid keys here") if choices else None
@@ -122,9 +123,8 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
         if len(options) == 1 and not isinstance(value, str):
             return f"must be {options[0]}{got}", None
         shown = show(value) if not path.startswith(SENSITIVE) else "value"
-        return f"{shown} is not one of: {', '.join(options)}", suggestion(
-            str(value), options, what="choose one of"
-        )
+        guess = did_you_mean(str(value), options)
+        return f"{shown} is not one of: {', '.join(options)}", f"did you mean '{guess}'?" if guess else None
     bounds = {
         "greater_than_equal": "at least",
         "greater_than": "more than",

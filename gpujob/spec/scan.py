@@ -136,8 +136,9 @@ class _Scanner:
             return
         tag = _tag_name(ev.tag)
         if tag is not None and tag not in SAFE_TAGS:
+            shown = tag.replace("tag:yaml.org,2002:", "!!")
             raise self.fatal(
-                mark, f"tag '{tag}' is not allowed", "job files hold plain values only; remove the tag"
+                mark, f"tag '{shown}' is not allowed", "job files hold plain values only; remove the tag"
             )
         self._grow(1, mark)
         is_key = None

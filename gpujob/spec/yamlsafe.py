@@ -22,6 +22,7 @@ MAX_DEPTH = 32
 # Explicit tags that only ask for a plain value; anything else (!!python/..., !!binary, !custom) is refused.
 SAFE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq"))
 Pos = tuple[int, int]
+EMPTY_HINT = "a job file needs at least version, name, platform and machine"
 
 
 @dataclass
@@ -102,7 +103,7 @@ def read_text(path: Path, display: str) -> tuple[str | None, bytes, list[SpecPro
     except UnicodeDecodeError as exc:
         return fail("file is not valid UTF-8 text", "save it as UTF-8", _pos_of(raw[: exc.start]))
     if not text.strip():
-        return fail("file is empty", "a job file needs at least version, name, platform and machine")
+        return fail("file is empty", EMPTY_HINT)
     return text, raw, []
 
 
@@ -152,7 +153,10 @@ def parse_file(path: Path, display: str) -> ParsedFile:
         problems.append(SpecProblem(display, line, col, "", f"cannot read YAML: {problem}"))
         return ParsedFile(None, positions, problems, digest)
     if not isinstance(data, dict):
-        kind = {list: "a list", str: "a text value", type(None): "nothing"}.get(type(data), "a single value")
+        if data is None:
+            problems.append(SpecProblem(display, 1, 1, "", "file is empty (no YAML content)", EMPTY_HINT))
+            return ParsedFile(None, positions, problems, digest)
+        kind = {list: "a list", str: "a text value"}.get(type(data), "a single value")
         line, col = positions.values.get("", (1, 1))
         problems.append(
             SpecProblem(
