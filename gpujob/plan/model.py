@@ -28,7 +28,13 @@ class ActionKind(StrEnum):
 
 # Actions that destroy data or keep money flowing irreversibly: they pass the teardown gate.
 GATED: frozenset[ActionKind] = frozenset(
-    {ActionKind.TERMINATE, ActionKind.REPLACE, ActionKind.DELETE_VOLUME, ActionKind.RELEASE_IP, ActionKind.DELETE_SNAPSHOT}
+    {
+        ActionKind.TERMINATE,
+        ActionKind.REPLACE,
+        ActionKind.DELETE_VOLUME,
+        ActionKind.RELEASE_IP,
+        ActionKind.DELETE_SNAPSHOT,
+    }
 )
 
 Severity = Literal["error", "warning", "info"]
@@ -68,7 +74,9 @@ class MeterLine(Model):
     usd_per_hour: float
     usd_per_month: float
     monthly_cap_usd: float | None = None
-    source: str = Field(description="price source and date, e.g. 'profile runpod 2026-06' or 'catalog 2026-11-29'")
+    source: str = Field(
+        description="price source and date, e.g. 'profile runpod 2026-06' or 'catalog 2026-11-29'"
+    )
 
 
 class Billing(Model):
@@ -76,10 +84,14 @@ class Billing(Model):
 
     starts: list[MeterLine] = Field(default_factory=list, description="Meters this action starts.")
     stops: list[MeterLine] = Field(default_factory=list, description="Meters this action stops.")
-    keeps: list[MeterLine] = Field(default_factory=list, description="Meters still billing after this action.")
+    keeps: list[MeterLine] = Field(
+        default_factory=list, description="Meters still billing after this action."
+    )
     hourly_before: float = 0.0
     hourly_after: float = 0.0
-    summary: str = Field("", description="One line, e.g. 'stop: GPU meter stops ($2.49/h); volume disk keeps billing at 2×'")
+    summary: str = Field(
+        "", description="One line, e.g. 'stop: GPU meter stops ($2.49/h); volume disk keeps billing at 2×'"
+    )
 
 
 class DataEffect(Model):
@@ -87,7 +99,9 @@ class DataEffect(Model):
 
     wipes: list[str] = Field(default_factory=list, description="Storage tiers this action erases.")
     irreversible: bool = False
-    checkpoint_safe: bool | None = Field(None, description="Whether checkpoint.dir is on a tier that survives this action.")
+    checkpoint_safe: bool | None = Field(
+        None, description="Whether checkpoint.dir is on a tier that survives this action."
+    )
     summary: str = ""
 
 
@@ -131,6 +145,9 @@ class JobPlan(Model):
     running_usd_per_hour: float = 0.0
     parked_usd_per_month: float = 0.0
     current_usd_per_hour: float = 0.0
+    after_usd_per_hour: float = Field(
+        0.0, description="What the job bills per hour once the plan is applied."
+    )
 
 
 class Plan(Model):

@@ -1,0 +1,172 @@
+"""What the planner knows about one job while it builds that job's actions.
+
+JobContext gathers the spec, the job's own live resources, the profile and the current billing
+footprint; planner.py mutates `fp` as it appends actions so every action's billing reads the state it
+leaves behind. Tier helpers answer "which storage tier does this path live on" from the profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from gpujob.live import LiveResource, LiveState
+from gpujob.plan.cost import Footprint, GpuRate, gpu_rate, offer_for, quote_available
+from gpujob.plan.model import Action, Finding, Severity, SourceRef
+from gpujob.profile import Profile
+from gpujob.spec.model import JobSpec
+
+
+class SpecSource(Protocol):
+    """What the planner needs of gpujob.spec.load.LoadedSpec."""
+
+    spec: JobSpec
+    path: Path
+    digest: str
+
+    def source(self, key_path: str) -> SourceRef | None: ...
+
+
+MACHINE_KIND = {"runpod": "pod", "paperspace": "machine"}
+TEARDOWN_VERB = {"runpod": "terminate", "paperspace": "destroy"}
+
+
+@dataclass
+class JobContext:
+    loaded: SpecSource
+    profile: Profile
+    live: LiveState
+    now: datetime
+    env: Mapping[str, str]
+    pull_record: Any = None
+    machine: LiveResource | None = None
+    volume: LiveResource | None = None
+    stale_volumes: list[LiveResource] = field(default_factory=list)
+    ips: list[LiveResource] = field(default_factory=list)
+    snapshots: list[LiveResource] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    fp: Footprint = field(default_factory=Footprint)
+    desired_gpu: GpuRate | None = None
+    desired_gpu_alias: str | None = None
+
+    @property
+    def spec(self) -> JobSpec:
+        return self.loaded.spec
+
+    @property
+    def job(self) -> str:
+        return self.spec.name
+
+    @property
+    def machine_kind(self) -> str:
+        return MACHINE_KIND[self.spec.platform]
+
+    @property
+    def teardown_verb(self) -> str:
+        return TEARDOWN_VERB[self.spec.platform]
+
+    def finding(
+        self,
+        code: str,
+        severity: Severity,
+        summary: str,
+        *,
+        detail: str = "",
+        fix: str = "",
+        key: str | None = None,
+        action_id: str | None = None,
+    ) -> Finding:
+        source = self.loaded.source(key) if key else None
+        return Finding(
+            code=code,
+            severity=severity,
+            summary=summary,
+            detail=detail,
+            fix=fix,
+            job=self.job,
+            action_id=action_id,
+            source=source,
+        )
+
+    # --- GPU ---------------------------------------------------------------------------------
+
+    def choose_gpu(self) -> None:
+        """The first GPU candidate with a price, not reported out of stock, under max_price_per_hour."""
+        m = self.spec.machine
+        rates: list[tuple[str, GpuRate]] = []
+        for alias in m.gpu:
+            r = gpu_rate(self.profile, self.live.quotes, alias, count=m.gpu_count, cloud=m.cloud, spot=m.spot)
+            if r is not None:
+                rates.append((alias, r))
+        for alias, r in rates:
+            if quote_available(self.profile, self.live.quotes, alias, m.spot) is False:
+                continue
+            if m.max_price_per_hour is not None and r.usd_per_hour > m.max_price_per_hour:
+                continue
+            self.desired_gpu_alias, self.desired_gpu = alias, r
+            return
+        if rates:
+            self.desired_gpu_alias, self.desired_gpu = rates[0]
+
+    def live_gpu_alias(self, resource: LiveResource) -> str | None:
+        if resource.gpu_id is None:
+            return None
+        found = offer_for(self.profile, resource.gpu_id)
+        return found[0].alias if found else resource.gpu_id
+
+    def live_gpu_rate(self, resource: LiveResource) -> GpuRate | None:
+        if resource.gpu_id is None:
+            return None
+        return gpu_rate(
+            self.profile,
+            self.live.quotes,
+            resource.gpu_id,
+            count=max(resource.gpu_count, 1),
+            cloud=resource.cloud,
+            spot=resource.spot,
+        )
+
+
+# --- storage tiers ---------------------------------------------------------------------------
+
+
+def _under(path: str, mount: str) -> bool:
+    mount = mount.rstrip("/") or "/"
+    return path == mount or path.startswith(mount + "/") or mount == "/"
+
+
+def path_tier(spec: JobSpec, path: str) -> str:
+    """The profile tier id a remote path lives on."""
+    if spec.platform == "paperspace":
+        return "block_storage"
+    storage = spec.storage
+    if _under(path, storage.mount):
+        nv = storage.network_volume
+        if nv is not None:
+            return "network_volume_hp" if nv.tier == "high-performance" else "network_volume"
+        if storage.volume_gb:
+            return "volume_disk"
+    return "container_disk"
+
+
+def tiers_in_use(spec: JobSpec, fp: Footprint) -> list[str]:
+    if spec.platform == "paperspace":
+        return ["block_storage"] if fp.machine else []
+    out = []
+    if fp.machine:
+        out.append("container_disk")
+        if fp.volume_gb:
+            out.append("volume_disk")
+    return out
+
+
+def tier_title(profile: Profile, tier_id: str) -> str:
+    """Short lower-case name: 'container disk', 'volume disk', 'network volume', 'core block storage'."""
+    try:
+        return profile.tier(tier_id).title.split(" (")[0].lower()
+    except KeyError:
+        return tier_id.replace("_", " ")

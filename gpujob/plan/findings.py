@@ -1,0 +1,420 @@
+"""Platform traps a spec or an action walks into, as Findings with a gotcha id, severity and fix.
+
+Spec findings look at the job file (and the live state it meets); action findings are attached to
+the action that triggers them. Error findings block apply. Secrets are checked by name only: their
+values are never read beyond "is it set".
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from gpujob.plan.cadence import human, young_daly
+from gpujob.plan.context import JobContext, path_tier, tier_title
+from gpujob.plan.cost import Footprint, meters, monthly_total, usd
+from gpujob.plan.model import Finding
+from gpujob.spec.model import format_duration
+
+# Assumed sustained write speed of a checkpoint to local NVMe when only its size is known.
+FLUSH_GB_PER_S = 2.0
+
+
+def spec_findings(ctx: JobContext, *, running_usd_per_hour: float, launch_planned: bool) -> list[Finding]:
+    out: list[Finding] = []
+    out += _checkpoint_tier(ctx)
+    out += _parking(ctx)
+    out += _caches(ctx)
+    out += _auto_shutdown(ctx)
+    out += _static_ip(ctx)
+    out += _network_volume(ctx)
+    out += _image(ctx)
+    out += _spot(ctx)
+    out += _budget(ctx, running_usd_per_hour)
+    out += _secrets(ctx, launch_planned)
+    return out
+
+
+def _checkpoint_tier(ctx: JobContext) -> list[Finding]:
+    spec, ck = ctx.spec, ctx.spec.checkpoint
+    if ck is None:
+        return []
+    tier = path_tier(spec, ck.dir)
+    name = tier_title(ctx.profile, tier)
+    verb = ctx.teardown_verb
+    if not ctx.profile.survives(tier, "stop"):
+        return [
+            ctx.finding(
+                "RP2",
+                "error",
+                f"checkpoint.dir {ck.dir} is on the {name}, which is wiped at every stop",
+                detail="Only the volume mount survives a stop; a preemption or stop loses every checkpoint.",
+                fix=f"put checkpoint.dir under storage.mount ({spec.storage.mount}) and give it a network_volume",
+                key="checkpoint.dir",
+            )
+        ]
+    if not ctx.profile.survives(tier, "terminate"):
+        code = "RP3" if spec.platform == "runpod" else "checkpoint-tier"
+        fix = (
+            "add storage.network_volume and keep checkpoint.dir on it"
+            if spec.platform == "runpod"
+            else f"pull checkpoints to {ck.pull_to} (gpujob pull) before any destroy"
+        )
+        return [
+            ctx.finding(
+                code,
+                "warning" if spec.platform == "runpod" else "info",
+                f"checkpoint.dir {ck.dir} is on the {name}, which {verb} deletes",
+                detail=f"The {verb} that stops the meter erases it; gpujob will insist on a verified pull first.",
+                fix=fix,
+                key="checkpoint.dir",
+            )
+        ]
+    return []
+
+
+def _parking(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
+    if spec.platform != "runpod":
+        return []
+    key = (
+        "state"
+        if spec.state == "stopped"
+        else "teardown.on_finish"
+        if spec.teardown.on_finish == "stop"
+        else None
+    )
+    if key is None:
+        return []
+    parked = Footprint(machine="stopped", volume_gb=spec.storage.volume_gb)
+    monthly = monthly_total(meters(parked, ctx.profile))
+    return [
+        ctx.finding(
+            "RP4",
+            "warning",
+            f"a stopped pod is not a cheap park: its volume disk bills {usd(monthly)}/mo at the stopped rate",
+            detail="RunPod bills a stopped pod's volume disk at twice the running rate, and the GPU may be taken "
+            "by someone else while it is stopped, so the pod can come back with zero GPUs (RP1).",
+            fix="park with state: absent (terminate) and keep checkpoints on a network volume",
+            key=key,
+        )
+    ]
+
+
+def _caches(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
+    if spec.platform != "runpod" or spec.run is None:
+        return []
+    storage = spec.storage
+    if spec.run.caches == "durable" and not storage.volume_gb and storage.network_volume is None:
+        return [
+            ctx.finding(
+                "RP11",
+                "warning",
+                "run.caches is durable but there is no volume to put the caches on",
+                detail=f"{storage.mount} is then on the small container disk, which pip and HF downloads fill.",
+                fix="set storage.volume_gb or storage.network_volume",
+                key="run.caches",
+            )
+        ]
+    default = ctx.profile.tier("container_disk").default_gb or 5
+    size = spec.machine.container_disk_gb or default
+    if spec.run.caches == "default" and size < 50:
+        return [
+            ctx.finding(
+                "RP11",
+                "warning",
+                f"caches stay on the {size} GB container disk",
+                detail="pip, Hugging Face and apt caches default to /, and a few model downloads fill it mid-run.",
+                fix="set run.caches: durable (the default), or raise machine.container_disk_gb",
+                key="run.caches",
+            )
+        ]
+    return []
+
+
+def _auto_shutdown(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
+    if spec.platform != "paperspace" or spec.state == "absent":
+        return []
+    m, runtime = spec.machine, spec.run.max_runtime if spec.run else None
+    core = next((a for a in ctx.profile.auto_shutdown if a.kind == "core"), None)
+    cap = timedelta(hours=core.max_hours) if core and core.max_hours else None
+    out: list[Finding] = []
+    if m.auto_shutdown is not None and runtime is not None and runtime > m.auto_shutdown:
+        has_ck = spec.checkpoint is not None
+        out.append(
+            ctx.finding(
+                "PS2",
+                "warning" if has_ck else "error",
+                f"max_runtime {format_duration(runtime)} is longer than auto_shutdown "
+                f"{format_duration(m.auto_shutdown)}: the machine powers off mid-run",
+                detail="Core auto-shutdown on Linux is a wall-clock timer; an open SSH or tmux session does not "
+                "hold it off."
+                + ("" if has_ck else " Without a checkpoint block the work since launch is lost."),
+                fix=f"set machine.auto_shutdown to at least {format_duration(runtime)}"
+                + (" (the platform allows at most 1w)" if cap and runtime > cap else ""),
+                key="machine.auto_shutdown",
+            )
+        )
+    elif m.auto_shutdown is None:
+        suggestion = format_duration(min(runtime, cap) if runtime and cap else runtime) if runtime else "48h"
+        out.append(
+            ctx.finding(
+                "PS2",
+                "warning",
+                "auto_shutdown is unset: nothing powers off a forgotten machine",
+                detail="The GPU bills by the hour until someone stops it."
+                + (f" The run is expected to take up to {format_duration(runtime)}." if runtime else ""),
+                fix=f"set machine.auto_shutdown: {suggestion} (it can only be set when the machine is created)",
+                key="machine",
+            )
+        )
+    if runtime is not None and cap is not None and runtime > cap:
+        out.append(
+            ctx.finding(
+                "PS2",
+                "warning",
+                f"max_runtime {format_duration(runtime)} exceeds the longest auto-shutdown (1w)",
+                fix="make the run resumable from checkpoints and expect at least one restart",
+                key="run.max_runtime",
+            )
+        )
+    return out
+
+
+def _static_ip(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
+    if spec.platform != "paperspace" or spec.state == "absent":
+        return []
+    if spec.machine.public_ip == "static":
+        addon = ctx.profile.addon("static_ip")
+        return [
+            ctx.finding(
+                "PS1",
+                "info",
+                f"the static IP bills while the machine is off (capped at {usd(addon.monthly_cap_usd)}/mo) "
+                "until it is released",
+                fix="state: absent releases it; public_ip: dynamic avoids it (the address then changes each start, PS6)",
+                key="machine.public_ip",
+            )
+        ]
+    return []
+
+
+def _network_volume(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
+    nv = spec.storage.network_volume
+    if spec.platform != "runpod" or nv is None or spec.state == "absent":
+        return []
+    out: list[Finding] = []
+    regions = spec.machine.regions
+    region = ctx.volume.region if ctx.volume else (regions[0] if regions else None)
+    if region is None:
+        out.append(
+            ctx.finding(
+                "RP7",
+                "warning",
+                "network volume without machine.regions: it will pin every future pod to whichever data center "
+                "it lands in",
+                fix="choose the data center deliberately: set machine.regions",
+                key="storage.network_volume",
+            )
+        )
+    elif regions and region not in regions:
+        out.append(
+            ctx.finding(
+                "RP7",
+                "error",
+                f"network volume {ctx.volume.name if ctx.volume else nv.name} is in {region}, "
+                f"but machine.regions is {', '.join(regions)}",
+                detail="A pod can only mount a network volume in the volume's own data center.",
+                fix=f"add {region} to machine.regions, or move the data to a new volume (bridge pod or S3 API)",
+                key="machine.regions",
+            )
+        )
+    if region is not None:
+        offers = [o for o in (ctx.profile.gpu(g) for g in spec.machine.gpu) if o is not None]
+        if offers and all(o.regions and region not in o.regions for o in offers):
+            out.append(
+                ctx.finding(
+                    "RP7",
+                    "error",
+                    f"none of {', '.join(spec.machine.gpu)} is offered in {region}, where the network volume is",
+                    fix="pick a GPU sold in that data center, or a volume in a data center that has the GPU",
+                    key="machine.gpu",
+                )
+            )
+    if ctx.volume is not None:
+        writers = [
+            r
+            for r in ctx.live.resources
+            if r.kind == "pod"
+            and r.network_volume_id == ctx.volume.id
+            and (ctx.machine is None or r.id != ctx.machine.id)
+            and r.status != "terminating"
+        ]
+        if writers:
+            out.append(
+                ctx.finding(
+                    "concurrent-writers",
+                    "error",
+                    f"network volume {ctx.volume.name} is also mounted by {', '.join(w.name for w in writers)}",
+                    detail="Two pods writing one network volume at the same time can corrupt it.",
+                    fix="give each job its own volume or its own write path, and stop the other writer first",
+                    key="storage.network_volume",
+                )
+            )
+    return out
+
+
+def _image(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
+    image = spec.machine.image
+    if image is None or "@sha256:" in image or spec.state == "absent":
+        return []
+    code = "PS12" if spec.platform == "paperspace" else "image-digest"
+    return [
+        ctx.finding(
+            code,
+            "warning",
+            f"image {image} is not pinned by digest",
+            detail="A tag can point at different layers tomorrow; a replaced or restarted machine may run other code.",
+            fix="pin it: image: name@sha256:<digest>",
+            key="machine.image",
+        )
+    ]
+
+
+def _spot(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
+    if not spec.machine.spot or spec.state == "absent":
+        return []
+    ck = spec.checkpoint
+    if ck is None:
+        return [
+            ctx.finding(
+                "spot-no-checkpoint",
+                "warning",
+                "spot pod without a checkpoint block: a preemption restarts training from zero",
+                fix="add checkpoint: {dir: /workspace/ckpt, interval: auto, mtbf: ..., write_time: ...}",
+                key="machine.spot",
+            )
+        ]
+    out: list[Finding] = []
+    grace = ctx.profile.spot.grace_seconds or 5.0
+    if ck.interval != "auto" and ck.mtbf is not None and ck.write_time is not None:
+        optimum = young_daly(ck.mtbf.total_seconds(), ck.write_time.total_seconds())
+        if ck.interval.total_seconds() > optimum:
+            out.append(
+                ctx.finding(
+                    "cadence",
+                    "warning",
+                    f"checkpoint interval {human(ck.interval.total_seconds())} is longer than the Young/Daly "
+                    f"optimum {human(optimum)} for mtbf {human(ck.mtbf.total_seconds())}",
+                    detail="Each preemption then throws away more work than the checkpoints save.",
+                    fix=f"set checkpoint.interval: auto (or {max(1, int(optimum // 60))}m)",
+                    key="checkpoint.interval",
+                )
+            )
+    flush = ck.write_time.total_seconds() if ck.write_time else None
+    basis = "write_time"
+    if flush is None and ck.size_gb is not None:
+        flush, basis = ck.size_gb / FLUSH_GB_PER_S, f"{ck.size_gb:g} GB at ~{FLUSH_GB_PER_S:g} GB/s"
+    if flush is not None and flush > grace:
+        out.append(
+            ctx.finding(
+                "spot-grace",
+                "info",
+                f"a checkpoint takes ~{human(flush)} ({basis}); the spot grace before SIGKILL is ~{grace:g} s",
+                detail="A final save on SIGTERM cannot finish; only the timed checkpoints protect the work.",
+                fix="keep the timer cadence; use SIGTERM only to flush a small marker",
+                key="checkpoint.write_time" if basis == "write_time" else "checkpoint.size_gb",
+            )
+        )
+    return out
+
+
+def _budget(ctx: JobContext, running: float) -> list[Finding]:
+    spec, b = ctx.spec, ctx.spec.budget
+    if spec.state == "absent":
+        return []
+    out: list[Finding] = []
+    if b.max_hourly_usd is not None and running > b.max_hourly_usd:
+        out.append(
+            ctx.finding(
+                "budget",
+                "error",
+                f"running rate {usd(running)}/h exceeds budget.max_hourly_usd {usd(b.max_hourly_usd)}/h",
+                fix="pick a cheaper GPU, fewer GPUs, spot, or raise the budget",
+                key="budget.max_hourly_usd",
+            )
+        )
+    runtime = spec.run.max_runtime if spec.run else None
+    if b.max_total_usd is not None and runtime is not None:
+        projected = running * runtime.total_seconds() / 3600
+        if projected > b.max_total_usd:
+            out.append(
+                ctx.finding(
+                    "budget",
+                    "warning",
+                    f"{format_duration(runtime)} at {usd(running)}/h projects {usd(projected)}, over "
+                    f"budget.max_total_usd {usd(b.max_total_usd)}",
+                    fix="shorten run.max_runtime, choose a cheaper GPU, or raise the budget",
+                    key="budget.max_total_usd",
+                )
+            )
+    elif b.max_total_usd is not None:
+        out.append(
+            ctx.finding(
+                "budget",
+                "info",
+                "budget.max_total_usd is set but run.max_runtime is not, so no projection can be checked",
+                fix="set run.max_runtime",
+                key="budget.max_total_usd",
+            )
+        )
+    if ctx.desired_gpu is None:
+        out.append(
+            ctx.finding(
+                "gpu-price",
+                "error",
+                f"no price known for {', '.join(spec.machine.gpu)} on {spec.platform}"
+                + (" as spot" if spec.machine.spot else ""),
+                fix="use a GPU alias from the platform profile",
+                key="machine.gpu",
+            )
+        )
+    elif (
+        spec.machine.max_price_per_hour is not None
+        and ctx.desired_gpu.usd_per_hour > spec.machine.max_price_per_hour
+    ):
+        out.append(
+            ctx.finding(
+                "max-price",
+                "error",
+                f"every GPU candidate costs more than max_price_per_hour {usd(spec.machine.max_price_per_hour)}/h "
+                f"(cheapest listed first: {ctx.desired_gpu.label} at {usd(ctx.desired_gpu.usd_per_hour)}/h)",
+                fix="add a cheaper candidate or raise machine.max_price_per_hour",
+                key="machine.max_price_per_hour",
+            )
+        )
+    return out
+
+
+def _secrets(ctx: JobContext, launch_planned: bool) -> list[Finding]:
+    spec = ctx.spec
+    if spec.run is None or spec.state == "absent":
+        return []
+    missing = [name for name in spec.run.secrets if not ctx.env.get(name)]
+    if not missing:
+        return []
+    return [
+        ctx.finding(
+            "secrets",
+            "error" if launch_planned else "warning",
+            f"secret{'s' if len(missing) > 1 else ''} not set in this environment: {', '.join(missing)}",
+            detail="Secrets are passed to the run over SSH from local environment variables at launch.",
+            fix=f"export {missing[0]}=... before apply" + (" (and the others)" if len(missing) > 1 else ""),
+            key="run.secrets",
+        )
+    ]

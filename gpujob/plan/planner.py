@@ -1,0 +1,244 @@
+"""build_plan: desired (job files) + live state -> an ordered Plan. Pure and synchronous.
+
+Per job: find the job's own resources by their deterministic names, compare with the spec, and emit
+actions in apply order (volume before the pod that mounts it, pull before anything that deletes
+checkpoints). Each action carries its billing (meters it starts, stops, leaves running), its data
+effect (from the profile's survival matrix) and the findings it walks into.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from gpujob import __version__
+from gpujob.live import LiveResource, LiveState
+from gpujob.plan import actions as act
+from gpujob.plan.cadence import cadence
+from gpujob.plan.context import JobContext, SpecSource
+from gpujob.plan.cost import Footprint, hourly_total, meters, monthly_total
+from gpujob.plan.findings import spec_findings
+from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
+from gpujob.profile import load_profile
+
+
+def build_plan(
+    loaded: Sequence[SpecSource],
+    live: LiveState,
+    *,
+    now: datetime,
+    env: Mapping[str, str],
+    pull_records: Mapping[str, Any] | None = None,
+) -> Plan:
+    """The plan for every job file, in the order given. `env` is only asked whether secret names are set."""
+    owners = assign_owners(live.resources, [ls.spec.name for ls in loaded])
+    jobs = [
+        _plan_job(
+            ls,
+            live,
+            owners.get(ls.spec.name, []),
+            now=now,
+            env=env,
+            pull=(pull_records or {}).get(ls.spec.name),
+        )
+        for ls in loaded
+    ]
+    digest = hashlib.sha256()
+    for ls in sorted(loaded, key=lambda x: str(x.path)):
+        digest.update(f"{ls.path}\0{ls.digest}\n".encode())
+    return Plan(
+        created_at=now,
+        gpujob_version=__version__,
+        spec_digest=digest.hexdigest(),
+        live_fingerprint=live.fingerprint(),
+        jobs=jobs,
+    )
+
+
+def assign_owners(resources: list[LiveResource], jobs: list[str]) -> dict[str, list[LiveResource]]:
+    """Each gpujob-named resource belongs to the longest job name it matches (so job "bert" never claims
+    "gpujob-bert-large"); IPs and snapshots without our name follow the machine they belong to."""
+    out: dict[str, list[LiveResource]] = {j: [] for j in jobs}
+    by_machine: dict[str, str] = {}
+    for r in resources:
+        owner = None
+        for j in sorted(jobs, key=len, reverse=True):
+            if r.name == f"gpujob-{j}" or r.name.startswith(f"gpujob-{j}-"):
+                owner = j
+                break
+        if owner is not None:
+            out[owner].append(r)
+            if r.kind in ("pod", "machine"):
+                by_machine[r.id] = owner
+    for r in resources:
+        if r.kind in ("public_ip", "snapshot") and r.machine_id in by_machine:
+            owner = by_machine[r.machine_id]
+            if r not in out[owner]:
+                out[owner].append(r)
+    return out
+
+
+def _plan_job(
+    loaded: SpecSource,
+    live: LiveState,
+    owned: list[LiveResource],
+    *,
+    now: datetime,
+    env: Mapping[str, str],
+    pull: Any,
+) -> JobPlan:
+    spec = loaded.spec
+    ctx = JobContext(
+        loaded=loaded, profile=load_profile(spec.platform), live=live, now=now, env=env, pull_record=pull
+    )
+    _sort_owned(ctx, owned)
+    ctx.choose_gpu()
+    ctx.fp = current_footprint(ctx)
+    current = hourly_total(meters(ctx.fp, ctx.profile))
+
+    if spec.state == "running":
+        act.plan_running(ctx)
+    elif spec.state == "stopped":
+        act.plan_stopped(ctx)
+    else:
+        act.plan_absent(ctx)
+    if not ctx.actions:
+        act.noop(ctx, act.noop_reason(ctx))
+
+    desired = desired_footprint(ctx)
+    running = hourly_total(meters(desired, ctx.profile)) if spec.state != "absent" else 0.0
+    parked_fp = desired.with_(machine="stopped") if spec.state != "absent" else ctx.fp
+    launch = any(a.kind is ActionKind.LAUNCH for a in ctx.actions)
+    findings = (
+        _read_error_findings(ctx)
+        + ctx.findings
+        + spec_findings(ctx, running_usd_per_hour=running, launch_planned=launch)
+    )
+    return JobPlan(
+        job=spec.name,
+        platform=spec.platform,
+        spec_file=str(loaded.path),
+        desired_state=spec.state,
+        actions=ctx.actions,
+        findings=findings,
+        cadence=cadence(spec.checkpoint) if spec.checkpoint else None,
+        running_usd_per_hour=running,
+        parked_usd_per_month=monthly_total(meters(parked_fp, ctx.profile)),
+        current_usd_per_hour=current,
+        after_usd_per_hour=hourly_total(meters(ctx.fp, ctx.profile)),
+    )
+
+
+def _by_age(resources: list[LiveResource]) -> list[LiveResource]:
+    return sorted(resources, key=lambda r: (r.created_at is None, r.created_at or datetime.min, r.id))
+
+
+def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
+    spec = ctx.spec
+    machines = _by_age(
+        [
+            r
+            for r in owned
+            if r.kind == ctx.machine_kind and r.name == spec.resource_name and r.status != "terminating"
+        ]
+    )
+    if machines:
+        ctx.machine = machines[0]
+    if len(machines) > 1:
+        ctx.findings.append(
+            ctx.finding(
+                "duplicate",
+                "error",
+                f"{len(machines)} {ctx.machine_kind}s are named {spec.resource_name}: "
+                + ", ".join(m.id for m in machines),
+                detail="gpujob owns resources by name and cannot tell which one is the job's; the plan uses the oldest.",
+                fix=f"terminate the extra {ctx.machine_kind}s by id (after pulling anything they hold)",
+                key="name",
+            )
+        )
+    want = spec.volume_resource_name()
+    volumes = _by_age([r for r in owned if r.kind == "network_volume"])
+    matching = [v for v in volumes if v.name == want]
+    if matching:
+        ctx.volume = matching[0]
+    if len(matching) > 1:
+        ctx.findings.append(
+            ctx.finding(
+                "duplicate",
+                "error",
+                f"{len(matching)} network volumes are named {want}: " + ", ".join(v.id for v in matching),
+                fix="keep one (the one your checkpoints are on) and delete the others by id",
+                key="storage.network_volume",
+            )
+        )
+    ctx.stale_volumes = [v for v in volumes if v.name != want]
+    # A volume the spec no longer names still holds data: deleted only by state: absent.
+    if spec.state == "absent" and ctx.volume is None and ctx.stale_volumes:
+        ctx.volume, ctx.stale_volumes = ctx.stale_volumes[0], ctx.stale_volumes[1:]
+    ctx.ips = [r for r in owned if r.kind == "public_ip"]
+    ctx.snapshots = _by_age([r for r in owned if r.kind == "snapshot"])
+
+
+def _read_error_findings(ctx: JobContext) -> list[Finding]:
+    return [
+        ctx.finding(
+            "live-read",
+            "error",
+            f"live state is incomplete: {err}",
+            fix="retry the plan; apply refuses a plan made from a partial read",
+        )
+        for err in ctx.live.read_errors
+        if ctx.spec.platform in err or not any(p in err for p in ("runpod", "paperspace"))
+    ]
+
+
+def current_footprint(ctx: JobContext) -> Footprint:
+    m, v = ctx.machine, ctx.volume
+    fp = Footprint()
+    if m is not None:
+        status = "stopped" if m.status == "stopped" else "running"
+        fp = fp.with_(
+            machine=status,
+            gpu=ctx.live_gpu_rate(m),
+            container_disk_gb=m.container_disk_gb,
+            volume_gb=m.volume_gb,
+            static_ip=m.public_ip_kind == "static",
+        )
+    if v is not None:
+        fp = fp.with_(network_volume=(nv_label(ctx, v), v.volume_gb or 0, v.volume_tier or "standard"))
+    if ctx.ips:
+        fp = fp.with_(static_ip=True)
+    if ctx.snapshots:
+        fp = fp.with_(snapshots=tuple((s.id, s.volume_gb or 0) for s in ctx.snapshots))
+    return fp
+
+
+def desired_footprint(ctx: JobContext) -> Footprint:
+    """The job as the spec wants it, running (snapshots are never created by gpujob, so live ones stay)."""
+    spec = ctx.spec
+    nv = spec.storage.network_volume
+    size = spec.storage.volume_gb
+    if (
+        ctx.machine is not None
+        and size is not None
+        and ctx.machine.volume_gb
+        and ctx.machine.volume_gb > size
+    ):
+        size = ctx.machine.volume_gb  # grow-only: a larger live volume stays larger
+    return Footprint(
+        machine="running",
+        gpu=ctx.desired_gpu,
+        container_disk_gb=spec.machine.container_disk_gb,
+        volume_gb=size,
+        network_volume=(nv.name, max(nv.size_gb, (ctx.volume.volume_gb or 0) if ctx.volume else 0), nv.tier)
+        if nv
+        else None,
+        static_ip=spec.machine.public_ip == "static",
+        snapshots=ctx.fp.snapshots,
+    )
+
+
+def nv_label(ctx: JobContext, volume: LiveResource) -> str:
+    return volume.name.removeprefix(f"gpujob-{ctx.job}-")

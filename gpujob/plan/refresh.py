@@ -1,0 +1,64 @@
+"""Read live state for a plan: one account-wide listing per platform plus its prices, all at once.
+
+Every job's resources come out of the same listing, so planning 50 jobs costs one round of reads,
+not 50. A platform whose read fails is recorded in `read_errors` (with its resources missing) only
+when others succeeded; if every read fails the first error is raised, since an empty plan would lie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from gpujob.errors import GpujobError
+from gpujob.live import LiveResource, LiveState, PriceQuote
+from gpujob.spec.model import JobSpec
+
+
+async def read_live_state(
+    specs: Iterable[JobSpec], providers: Mapping[str, Any], *, now: datetime | None = None
+) -> LiveState:
+    """Concurrently: list_resources() and quotes() of every platform the specs use."""
+    platforms = sorted({s.platform for s in specs})
+    missing = [p for p in platforms if p not in providers]
+    if missing:
+        raise GpujobError(f"no provider open for {', '.join(missing)}")
+    calls = []
+    for p in platforms:
+        calls.append(providers[p].list_resources())
+        calls.append(providers[p].quotes())
+    results = await asyncio.gather(*calls, return_exceptions=True)
+
+    resources: list[LiveResource] = []
+    quotes: list[PriceQuote] = []
+    errors: list[str] = []
+    failures: list[BaseException] = []
+    for i, p in enumerate(platforms):
+        listed, priced = results[2 * i], results[2 * i + 1]
+        if isinstance(listed, BaseException):
+            _reraise_unexpected(listed)
+            failures.append(listed)
+            errors.append(f"{p}: list resources failed: {listed}")
+        else:
+            resources.extend(listed)
+        if isinstance(priced, BaseException):
+            # Prices fall back to the profile's table; the plan says so in every meter's source.
+            _reraise_unexpected(priced)
+        else:
+            quotes.extend(priced)
+    if failures and len(failures) == len(platforms):
+        raise failures[0]
+    return LiveState(
+        read_at=now or datetime.now(UTC),
+        resources=sorted(resources, key=lambda r: (r.platform, r.kind, r.name, r.id)),
+        quotes=quotes,
+        read_errors=errors,
+    )
+
+
+def _reraise_unexpected(exc: BaseException) -> None:
+    """Programming errors and cancellation are not 'a platform was unreachable'."""
+    if not isinstance(exc, GpujobError):
+        raise exc
