@@ -1,0 +1,101 @@
+"""`gpujob force-unlock JOB`: remove a stale apply lock, after saying who holds it since when."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpujob.cli.main import run_command
+
+HELP = """Remove a job's apply lock left behind by a process that is gone.
+
+\b
+The lock is a file lock under the project's state dir (.gpujob/locks/JOB.lock, or $GPUJOB_STATE_DIR),
+with a note naming the holder. Removing a lock whose holder still runs lets two applies touch the
+same job at once: check first. In CI (CI=true) or without a terminal nothing prompts; pass --yes.
+
+\b
+Examples:
+  gpujob force-unlock bert
+  gpujob force-unlock bert --yes -f jobs/bert.yaml
+"""
+
+
+@click.command(name="force-unlock", help=HELP)
+@click.argument("job")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask; required when not interactive.")
+@click.option("-f", "--file", "job_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="The job file (its directory holds .gpujob/); default: the discovered job of that name.")  # fmt: skip
+def command(job: str, yes: bool, job_file: Path | None) -> None:
+    sys.exit(run_command(_run, job, yes, job_file))
+
+
+def _find_job_file(job: str) -> Path | None:
+    from gpujob.errors import SpecError
+    from gpujob.spec.load import discover_job_files, load_specs
+
+    files = discover_job_files(Path.cwd())
+    try:
+        for loaded in load_specs(files):
+            if loaded.spec.name == job:
+                return loaded.path
+    except SpecError:
+        return None  # the lock lives beside the files either way: fall back to the current directory
+    return None
+
+
+def lock_is_held(state: Path, job: str) -> bool:
+    """Whether a live process holds the OS lock right now (the note alone proves nothing)."""
+    from filelock import FileLock, Timeout
+
+    path = state / "locks" / f"{job}.lock"
+    if not path.exists():
+        return False
+    probe = FileLock(str(path), timeout=0)
+    try:
+        probe.acquire()
+    except Timeout:
+        return True
+    probe.release()
+    return False
+
+
+def _run(job: str, yes: bool, job_file: Path | None) -> int:
+    from gpujob.audit.cliutil import interactive
+    from gpujob.config import state_dir
+    from gpujob.errors import GpujobError
+    from gpujob.lock import force_unlock, read_lock
+
+    state = state_dir(job_file or _find_job_file(job))
+    info = read_lock(state, job)
+    held = lock_is_held(state, job)
+    if info is None and not held and not (state / "locks" / f"{job}.lock").exists():
+        click.echo(f"Job '{job}' is not locked (looked in {state / 'locks'}).")
+        return 0
+    who = info.describe() if info else "an unknown process (no holder note)"
+    click.echo(f"Job '{job}' is locked by {who}.")
+    alive = info.holder_alive() if info else None
+    if alive:
+        click.echo(
+            "  warning: that process is still running on this host; unlocking lets two applies run at once."
+        )
+    elif alive is None and info is not None:
+        click.echo(f"  the holder ran on another host ({info.host}); make sure it has finished.")
+    elif held:
+        click.echo("  warning: a process on this host holds the lock right now.")
+    else:
+        click.echo("  the holder is gone: the lock is stale.")
+    if not yes:
+        if not interactive():
+            raise GpujobError(
+                f"refusing to prompt: not interactive (CI=true or stdin is not a terminal); job '{job}' stays locked",
+                hint=f"pass --yes to remove the lock: gpujob force-unlock {job} --yes",
+            )
+        if not click.confirm(f"Remove the lock of job '{job}'?", default=False):
+            click.echo("Left the lock in place.")
+            return 1
+    force_unlock(state, job)
+    click.echo(f"Removed the lock of job '{job}'.")
+    return 0
