@@ -1,0 +1,145 @@
+"""Which local files a sync sends: .gitignore semantics (nested files, negation, anchoring, `**`,
+directory-only patterns) for the repo's .gitignore files and the spec's `exclude` globs."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# Never shipped to a pod: gpujob's own state (holds the private key), VCS internals, dotenv files.
+DEFAULT_EXCLUDES = (".gpujob/", ".git/", ".env", ".env.*", "__pycache__/")
+
+
+@dataclass(frozen=True)
+class Rule:
+    base: str  # directory (relative to src, "" for the root) the pattern is relative to
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+
+
+def _translate(pat: str) -> str:
+    out, i, n = [], 0, len(pat)
+    while i < n:
+        c = pat[i]
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("/**", i) and i + 3 == n:
+            out.append("/.*")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = pat.find("]", i + 2 if pat[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pat[i + 1 : j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j + 1
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(pat[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def parse(lines: list[str], base: str = "") -> list[Rule]:
+    rules = []
+    for raw in lines:
+        line = raw.rstrip("\n").rstrip("\r")
+        if not line.endswith("\\ "):
+            line = line.rstrip(" ")
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate or line.startswith("\\"):
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        line = line.lstrip("/")
+        body = _translate(line)
+        regex = re.compile(("^" if anchored else "^(?:.*/)?") + body + "$")
+        rules.append(Rule(base, regex, negate, dir_only))
+    return rules
+
+
+def ignored(rules: list[Rule], rel: str, is_dir: bool) -> bool:
+    """Last matching rule wins (git's rule)."""
+    verdict = False
+    for r in rules:
+        if r.dir_only and not is_dir:
+            continue
+        if r.base:
+            if not rel.startswith(r.base + "/"):
+                continue
+            sub = rel[len(r.base) + 1 :]
+        else:
+            sub = rel
+        if r.regex.match(sub):
+            verdict = not r.negate
+    return verdict
+
+
+@dataclass(frozen=True)
+class LocalEntry:
+    rel: str
+    path: str
+    size: int
+    mtime: int  # whole seconds: what tar restores and what the remote listing compares
+    mode: int
+    link: str | None = None
+
+
+def walk(src: Path, exclude: list[str]) -> Iterator[LocalEntry]:
+    """Files and symlinks under `src` not excluded; excluded directories are pruned (git's rule:
+    nothing under an ignored directory can be re-included)."""
+    src = Path(src)
+    base_rules = parse(list(DEFAULT_EXCLUDES)) + parse(list(exclude))
+    stack: list[tuple[str, list[Rule]]] = [("", [])]
+    while stack:
+        rel_dir, inherited = stack.pop()
+        absdir = os.path.join(src, rel_dir) if rel_dir else str(src)
+        rules = inherited
+        gi = os.path.join(absdir, ".gitignore")
+        if os.path.isfile(gi):
+            with open(gi, encoding="utf-8", errors="replace") as fh:
+                rules = inherited + parse(fh.readlines(), rel_dir)
+        # User excludes come last so they can override a .gitignore negation, and vice versa only
+        # where git would allow it.
+        active = rules + base_rules
+        with os.scandir(absdir) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+            if e.is_dir(follow_symlinks=False):
+                if not ignored(active, rel, True):
+                    stack.append((rel, rules))
+                continue
+            if ignored(active, rel, False):
+                continue
+            st = e.stat(follow_symlinks=False)
+            if e.is_symlink():
+                target = os.readlink(e.path)
+                yield LocalEntry(rel, e.path, len(target.encode()), int(st.st_mtime), 0o777, target)
+            elif e.is_file(follow_symlinks=False):
+                yield LocalEntry(rel, e.path, st.st_size, int(st.st_mtime), st.st_mode & 0o7777)

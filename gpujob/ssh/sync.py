@@ -1,0 +1,170 @@
+"""Code sync: a tar stream over one SSH exec channel, sending only files whose size or mtime differ
+from the remote copy (rsync's quick check), then placing them atomically.
+
+Why a tar stream: measured on loopback it beats asyncssh SFTP by a wide margin and matches `rsync -a`
+(numbers in the SSH layer's report); it needs only GNU tar, find and cp on the remote.
+
+Atomicity: the stream is extracted into a staging directory inside `dest`, and only after the whole
+archive arrived are the files hard-linked into place (`cp -al --remove-destination`), so a dropped
+connection never leaves a half-written file under its real name; the next sync clears the stage and
+converges. A manifest under `dest` records which files gpujob put there, so a file deleted locally is
+deleted remotely, while files the run itself wrote are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from gpujob.model import Model
+from gpujob.ssh.ignore import LocalEntry, walk
+from gpujob.ssh.quote import q, remote_path
+from gpujob.ssh.session import CHUNK, Remote
+
+STAGE = ".gpujob-sync.tmp"
+MANIFEST = ".gpujob-sync.json"
+_MARK = "\0GPUJOB-LIST\0"
+
+Progress = Callable[[int, int], object]
+
+
+class SyncStats(Model):
+    files_sent: int
+    bytes_sent: int
+    files_deleted: int
+    seconds: float
+
+
+class RemoteEntry(Model):
+    kind: str  # find %y: f (file) or l (symlink)
+    size: int
+    mtime: int
+    link: str
+
+
+async def remote_listing(remote: Remote, dest: str) -> tuple[dict[str, RemoteEntry], dict[str, list[int]]]:
+    """One round trip: clear a stale stage, read the manifest, list files with size/mtime/link target."""
+    d = q(dest)
+    cmd = (
+        f"mkdir -p {d} && cd {d} && rm -rf {STAGE} && {{ cat {MANIFEST} 2>/dev/null || true; }} && "
+        f"printf '\\0GPUJOB-LIST\\0' && find . -mindepth 1 \\( -path ./{STAGE} -o -path ./{MANIFEST} \\) -prune "
+        "-o \\( -type f -o -type l \\) -printf '%P\\0%y\\0%s\\0%T@\\0%l\\0'"
+    )
+    out = (await remote.run(cmd)).stdout
+    head, _, listing = out.partition(_MARK)
+    try:
+        manifest = json.loads(head).get("files", {}) if head.strip() else {}
+    except ValueError:
+        manifest = {}  # a damaged manifest only costs us deletions of stale files, never correctness
+    fields = listing.split("\0")
+    entries: dict[str, RemoteEntry] = {}
+    for i in range(0, len(fields) - 4, 5):
+        path, kind, size, mtime, link = fields[i : i + 5]
+        entries[path] = RemoteEntry(kind=kind, size=int(size), mtime=int(float(mtime)), link=link)
+    return entries, manifest
+
+
+def _changed(local: LocalEntry, rem: RemoteEntry | None) -> bool:
+    if rem is None:
+        return True
+    if local.link is not None:
+        return rem.kind != "l" or rem.link != local.link
+    return rem.kind != "f" or rem.size != local.size or rem.mtime != local.mtime
+
+
+def _tar_blocks(entries: list[LocalEntry], total: int, progress: Progress | None) -> Iterator[bytes]:
+    """A GNU tar stream of `entries`, cut into ~CHUNK blocks (small files batched together)."""
+    buf = bytearray()
+    done = 0
+    for e in entries:
+        ti = tarfile.TarInfo(e.rel)
+        ti.mtime = e.mtime
+        ti.mode = e.mode
+        if e.link is not None:
+            ti.type = tarfile.SYMTYPE
+            ti.linkname = e.link
+            buf += ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+            continue
+        ti.size = e.size
+        buf += ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+        remaining = e.size
+        with open(e.path, "rb") as fh:
+            while remaining > 0:
+                chunk = fh.read(min(CHUNK, remaining))
+                if not chunk:  # the file shrank since it was listed: pad; the next sync re-sends it
+                    chunk = b"\0" * min(CHUNK, remaining)
+                remaining -= len(chunk)
+                done += len(chunk)
+                if not buf and len(chunk) >= CHUNK:
+                    yield chunk
+                else:
+                    buf += chunk
+                    if len(buf) >= CHUNK:
+                        yield bytes(buf)
+                        buf.clear()
+                if progress is not None:
+                    progress(done, total)
+        buf += b"\0" * (-e.size % tarfile.BLOCKSIZE)
+    buf += b"\0" * (2 * tarfile.BLOCKSIZE)
+    yield bytes(buf)
+
+
+def _place_command(dest: str) -> str:
+    d = q(dest)
+    # Hard links make placement a rename-like metadata operation; a filesystem without hard links
+    # falls back to moving file by file (still never a partial file under its real name).
+    fallback = (
+        f"(cd {STAGE} && find . \\( -type f -o -type l \\) -print0 | while IFS= read -r -d '' f; do "
+        'mkdir -p "../${f%/*}" && mv -f "$f" "../$f" || exit 1; done)'
+    )
+    script = (
+        f"cd {d} && mkdir -p {STAGE} && tar -x --no-same-owner -f - -C {STAGE} && "
+        f"{{ cp -al --remove-destination {STAGE}/. . 2>/dev/null || {fallback}; }} && rm -rf {STAGE}"
+    )
+    return f"bash -c {q(script)}"
+
+
+async def sync_tree(
+    remote: Remote, src: Path, dest: str, exclude: list[str], progress: Progress | None = None
+) -> SyncStats:
+    """Make `dest` hold the files of `src` (minus excludes and .gitignored paths). Re-running after
+    any interruption converges; an unchanged tree costs one round trip."""
+    started = time.monotonic()
+    dest = remote_path(dest)
+    src = Path(src)
+    local = {e.rel: e for e in walk(src, exclude)}
+    remote_entries, manifest = await remote_listing(remote, dest)
+    to_send = [e for rel, e in sorted(local.items()) if _changed(e, remote_entries.get(rel))]
+    total = sum(e.size for e in to_send if e.link is None)
+    if to_send:
+        await remote.stream_in(_place_command(dest), _tar_blocks(to_send, total, progress))
+    elif progress is not None:
+        progress(0, 0)
+    # Only files gpujob placed (the manifest) and that are gone locally are deleted: outputs the run
+    # wrote into dest, and files merely excluded now, are left alone.
+    to_delete = sorted(
+        rel
+        for rel in manifest
+        if rel not in local and rel in remote_entries and not os.path.lexists(src / rel)
+    )
+    if to_delete:
+        await remote.run(f"cd {q(dest)} && xargs -0 rm -f --", input="\0".join(to_delete).encode())
+    kept = {
+        rel: v
+        for rel, v in manifest.items()
+        if rel not in local and rel in remote_entries and rel not in to_delete
+    }
+    new_manifest = {rel: [e.size, e.mtime] for rel, e in local.items()} | kept
+    if new_manifest != manifest:
+        body = json.dumps({"version": 1, "files": new_manifest}, sort_keys=True).encode()
+        await remote.put_bytes(body, f"{dest}/{MANIFEST}", 0o644)
+    return SyncStats(
+        files_sent=len(to_send),
+        bytes_sent=total,
+        files_deleted=len(to_delete),
+        seconds=round(time.monotonic() - started, 4),
+    )
