@@ -187,7 +187,8 @@ class ApiClient:
                         return body
                 elif status == 429:
                     retry_after = _retry_after(response.headers.get("Retry-After"))
-                    reason = "rate limited"
+                    said = self._parse(response).message
+                    reason = f"rate limited ({said})" if said else "rate limited"
                 elif status >= 500 and status != 501:
                     reason = self._parse(response).message or f"server error {status}"
                     if not idempotent:
