@@ -1,0 +1,183 @@
+"""Checkpoint pulls: resumable (a local `.part` continues from its size), checksummed on both ends,
+then checked by the user's local verify command. A `.part` is only promoted once its sha256 matches
+the remote file's."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from gpujob.errors import SSHError
+from gpujob.model import Model
+from gpujob.ssh.quote import q, remote_path
+from gpujob.ssh.session import Remote
+
+Progress = Callable[[int, int], object]
+VERIFY_OUTPUT_MAX = 4000
+
+
+class ChecksumMismatch(SSHError):
+    """A pulled file's sha256 differs from the remote one (after one full re-fetch)."""
+
+
+class PulledCheckpoint(Model):
+    name: str  # path relative to the remote checkpoint dir (and to local_dir)
+    size: int
+    sha256: str
+    remote_sha256: str
+    verified: bool | None  # None: no verify command configured
+    verify_output: str
+    bytes_transferred: int = 0
+    resumed_from: int = 0
+
+
+async def list_checkpoints(remote: Remote, remote_dir: str) -> list[tuple[str, int]]:
+    """(relative name, size) of complete checkpoint files; temp files of atomic writers are skipped."""
+    d = q(remote_path(remote_dir))
+    cmd = (
+        f"[ -d {d} ] || exit 0; cd {d} && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' "
+        "-printf '%P\\0%s\\0'"
+    )
+    fields = (await remote.run(cmd)).stdout.split("\0")
+    out = []
+    for i in range(0, len(fields) - 1, 2):
+        name, size = fields[i], int(fields[i + 1])
+        if name.startswith("/") or ".." in name.split("/"):
+            raise SSHError(f"refusing remote checkpoint name {name!r}: it would escape the local directory")
+        out.append((name, size))
+    return sorted(out)
+
+
+def _sha256_file(path: Path, upto: int | None = None) -> hashlib._Hash:
+    h = hashlib.sha256()
+    left = upto
+    with open(path, "rb") as fh:
+        while left is None or left > 0:
+            block = fh.read(1 << 20 if left is None else min(1 << 20, left))
+            if not block:
+                break
+            h.update(block)
+            if left is not None:
+                left -= len(block)
+    return h
+
+
+async def _remote_sha256(remote: Remote, path: str) -> str:
+    out = (await remote.run(f"sha256sum -- {q(path)}")).stdout
+    return out.split()[0] if out.split() else ""
+
+
+async def _fetch(
+    remote: Remote, path: str, part: Path, size: int, on_bytes: Callable[[int], None]
+) -> tuple[str, int, int]:
+    """Continue `part` from its current size; returns (sha256 hex, bytes transferred, resumed_from)."""
+    offset = part.stat().st_size if part.exists() else 0
+    if offset > size:  # the remote file was replaced by a smaller one: start over
+        part.unlink()
+        offset = 0
+    h = _sha256_file(part) if offset else hashlib.sha256()
+    got = 0
+    with open(part, "ab") as fh:
+
+        def sink(chunk: bytes) -> None:
+            nonlocal got
+            fh.write(chunk)
+            h.update(chunk)
+            got += len(chunk)
+            on_bytes(len(chunk))
+
+        if offset < size:
+            await remote.stream_out(f"tail -c +{offset + 1} -- {q(path)}", sink)
+    return h.hexdigest(), got, offset
+
+
+async def _run_verify(verify: str, file: Path) -> tuple[bool, str]:
+    cmd = verify.replace("{file}", shlex.quote(str(file)))
+    proc = await asyncio.create_subprocess_shell(
+        cmd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        stdin=asyncio.subprocess.DEVNULL,
+    )
+    out, _ = await proc.communicate()
+    text = out.decode("utf-8", "replace")[-VERIFY_OUTPUT_MAX:]
+    return proc.returncode == 0, text
+
+
+async def pull_checkpoints(
+    remote: Remote, remote_dir: str, local_dir: Path, *, verify: str | None, progress: Progress | None = None
+) -> list[PulledCheckpoint]:
+    """Pull every checkpoint under `remote_dir` into `local_dir`, resuming partial files, refusing a
+    checksum mismatch (ChecksumMismatch), and recording the verify command's result per file."""
+    remote_dir = remote_path(remote_dir)
+    local_dir = Path(local_dir)
+    local_dir.mkdir(parents=True, exist_ok=True)
+    files = await list_checkpoints(remote, remote_dir)
+
+    def present(name: str, size: int) -> int:
+        final, part = local_dir / name, local_dir / f"{name}.part"
+        if final.exists() and final.stat().st_size == size:
+            return size
+        return min(part.stat().st_size, size) if part.exists() else 0
+
+    total = sum(s - present(n, s) for n, s in files)
+    done = 0
+
+    def on_bytes(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, total)
+
+    results = []
+    for name, size in files:
+        path = f"{remote_dir}/{name}"
+        final, part = local_dir / name, local_dir / f"{name}.part"
+        final.parent.mkdir(parents=True, exist_ok=True)
+        remote_sum = asyncio.create_task(_remote_sha256(remote, path))  # hashes while we transfer
+        transferred, resumed, local_sum = 0, 0, ""
+        try:
+            if final.exists():
+                if final.stat().st_size == size:
+                    local_sum = (await asyncio.to_thread(_sha256_file, final)).hexdigest()
+                if local_sum != await remote_sum:
+                    final.unlink()  # an older file under the same name: the remote one replaced it
+            if not final.exists():
+                for attempt in (1, 2):
+                    local_sum, got, offset = await _fetch(remote, path, part, size, on_bytes)
+                    transferred += got
+                    resumed = resumed or offset
+                    if local_sum == await remote_sum:
+                        break
+                    part.unlink()  # never promote a mismatching file
+                    if attempt == 2:
+                        raise ChecksumMismatch(
+                            f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {await remote_sum}",
+                            hint="the remote file may have been rewritten during the pull; run pull again",
+                        )
+                    remote_sum = asyncio.create_task(_remote_sha256(remote, path))
+                os.replace(part, final)
+        finally:
+            if not remote_sum.done():
+                remote_sum.cancel()
+        verified: bool | None = None
+        verify_output = ""
+        if verify:
+            verified, verify_output = await _run_verify(verify, final)
+        results.append(
+            PulledCheckpoint(
+                name=name,
+                size=size,
+                sha256=local_sum,
+                remote_sha256=remote_sum.result(),
+                verified=verified,
+                verify_output=verify_output,
+                bytes_transferred=transferred,
+                resumed_from=resumed,
+            )
+        )
+    return results

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujob.errors import SSHError
+from gpujob.ssh import pull as pull_mod
+from gpujob.ssh.keys import ensure_project_key
+from gpujob.ssh.pull import ChecksumMismatch, PulledCheckpoint, pull_checkpoints
+from gpujob.ssh.session import connect
+from gpujob.ssh.testing import SSHD, running_sshd
+
+VERIFY = f"{sys.executable} -c \"import sys; sys.exit(0 if open(sys.argv[1],'rb').read(4) == b'CKPT' else 3)\" {{file}}"
+
+
+def sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+async def _pull(server: SSHD, state: Path, rdir: Path, ldir: Path, **kw: object) -> list[PulledCheckpoint]:
+    async with connect(
+        server.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
+    ) as remote:
+        return await pull_checkpoints(remote, str(rdir), ldir, **kw)  # type: ignore[arg-type]
+
+
+def make_remote(rdir: Path) -> None:
+    (rdir / "sub").mkdir(parents=True)
+    (rdir / ".hidden").mkdir()
+    (rdir / "step-100.pt").write_bytes(b"CKPT" + os.urandom(300_000))
+    (rdir / "step-200.pt").write_bytes(b"CKPT" + os.urandom(200_000))
+    (rdir / "sub" / "shard 0 $x.bin").write_bytes(b"BAD!" + os.urandom(1000))
+    (rdir / "step-300.pt.tmp").write_bytes(b"half written")
+    (rdir / ".partial").write_bytes(b"dotfile")
+    (rdir / ".hidden" / "x.pt").write_bytes(b"in a dot dir")
+
+
+def test_pull_verify_and_repull(sshd: SSHD, state: Path, tmp_path: Path) -> None:
+    rdir, ldir = tmp_path / "remote ckpt $dir", tmp_path / "local"
+    make_remote(rdir)
+    seen: list[tuple[int, int]] = []
+    got = asyncio.run(
+        _pull(sshd, state, rdir, ldir, verify=VERIFY, progress=lambda d, t: seen.append((d, t)))
+    )
+    by = {p.name: p for p in got}
+    assert set(by) == {"step-100.pt", "step-200.pt", "sub/shard 0 $x.bin"}
+    for name, p in by.items():
+        assert p.sha256 == p.remote_sha256 == sha(rdir / name) == sha(ldir / name)
+        assert p.size == (rdir / name).stat().st_size == p.bytes_transferred
+    assert by["step-100.pt"].verified is True
+    assert by["sub/shard 0 $x.bin"].verified is False
+    assert not list(ldir.rglob("*.part")) and not (ldir / "step-300.pt.tmp").exists()
+    total = sum(p.size for p in got)
+    assert seen[-1] == (total, total)
+
+    again = asyncio.run(_pull(sshd, state, rdir, ldir, verify=None))
+    assert [p.bytes_transferred for p in again] == [0, 0, 0]
+    assert all(p.verified is None and p.sha256 == p.remote_sha256 for p in again)
+
+    # A newer checkpoint under an old name replaces the local copy.
+    (rdir / "step-200.pt").write_bytes(b"CKPT new content")
+    again = {p.name: p for p in asyncio.run(_pull(sshd, state, rdir, ldir, verify=VERIFY))}
+    assert (ldir / "step-200.pt").read_bytes() == b"CKPT new content"
+    assert again["step-200.pt"].bytes_transferred == len(b"CKPT new content")
+
+
+def test_verify_failure_reports_output(sshd: SSHD, state: Path, tmp_path: Path) -> None:
+    rdir = tmp_path / "r"
+    rdir.mkdir()
+    (rdir / "model.pt").write_bytes(b"junk")
+    verify = "echo cannot load {file} >&2; exit 4"
+    [p] = asyncio.run(_pull(sshd, state, rdir, tmp_path / "l", verify=verify))
+    assert p.verified is False
+    assert "cannot load" in p.verify_output and str(tmp_path / "l" / "model.pt") in p.verify_output
+
+
+def test_checksum_mismatch_is_refused(
+    sshd: SSHD, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rdir, ldir = tmp_path / "r", tmp_path / "l"
+    rdir.mkdir()
+    (rdir / "model.pt").write_bytes(b"CKPT" * 1000)
+
+    async def lying_remote(remote: object, path: str) -> str:  # the bytes differ from what the remote holds
+        return "0" * 64
+
+    monkeypatch.setattr(pull_mod, "_remote_sha256", lying_remote)
+    with pytest.raises(ChecksumMismatch) as err:
+        asyncio.run(_pull(sshd, state, rdir, ldir, verify=None))
+    assert "model.pt" in str(err.value)
+    assert not (ldir / "model.pt").exists() and not (ldir / "model.pt.part").exists()
+
+
+def test_corrupt_partial_is_never_promoted(sshd: SSHD, state: Path, tmp_path: Path) -> None:
+    rdir, ldir = tmp_path / "r", tmp_path / "l"
+    rdir.mkdir()
+    ldir.mkdir()
+    data = os.urandom(100_000)
+    (rdir / "model.pt").write_bytes(data)
+    (ldir / "model.pt.part").write_bytes(b"\0" * 40_000)  # same length as a real prefix, wrong bytes
+    [p] = asyncio.run(_pull(sshd, state, rdir, ldir, verify=None))
+    assert (ldir / "model.pt").read_bytes() == data
+    assert p.resumed_from == 40_000
+    assert p.bytes_transferred == 60_000 + 100_000  # the resumed tail, then one full re-fetch
+
+
+def test_interrupted_pull_resumes_without_resending(tmp_path: Path) -> None:
+    rdir, ldir = tmp_path / "r", tmp_path / "l"
+    rdir.mkdir()
+    size = 40 * 1024 * 1024
+    (rdir / "big.pt").write_bytes(os.urandom(size))
+    state = tmp_path / "state"
+    _, line = ensure_project_key(state)
+    with running_sshd(tmp_path / "own") as server:
+        server.authorize(line)
+        killed: list[int] = []
+
+        def progress(done: int, total: int) -> None:
+            if not killed and done > total * 0.4:
+                killed.append(server.kill_connections())
+
+        with pytest.raises(SSHError):
+            asyncio.run(_pull(server, state, rdir, ldir, verify=None, progress=progress))
+        assert killed and killed[0] >= 1
+        part = ldir / "big.pt.part"
+        arrived = part.stat().st_size
+        assert 0 < arrived < size
+        assert not (ldir / "big.pt").exists()
+        assert (rdir / "big.pt").read_bytes()[:arrived] == part.read_bytes()
+        [p] = asyncio.run(_pull(server, state, rdir, ldir, verify=None))
+        assert p.resumed_from == arrived
+        assert p.bytes_transferred == size - arrived
+        assert p.sha256 == sha(rdir / "big.pt") == sha(ldir / "big.pt")
+        assert not part.exists()
