@@ -1,0 +1,89 @@
+"""The control API under /_sim/ (served on both ports, no auth, never faulted): inject faults,
+advance the simulated clock, read the bill and the raw state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpujob.sim import ps_engine, rp_engine
+from gpujob.sim.engine import SimError, Simulator
+from gpujob.sim.faults import FAULTS, QUEUED, Fault
+from gpujob.sim.http import Request, Response
+
+
+def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
+    kind = params.get("fault")
+    if kind not in FAULTS:
+        raise SimError(400, f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
+    if kind == "clear":
+        sim.faults.clear()
+        with sim.lock:
+            sim.state.balance_exhausted = False
+            sim.options.balance = float(params.get("balance", max(sim.options.balance, 1_000_000.0)))
+            sim.save()
+        return {"fault": "clear", "active": []}
+    fault = Fault.model_validate(params)
+    if (
+        kind in ("capacity", "http_error", "drop", "create_500_but_created", "zero_gpu")
+        and "count" not in params
+    ):
+        fault.count = 1
+    if kind in QUEUED:
+        sim.faults.add(fault)
+        return {"fault": kind, "queued": True, "active": sim.faults.active()}
+    if kind == "preempt":
+        grace = params.get("grace", params.get("seconds"))
+        ids = rp_engine.preempt(sim, fault.pod_id, float(grace) if grace is not None else None)
+        return {"fault": kind, "preempted": ids}
+    if kind == "low_balance":
+        with sim.lock:
+            sim.state.balance_exhausted = True
+            sim.save()
+        stopped = rp_engine.stop_all(sim, reason="balance")
+        return {"fault": kind, "stopped": stopped}
+    if kind == "auto_shutdown":
+        off = ps_engine.force_shutdown(sim, params.get("machine_id"))
+        return {"fault": kind, "stopped": off}
+    raise SimError(400, f"fault {kind} not handled")
+
+
+def add_control_routes(api: Any) -> None:
+    """Registered first on both platform APIs; dispatch() sends /_sim/ here before faults and auth."""
+    sim: Simulator = api.sim
+
+    def post_inject(req: Request) -> Response:
+        return Response(200, inject(sim, req.json()))
+
+    def get_faults(req: Request) -> Response:
+        return Response(200, {"active": sim.faults.active()})
+
+    def advance(req: Request) -> Response:
+        body = req.json()
+        seconds = float(body.get("seconds", 0))
+        if seconds < 0:
+            raise SimError(400, "the simulated clock only moves forward")
+        now = sim.advance(seconds)
+        return Response(200, {"now": now, "advanced": seconds})
+
+    def clock(req: Request) -> Response:
+        return Response(200, {"now": sim.now(), "speed": sim.clock.speed})
+
+    def bill(req: Request) -> Response:
+        return Response(200, sim.bill())
+
+    def state(req: Request) -> Response:
+        with sim.lock:
+            return Response(200, sim.state.model_dump(mode="json"))
+
+    def health(req: Request) -> Response:
+        return Response(200, {"ok": True, "data_dir": str(sim.data_dir), "pods": sim.options.pods})
+
+    api.control_routes = [
+        ("POST", "/_sim/inject", post_inject),
+        ("GET", "/_sim/faults", get_faults),
+        ("POST", "/_sim/clock/advance", advance),
+        ("GET", "/_sim/clock", clock),
+        ("GET", "/_sim/bill", bill),
+        ("GET", "/_sim/state", state),
+        ("GET", "/_sim/health", health),
+    ]

@@ -1,0 +1,212 @@
+"""The simulator core: state, clock, meters, faults and pod processes, shared by both platforms.
+
+Concurrency: one re-entrant lock guards the state. Slow work (booting an sshd, killing a pod) runs
+outside the lock in worker threads; every transition bumps the resource's `gen`, so a worker whose
+resource changed under it (a stop during provisioning) gives up and cleans after itself.
+
+Restart policy: a simulator that restarts over an existing data dir brings every pod / machine that
+was up back *stopped* (RunPod EXITED, Paperspace off): the container disk is wiped, volumes kept."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpujob.sim import meters, podproc
+from gpujob.sim.clock import SimClock
+from gpujob.sim.faults import FaultBook
+from gpujob.sim.prices import Prices
+from gpujob.sim.state import Metered, SimState, load_state, save_state
+
+
+@dataclass
+class SimOptions:
+    provision_seconds: float = 0.05  # RunPod PROVISIONING / Paperspace provisioning, real seconds
+    boot_seconds: float = 0.02  # STARTING before sshd is launched
+    stop_grace: float = 0.0  # SIGTERM -> SIGKILL on a user stop
+    preempt_grace: float | None = None  # None: the profile's spot grace
+    speed: float = 1.0  # simulated seconds per real second
+    balance: float = 1_000_000.0  # USD; creates get 402 and pods auto-stop once the bill reaches it
+    pods: bool = True  # run real sshd pods (needs namespaces); False: lifecycle only, no SSH
+    new_host_on_restart: bool = True  # a restart lands on a new host: new port and new host key
+    rate_limit_per_minute: int = 6000
+    runpod_api_key: str = "sim-runpod-key"
+    paperspace_api_key: str = "sim-paperspace-key"
+    paperspace_ssh_port: int = 0  # 0: pick a free port
+    tick_seconds: float = 0.05
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SimError(Exception):
+    """An API-level failure; each API layer renders it in its platform's error format."""
+
+    def __init__(self, status: int, message: str, kind: str = "error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+
+
+class Simulator:
+    def __init__(self, data_dir: Path, options: SimOptions | None = None) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.options = options or SimOptions()
+        self.state_path = self.data_dir / "state.json"
+        self.lock = threading.RLock()
+        self.state: SimState = load_state(self.state_path)
+        self.clock = SimClock(self.state.clock or None, speed=self.options.speed)
+        self.faults = FaultBook()
+        self.rp_prices = Prices("runpod")
+        self.ps_prices = Prices("paperspace")
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.ps_ssh_port = self.options.paperspace_ssh_port or podproc.free_port()
+        self._recover()
+        self._ticker = threading.Thread(target=self._tick_loop, name="sim-ticker", daemon=True)
+        self._ticker.start()
+
+    # --- persistence and time
+    def now(self) -> float:
+        return self.clock.now()
+
+    def save(self) -> None:
+        with self.lock:
+            self.state.clock = self.now()
+            save_state(self.state_path, self.state)
+
+    def accrue(self, res: Metered) -> None:
+        meters.accrue(res, self.now(), self.rp_prices, self.ps_prices)
+
+    def bill(self) -> dict[str, Any]:
+        with self.lock:
+            return meters.bill(self.state, self.now(), self.rp_prices, self.ps_prices)
+
+    def advance(self, seconds: float) -> float:
+        with self.lock:
+            for _, _, res in meters.all_resources(self.state):
+                self.accrue(res)  # bill the elapsed real time at the old rates first
+            now = self.clock.advance(seconds)
+        self.tick()
+        self.save()
+        return now
+
+    # --- background work
+    def spawn(self, target: Any, *args: Any) -> None:
+        t = threading.Thread(target=target, args=args, daemon=True)
+        self._threads = [x for x in self._threads if x.is_alive()] + [t]
+        t.start()
+
+    def _tick_loop(self) -> None:
+        while not self._stop.wait(self.options.tick_seconds):
+            try:
+                self.tick()
+            except Exception:  # the ticker must survive a bad resource; the API still reports state
+                pass
+
+    def tick(self) -> None:
+        from gpujob.sim import ps_engine, rp_engine
+
+        with self.lock:
+            spent = self.bill()["totals"]["total"]
+            if spent >= self.options.balance and not self.state.balance_exhausted:
+                self.state.balance_exhausted = True
+            exhausted = self.state.balance_exhausted
+        if exhausted:
+            rp_engine.stop_all(self, reason="balance")
+        ps_engine.auto_shutdown_due(self)
+
+    # --- pod processes
+    def pod_key(self, platform: str, rid: str) -> str:
+        return f"{self.data_dir}:{platform}:{rid}"
+
+    def launch(self, platform: str, rid: str, launch: podproc.PodLaunch, ready_host: str) -> int | None:
+        """Start an sshd pod; returns its host pid once it accepts connections, None on failure."""
+        if not self.options.pods:
+            return None
+        proc = podproc.spawn(launch)
+        pid = podproc.child_pid(proc.pid)
+        if pid is None or not podproc.wait_ready(ready_host, launch.port, proc):
+            if pid is not None:
+                podproc.kill_pod(pid)
+            proc.kill()
+            proc.wait()
+            return None
+        self.procs[self.pod_key(platform, rid)] = proc
+        return pid
+
+    def kill(self, platform: str, rid: str, pid: int | None, grace: float = 0.0) -> None:
+        key = self.pod_key(platform, rid)
+        if pid is not None and podproc.is_pod_sshd(pid, key):
+            podproc.kill_pod(pid, grace)
+        proc = self.procs.pop(key, None)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+    def _recover(self) -> None:
+        """Kill pods left by a previous run and bring their resources back stopped."""
+        for pid in podproc.find_strays(str(self.data_dir)):
+            child = podproc.child_pid(pid, timeout=0.1)
+            if child is not None:
+                podproc.kill_pod(child)
+            try:
+                import os
+                import signal
+
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        now = self.now()
+        for pod in self.state.pods.values():
+            if pod.ended_at is None and pod.status in ("PROVISIONING", "STARTING", "RUNNING"):
+                meters.accrue(pod, now, self.rp_prices, self.ps_prices)
+                pod.status, pod.ssh_port, pod.sshd_pid, pod.gen = "EXITED", None, None, pod.gen + 1
+                wipe(self.data_dir / "runpod" / "pods" / pod.id / "container")
+        for m in self.state.machines.values():
+            if m.ended_at is None and m.state != "off":
+                meters.accrue(m, now, self.rp_prices, self.ps_prices)
+                m.state, m.sshd_pid, m.gen = "off", None, m.gen + 1
+                if m.public_ip_type == "dynamic":
+                    m.public_ip = None
+                wipe(self.data_dir / "paperspace" / "machines" / m.id / "tmp")
+        self.save()
+
+    def shutdown(self) -> None:
+        """Stop the ticker and kill every pod process; the state keeps the resources."""
+        self._stop.set()
+        self._ticker.join(timeout=2)
+        with self.lock:
+            pods = [("runpod", p.id, p.sshd_pid) for p in self.state.pods.values() if p.sshd_pid]
+            pods += [("paperspace", m.id, m.sshd_pid) for m in self.state.machines.values() if m.sshd_pid]
+            self.save()
+        for platform, rid, pid in pods:
+            self.kill(platform, rid, pid)
+        for key, proc in list(self.procs.items()):
+            proc.kill()
+            proc.wait()
+            self.procs.pop(key, None)
+        deadline = time.monotonic() + 5
+        for t in self._threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        # a worker may have booted a pod while we were killing: sweep by command line marker
+        for pid in podproc.find_strays(str(self.data_dir)):
+            child = podproc.child_pid(pid, timeout=0.1)
+            if child is not None:
+                podproc.kill_pod(child)
+        for proc in list(self.procs.values()):
+            proc.kill()
+            proc.wait()
+
+
+def wipe(path: Path) -> None:
+    """Empty a directory (a disk being wiped) but keep it."""
+    if path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,89 @@
+"""Faults on demand. Request-level faults (http_error, latency, drop) are consumed by the HTTP layer;
+lifecycle faults (capacity, create_500_but_created, zero_gpu) by the engine at the matching call;
+instant faults (preempt, low_balance, auto_shutdown) act when injected."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FAULTS = (
+    "preempt",
+    "capacity",
+    "http_error",
+    "latency",
+    "drop",
+    "create_500_but_created",
+    "low_balance",
+    "auto_shutdown",
+    "zero_gpu",
+    "clear",
+)
+QUEUED = {"capacity", "http_error", "latency", "drop", "create_500_but_created", "zero_gpu"}
+
+
+class Fault(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    fault: str
+    count: int | None = Field(None, description="How many matching events it affects; None = until cleared.")
+    platform: str | None = None
+    path: str | None = Field(None, description="Only requests whose path contains this.")
+    method: str | None = None
+    gpu: str | None = None
+    region: str | None = None
+    status: int = 500
+    retry_after: float | None = None
+    seconds: float = 0.0
+    pod_id: str | None = None
+
+
+class FaultBook:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+
+    def add(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def active(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [f.model_dump(exclude_none=True) for f in self._faults]
+
+    def take(self, kind: str, **match: Any) -> Fault | None:
+        """The first active fault of `kind` matching the event; consumes one of its count."""
+        with self._lock:
+            for f in self._faults:
+                if f.fault != kind or not _matches(f, match):
+                    continue
+                if f.count is not None:
+                    f.count -= 1
+                    if f.count <= 0:
+                        self._faults.remove(f)
+                return f
+        return None
+
+    def peek(self, kind: str, **match: Any) -> Fault | None:
+        with self._lock:
+            return next((f for f in self._faults if f.fault == kind and _matches(f, match)), None)
+
+
+def _matches(f: Fault, event: dict[str, Any]) -> bool:
+    if f.platform and event.get("platform") and f.platform != event["platform"]:
+        return False
+    if f.path and f.path not in (event.get("path") or ""):
+        return False
+    if f.method and event.get("method") and f.method.upper() != event["method"].upper():
+        return False
+    if f.gpu and event.get("gpu") is not None and f.gpu.lower() not in str(event["gpu"]).lower():
+        return False
+    if f.region and event.get("region") is not None and f.region.lower() != str(event["region"]).lower():
+        return False
+    return not (f.pod_id and event.get("pod_id") and f.pod_id != event["pod_id"])

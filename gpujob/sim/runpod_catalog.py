@@ -1,0 +1,145 @@
+"""RunPod v2 catalog and billing endpoints: GPU types with profile prices, data centers, and pod /
+network-volume billing records computed from the simulator's meters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpujob.sim.clock import iso
+from gpujob.sim.engine import SimError
+from gpujob.sim.http import Request, Response
+
+
+def _available(api: Any, gpu_id: str, region: str | None = None) -> str:
+    cap = api.sim.faults.peek("capacity", platform="runpod", gpu=gpu_id, region=region)
+    return "NONE" if cap is not None else "HIGH"
+
+
+def gpu_json(api: Any, g: Any, include: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": g.id,
+        "name": g.alias,
+        "pool": None,
+        "manufacturer": "AMD" if "AMD" in g.id else "NVIDIA",
+        "memory": g.vram,
+        "secure": True,
+        "community": g.community is not None,
+        "price": {"secure": g.secure, "community": g.community if g.community is not None else g.secure},
+        "maxCount": {"secure": 8, "community": 8 if g.community is not None else 0},
+    }
+    if g.spot is not None:
+        out["price"]["spot"] = g.spot
+    if include:
+        regions = list(g.regions) or api.sim.rp_prices.regions()
+        out["availability"] = _available(api, g.id)
+        out["dataCenters"] = [{"id": r, "name": r, "availability": _available(api, g.id, r)} for r in regions]
+        out["cudaVersions"] = [{"version": "12.8", "available": True}]
+    return out
+
+
+def add_catalog_routes(api: Any) -> None:
+    sim = api.sim
+
+    def includes(req: Request) -> bool:
+        include = req.arg("include")
+        product = req.arg("product")
+        if bool(include) != bool(product):
+            raise SimError(
+                400, "product is required with include=AVAILABILITY, and valid only with it", "bad_request"
+            )
+        return include == "AVAILABILITY"
+
+    def list_gpus(req: Request) -> Response:
+        inc = includes(req)
+        return Response(200, {"gpus": [gpu_json(api, g, inc) for g in sim.rp_prices.gpus()]})
+
+    def get_gpu(req: Request) -> Response:
+        g = sim.rp_prices.gpu(req.params["id"].replace("%20", " "))
+        if g is None:
+            raise SimError(404, "gpu type not found", "not_found")
+        return Response(200, gpu_json(api, g, includes(req)))
+
+    def datacenters(req: Request) -> Response:
+        with_gpus = req.arg("include") == "GPU_AVAILABILITY"
+        out = []
+        for r in sim.rp_prices.regions():
+            dc: dict[str, Any] = {
+                "id": r,
+                "name": r,
+                "region": "EUROPE" if r.startswith("EU") else "NORTH_AMERICA",
+                "networkVolumeTypes": ["STANDARD", "HIGH_PERFORMANCE"],
+                "compliance": [],
+                "globalNetwork": False,
+            }
+            if with_gpus:
+                gpus = [g for g in sim.rp_prices.gpus() if not g.regions or r in g.regions]
+                dc["gpuAvailability"] = [
+                    {"id": g.id, "name": g.alias, "availability": _available(api, g.id, r)} for g in gpus
+                ]
+            out.append(dc)
+        return Response(200, {"dataCenters": out})
+
+    def billing_pods(req: Request) -> Response:
+        bill = sim.bill()
+        pod_filter = req.arg("podId")
+        records: dict[str, dict[str, Any]] = {}
+        for item in bill["items"]:
+            if item["kind"] != "pod" or (pod_filter and item["id"] != pod_filter):
+                continue
+            rec = records.setdefault(
+                item["id"],
+                {
+                    "podId": item["id"],
+                    "totalAmount": 0.0,
+                    "gpuAmount": 0.0,
+                    "cpuAmount": 0.0,
+                    "diskAmount": 0.0,
+                },
+            )
+            rec["gpuAmount" if item["item"] == "gpu" else "diskAmount"] += item["usd"]
+            rec["totalAmount"] += item["usd"]
+        start, end = iso(0.0), iso(bill["now"])
+        rows = [{"startTime": start, "endTime": end, **r} for r in records.values()]
+        totals = {k: sum(r[k] for r in rows) for k in ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount")}
+        meta = {
+            "query": {
+                "startTime": start,
+                "endTime": end,
+                "bucketSize": req.arg("bucketSize", "day"),
+                "podId": pod_filter,
+            },
+            "recordCount": len(rows),
+            "uniquePodCount": len(rows),
+            "totals": totals,
+        }
+        return Response(200, {"records": rows, "metadata": meta})
+
+    def billing_volumes(req: Request) -> Response:
+        bill = sim.bill()
+        rows = []
+        for item in bill["items"]:
+            if item["kind"] == "network_volume":
+                rows.append(
+                    {
+                        "startTime": iso(0.0),
+                        "endTime": iso(bill["now"]),
+                        "networkVolumeId": item["id"],
+                        "totalAmount": item["usd"],
+                    }
+                )
+        return Response(
+            200,
+            {
+                "records": rows,
+                "metadata": {
+                    "recordCount": len(rows),
+                    "totals": {"totalAmount": sum(r["totalAmount"] for r in rows)},
+                },
+            },
+        )
+
+    api.route("GET", "/v2/catalog/gpus", list_gpus)
+    api.route("GET", "/v2/catalog/gpus/{id}", get_gpu)
+    api.route("GET", "/v2/catalog/datacenters", datacenters)
+    api.route("GET", "/v2/billing/pods", billing_pods)
+    api.route("GET", "/v2/billing/network-volumes", billing_volumes)

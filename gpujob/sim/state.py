@@ -1,0 +1,172 @@
+"""The simulator's persistent state: one JSON document in the data dir, rewritten atomically on every
+change so a restarted simulator still knows its resources.
+
+Process handles (sshd pids) are kept in the state too, so `gpujob sim down` and a restart can find and
+kill pods left by a crashed simulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import string
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SimModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Metered(SimModel):
+    """Anything that bills: accrued USD per line item, metered up to `metered_to` (sim seconds)."""
+
+    meter: dict[str, float] = Field(default_factory=dict)
+    metered_to: float = 0.0
+    created_at: float = 0.0
+    ended_at: float | None = None
+
+
+class RpPod(Metered):
+    id: str
+    name: str
+    status: str = "PROVISIONING"
+    interruptible: bool = False
+    bid_per_gpu: float | None = None
+    image: str = ""
+    args: str = ""
+    disk: int = 50
+    ports: list[str] = Field(default_factory=lambda: ["8888/http", "22/tcp"])
+    env: dict[str, str] = Field(default_factory=dict)
+    registry: str | None = None
+    template: str | None = None
+    mounts: dict[str, Any] = Field(default_factory=dict)
+    gpu_id: str | None = None
+    gpu_count: int = 1
+    requested_gpu_count: int = 1
+    cloud: str = "SECURE"
+    data_center: str = "US-KS-2"
+    locked: bool = False
+    authorized_keys: list[str] = Field(default_factory=list)
+    started_at: float | None = None
+    ssh_port: int | None = None
+    sshd_pid: int | None = None
+    host: int = 1  # bumped on a "new host": new port and host key
+    gen: int = 0  # bumped on every transition so stale workers give up
+
+    @property
+    def volume_gb(self) -> int:
+        return int((self.mounts.get("persistent") or {}).get("size") or 0)
+
+    @property
+    def network_volume_id(self) -> str | None:
+        net = self.mounts.get("network") or []
+        return net[0]["volumeId"] if net else None
+
+    @property
+    def mount_path(self) -> str:
+        if self.mounts.get("persistent"):
+            return str(self.mounts["persistent"].get("path") or "/workspace")
+        net = self.mounts.get("network") or []
+        return str(net[0].get("path") or "/workspace") if net else "/workspace"
+
+
+class RpVolume(Metered):
+    id: str
+    name: str
+    size: int
+    data_center: str
+    type: str = "STANDARD"
+
+
+class PsMachine(Metered):
+    id: str
+    name: str
+    state: str = "provisioning"
+    machine_type: str
+    template_id: str
+    disk_size: int
+    region: str
+    public_ip_type: str = "dynamic"
+    public_ip: str | None = None
+    auto_shutdown_enabled: bool = False
+    auto_shutdown_timeout: float | None = None
+    auto_shutdown_force: bool | None = None
+    startup_script_id: str | None = None
+    authorized_keys: list[str] = Field(default_factory=list)
+    started_at: float | None = None
+    modified_at: float = 0.0
+    sshd_pid: int | None = None
+    host: int = 1
+    gen: int = 0
+
+
+class PsIp(Metered):
+    ip: str
+    region: str
+    assigned_machine_id: str | None = None
+
+
+class PsSnapshot(Metered):
+    id: str
+    name: str
+    machine_id: str
+    size_gb: int
+    is_auto_snapshot: bool = False
+
+
+class PsScript(SimModel):
+    id: str
+    name: str
+    script: str
+    description: str | None = None
+    is_run_once: bool = False
+    is_enabled: bool = True
+    assigned_machine_ids: list[str] = Field(default_factory=list)
+    created_at: float = 0.0
+
+
+class PsEvent(SimModel):
+    id: str
+    name: str
+    state: str = "new"
+    machine_id: str | None = None
+    error: str | None = None
+    created_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+class SimState(SimModel):
+    clock: float = 0.0  # simulated now when last saved
+    pods: dict[str, RpPod] = Field(default_factory=dict)
+    volumes: dict[str, RpVolume] = Field(default_factory=dict)
+    ssh_keys: list[str] = Field(default_factory=list)
+    machines: dict[str, PsMachine] = Field(default_factory=dict)
+    ips: dict[str, PsIp] = Field(default_factory=dict)
+    snapshots: dict[str, PsSnapshot] = Field(default_factory=dict)
+    scripts: dict[str, PsScript] = Field(default_factory=dict)
+    events: dict[str, PsEvent] = Field(default_factory=dict)
+    ip_counter: int = 0
+    ip_base: int = Field(default_factory=lambda: secrets.randbelow(200))
+    balance_exhausted: bool = False
+
+
+def new_id(length: int = 14, alphabet: str = string.ascii_lowercase + string.digits) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def load_state(path: Path) -> SimState:
+    if not path.exists():
+        return SimState()
+    return SimState.model_validate_json(path.read_text())
+
+
+def save_state(path: Path, state: SimState) -> None:
+    """Atomic: write a temp file then rename, so a crash never leaves half a state file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state.model_dump(mode="json"), indent=1))
+    os.replace(tmp, path)
