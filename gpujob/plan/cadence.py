@@ -50,13 +50,14 @@ def cadence(ck: CheckpointSpec) -> Cadence | None:
         head = f"interval {human(interval)}"
         if optimal is not None:
             head += f" (Young/Daly optimum {human(optimal)})"
-    loss = expected_loss(interval, write) if write is not None else None
-    tail = f"; expected loss per preemption ≈ {human(loss)}" if loss is not None else ""
+    loss = expected_loss(interval, write or 0.0)
+    plus = "" if write is not None else " plus one checkpoint write (set checkpoint.write_time to know)"
+    tail = f"; expected loss per preemption ≈ {human(loss)}{plus}"
     return Cadence(
         interval_s=round(interval, 3),
         optimal_s=round(optimal, 3) if optimal is not None else None,
         mtbf_s=mtbf,
         write_time_s=write,
-        expected_loss_per_preemption_s=round(loss, 3) if loss is not None else None,
+        expected_loss_per_preemption_s=round(loss, 3),
         summary=head + tail,
     )

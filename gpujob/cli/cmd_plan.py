@@ -1,0 +1,151 @@
+"""`gpujob plan [JOBFILE...]`: show what apply would do, what it costs and keeps costing, what it destroys.
+
+Exit codes: 0 success (with --detailed-exitcode: no changes), 2 changes present (--detailed-exitcode
+only), 1 an error, including a plan with error findings (they block apply).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gpujob.cli.main import run_command
+
+HELP = """Show what `gpujob apply` would do, what it costs and keeps costing, and what it destroys.
+
+\b
+Symbols:  + create   ~ update in place   -/+ replace   - terminate/destroy/delete/release
+          ▶ start   ⏸ stop   ⇣ pull checkpoints   » launch the run   · no change
+
+\b
+Examples:
+  gpujob plan                              every job file here (job.yaml, *.job.yaml, jobs/*.yaml)
+  gpujob plan -o plan.json                 save the plan for `gpujob apply plan.json`
+  gpujob plan --format markdown            a PR comment
+  gpujob plan --detailed-exitcode          exit 0 no changes, 2 changes, 1 error (CI)
+"""
+
+
+@click.command(name="plan", help=HELP)
+@click.argument("jobfiles", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True
+)
+@click.option(
+    "-o", "--out", type=click.Path(path_type=Path), help="Save the plan as JSON for `gpujob apply`."
+)
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 0 when nothing changes, 2 when something does, 1 on error.",
+)
+@click.option("--no-color", is_flag=True, help="Plain text (also automatic when stdout is not a terminal).")
+@click.option(
+    "--live-state",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    hidden=True,
+    help="Plan against a saved LiveState JSON instead of reading the platforms (offline / tests).",
+)
+def command(
+    jobfiles: tuple[Path, ...],
+    fmt: str,
+    out: Path | None,
+    detailed_exitcode: bool,
+    no_color: bool,
+    live_state: Path | None,
+) -> None:
+    code = run_command(_plan, jobfiles, fmt, out, no_color, live_state)
+    if code == 1:
+        sys.exit(1)
+    if detailed_exitcode and code == 2:
+        sys.exit(2)
+
+
+def _plan(
+    jobfiles: tuple[Path, ...], fmt: str, out: Path | None, no_color: bool, live_state: Path | None
+) -> int:
+    from gpujob.plan.planner import build_plan
+    from gpujob.render import render_plan
+    from gpujob.spec.load import load_specs
+
+    loaded = load_specs(_targets(jobfiles))
+    if live_state is not None:
+        live = _read_live_file(live_state)
+        now = live.read_at
+    else:
+        live = read_live([ls.spec for ls in loaded])
+        now = datetime.now(UTC)
+    plan = build_plan(loaded, live, now=now, env=os.environ, pull_records=_pull_records(loaded))
+    color = fmt == "text" and not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    click.echo(render_plan(plan, fmt, color=color), nl=False)
+    if out is not None:
+        out.write_text(render_plan(plan, "json"))
+        click.echo(f"Saved the plan to {out}. Apply exactly this plan with: gpujob apply {out}", err=True)
+    if plan.blocked:
+        n = sum(1 for f in plan.all_findings() if f.severity == "error")
+        click.echo(f"Error: {n} error finding{'s' if n != 1 else ''} block apply (see above).", err=True)
+        return 1
+    return 2 if plan.has_changes else 0
+
+
+def read_live(specs: list[Any]) -> Any:
+    """Read live state for these specs through the platform APIs (tests monkeypatch this)."""
+    import asyncio
+
+    from gpujob.plan.refresh import read_live_state
+    from gpujob.providers.registry import open_providers
+
+    async def go() -> Any:
+        async with open_providers({s.platform for s in specs}) as providers:
+            return await read_live_state(specs, providers)
+
+    return asyncio.run(go())
+
+
+def _read_live_file(path: Path) -> Any:
+    from gpujob.errors import GpujobError
+    from gpujob.live import LiveState
+
+    try:
+        return LiveState.model_validate_json(path.read_text())
+    except ValueError as exc:
+        raise GpujobError(f"{path}: not a LiveState JSON file: {exc}") from exc
+
+
+def _targets(jobfiles: tuple[Path, ...]) -> list[Path]:
+    from gpujob.errors import GpujobError
+    from gpujob.spec.load import discover_job_files
+
+    if jobfiles:
+        out: list[Path] = []
+        for p in jobfiles:
+            out += discover_job_files(p) if p.is_dir() else [p]
+        return out
+    found = discover_job_files(Path.cwd())
+    if not found:
+        raise GpujobError(
+            "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)",
+            hint="pass a path, e.g. gpujob plan examples/runpod-ondemand/job.yaml",
+        )
+    return [p.relative_to(Path.cwd()) for p in found]
+
+
+def _pull_records(loaded: list[Any]) -> Mapping[str, Any]:
+    """Pull records from each job's state dir, read-only (planning never creates .gpujob/)."""
+    from gpujob.apply.records import load_pull_records
+
+    records: dict[str, Any] = {}
+    override = os.environ.get("GPUJOB_STATE_DIR")
+    for ls in loaded:
+        state = Path(override) if override else ls.path.resolve().parent / ".gpujob"
+        if state.is_dir():
+            rec = load_pull_records(state).get(ls.spec.name)
+            if rec is not None:
+                records[ls.spec.name] = rec
+    return records
