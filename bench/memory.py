@@ -1,0 +1,62 @@
+"""Target 6: `gpujob plan` of 200 jobs against the simulator peaks below 200 MB RSS."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.harness import Result
+
+LIMIT_MB = 200.0
+
+JOB = """version: 1
+name: {name}
+platform: {platform}
+machine:
+  gpu: [{gpu}]
+  {image_or_template}
+storage:
+  volume_gb: 50
+"""
+
+
+def _write_jobs(folder: Path, n: int) -> list[str]:
+    paths = []
+    for i in range(n):
+        rp = i % 2 == 0
+        text = JOB.format(
+            name=f"mem{i}",
+            platform="runpod" if rp else "paperspace",
+            gpu="RTX4090" if rp else "A4000",
+            image_or_template="image: runpod/pytorch:2.4.0" if rp else "template: ml-in-a-box",
+        )
+        path = folder / f"mem{i}.job.yaml"
+        path.write_text(text)
+        paths.append(str(path))
+    return paths
+
+
+def _peak_rss_mb(argv: list[str], env: dict[str, str]) -> float:
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) not in (0, 2):
+        raise RuntimeError(f"{' '.join(argv[:4])}... exited {status}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
+    return usage.ru_maxrss / 1024.0  # KiB -> MiB on Linux
+
+
+def run(repeat: int, quick: bool = False) -> list[Result]:
+    from gpujob.sim.testing import running_simulator
+
+    result = Result("plan of 200 jobs: peak RSS", f"limit {LIMIT_MB:g} MB", 1.0, unit=" MB")
+    with tempfile.TemporaryDirectory() as tmp, running_simulator(Path(tmp) / "sim", pods=False) as sim:
+        folder = Path(tmp) / "jobs"
+        folder.mkdir()
+        files = _write_jobs(folder, 200)
+        env = {**os.environ, **sim.env, "GPUJOB_STATE_DIR": str(Path(tmp) / "state")}
+        for _ in range(max(1, repeat // 2)):
+            result.figure_samples.append(_peak_rss_mb([sys.executable, "-m", "gpujob", "plan", "--no-color", *files], env))
+            result.floor_samples.append(LIMIT_MB)
+    return [result]
