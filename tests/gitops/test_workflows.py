@@ -1,0 +1,89 @@
+"""The example pipelines: the steps the README promises, and script calls the script accepts."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parents[2]
+CI = ROOT / "examples" / "ci"
+
+
+def load(path: Path) -> dict:
+    return YAML(typ="safe").load(path.read_text())
+
+
+def runs(job: dict) -> str:
+    return "\n".join(str(s.get("run", "")) for s in job["steps"])
+
+
+def test_github_workflow_shape() -> None:
+    wf = load(CI / "github" / "gpujob.yml")
+    jobs = wf["jobs"]
+    plan, apply_, audit = jobs["plan"], jobs["apply"], jobs["audit"]
+    assert "gpujob validate" in runs(plan)
+    assert "gpujob plan --format markdown -o plan.json" in runs(plan)
+    assert "pr_comment.py post" in runs(plan)
+    assert plan["permissions"]["pull-requests"] == "write"
+    upload = next(s for s in plan["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert "plan.json" in upload["with"]["path"]
+    # Apply: the saved plan, serialised team-wide, never cancelled half-way.
+    assert "gpujob apply plan.json" in runs(apply_)
+    assert "gpujob plan" not in runs(apply_)
+    assert apply_["concurrency"] == {"group": "gpujob-apply", "cancel-in-progress": False}
+    assert "gpujob audit" in runs(audit)
+
+
+def test_gitlab_pipeline_shape() -> None:
+    ci = load(CI / "gitlab" / ".gitlab-ci.yml")
+    plan_script = "\n".join(ci["plan"]["script"])
+    assert (
+        "gpujob plan --format markdown -o plan.json" in plan_script
+        and "pr_comment.py post --gitlab" in plan_script
+    )
+    assert "plan.json" in ci["plan"]["artifacts"]["paths"]
+    assert ci["apply"]["resource_group"] == "gpujob-apply"
+    assert "gpujob apply plan.json" in "\n".join(ci["apply"]["script"])
+    assert "gpujob validate" in ci["validate"]["script"]
+
+
+def _script_calls(text: str) -> list[list[str]]:
+    """Each `python examples/ci/pr_comment.py ...` command in a pipeline, split into arguments."""
+    out = []
+    joined = text.replace("\\\n", " ")
+    for chunk in joined.split("python examples/ci/pr_comment.py")[1:]:
+        lexer = shlex.shlex(chunk.split("\n")[0], posix=True, punctuation_chars=True)
+        args: list[str] = []
+        for token in lexer:
+            if token in (")", ";", "|", "&&", "||"):
+                break
+            args.append(token)
+        out.append(args)
+    return out
+
+
+def test_pipeline_commands_parse_with_the_script(tmp_path: Path) -> None:
+    """Every invocation written in the pipelines is accepted by the script's argument parser."""
+    wf = load(CI / "github" / "gpujob.yml")
+    ci = load(CI / "gitlab" / ".gitlab-ci.yml")
+    texts = [runs(j) for j in wf["jobs"].values()] + ["\n".join(ci[k]["script"]) for k in ("plan",)]
+    calls = [c for t in texts for c in _script_calls(t)]
+    assert len(calls) >= 3
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import pr_comment, argparse\n"
+        "orig = argparse.ArgumentParser.parse_args\n"
+        "def check(self, args=None, ns=None):\n"
+        "    r = orig(self, args, ns); print('OK', r.cmd); raise SystemExit(0)\n"
+        "argparse.ArgumentParser.parse_args = check\n"
+        "pr_comment.main(sys.argv[2:])\n"
+    )
+    for call in calls:
+        args = [a if not a.startswith("$") and "${{" not in a else "1" for a in call]
+        res = subprocess.run(
+            [sys.executable, "-c", probe, str(CI), *args], capture_output=True, text=True, timeout=60
+        )
+        assert res.returncode == 0 and res.stdout.startswith("OK"), (call, res.stderr)
