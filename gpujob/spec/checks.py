@@ -184,7 +184,7 @@ def _auto_shutdown(profile: Profile, machine: Mapping[str, Any]) -> list[CheckPr
         return []
     try:
         hours = parse_duration(raw).total_seconds() / 3600
-    except ValueError:
+    except (ValueError, OverflowError):
         return []  # the model reports the bad duration
     low, high = core.min_hours or 0.0, core.max_hours or float("inf")
     if low <= hours <= high:

@@ -18,6 +18,7 @@ from gpujob.model import Model, Platform
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 DURATION_PATTERN = r"^\d+(\.\d+)?(s|m|h|d|w)$"
+_MAX_DURATION_S = 10 * 365 * 86400
 
 
 def parse_duration(value: Any) -> timedelta:
@@ -33,6 +34,8 @@ def parse_duration(value: Any) -> timedelta:
     seconds = amount * _UNIT_SECONDS[unit]
     if seconds <= 0:
         raise ValueError("a duration must be longer than zero")
+    if seconds > _MAX_DURATION_S:  # also keeps timedelta() from overflowing on absurd input
+        raise ValueError(f"'{value}' is too long a duration (at most 10 years)")
     return timedelta(seconds=seconds)
 
 

@@ -8,6 +8,7 @@ spots duplicate keys, so every later problem can point at a precise position.
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -114,13 +115,17 @@ def _tag_name(tag: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _key(key: Any) -> str:
+    # Keys are compared with field names, so `1:`, `true:` or `null:` become the text the user wrote.
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return "null" if key is None else str(key)
+
+
 def _plain(value: Any) -> Any:
     # Dates are the one non-JSON type the safe loader builds; the spec never wants one, so keep the text.
     if isinstance(value, dict):
-        return {
-            k if isinstance(k, str | int | float | bool) or k is None else str(k): _plain(v)
-            for k, v in value.items()
-        }
+        return {_key(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, date):
@@ -145,7 +150,9 @@ def parse_file(path: Path, display: str) -> ParsedFile:
     loader = YAML(typ="safe", pure=True)
     loader.allow_duplicate_keys = True  # already reported, with both positions, by the scan
     try:
-        data = _plain(loader.load(io.StringIO(text)))
+        with warnings.catch_warnings():  # e.g. a reused anchor: harmless, and not for the user's terminal
+            warnings.simplefilter("ignore")
+            data = _plain(loader.load(io.StringIO(text)))
     except Exception as exc:  # the scan accepted it, so this is a loader corner case: still no traceback
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)

@@ -187,3 +187,28 @@ def test_a_few_aliases_and_merge_keys_are_fine(write, runpod_job) -> None:
 def test_deep_nesting_is_refused(write) -> None:
     assert "nested too deeply" in only(write("a: " + "[" * 200 + "]" * 200 + "\n")).message
     assert "nested too deeply" in only(write("a: " + "{x: " * 100 + "1" + "}" * 100 + "\n")).message
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "needle"),
+    [
+        ("1: 2\n", "1", "unknown key '1'"),
+        ("null: x\n", "null", "unknown key 'null'"),
+        ("? [a, b]\n: 1\n", "('a', 'b')", "unknown key"),
+    ],
+)
+def test_odd_keys_become_unknown_keys(write, text, key, needle) -> None:
+    found = {p.key_path: p.message for p in problems_of(write(text))}
+    assert needle in found[key]
+
+
+def test_absurd_durations_are_problems_not_crashes(write, runpod_job) -> None:
+    text = runpod_job.replace("interval: 15m", "interval: 99999999999999999999w")
+    problem = only(write(text))
+    assert problem.key_path == "checkpoint.interval" and "too long" in problem.message
+
+
+def test_reused_anchor_is_silent(write, capsys) -> None:
+    problems_of(write("a: &x 1\nb: &x 2\nc: *x\n"))
+    captured = capsys.readouterr()
+    assert "Warning" not in captured.err + captured.out
