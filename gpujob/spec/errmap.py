@@ -56,7 +56,10 @@ def _walk(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, type[BaseMo
     """(clean key path, the model holding the last key, the last field's annotation).
 
     Union branches add a tag to pydantic's loc ("function-before[...]", "literal['auto']"); drop them."""
-    path, current, owner, annotation = "", root, None, None
+    path: str = ""
+    current: Any = root
+    owner: type[BaseModel] | None = None
+    annotation: Any = None
     for part in loc:
         members = _members(current) if current is not None else []
         model = next((m for m in members if isinstance(m, type) and issubclass(m, BaseModel)), None)
@@ -199,9 +202,9 @@ def validation_problems(
     exc: ValidationError, root: type[BaseModel], data: Any, positions: Positions, display: str
 ) -> list[SpecProblem]:
     by_path: dict[str, list[tuple[dict[str, Any], type[BaseModel] | None]]] = {}
-    for err in exc.errors():
-        path, owner, _ = _walk(root, tuple(err["loc"]))
-        by_path.setdefault(path, []).append((err, owner))
+    for detail in exc.errors():
+        path, owner, _ = _walk(root, tuple(detail["loc"]))
+        by_path.setdefault(path, []).append((dict(detail), owner))
     problems: list[SpecProblem] = []
     for path, errs in by_path.items():
         if path in SENSITIVE and any(e["type"] == "value_error" for e, _ in errs):

@@ -163,7 +163,13 @@ def parse_file(path: Path, display: str) -> ParsedFile:
         if data is None:
             problems.append(SpecProblem(display, 1, 1, "", "file is empty (no YAML content)", EMPTY_HINT))
             return ParsedFile(None, positions, problems, digest)
-        kind = {list: "a list", str: "a text value"}.get(type(data), "a single value")
+        kind = (
+            "a list"
+            if isinstance(data, list)
+            else "a text value"
+            if isinstance(data, str)
+            else "a single value"
+        )
         line, col = positions.values.get("", (1, 1))
         problems.append(
             SpecProblem(
