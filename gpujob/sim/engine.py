@@ -9,6 +9,7 @@ was up back *stopped* (RunPod EXITED, Paperspace off): the container disk is wip
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import threading
@@ -105,10 +106,8 @@ class Simulator:
 
     def _tick_loop(self) -> None:
         while not self._stop.wait(self.options.tick_seconds):
-            try:
+            with contextlib.suppress(Exception):  # the ticker must survive a bad resource
                 self.tick()
-            except Exception:  # the ticker must survive a bad resource; the API still reports state
-                pass
 
     def tick(self) -> None:
         from gpujob.sim import ps_engine, rp_engine

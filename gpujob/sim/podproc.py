@@ -10,6 +10,7 @@ control dir (itself bound at /run/gpujob-pod), and only then onto its target."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -218,10 +219,8 @@ def kill_pod(pid1: int, grace: float = 0.0) -> None:
     if grace > 0:
         procs = members(pid1)
         for pid in procs:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + grace
         while procs and time.monotonic() < deadline:
             procs = [p for p in procs if Path(f"/proc/{p}").exists() and _state(p) != "Z"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
-from gpujob.sim import rp_engine
+from gpujob.sim import rp_engine, runpod_graphql
 from gpujob.sim.clock import iso
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Api, RateWindow, Request, Response
@@ -95,6 +95,7 @@ class RunPodRest(Api):
         r("DELETE", "/v2/network-volumes/{id}", self.delete_volume)
         r("GET", "/v2/account/ssh-keys", self.get_keys)
         r("PUT", "/v2/account/ssh-keys", self.put_keys)
+        r("POST", "/graphql", lambda q: runpod_graphql.handle(sim, q))
         from gpujob.sim.runpod_catalog import add_catalog_routes
 
         add_catalog_routes(self)
@@ -112,7 +113,10 @@ class RunPodRest(Api):
         )
 
     def authorized(self, req: Request) -> bool:
-        return req.headers.get("authorization", "") == f"Bearer {self.sim.options.runpod_api_key}"
+        key = self.sim.options.runpod_api_key
+        if req.path == "/graphql" and req.arg("api_key") == key:
+            return True
+        return req.headers.get("authorization", "") == f"Bearer {key}"
 
     def over_quota(self, req: Request) -> float | None:
         allowed, state = self.window.hit()
