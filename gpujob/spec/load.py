@@ -26,12 +26,12 @@ from gpujob.spec.yamlsafe import Positions, parent_path, parse_file
 __all__ = ["LoadedSpec", "SpecProblem", "discover_job_files", "load_spec", "load_specs"]
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)  # plain attributes, so it satisfies the planner's SpecSource protocol
 class LoadedSpec:
     spec: JobSpec
     path: Path
     digest: str  # sha256 of the file's bytes
-    positions: Positions = field(default_factory=Positions, repr=False, compare=False)
+    positions: Positions = field(default_factory=Positions, repr=False)
 
     def source(self, key_path: str) -> SourceRef | None:
         """Where key_path ("machine.spot", "machine.gpu[1]") is written; an absent key resolves to its

@@ -87,6 +87,8 @@ def read_text(path: Path, display: str) -> tuple[str | None, bytes, list[SpecPro
         size = path.stat().st_size
         if path.is_dir():
             return fail("is a directory, not a job file", "pass a job file, e.g. job.yaml")
+        if not path.is_file():  # a FIFO or device would block or never end
+            return fail("is not a regular file")
         if size > MAX_BYTES:
             return fail(
                 f"file is too large ({size} bytes; the limit is {MAX_BYTES} bytes)",

@@ -212,3 +212,11 @@ def test_reused_anchor_is_silent(write, capsys) -> None:
     problems_of(write("a: &x 1\nb: &x 2\nc: *x\n"))
     captured = capsys.readouterr()
     assert "Warning" not in captured.err + captured.out
+
+
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "job.yaml"
+    os.mkfifo(fifo)
+    assert only(fifo).message == "is not a regular file"
