@@ -1,0 +1,290 @@
+"""`gpujob sim`: run the local RunPod + Paperspace simulator in the background and drive it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gpujob.cli.main import run_command
+
+
+def _dir() -> Path:
+    from gpujob.config import sim_dir
+
+    return sim_dir()
+
+
+def _running() -> dict[str, Any]:
+    from gpujob.errors import SimulatorError
+    from gpujob.sim.daemon import read_daemon
+
+    info = read_daemon(_dir())
+    if info is None:
+        raise SimulatorError(
+            f"the simulator is not running (data dir {_dir()})", hint="start it with: gpujob sim up"
+        )
+    return info
+
+
+def _control(path: str, body: dict[str, Any] | None = None) -> Any:
+    from gpujob.errors import SimulatorError
+
+    info = _running()
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        f"{info['runpod_url']}/_sim/{path}",
+        data=data,
+        method="POST" if data is not None else "GET",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        detail = json.loads(exc.read() or b"{}").get("error", exc.reason)
+        raise SimulatorError(f"simulator: {detail}") from exc
+    except OSError as exc:
+        raise SimulatorError(f"cannot reach the simulator: {exc}", hint="gpujob sim status") from exc
+
+
+def _env_lines(env: dict[str, str]) -> str:
+    import shlex
+
+    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
+
+
+@click.group(name="sim")
+def command() -> None:
+    """Local simulator of RunPod and Paperspace (real HTTP APIs, real SSH pods, metered billing)."""
+
+
+@command.command()
+@click.option(
+    "--speed", type=float, default=1.0, show_default=True, help="Simulated seconds per real second."
+)
+@click.option("--no-pods", is_flag=True, help="Lifecycle only: no sshd pods (works without root).")
+@click.option("--provision-seconds", type=float, default=1.0, show_default=True)
+def up(speed: float, no_pods: bool, provision_seconds: float) -> None:
+    """Start the simulator in the background; prints its URLs and the env lines to export."""
+
+    def body() -> None:
+        from gpujob.errors import SimulatorError
+        from gpujob.sim.daemon import read_daemon
+        from gpujob.sim.podproc import namespaces_available
+
+        data = _dir()
+        info = read_daemon(data)
+        if info is None:
+            if not no_pods:
+                ok, why = namespaces_available()
+                if not ok:
+                    raise SimulatorError(
+                        f"cannot run simulated pods here: {why}",
+                        hint="gpujob sim up --no-pods runs the APIs without SSH pods",
+                    )
+            data.mkdir(parents=True, exist_ok=True)
+            log = open(data / "daemon.log", "ab")  # noqa: SIM115 - handed to the child
+            cmd = [
+                sys.executable,
+                "-m",
+                "gpujob.sim",
+                "--data-dir",
+                str(data),
+                "--speed",
+                str(speed),
+                "--provision-seconds",
+                str(provision_seconds),
+            ]
+            proc = subprocess.Popen(
+                cmd + (["--no-pods"] if no_pods else []),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+            deadline = time.monotonic() + 20
+            while info is None:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    tail = (data / "daemon.log").read_text(errors="replace")[-800:]
+                    raise SimulatorError(f"the simulator failed to start:\n{tail}")
+                time.sleep(0.05)
+                info = read_daemon(data)
+            click.echo(f"simulator started (pid {info['pid']}, data {data})", err=True)
+        else:
+            click.echo(f"simulator already running (pid {info['pid']})", err=True)
+        click.echo(f"# RunPod:     {info['runpod_url']}/v2  (GraphQL {info['runpod_url']}/graphql)", err=True)
+        click.echo(
+            f"# Paperspace: {info['paperspace_url']}/v1  (SSH port {info['paperspace_ssh_port']})", err=True
+        )
+        click.echo('# eval "$(gpujob sim env)"', err=True)
+        click.echo(_env_lines(info["env"]))
+
+    run_command(body)
+
+
+@command.command()
+def env() -> None:
+    """Print export lines for the running simulator:  eval "$(gpujob sim env)\""""
+    run_command(lambda: click.echo(_env_lines(_running()["env"])))
+
+
+@command.command()
+def down() -> None:
+    """Stop the simulator and every pod process; leaves nothing running."""
+
+    def body() -> None:
+        from gpujob.sim import podproc
+        from gpujob.sim.daemon import read_daemon
+
+        data = _dir()
+        info = read_daemon(data)
+        if info is not None:
+            pid = int(info["pid"])
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 15
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        strays = podproc.find_strays(str(data.resolve()))
+        for unshare_pid in strays:  # a crashed daemon's pods
+            child = podproc.child_pid(unshare_pid, timeout=0.1)
+            if child is not None:
+                podproc.kill_pod(child)
+            if _alive(unshare_pid):
+                os.kill(unshare_pid, signal.SIGKILL)
+        (data / "daemon.json").unlink(missing_ok=True)
+        click.echo(
+            "simulator stopped"
+            if info
+            else "simulator was not running" + (f"; killed {len(strays)} stray pod(s)" if strays else "")
+        )
+
+    run_command(body)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie child of ours counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@command.command()
+def status() -> None:
+    """Is the simulator running; where; what it holds."""
+
+    def body() -> None:
+        from gpujob.sim.daemon import read_daemon
+
+        info = read_daemon(_dir())
+        if info is None:
+            click.echo(f"simulator: not running (data dir {_dir()})")
+            return
+        state = _control("state")
+        pods = [p for p in state["pods"].values() if p.get("ended_at") is None]
+        machines = [m for m in state["machines"].values() if m.get("ended_at") is None]
+        click.echo(
+            f"simulator: running (pid {info['pid']}, data dir {info['data_dir']}, ssh pods {'on' if info['pods'] else 'off'})"
+        )
+        click.echo(
+            f"  RunPod      {info['runpod_url']}/v2   pods: "
+            + (", ".join(f"{p['id']} {p['status']}" for p in pods) or "none")
+        )
+        click.echo(
+            f"  Paperspace  {info['paperspace_url']}/v1   machines: "
+            + (", ".join(f"{m['id']} {m['state']}" for m in machines) or "none")
+        )
+
+    run_command(body)
+
+
+@command.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def bill(fmt: str) -> None:
+    """The metered bill: line items per resource and totals (USD, simulated clock)."""
+
+    def body() -> None:
+        data = _control("bill")
+        if fmt == "json":
+            click.echo(json.dumps(data, indent=2))
+            return
+        click.echo(f"{'platform':<11}{'kind':<15}{'id':<16}{'item':<16}{'USD':>12}{'USD/h now':>12}")
+        for it in data["items"]:
+            click.echo(
+                f"{it['platform']:<11}{it['kind']:<15}{it['id']:<16}{it['item']:<16}{it['usd']:>12.4f}{it['rate_per_hour']:>12.4f}"
+            )
+        t = data["totals"]
+        click.echo(
+            f"total: ${t['total']:.4f}  (RunPod ${t['runpod']:.4f}, Paperspace ${t['paperspace']:.4f})"
+        )
+
+    run_command(body)
+
+
+def _value(text: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+@command.command(context_settings={"ignore_unknown_options": True})
+@click.argument("fault")
+@click.argument("params", nargs=-1, type=click.UNPROCESSED)
+def inject(fault: str, params: tuple[str, ...]) -> None:
+    """Inject a fault, e.g.  gpujob sim inject capacity --count 2 --gpu A40   |   preempt --pod-id ID
+    Faults: preempt capacity http_error latency drop create_500_but_created low_balance auto_shutdown zero_gpu clear."""
+
+    def body() -> None:
+        from gpujob.errors import SimulatorError
+
+        payload: dict[str, Any] = {"fault": fault}
+        items = list(params)
+        while items:
+            key = items.pop(0)
+            if not key.startswith("--") or not items:
+                raise SimulatorError(f"expected --key value pairs, got {key!r}")
+            payload[key[2:].replace("-", "_")] = _value(items.pop(0))
+        click.echo(json.dumps(_control("inject", payload)))
+
+    run_command(body)
+
+
+@command.group()
+def clock() -> None:
+    """The simulated clock."""
+
+
+@clock.command()
+@click.argument("duration")
+def advance(duration: str) -> None:
+    """Move the simulated clock forward, e.g. 2h, 90m, 1h30m, 3600."""
+
+    def body() -> None:
+        from gpujob.errors import SimulatorError
+        from gpujob.sim.clock import iso, parse_duration
+
+        try:
+            seconds = parse_duration(duration)
+        except ValueError as exc:
+            raise SimulatorError(str(exc)) from exc
+        now = _control("clock/advance", {"seconds": seconds})["now"]
+        click.echo(f"simulated clock advanced {seconds:g} s; now {iso(now)}")
+
+    run_command(body)

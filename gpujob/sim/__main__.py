@@ -1,0 +1,5 @@
+import sys
+
+from gpujob.sim.daemon import main
+
+sys.exit(main())
