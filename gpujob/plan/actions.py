@@ -163,7 +163,7 @@ def plan_running(ctx: JobContext) -> None:
     changes = machine_changes(ctx, m)
     forcing = [c for c in changes if c.forces_replacement]
     if forcing:
-        pull_id = _pull(ctx, "replace") if _ck_lost_by(ctx, "terminate") else None
+        pull_id = _pull(ctx, "replace") if _ckpts_on_machine(ctx, m) else None
         culprits = ", ".join(c.path for c in forcing)
         a = add(
             ctx,
@@ -200,7 +200,7 @@ def plan_running(ctx: JobContext) -> None:
         _launch(ctx, a.id)
         return
     if changes:
-        _grow(ctx, m, changes, nv_dep)
+        _grow(ctx, m, changes, None)
     _static_ip(ctx, m)
 
 
@@ -458,6 +458,14 @@ def _launch(ctx: JobContext, machine_action: str) -> None:
     add(ctx, K.LAUNCH, "run", ctx.spec.resource_name, reasons=reasons, depends_on=[machine_action])
 
 
+def _ckpts_on_machine(ctx: JobContext, m: LiveResource) -> bool:
+    """Checkpoints sit on a disk that dies with this machine: the spec says so, or (RunPod) the live pod
+    has no network volume, so whatever it wrote is on its own volume disk even if the spec now adds one."""
+    if ctx.spec.checkpoint is None:
+        return False
+    return _ck_lost_by(ctx, "terminate") or (ctx.spec.platform == "runpod" and m.network_volume_id is None)
+
+
 def _ck_lost_by(ctx: JobContext, verb: str) -> bool:
     ck = ctx.spec.checkpoint
     return ck is not None and not ctx.profile.survives(path_tier(ctx.spec, ck.dir), verb)
@@ -561,7 +569,7 @@ def _replace_findings(ctx: JobContext, aid: str, forcing: list[FieldChange]) -> 
                 action_id=aid,
             )
         )
-    if _ck_lost_by(ctx, "terminate"):
+    if ctx.machine is not None and _ckpts_on_machine(ctx, ctx.machine):
         out.append(
             ctx.finding(
                 "RP3" if ctx.spec.platform == "runpod" else "checkpoint-tier",

@@ -33,8 +33,9 @@ def human(seconds: float) -> str:
     return " ".join(p for p in parts if p)
 
 
-def cadence(ck: CheckpointSpec) -> Cadence | None:
-    """Advice for a checkpoint block; None when there is nothing to compute (no interval and no inputs)."""
+def cadence(ck: CheckpointSpec, *, interruptible: bool = False) -> Cadence | None:
+    """Advice for a checkpoint block. The expected loss is stated when interruptions are expected: a spot
+    machine, or an mtbf given by the user."""
     mtbf = ck.mtbf.total_seconds() if ck.mtbf else None
     write = ck.write_time.total_seconds() if ck.write_time else None
     optimal = young_daly(mtbf, write) if mtbf is not None and write is not None else None
@@ -51,8 +52,8 @@ def cadence(ck: CheckpointSpec) -> Cadence | None:
         if optimal is not None:
             head += f" (Young/Daly optimum {human(optimal)})"
     loss = expected_loss(interval, write or 0.0)
-    plus = "" if write is not None else " plus one checkpoint write (set checkpoint.write_time to know)"
-    tail = f"; expected loss per preemption ≈ {human(loss)}{plus}"
+    plus = "" if write is not None else " plus one checkpoint write"
+    tail = f"; expected loss per interruption ≈ {human(loss)}{plus}" if interruptible or mtbf else ""
     return Cadence(
         interval_s=round(interval, 3),
         optimal_s=round(optimal, 3) if optimal is not None else None,

@@ -78,7 +78,10 @@ def _tier_line(profile: Profile, tier_id: str, what: str, gb: int, stopped: bool
 
 
 def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
-    """Every meter running for this footprint, keyed by a stable meter id."""
+    """Every meter running for this footprint, keyed by a stable meter id.
+
+    Sizes are part of the key, so growing a volume reads as the old size's meter stopping and the new
+    one starting, while a stop keeps the same key at the stopped rate ("keeps billing at 2×")."""
     out: dict[str, MeterLine | None] = {}
     stopped = fp.machine == "stopped"
     if fp.machine == "running" and fp.gpu is not None:
@@ -91,21 +94,27 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
         )
     if fp.machine is not None and profile.platform == "runpod":
         cd = fp.container_disk_gb or profile.tier("container_disk").default_gb or 0
-        out["container_disk"] = _tier_line(profile, "container_disk", f"container disk {cd} GB", cd, stopped)
+        out[f"container_disk:{cd}"] = _tier_line(
+            profile, "container_disk", f"container disk {cd} GB", cd, stopped
+        )
         if fp.volume_gb:
             tier = profile.tier("volume_disk")
             label = f"volume disk {fp.volume_gb} GB"
             if stopped and tier.price_gb_month_running > 0:
                 ratio = _d(tier.price_gb_month_stopped) / _d(tier.price_gb_month_running)
                 label += f" (stopped, {ratio.normalize():f}×)" if ratio != 1 else " (stopped)"
-            out["volume_disk"] = _tier_line(profile, "volume_disk", label, fp.volume_gb, stopped)
+            out[f"volume_disk:{fp.volume_gb}"] = _tier_line(
+                profile, "volume_disk", label, fp.volume_gb, stopped
+            )
     if fp.machine is not None and profile.platform == "paperspace":
         gb = fp.volume_gb or profile.tier("block_storage").default_gb or 0
-        out["block_storage"] = _tier_line(profile, "block_storage", f"block storage {gb} GB", gb, stopped)
+        out[f"block_storage:{gb}"] = _tier_line(
+            profile, "block_storage", f"block storage {gb} GB", gb, stopped
+        )
     if fp.network_volume is not None:
         name, size, tier_name = fp.network_volume
         tier_id = "network_volume_hp" if tier_name == "high-performance" else "network_volume"
-        out["network_volume"] = _tier_line(
+        out[f"network_volume:{size}"] = _tier_line(
             profile, tier_id, f"network volume {name} {size} GB ({tier_name})", size, stopped=False
         )
     if fp.static_ip:
@@ -183,8 +192,8 @@ def rate(m: MeterLine) -> str:
     """A meter's natural rate: compute by the hour, storage and add-ons by the month."""
     if m.what.startswith("GPU"):
         return f"{usd(m.usd_per_hour)}/h"
-    cap = f", cap {usd(m.monthly_cap_usd)}/mo" if m.monthly_cap_usd is not None else ""
-    return f"{usd(m.usd_per_month)}/mo{cap}"
+    capped = m.monthly_cap_usd is not None and m.usd_per_month >= m.monthly_cap_usd
+    return f"{usd(m.usd_per_month)}/mo" + (" (monthly cap)" if capped else "")
 
 
 def usd(amount: float | None) -> str:

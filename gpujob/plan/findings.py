@@ -165,7 +165,7 @@ def _auto_shutdown(ctx: JobContext) -> list[Finding]:
                 "auto_shutdown is unset: nothing powers off a forgotten machine",
                 detail="The GPU bills by the hour until someone stops it."
                 + (f" The run is expected to take up to {format_duration(runtime)}." if runtime else ""),
-                fix=f"set machine.auto_shutdown: {suggestion} (it can only be set when the machine is created)",
+                fix=f"set machine.auto_shutdown: {suggestion} (set it before the machine is created; changing it later is unreliable)",
                 key="machine",
             )
         )
@@ -184,7 +184,8 @@ def _auto_shutdown(ctx: JobContext) -> list[Finding]:
 
 def _static_ip(ctx: JobContext) -> list[Finding]:
     spec = ctx.spec
-    if spec.platform != "paperspace" or spec.state == "absent":
+    # state: stopped gets the sharper PS1 warning on its stop action instead
+    if spec.platform != "paperspace" or spec.state != "running":
         return []
     if spec.machine.public_ip == "static":
         addon = ctx.profile.addon("static_ip")
@@ -357,7 +358,7 @@ def _budget(ctx: JobContext, running: float) -> list[Finding]:
                 ctx.finding(
                     "budget",
                     "warning",
-                    f"{format_duration(runtime)} at {usd(running)}/h projects {usd(projected)}, over "
+                    f"{runtime.total_seconds() / 3600:g}h at {usd(running)}/h projects {usd(projected)}, over "
                     f"budget.max_total_usd {usd(b.max_total_usd)}",
                     fix="shorten run.max_runtime, choose a cheaper GPU, or raise the budget",
                     key="budget.max_total_usd",

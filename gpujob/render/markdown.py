@@ -48,6 +48,7 @@ def _template() -> Any:
         job_findings=job_findings,
         open_job=open_job,
         meter_rows=meter_rows,
+        finding=finding,
     )
     return env.get_template("plan.md.j2")
 
@@ -55,6 +56,15 @@ def _template() -> Any:
 def render_markdown(plan: Plan) -> str:
     text: str = _template().render(plan=plan)
     return text.rstrip("\n") + "\n"
+
+
+def finding(f: Finding) -> str:
+    line = f"- {ICON[f.severity]} **{f.severity}** `{f.code}` {inline(f.summary)}"
+    if f.source is not None:
+        line += f" — `{S.where(f)}`"
+    if f.fix:
+        line += f"<br>fix: {inline(f.fix)}"
+    return line
 
 
 def inline(text: str) -> str:
@@ -95,8 +105,5 @@ def meter_rows(a: Action) -> list[tuple[str, MeterLine]]:
     if a.kind in (ActionKind.NOOP, ActionKind.PULL, ActionKind.LAUNCH):
         return []
     b = a.billing
-    return (
-        [("starts", m) for m in b.starts]
-        + [("stops", m) for m in b.stops]
-        + [("keeps billing", m) for m in b.keeps]
-    )
+    keeps = [("keeps billing", m) for m in b.keeps] if a.kind in S.SHOW_KEEPS else []
+    return [("starts", m) for m in b.starts] + [("stops", m) for m in b.stops] + keeps

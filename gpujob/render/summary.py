@@ -36,9 +36,9 @@ VERB: dict[ActionKind, str] = {
     K.UPDATE: "update in place",
     K.REPLACE: "replace",
     K.TERMINATE: "terminate",
-    K.DELETE_VOLUME: "delete volume",
-    K.RELEASE_IP: "release IP",
-    K.DELETE_SNAPSHOT: "delete snapshot",
+    K.DELETE_VOLUME: "delete",
+    K.RELEASE_IP: "release",
+    K.DELETE_SNAPSHOT: "delete",
     K.START: "start",
     K.STOP: "stop",
     K.PULL: "pull checkpoints",
@@ -58,8 +58,13 @@ def verb(action: Action) -> str:
     return VERB[action.kind]
 
 
+# After these, what keeps billing is the point; after a create or start it is noise.
+SHOW_KEEPS = {K.STOP, K.TERMINATE, K.REPLACE, K.DELETE_VOLUME, K.RELEASE_IP, K.DELETE_SNAPSHOT}
+KIND_LABEL = {"public_ip": "static IP", "network_volume": "network volume"}
+
+
 def resource_label(action: Action) -> str:
-    kind = action.resource_kind.replace("_", " ")
+    kind = KIND_LABEL.get(action.resource_kind, action.resource_kind.replace("_", " "))
     if action.kind in (K.PULL, K.LAUNCH):
         return action.resource_name
     return f"{kind} {action.resource_name}"

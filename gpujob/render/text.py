@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 
 import click
@@ -27,6 +28,7 @@ COLOUR: dict[ActionKind, str] = {
     K.NOOP: "bright_black",
 }
 SEVERITY = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("i", "blue")}
+WIDTH = 110
 LEGEND = "+ create   ~ update   -/+ replace   - destroy   ▶ start   ⏸ stop   ⇣ pull   » launch   · no change"
 
 
@@ -121,7 +123,8 @@ def _meters(a: Action, style: Style, pad: str) -> list[str]:
         return []
     rows: list[tuple[str, MeterLine]] = [("starts", m) for m in b.starts]
     rows += [("stops", m) for m in b.stops]
-    rows += [("keeps billing", m) for m in b.keeps]
+    if a.kind in S.SHOW_KEEPS:
+        rows += [("keeps billing", m) for m in b.keeps]
     if not rows:
         return []
     width = max(len(m.what) for _, m in rows)
@@ -140,9 +143,15 @@ def _finding(f: Finding, style: Style, *, indent: str) -> list[str]:
     out = [indent + style(f"{mark} {f.severity}", fg=colour, bold=True) + f" [{f.code}] {f.summary}"]
     sub = indent + "    "
     if f.detail:
-        out.append(sub + f.detail)
+        out += _wrap(f.detail, sub)
     if f.source is not None:
         out.append(sub + "at " + S.where(f))
     if f.fix:
-        out.append(sub + "fix: " + f.fix)
+        out += _wrap("fix: " + f.fix, sub)
     return out
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(
+        text, width=WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+    )
