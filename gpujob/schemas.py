@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ def _job_schema() -> dict[str, Any]:
     from gpujob.spec.model import JobSpec
 
     schema = JobSpec.model_json_schema(mode="validation")
+    _factory_defaults(schema, JobSpec)
     # gpu also takes a single alias (a before-validator wraps it in a list); say so, or editors flag it.
     gpu = schema["$defs"]["MachineSpec"]["properties"]["gpu"]
     description = gpu.pop("description", None)
@@ -32,6 +34,31 @@ def _job_schema() -> dict[str, Any]:
         "title": gpu.get("title", "Gpu"),
     }
     return schema
+
+
+def _factory_defaults(schema: dict[str, Any], root: type[BaseModel]) -> None:
+    """pydantic leaves out defaults made by default_factory; write them in so editors show every default."""
+    seen: set[type[BaseModel]] = set()
+    todo = [root]
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        node = schema if model is root else schema["$defs"].get(model.__name__, {})
+        for name, field in model.model_fields.items():
+            stack = [field.annotation]
+            while stack:
+                ann = stack.pop()
+                if isinstance(ann, type) and issubclass(ann, BaseModel):
+                    todo.append(ann)
+                stack.extend(typing.get_args(ann))
+            if field.default_factory is None or name not in node.get("properties", {}):
+                continue
+            value = field.default_factory()  # type: ignore[call-arg]
+            node["properties"][name]["default"] = (
+                value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+            )
 
 
 def _model_schema(model: type[BaseModel], mode: Mode) -> dict[str, Any]:
