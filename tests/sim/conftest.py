@@ -34,19 +34,29 @@ def ssh_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[Sim]:
     need_namespaces()
-    with running_simulator(tmp_path / "sim", speed=0, provision_seconds=0.01, boot_seconds=0.0, preempt_grace=0.5) as s:
+    with running_simulator(
+        tmp_path / "sim", speed=0, provision_seconds=0.01, boot_seconds=0.0, preempt_grace=0.5
+    ) as s:
         yield s
 
 
 @pytest.fixture
 def rp(sim: Sim) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=sim.env["GPUJOB_RUNPOD_API_URL"], headers={"Authorization": f"Bearer {sim.env['RUNPOD_API_KEY']}"}, timeout=20) as c:
+    with httpx.Client(
+        base_url=sim.env["GPUJOB_RUNPOD_API_URL"],
+        headers={"Authorization": f"Bearer {sim.env['RUNPOD_API_KEY']}"},
+        timeout=20,
+    ) as c:
         yield c
 
 
 @pytest.fixture
 def ps(sim: Sim) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=sim.env["GPUJOB_PAPERSPACE_API_URL"], headers={"Authorization": f"Bearer {sim.env['PAPERSPACE_API_KEY']}"}, timeout=20) as c:
+    with httpx.Client(
+        base_url=sim.env["GPUJOB_PAPERSPACE_API_URL"],
+        headers={"Authorization": f"Bearer {sim.env['PAPERSPACE_API_KEY']}"},
+        timeout=20,
+    ) as c:
         yield c
 
 
@@ -65,13 +75,38 @@ def wait_pod(rp: httpx.Client, pod_id: str, status: str = "RUNNING") -> dict[str
     return dict(wait_for(lambda: rp.get(f"/pods/{pod_id}").json(), lambda p: p.get("status") == status))
 
 
-def ssh(key: Path, host: str, port: int, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = ["ssh", "-i", str(key), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-p", str(port), f"root@{host}", command]
+def ssh(
+    key: Path, host: str, port: int, command: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        "ssh",
+        "-i",
+        str(key),
+        "-o",
+        "StrictHostKeyChecking=no",
+        "-o",
+        "UserKnownHostsFile=/dev/null",
+        "-o",
+        "LogLevel=ERROR",
+        "-o",
+        "BatchMode=yes",
+        "-p",
+        str(port),
+        f"root@{host}",
+        command,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=check)
 
 
 def create_pod(rp: httpx.Client, pubkey: str, **extra: Any) -> dict[str, Any]:
-    body = {"name": "gpujob-t", "image": "img", "gpu": {"id": "NVIDIA A40", "count": 1}, "ports": ["22/tcp"], "env": {"PUBLIC_KEY": pubkey}, "mounts": {"persistent": {"size": 20, "path": "/workspace"}}}
+    body = {
+        "name": "gpujob-t",
+        "image": "img",
+        "gpu": {"id": "NVIDIA A40", "count": 1},
+        "ports": ["22/tcp"],
+        "env": {"PUBLIC_KEY": pubkey},
+        "mounts": {"persistent": {"size": 20, "path": "/workspace"}},
+    }
     body.update(extra)
     r = rp.post("/pods", json=body)
     assert r.status_code == 201, r.text

@@ -62,8 +62,26 @@ def test_restart_lands_on_a_new_host_with_a_new_host_key(sim, rp, ssh_key):
 
 def test_paperspace_block_storage_persists_across_stop_and_dynamic_ip_changes(sim, ps, ssh_key):
     key, pub = ssh_key
-    script = ps.post("/startup-scripts", json={"name": "gpujob-t-ssh", "script": f"mkdir -p ~/.ssh\necho '{pub} me' >> ~/.ssh/authorized_keys\n", "isRunOnce": True}).json()
-    r = ps.post("/machines", json={"name": "gpujob-t", "machineType": "A4000", "templateId": "t0nspur5", "diskSize": 50, "region": "East Coast (NY2)", "startupScriptId": script["id"], "startOnCreate": True})
+    script = ps.post(
+        "/startup-scripts",
+        json={
+            "name": "gpujob-t-ssh",
+            "script": f"mkdir -p ~/.ssh\necho '{pub} me' >> ~/.ssh/authorized_keys\n",
+            "isRunOnce": True,
+        },
+    ).json()
+    r = ps.post(
+        "/machines",
+        json={
+            "name": "gpujob-t",
+            "machineType": "A4000",
+            "templateId": "t0nspur5",
+            "diskSize": 50,
+            "region": "East Coast (NY2)",
+            "startupScriptId": script["id"],
+            "startOnCreate": True,
+        },
+    )
     assert r.status_code == 200, r.text
     mid = r.json()["data"]["id"]
     from tests.sim.conftest import wait_for
@@ -78,7 +96,10 @@ def test_paperspace_block_storage_persists_across_stop_and_dynamic_ip_changes(si
     sim.engine.options.boot_seconds = 0.5  # keep it in "starting" long enough to start it twice
     ps.patch(f"/machines/{mid}/start", json={}).raise_for_status()
     again = ps.patch(f"/machines/{mid}/start", json={})
-    assert again.status_code == 400 and again.json() == {"code": "BAD_REQUEST", "message": "This machine is currently starting."}
+    assert again.status_code == 400 and again.json() == {
+        "code": "BAD_REQUEST",
+        "message": "This machine is currently starting.",
+    }
     m2 = wait_for(lambda: ps.get(f"/machines/{mid}").json(), lambda m: m["state"] == "ready")
     assert m2["publicIp"] != m["publicIp"]
     assert ssh(key, m2["publicIp"], port, "cat /workspace/a /root/b; ls /tmp").stdout.split() == ["w", "r"]
