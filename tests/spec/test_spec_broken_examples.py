@@ -31,7 +31,9 @@ def test_broken_example_output_is_exact(name: str, repo: Path, monkeypatch: pyte
     result = CliRunner().invoke(cli, ["validate", rel])
     expected = (BROKEN / name).with_suffix(".expected").read_text(encoding="utf-8")
     assert result.exit_code == 1
-    assert result.stdout == expected
+    # After a reviewed change of wording or profile data, regenerate from the repo root with:
+    #   for f in examples/broken/*.yaml; do gpujob validate "$f" > "${f%.yaml}.expected"; done
+    assert result.stdout == expected, f"{rel}: output differs from {rel.removesuffix('.yaml')}.expected"
     lines = expected.splitlines()
     assert lines[-1].endswith("problem(s) in 1 file(s)") and len(lines) >= 2
     assert all(line.startswith(f"{rel}:") for line in lines[:-1])
