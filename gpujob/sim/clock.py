@@ -30,10 +30,10 @@ class SimClock:
             return self._base_sim + (time.monotonic() - self._base_real) * self.speed
 
     def iso(self, ts: float | None = None) -> str:
-        return iso(self.now() if ts is None else ts)
+        return iso(self.now() if ts is None else ts) or ""
 
 
-def iso(ts: float | None) -> str | None:  # type: ignore[misc]
+def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -102,7 +102,8 @@ def handle(sim: Simulator, req: Request) -> Response:
     query = str(body.get("query") or "")
     variables = body.get("variables") or {}
     op = operation(query)
-    data_input = variables.get("input") if isinstance(variables.get("input"), dict) else inline_input(query)
+    raw_input = variables.get("input") if isinstance(variables, dict) else None
+    data_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else inline_input(query)
     try:
         result = _run(sim, op, data_input)
     except SimError as exc:
