@@ -3,7 +3,7 @@
 Pure functions. A job's billable footprint is described by a `Footprint` (machine state and storage
 sizes); `meters()` turns it into MeterLines keyed by meter id ("gpu", "volume_disk", ...). The planner
 walks a job's actions over footprints and reads each action's billing off the before/after meters.
-Amounts are computed in Decimal and stored as floats rounded to 6 places; renderers round to cents.
+Amounts are computed in Decimal and stored as floats rounded to 9 places; renderers round to cents.
 A month is 720 hours, the convention both platforms bill storage by.
 """
 
@@ -50,7 +50,7 @@ def _d(value: float | int) -> Decimal:
 
 
 def _f(value: Decimal) -> float:
-    return float(round(value, 6))
+    return float(round(value, 9))
 
 
 def profile_source(profile: Profile, as_of: object) -> str:

@@ -1,0 +1,76 @@
+"""Helpers for planner tests (imported as plan_helpers: tests/plan is on sys.path, no package)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from gpujob.live import LiveResource, LiveState
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+A100 = "NVIDIA A100 80GB PCIe"
+H100 = "NVIDIA H100 80GB HBM3"
+DIGEST = "runpod/pytorch@sha256:" + "ab" * 32
+
+
+def ago(hours: float) -> datetime:
+    return NOW - timedelta(hours=hours)
+
+
+def live(*resources: LiveResource, **kw: object) -> LiveState:
+    return LiveState(read_at=NOW, resources=list(resources), **kw)  # type: ignore[arg-type]
+
+
+def pod(name: str = "gpujob-job", **kw: object) -> LiveResource:
+    base: dict[str, object] = dict(
+        platform="runpod",
+        kind="pod",
+        id=f"pod-{name}",
+        name=name,
+        status="running",
+        raw_status="RUNNING",
+        gpu_id=A100,
+        gpu_count=1,
+        cloud="secure",
+        region="EU-RO-1",
+        image=DIGEST,
+        container_disk_gb=20,
+        created_at=ago(5),
+    )
+    base.update(kw)
+    return LiveResource(**base)  # type: ignore[arg-type]
+
+
+def volume(name: str = "gpujob-job-ckpts", **kw: object) -> LiveResource:
+    base: dict[str, object] = dict(
+        platform="runpod",
+        kind="network_volume",
+        id=f"nv-{name}",
+        name=name,
+        status="available",
+        volume_gb=100,
+        volume_tier="standard",
+        region="EU-RO-1",
+        created_at=ago(10),
+    )
+    base.update(kw)
+    return LiveResource(**base)  # type: ignore[arg-type]
+
+
+RUNPOD_JOB = f"""
+version: 1
+name: job
+platform: runpod
+state: running
+machine:
+  gpu: A100-80GB
+  regions: [EU-RO-1]
+  image: {DIGEST}
+  container_disk_gb: 20
+storage:
+  network_volume: {{name: ckpts, size_gb: 100}}
+checkpoint:
+  dir: /workspace/ckpt
+  interval: 30m
+run:
+  command: python train.py
+"""

@@ -1,0 +1,227 @@
+"""Planner semantics: actions per desired state, apply order, ids, replacement culprits, ownership, drift."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from plan_helpers import H100, NOW, RUNPOD_JOB, ago, live, pod, volume
+
+from gpujob.live import LiveResource
+from gpujob.plan import planner as planner_mod
+from gpujob.plan.diff import diff_fields
+from gpujob.plan.model import GATED, ActionKind
+from gpujob.plan.planner import assign_owners, build_plan
+from gpujob.profile import load_profile
+
+K = ActionKind
+Write = Callable[..., object]
+
+
+def kinds(plan) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return [(a.resource_kind, a.kind.value) for a in plan.all_actions()]
+
+
+def plan_for(write_job: Write, state, text: str = RUNPOD_JOB, env=None, **kw):  # type: ignore[no-untyped-def]
+    loaded = write_job(text, **kw)
+    return build_plan([loaded], state, now=NOW, env=env or {}, pull_records=None)
+
+
+def test_fresh_job_creates_volume_then_pod_then_launches(write_job: Write) -> None:
+    plan = plan_for(write_job, live())
+    assert kinds(plan) == [("network_volume", "create"), ("pod", "create"), ("run", "launch")]
+    nv, pod_, run = plan.all_actions()
+    assert pod_.depends_on == [nv.id] and run.depends_on == [pod_.id]
+    assert [a.id for a in plan.all_actions()] == [
+        "job.network_volume.create",
+        "job.pod.create",
+        "job.run.launch",
+    ]
+    assert plan.has_changes and not plan.blocked
+
+
+def test_matching_live_state_is_a_noop(write_job: Write) -> None:
+    plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume()))
+    assert kinds(plan) == [("pod", "no-op")]
+    assert not plan.has_changes
+    job = plan.jobs[0]
+    assert job.current_usd_per_hour == job.after_usd_per_hour == job.running_usd_per_hour > 0
+
+
+def test_stopped_pod_is_started_as_drift_with_rp1(write_job: Write) -> None:
+    plan = plan_for(
+        write_job,
+        live(pod(status="stopped", raw_status="EXITED", network_volume_id="nv-gpujob-job-ckpts"), volume()),
+    )
+    start = plan.all_actions()[0]
+    assert start.kind is K.START and start.drift and "EXITED" in start.reasons[0]
+    assert [f.code for f in start.findings] == ["RP1"]
+    assert plan.all_actions()[1].kind is K.LAUNCH
+
+
+def test_desired_stopped_stops_and_keeps_the_volume_billing(write_job: Write) -> None:
+    plan = plan_for(
+        write_job,
+        live(pod(volume_gb=100, network_volume_id="nv-gpujob-job-ckpts"), volume()),
+        **{"state:__running": "state: stopped"},
+    )
+    (stop,) = plan.all_actions()
+    assert stop.kind is K.STOP and not stop.gated
+    assert any(
+        m.what == "volume disk 100 GB (stopped, 2×)" and m.usd_per_month == 20.0 for m in stop.billing.keeps
+    )
+    assert stop.data.wipes == ["container disk"] and stop.data.checkpoint_safe is True
+    assert "RP4" in [f.code for f in plan.jobs[0].findings]
+
+
+def test_absent_pulls_before_anything_deletes_checkpoints(write_job: Write) -> None:
+    plan = plan_for(
+        write_job,
+        live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume()),
+        **{"state:__running": "state: absent"},
+    )
+    actions = plan.all_actions()
+    assert [a.kind for a in actions] == [K.PULL, K.TERMINATE, K.DELETE_VOLUME]
+    pull, term, dele = actions
+    assert pull.id in term.depends_on and pull.id in dele.depends_on and term.id in dele.depends_on
+    assert term.gated and dele.gated and not pull.gated
+    assert dele.data.irreversible and dele.data.checkpoint_safe is False
+    assert plan.jobs[0].after_usd_per_hour == 0.0
+
+
+def test_gpu_change_forces_replacement_naming_the_field(write_job: Write) -> None:
+    plan = plan_for(write_job, live(pod(gpu_id=H100, network_volume_id="nv-gpujob-job-ckpts"), volume()))
+    replace = next(a for a in plan.all_actions() if a.kind is K.REPLACE)
+    assert replace.gated and "gpu" in replace.reasons[0]
+    (change,) = replace.changes
+    assert (change.path, change.before, change.after, change.forces_replacement) == (
+        "gpu",
+        "H100-80GB",
+        "A100-80GB",
+        True,
+    )
+    # checkpoints are on the network volume, which survives: no pull needed before this replace
+    assert K.PULL not in [a.kind for a in plan.all_actions()]
+
+
+def test_attaching_a_network_volume_replaces_the_pod_after_a_pull(write_job: Write) -> None:
+    plan = plan_for(write_job, live(pod(volume_gb=20)))
+    assert [a.kind for a in plan.all_actions()] == [K.CREATE, K.PULL, K.REPLACE, K.LAUNCH]
+    replace = plan.all_actions()[2]
+    assert any(c.path == "network_volume" and c.forces_replacement for c in replace.changes)
+    assert "RP7" in [f.code for f in replace.findings]
+    assert set(replace.depends_on) == {"job.checkpoints.pull", "job.network_volume.create"}
+
+
+def test_volume_growth_is_in_place(write_job: Write) -> None:
+    plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume(volume_gb=50)))
+    (grow,) = plan.all_actions()
+    assert grow.kind is K.UPDATE and not grow.gated
+    assert grow.changes[0].forces_replacement is False and (
+        grow.changes[0].before,
+        grow.changes[0].after,
+    ) == (50, 100)
+
+
+def test_volume_grown_outside_gpujob_is_drift_not_an_action(write_job: Write) -> None:
+    plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume(volume_gb=300)))
+    assert kinds(plan) == [("pod", "no-op")]
+    assert [f.code for f in plan.jobs[0].findings if f.code == "drift"] == ["drift"]
+
+
+def test_deleted_pod_with_surviving_volume_is_drift(write_job: Write) -> None:
+    plan = plan_for(write_job, live(volume()))
+    create = plan.all_actions()[0]
+    assert create.kind is K.CREATE and create.resource_kind == "pod" and create.drift
+    assert "outside gpujob" in create.reasons[0]
+
+
+def test_duplicate_pods_are_an_error(write_job: Write) -> None:
+    state = live(pod(id="p1", created_at=ago(2)), pod(id="p2", created_at=ago(1)), volume())
+    plan = plan_for(write_job, state)
+    dup = [f for f in plan.all_findings() if f.code == "duplicate"]
+    assert len(dup) == 1 and dup[0].severity == "error" and "p1, p2" in dup[0].summary
+    assert plan.blocked
+    assert dup[0].source is not None and dup[0].source.line == 2  # name: job
+
+
+def test_read_errors_block_the_plan(write_job: Write) -> None:
+    plan = plan_for(write_job, live(read_errors=["runpod: list resources failed: HTTP 503"]))
+    assert plan.blocked and any(f.code == "live-read" for f in plan.all_findings())
+
+
+def test_longest_job_name_owns_a_resource() -> None:
+    res = [
+        pod("gpujob-bert"),
+        pod("gpujob-bert-large"),
+        volume("gpujob-bert-large-ckpts"),
+        pod("gpujob-other"),
+    ]
+    owners = assign_owners(res, ["bert", "bert-large"])
+    assert [r.name for r in owners["bert"]] == ["gpujob-bert"]
+    assert [r.name for r in owners["bert-large"]] == ["gpujob-bert-large", "gpujob-bert-large-ckpts"]
+
+
+def test_snapshots_follow_their_machine() -> None:
+    m = LiveResource(platform="paperspace", kind="machine", id="m1", name="gpujob-seg", status="running")
+    snap = LiveResource(
+        platform="paperspace", kind="snapshot", id="s1", name="nightly", status="available", machine_id="m1"
+    )
+    assert assign_owners([m, snap], ["seg"])["seg"] == [m, snap]
+
+
+def test_plan_is_deterministic_and_ids_unique(write_job: Write) -> None:
+    loaded = write_job(RUNPOD_JOB.replace("state: running", "state: absent"))
+    state = live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume())
+    a = build_plan([loaded], state, now=NOW, env={})
+    b = build_plan([loaded], state, now=NOW, env={})
+    assert a == b
+    ids = [x.id for x in a.all_actions()]
+    assert len(ids) == len(set(ids))
+    assert all(x.gated == (x.kind in GATED) for x in a.all_actions())
+    assert a.live_fingerprint == state.fingerprint() and len(a.spec_digest) == 64
+
+
+def test_secret_values_never_reach_the_plan(write_job: Write) -> None:
+    text = RUNPOD_JOB.replace(
+        "command: python train.py", "command: python train.py\n  secrets: [HF_TOKEN, WANDB_API_KEY]"
+    )
+    canary = "CANARY-secret-value-123"
+    plan = plan_for(write_job, live(), text=text, env={"HF_TOKEN": canary})
+    assert canary not in plan.model_dump_json()
+    (missing,) = [f for f in plan.all_findings() if f.code == "secrets"]
+    assert (
+        missing.severity == "error"
+        and "WANDB_API_KEY" in missing.summary
+        and "HF_TOKEN" not in missing.summary
+    )
+
+
+def test_network_volume_in_a_data_center_without_the_gpu(
+    write_job: Write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rp = load_profile("runpod")
+    gpus = [g.model_copy(update={"regions": ["US-TX-3"]}) if g.alias == "A100-80GB" else g for g in rp.gpus]
+    patched = rp.model_copy(update={"gpus": gpus})
+    monkeypatch.setattr(planner_mod, "load_profile", lambda platform: patched)
+    plan = plan_for(write_job, live())
+    rp7 = [f for f in plan.all_findings() if f.code == "RP7" and f.severity == "error"]
+    assert rp7 and "EU-RO-1" in rp7[0].summary
+
+
+def test_concurrent_writer_on_the_volume(write_job: Write) -> None:
+    other = pod("notebook", network_volume_id="nv-gpujob-job-ckpts")
+    plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume(), other))
+    (f,) = [f for f in plan.all_findings() if f.code == "concurrent-writers"]
+    assert f.severity == "error" and "notebook" in f.summary
+
+
+def test_diff_allowlist() -> None:
+    changes = diff_fields(
+        {"gpu": "A", "volume_gb": 50, "name": "x"}, {"gpu": "A", "volume_gb": 100, "name": "y"}
+    )
+    assert [(c.path, c.forces_replacement) for c in changes] == [("volume_gb", False), ("name", False)]
+    shrink = diff_fields({"volume_gb": 100}, {"volume_gb": 50})
+    assert shrink[0].forces_replacement is True
+    assert diff_fields({"region": "A"}, {"region": "B"})[0].forces_replacement is True
+    assert diff_fields({"a": 1}, {"a": 1}) == []
