@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from audit_seed import seeded_resources
 from click.testing import CliRunner
-from conftest import seeded_resources
 
 from gpujob.cli.main import cli
 from gpujob.live import LiveResource, LiveState

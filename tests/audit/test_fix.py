@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import DAY, LOCAL_JOBS, NOW
+from audit_seed import DAY, LOCAL_JOBS, NOW
 
 from gpujob.audit.classify import classify
 from gpujob.audit.fix import FixJob, build_fix_plan

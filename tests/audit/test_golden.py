@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import DAY, LOCAL_JOBS, NOW
+from audit_seed import DAY, LOCAL_JOBS, NOW
 
 from gpujob.audit.classify import classify
 from gpujob.audit.model import AuditReport
