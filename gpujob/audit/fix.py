@@ -40,8 +40,21 @@ _VERBS: dict[str, tuple[ActionKind, str]] = {
 _APPLY_ORDER = {"pod": 0, "machine": 0, "snapshot": 1, "public_ip": 2, "network_volume": 3}
 
 
-def spec_digest(digests: Iterable[str]) -> str:
-    return hashlib.sha256("\n".join(sorted(digests)).encode()).hexdigest()
+def spec_digest(jobs: Iterable[FixJob]) -> str:
+    """Same recipe as the planner's (path NUL digest per file, sorted by path), so apply's stale-plan
+    guard accepts a fix plan exactly as it accepts a `gpujob plan`."""
+    digest = hashlib.sha256()
+    for job in sorted(jobs, key=lambda j: j.spec_file):
+        digest.update(f"{job.spec_file}\0{job.digest}\n".encode())
+    return digest.hexdigest()
+
+
+def fix_fingerprint(live: LiveState, jobs: Iterable[FixJob]) -> str:
+    """The live fingerprint apply will recompute: every resource of the platforms the jobs use."""
+    platforms = {j.platform for j in jobs}
+    return live.model_copy(
+        update={"resources": [r for r in live.resources if r.platform in platforms]}
+    ).fingerprint()
 
 
 def file_digest(path: Path) -> str:
@@ -171,8 +184,8 @@ def build_fix_plan(
     return Plan(
         created_at=now,
         gpujob_version=__version__,
-        spec_digest=spec_digest(j.digest for j in by_name.values()),
-        live_fingerprint=live.fingerprint(),
+        spec_digest=spec_digest(by_name.values()),
+        live_fingerprint=fix_fingerprint(live, by_name.values()),
         jobs=[plans[n] for n in sorted(plans)],
     )
 

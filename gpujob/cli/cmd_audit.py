@@ -80,7 +80,9 @@ def _run(
         raise ConfigError(f"--idle-threshold: {exc}") from None
     wanted = choose_platforms(platforms)
     jobs = local_jobs(jobfiles)
-    live = asyncio.run(read_account(wanted))
+    # --fix also reads the platforms the jobs use, so the plan's fingerprint is the one apply recomputes.
+    reading = sorted(set(wanted) | ({j.platform for j in jobs} if fix else set()))
+    live = asyncio.run(read_account(reading))  # type: ignore[arg-type]
     now = datetime.now(UTC)
     report = classify(
         live,

@@ -87,6 +87,22 @@ def test_plan_round_trips_as_json(seeded_live: LiveState, plan: Plan) -> None:
     assert again == plan
     assert plan.live_fingerprint == seeded_live.fingerprint()  # apply's stale-plan guard
     assert [j.job for j in plan.jobs] == ["render", "sweep"]
+    # The same digest recipe as the planner's, over the same job files.
+    import hashlib
+
+    expected = hashlib.sha256()
+    for j in sorted(JOBS, key=lambda j: j.spec_file):
+        expected.update(f"{j.spec_file}\0{j.digest}\n".encode())
+    assert plan.spec_digest == expected.hexdigest()
+
+
+def test_fingerprint_covers_only_the_jobs_platforms(seeded_live: LiveState) -> None:
+    report = classify(seeded_live, local_jobs=["sweep"], now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    plan = build_fix_plan(report, seeded_live, JOBS[1:2], now=NOW, profiles=load_profile)
+    runpod_only = LiveState(
+        read_at=NOW, resources=[r for r in seeded_live.resources if r.platform == "runpod"]
+    )
+    assert plan.live_fingerprint == runpod_only.fingerprint() != seeded_live.fingerprint()
 
 
 def test_nothing_owned_idle_gives_empty_plan(seeded_live: LiveState) -> None:
