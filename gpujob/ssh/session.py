@@ -124,7 +124,10 @@ class Remote:
     ) -> CommandResult:
         data = input.encode() if isinstance(input, str) else input
         try:
-            proc = await self.conn.run(cmd, check=False, timeout=timeout, input=data, encoding=None)
+            # asyncssh only closes stdin when there is input: without this, `cat` and friends would
+            # wait forever for an EOF that never comes.
+            extra: dict[str, Any] = {"input": data} if data else {"stdin": asyncssh.DEVNULL}
+            proc = await self.conn.run(cmd, check=False, timeout=timeout, encoding=None, **extra)
         except asyncssh.TimeoutError as exc:
             err = exc.stderr if isinstance(exc.stderr, bytes) else b""
             raise RemoteCommandError(

@@ -65,12 +65,15 @@ def test_run_and_quoting_roundtrip(sshd: SSHD, state: Path) -> None:
             resource_id="pod-1",
         ) as remote:
             for value in NASTY:
-                res = await remote.run(f"printf %s {q(value)}")
-                assert res.stdout == value
-                res = await remote.run(with_env({"GPUJOB_T": value}, 'printf %s "$GPUJOB_T"'))
-                assert res.stdout == value
-                res = await remote.run(exports({"A_B": value}) + 'printf %s "$A_B"')
-                assert res.stdout == value
+                # Three ways in, one round trip: a quoted word, a one-line env prefix, export lines.
+                cmd = (
+                    f"printf '%s\\0' {q(value)}; "
+                    + with_env({"GPUJOB_T": value}, 'printf "%s\\0" "$GPUJOB_T"; ')
+                    + exports({"A_B": value})
+                    + 'printf "%s" "$A_B"'
+                )
+                res = await remote.run(cmd)
+                assert res.stdout.split("\0") == [value, value, value]
             res = await remote.run("printf '%s|' " + join(NASTY))
             assert res.stdout == "".join(v + "|" for v in NASTY)
             res = await remote.run("cat", input=b"\x00\x01binary\xff")

@@ -1,0 +1,190 @@
+"""Start the training command detached on the machine (tmux, else nohup) and read its status.
+
+The launcher script is rendered from templates/launcher.sh.j2 and stored on the durable mount next to
+the run's log and exit code (<mount>/.gpujob/<job>/); the once-per-container setup marker lives on the
+container disk (a stop wipes it). Secret values go over the SSH channel's stdin into a FIFO the run
+reads once: never into a file, argv, or the log."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import timedelta
+from pathlib import Path
+
+from gpujob.errors import RemoteCommandError
+from gpujob.model import Model
+from gpujob.spec.model import JobSpec, RunSpec
+from gpujob.ssh.quote import env_name, q, remote_path, session_name
+from gpujob.ssh.session import Remote
+
+SCRATCH_ROOT = "/tmp"  # container disk: wiped when the machine stops, so setup runs again
+LOG_TAIL_LINES = 50
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class RunStatus(Model):
+    alive: bool
+    exit_code: int | None
+    started_at: str | None
+    last_checkpoint: str | None
+    last_checkpoint_age_s: float | None
+    log_tail: str
+    finished_at: str | None = None
+    setup_failed: bool = False
+    detach: str | None = None  # tmux or nohup, as actually used
+
+
+def job_dir(spec: JobSpec) -> str:
+    """<mount>/.gpujob/<job>: launcher, log, pid and exit code of the run (durable)."""
+    return remote_path(f"{spec.storage.mount}/.gpujob/{spec.name}")
+
+
+def scratch_dir(spec: JobSpec, scratch_root: str = SCRATCH_ROOT) -> str:
+    return remote_path(f"{scratch_root}/.gpujob-{spec.name}")
+
+
+def checkpoint_interval_s(spec: JobSpec) -> int | None:
+    """Seconds between checkpoints; `auto` is Young/Daly: sqrt(2 · mtbf · write_time)."""
+    ck = spec.checkpoint
+    if ck is None:
+        return None
+    if isinstance(ck.interval, timedelta):
+        return max(1, int(ck.interval.total_seconds()))
+    assert ck.mtbf is not None and ck.write_time is not None  # the spec validator guarantees both
+    return max(1, int(math.sqrt(2 * ck.mtbf.total_seconds() * ck.write_time.total_seconds())))
+
+
+def run_env(spec: JobSpec) -> list[tuple[str, str]]:
+    """Plain (non-secret) environment of the run, in export order."""
+    run = _run(spec)
+    env: dict[str, str] = {env_name(k): v for k, v in run.env.items()}
+    env["GPUJOB_JOB"] = spec.name
+    if spec.checkpoint is not None:
+        env["GPUJOB_CHECKPOINT_DIR"] = remote_path(spec.checkpoint.dir)
+        env["GPUJOB_CHECKPOINT_INTERVAL"] = str(checkpoint_interval_s(spec))
+        env["GPUJOB_CHECKPOINT_KEEP"] = str(spec.checkpoint.keep)
+    if run.caches == "durable":
+        mount = remote_path(spec.storage.mount)
+        env["HF_HOME"] = f"{mount}/.cache/huggingface"
+        env["PIP_CACHE_DIR"] = f"{mount}/.cache/pip"
+    return list(env.items())
+
+
+def _run(spec: JobSpec) -> RunSpec:
+    if spec.run is None:
+        raise ValueError(f"job {spec.name} has no run section")
+    return spec.run
+
+
+def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
+    import jinja2
+
+    run = _run(spec)
+    env = run_env(spec)
+    mkdirs = [v for k, v in env if k in ("HF_HOME", "PIP_CACHE_DIR", "GPUJOB_CHECKPOINT_DIR")]
+    tpl_env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+    tpl_env.filters["q"] = q
+    return tpl_env.get_template("launcher.sh.j2").render(
+        job=spec.name,
+        jobdir=job_dir(spec),
+        scratch=scratch_dir(spec, scratch_root),
+        dest=remote_path(run.sync.dest),
+        session=session_name(spec.resource_name),
+        detach=run.detach,
+        env=env,
+        mkdirs=mkdirs,
+        setup=run.setup or "",
+        command=run.command,
+    )
+
+
+def _secret_blob(spec: JobSpec, secrets: dict[str, str]) -> bytes:
+    names = _run(spec).secrets
+    missing = [n for n in names if n not in secrets]
+    if missing:
+        from gpujob.errors import ConfigError
+
+        raise ConfigError(
+            f"job {spec.name}: secret environment variable(s) not set: {', '.join(missing)}",
+            hint="export them in the shell that runs gpujob (only their names are in job.yaml)",
+        )
+    parts = []
+    for name in names:
+        value = secrets[name]
+        if "\0" in value:
+            raise ValueError(f"secret {name} contains a NUL byte, which no environment can hold")
+        parts += [env_name(name).encode(), value.encode()]
+    return b"".join(p + b"\0" for p in parts)
+
+
+async def launch_run(
+    remote: Remote, spec: JobSpec, *, secrets: dict[str, str], scratch_root: str = SCRATCH_ROOT
+) -> None:
+    """Start the run detached unless it is already alive (idempotent). Only the names in
+    `spec.run.secrets` are sent, over this SSH channel's stdin."""
+    blob = _secret_blob(spec, secrets)
+    jobdir = job_dir(spec)
+    await remote.put_bytes(
+        render_launcher(spec, scratch_root=scratch_root).encode(), f"{jobdir}/launcher.sh", 0o700
+    )
+    try:
+        await remote.run(f"bash {q(jobdir + '/launcher.sh')} start", input=blob, timeout=600)
+    except RemoteCommandError as exc:
+        # Keep the command in the message, never the input; stderr comes from the launcher only.
+        raise RemoteCommandError(f"start run of {spec.name}", exc.exit_status, exc.stderr_tail) from None
+
+
+def _status_command(spec: JobSpec) -> str:
+    jobdir = q(job_dir(spec))
+    ck = q(remote_path(spec.checkpoint.dir)) if spec.checkpoint else "''"
+    return f"""J={jobdir}; C={ck}; SELF="$J/launcher.sh"
+pid=$(cat "$J/pid" 2>/dev/null); alive=0
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\\0' '\\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$SELF"; then alive=1; fi
+echo "alive=$alive"
+echo "exit_code=$(cat "$J/exit_code" 2>/dev/null)"
+echo "started_at=$(cat "$J/started_at" 2>/dev/null)"
+echo "finished_at=$(cat "$J/finished_at" 2>/dev/null)"
+echo "detach=$(cat "$J/detach" 2>/dev/null)"
+[ -e "$J/setup_failed" ] && echo "setup_failed=1"
+if [ -n "$C" ] && [ -d "$C" ]; then
+  echo "checkpoint=$(cd "$C" && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' -printf '%T@ %P\\n' | sort -n | tail -n 1)"
+fi
+echo "now=$(date +%s.%N)"
+echo "--log--"
+tail -n {LOG_TAIL_LINES} "$J/run.log" 2>/dev/null
+true"""
+
+
+async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
+    out = (await remote.run(_status_command(spec))).stdout
+    head, _, log = out.partition("--log--\n")
+    kv: dict[str, str] = {}
+    for line in head.splitlines():
+        key, _, value = line.partition("=")
+        kv[key] = value.strip()
+    last, age = None, None
+    if kv.get("checkpoint"):
+        mtime, _, name = kv["checkpoint"].partition(" ")
+        last = name
+        try:
+            age = max(0.0, float(kv["now"]) - float(mtime))
+        except (KeyError, ValueError):
+            age = None
+    code = kv.get("exit_code") or ""
+    return RunStatus(
+        alive=kv.get("alive") == "1",
+        exit_code=int(code) if code.lstrip("-").isdigit() else None,
+        started_at=kv.get("started_at") or None,
+        finished_at=kv.get("finished_at") or None,
+        last_checkpoint=last,
+        last_checkpoint_age_s=age,
+        log_tail=_CONTROL.sub("", log),  # remote text is untrusted: no terminal escapes
+        setup_failed=kv.get("setup_failed") == "1",
+        detach=kv.get("detach") or None,
+    )
