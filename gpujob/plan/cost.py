@@ -18,6 +18,7 @@ from gpujob.plan.model import Billing, MeterLine
 from gpujob.profile import HOURS_PER_MONTH, GpuOffer, Profile
 
 MachineStatus = Literal["running", "stopped"]
+TB_GB = 1024
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,12 @@ def _tier_line(profile: Profile, tier_id: str, what: str, gb: int, stopped: bool
     price = tier.price_gb_month_stopped if stopped else tier.price_gb_month_running
     if gb <= 0 or price <= 0:
         return None
-    return _storage_line(what, gb, price, tier.monthly_cap_usd, profile_source(profile, tier.as_of))
+    source = profile_source(profile, tier.as_of)
+    if tier.price_gb_month_over_1tb is not None and gb > TB_GB:
+        # capacity past the first terabyte bills at the lower rate (profile: network volume note)
+        blended = (_d(TB_GB) * _d(price) + _d(gb - TB_GB) * _d(tier.price_gb_month_over_1tb)) / _d(gb)
+        return _storage_line(what, gb, float(blended), tier.monthly_cap_usd, source)
+    return _storage_line(what, gb, price, tier.monthly_cap_usd, source)
 
 
 def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:

@@ -156,3 +156,11 @@ def test_totals() -> None:
 )
 def test_usd(amount: float | None, text: str) -> None:
     assert usd(amount) == text
+
+
+def test_network_volume_capacity_past_one_terabyte_uses_the_lower_rate() -> None:
+    tier = RP.tier("network_volume")
+    assert tier.price_gb_month_over_1tb is not None
+    big = one(meters(Footprint(network_volume=("d", 2000, "standard")), RP), "network_volume")
+    expected = 1024 * tier.price_gb_month_running + (2000 - 1024) * tier.price_gb_month_over_1tb
+    assert big.usd_per_month == pytest.approx(expected, abs=1e-6)
