@@ -200,6 +200,9 @@ class PaperspaceApi(Api):
         r("DELETE", "/v1/startup-scripts/{id}", self.delete_script)
         r("GET", "/v1/machine-availability", self.availability)
         r("GET", "/v1/auth/session", self.session)
+        from gpujob.sim.account_objects import add_paperspace_routes
+
+        add_paperspace_routes(self)
 
     def error(
         self, status: int, message: str, kind: str = "error", headers: dict[str, str] | None = None

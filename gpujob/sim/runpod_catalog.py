@@ -27,8 +27,6 @@ def gpu_json(api: Any, g: Any, include: bool) -> dict[str, Any]:
         "price": {"secure": g.secure, "community": g.community if g.community is not None else g.secure},
         "maxCount": {"secure": 8, "community": 8 if g.community is not None else 0},
     }
-    if g.spot is not None:
-        out["price"]["spot"] = g.spot
     if include:
         regions = list(g.regions) or api.sim.rp_prices.regions()
         out["availability"] = _available(api, g.id)

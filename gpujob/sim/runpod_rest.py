@@ -6,6 +6,7 @@ from http import HTTPStatus
 from typing import Any
 
 from gpujob.sim import rp_engine, runpod_graphql
+from gpujob.sim.account_objects import template_json
 from gpujob.sim.clock import iso
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Api, RateWindow, Request, Response
@@ -66,7 +67,6 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
         "runtime": runtime,
         "createdAt": iso(pod.created_at),
         "startedAt": iso(pod.started_at),
-        "interruptible": pod.interruptible,
     }
 
 
@@ -96,9 +96,11 @@ class RunPodRest(Api):
         r("GET", "/v2/account/ssh-keys", self.get_keys)
         r("PUT", "/v2/account/ssh-keys", self.put_keys)
         r("POST", "/graphql", lambda q: runpod_graphql.handle(sim, q))
+        from gpujob.sim.account_objects import add_runpod_routes
         from gpujob.sim.runpod_catalog import add_catalog_routes
 
         add_catalog_routes(self)
+        add_runpod_routes(self)
 
     # --- plumbing
     def error(
@@ -274,8 +276,14 @@ class RunPodRest(Api):
 def pod_from_create(sim: Simulator, body: dict[str, Any]) -> RpPod:
     gpu = body.get("gpu") or {}
     env = dict(body.get("env") or {})
+    # templateId is a one-time expansion: the template's container config fills what the body leaves
+    # out. Public / RunPod templates are not simulated: their id is only recorded.
+    tpl = sim.state.templates.get(body.get("templateId") or "")
+    base: dict[str, Any] = template_json(tpl) if tpl is not None else {}
+    if tpl is not None:
+        env = {**tpl.env, **env}
     keys = [line for line in env.get("PUBLIC_KEY", "").splitlines() if line.strip()]
-    if body.get("startSsh"):
+    if body.get("startSsh", base.get("startSsh")):
         keys += [k for k in sim.state.ssh_keys if k not in keys]
     dcs = body.get("dataCenterIds") or []
     unknown = [d for d in dcs if d not in sim.rp_prices.regions()]
@@ -284,13 +292,14 @@ def pod_from_create(sim: Simulator, body: dict[str, Any]) -> RpPod:
     return RpPod(
         id=new_id(14),
         name=body["name"],
-        image=body.get("image") or "",
-        args=body.get("args") or "",
-        disk=int(body.get("disk") or 50),
-        ports=list(body.get("ports") or ["8888/http", "22/tcp"]),
+        image=body.get("image") or base.get("image") or "",
+        args=body.get("args") or base.get("args") or "",
+        disk=int(body.get("disk") or base.get("disk") or 50),
+        ports=list(body.get("ports") or base.get("ports") or ["8888/http", "22/tcp"]),
         env=env,
-        registry=body.get("registry"),
-        mounts=body.get("mounts") or {},
+        registry=body.get("registry", base.get("registry")),
+        template=body.get("templateId"),
+        mounts=body.get("mounts") or base.get("mounts") or {},
         gpu_id=gpu.get("id"),
         gpu_count=int(gpu.get("count") or 1),
         requested_gpu_count=int(gpu.get("count") or 1),

@@ -139,6 +139,62 @@ class PsEvent(SimModel):
     finished_at: float | None = None
 
 
+class RpTemplate(SimModel):
+    """A v2 template: a container-config preset. Does not bill; the audit lists it as a leftover."""
+
+    id: str
+    name: str
+    image: str
+    args: str = ""
+    disk: int = 50
+    ports: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    registry: str | None = None
+    mounts: dict[str, Any] = Field(default_factory=dict)
+    serverless: bool = False
+    public: bool = False
+    category: str = "NVIDIA"
+    start_ssh: bool = True
+    start_jupyter: bool = True
+    allowed_cuda_versions: list[str] = Field(default_factory=list)
+
+
+class RpRegistry(SimModel):
+    """A v2 container registry credential: only id and name are ever returned (credentials are write-only)."""
+
+    id: str
+    name: str
+
+
+class PsTemplate(SimModel):
+    """A Paperspace custom template, made from a machine."""
+
+    id: str
+    name: str
+    region: str
+    parent_machine_id: str
+    default_size_gb: int
+    created_at: float = 0.0
+
+
+class PsNetwork(SimModel):
+    id: str
+    name: str
+    region: str
+    created_at: float = 0.0
+
+
+class PsDrive(SimModel):
+    """A Paperspace shared drive (lives in a private network)."""
+
+    id: str
+    name: str
+    network_id: str
+    region: str
+    size: int
+    created_at: float = 0.0
+
+
 class SimState(SimModel):
     clock: float = 0.0  # simulated now when last saved
     pods: dict[str, RpPod] = Field(default_factory=dict)
@@ -149,6 +205,11 @@ class SimState(SimModel):
     snapshots: dict[str, PsSnapshot] = Field(default_factory=dict)
     scripts: dict[str, PsScript] = Field(default_factory=dict)
     events: dict[str, PsEvent] = Field(default_factory=dict)
+    templates: dict[str, RpTemplate] = Field(default_factory=dict)
+    registries: dict[str, RpRegistry] = Field(default_factory=dict)
+    custom_templates: dict[str, PsTemplate] = Field(default_factory=dict)
+    networks: dict[str, PsNetwork] = Field(default_factory=dict)
+    drives: dict[str, PsDrive] = Field(default_factory=dict)
     ip_counter: int = 0
     ip_base: int = Field(default_factory=lambda: secrets.randbelow(200))
     balance_exhausted: bool = False

@@ -171,7 +171,6 @@ class RunPodFake:
                     "ports": inp["ports"].split(","),
                 }
             )
-            pod["interruptible"] = True
             return httpx.Response(
                 200,
                 json={

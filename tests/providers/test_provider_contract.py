@@ -106,14 +106,14 @@ async def test_runpod_quotes_from_catalog(backend: Backend) -> None:
 async def test_runpod_spot_create_and_resume(backend: Backend) -> None:
     async with open_providers({"runpod"}, clock=backend.clock, env=backend.env) as providers:
         rp = providers["runpod"]
-        pod = await rp.create_machine(_launch(spot=True, bid_per_gpu=0.2))
+        pod = await rp.create_machine(_launch(spot=True, bid_per_gpu=0.4))
         assert pod.spot and pod.status == "running" and pod.ssh is not None
         stopped = await rp.stop(pod)
         resumed = await rp.start(stopped)
         assert resumed.status == "running" and resumed.spot
         if backend.runpod:
             rent, resume = backend.runpod.gql_calls
-            assert "podRentInterruptable" in rent["query"] and rent["variables"]["input"]["bidPerGpu"] == 0.2
+            assert "podRentInterruptable" in rent["query"] and rent["variables"]["input"]["bidPerGpu"] == 0.4
             env = {e["key"]: e["value"] for e in rent["variables"]["input"]["env"]}
             assert env["PUBLIC_KEY"] == KEY
             assert "podBidResume" in resume["query"]

@@ -5,6 +5,13 @@ from __future__ import annotations
 from gpujob.live import LiveResource, SSHEndpoint, Status
 from gpujob.providers.runpod import wire
 
+SPOT_TAG = "GPUJOB_SPOT"  # env marker: v2 pod objects do not say whether a pod is interruptible
+
+
+def is_spot(pod: wire.Pod) -> bool:
+    return str(pod.env.get(SPOT_TAG, "")) == "1"
+
+
 _STATUS: dict[str, Status] = {
     "PROVISIONING": "pending",
     "STARTING": "pending",
@@ -43,7 +50,7 @@ def pod_to_live(pod: wire.Pod) -> LiveResource:
         gpu_count=gpu_count,
         region=pod.data_center_id,
         cloud=cloud if cloud in ("secure", "community") else None,  # type: ignore[arg-type]
-        spot=pod.interruptible or str(pod.env.get("GPUJOB_SPOT", "")) == "1",
+        spot=is_spot(pod),
         image=pod.image,
         template=pod.template,
         container_disk_gb=pod.disk,

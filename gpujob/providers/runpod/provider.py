@@ -16,11 +16,17 @@ from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, ZeroGpuError
 from gpujob.providers.runpod import wire
 from gpujob.providers.runpod.client import PLATFORM, RunPodClient
-from gpujob.providers.runpod.normalize import pod_to_live, registry_to_live, template_to_live, volume_to_live
+from gpujob.providers.runpod.normalize import (
+    SPOT_TAG,
+    is_spot,
+    pod_to_live,
+    registry_to_live,
+    template_to_live,
+    volume_to_live,
+)
 from gpujob.providers.wait import Timeouts, poll
 
 T = TypeVar("T")
-SPOT_TAG = "GPUJOB_SPOT"  # env marker: v2 pod objects do not say whether a pod is interruptible
 
 
 class RunPodProvider:
@@ -95,7 +101,7 @@ class RunPodProvider:
         if pod.status == "RUNNING" and pod.ssh and pod.ssh.direct:
             return self._checked(pod)
         try:
-            if resource.spot or _is_spot(pod):
+            if resource.spot or is_spot(pod):
                 bid = await self._bid(pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud)
                 await self.client.bid_resume(
                     pod.id, bid, pod.gpu.count if pod.gpu else max(resource.gpu_count, 1)
@@ -327,10 +333,6 @@ def _env(r: LaunchRequest) -> dict[str, str]:
     if r.ssh_public_key:
         env["PUBLIC_KEY"] = r.ssh_public_key
     return env
-
-
-def _is_spot(pod: wire.Pod) -> bool:
-    return pod.interruptible or str(pod.env.get(SPOT_TAG, "")) == "1"
 
 
 def _profile_spot_quotes(now: Any) -> list[PriceQuote]:

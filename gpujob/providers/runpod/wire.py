@@ -56,6 +56,9 @@ class Mounts(WireModel):
 
 
 class Pod(WireModel):
+    """A v2 pod. v2 has no interruptible flag: gpujob marks the spot pods it rents through GraphQL with
+    the env var GPUJOB_SPOT=1 (see provider.SPOT_TAG), which v2 reports back in `env`."""
+
     id: str
     name: str = ""
     status: str = ""
@@ -76,7 +79,6 @@ class Pod(WireModel):
     runtime: dict[str, Any] | None = None
     created_at: datetime | None = Field(None, alias="createdAt")
     started_at: datetime | None = Field(None, alias="startedAt")
-    interruptible: bool = False  # not in v2; GraphQL-created spot pods are tagged by gpujob (see provider)
 
 
 class PodList(WireModel):
