@@ -14,6 +14,7 @@ from gpujob.live import LiveResource
 from gpujob.plan.context import JobContext, path_tier, tier_title, tiers_in_use
 from gpujob.plan.cost import Footprint, billing
 from gpujob.plan.diff import diff_fields
+from gpujob.plan.findings import by_severity
 from gpujob.plan.model import GATED, Action, ActionKind, DataEffect, FieldChange, Finding
 
 K = ActionKind
@@ -50,7 +51,7 @@ def add(
         drift=drift,
         billing=billing(before, after, ctx.profile),
         data=data_effect(ctx, kind, before),
-        findings=findings(action_id) if findings else [],
+        findings=by_severity(findings(action_id)) if findings else [],
         depends_on=[d for d in (depends_on or []) if d],
         gated=kind in GATED,
     )
@@ -513,6 +514,20 @@ def _start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
                 "warning",
                 "a stopped pod is tied to its host: if that GPU was rented meanwhile it starts with zero GPUs",
                 fix="if the start finds no GPU, use state: absent then running (fresh host, network volume)",
+                action_id=aid,
+            )
+        )
+    if (
+        ctx.spec.platform == "paperspace"
+        and ctx.machine is not None
+        and ctx.machine.public_ip_kind == "dynamic"
+    ):
+        out.append(
+            ctx.finding(
+                "PS6",
+                "info",
+                "the machine's dynamic IP changes on every start; gpujob re-reads it before connecting",
+                fix="use public_ip: static for an address that stays (it bills while stopped, PS1)",
                 action_id=aid,
             )
         )

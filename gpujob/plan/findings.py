@@ -19,8 +19,17 @@ from gpujob.spec.model import format_duration
 FLUSH_GB_PER_S = 2.0
 
 
+RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def by_severity(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then info; otherwise in the order they were found (stable)."""
+    return sorted(findings, key=lambda f: RANK[f.severity])
+
+
 def spec_findings(ctx: JobContext, *, running_usd_per_hour: float, launch_planned: bool) -> list[Finding]:
     out: list[Finding] = []
+    out += _orphans(ctx)
     out += _checkpoint_tier(ctx)
     out += _parking(ctx)
     out += _caches(ctx)
@@ -31,6 +40,30 @@ def spec_findings(ctx: JobContext, *, running_usd_per_hour: float, launch_planne
     out += _spot(ctx)
     out += _budget(ctx, running_usd_per_hour)
     out += _secrets(ctx, launch_planned)
+    return out
+
+
+def _orphans(ctx: JobContext) -> list[Finding]:
+    """Owned volumes the spec no longer names: they hold data, so the plan never deletes them unasked."""
+    out = []
+    for v in ctx.stale_volumes:
+        if ctx.spec.state == "absent":
+            continue
+        monthly = monthly_total(
+            meters(
+                Footprint(network_volume=(v.name, v.volume_gb or 0, v.volume_tier or "standard")), ctx.profile
+            )
+        )
+        out.append(
+            ctx.finding(
+                "orphan",
+                "warning",
+                f"network volume {v.name} ({v.volume_gb} GB) is no longer in the spec and bills {usd(monthly)}/mo",
+                detail="gpujob never deletes a volume the spec stopped naming: it may hold the only copy of your data.",
+                fix="name it again in storage.network_volume, or delete it after copying what you need",
+                key="storage",
+            )
+        )
     return out
 
 

@@ -19,7 +19,7 @@ from gpujob.plan import actions as act
 from gpujob.plan.cadence import cadence
 from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.cost import Footprint, hourly_total, meters, monthly_total
-from gpujob.plan.findings import spec_findings
+from gpujob.plan.findings import by_severity, spec_findings
 from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
 from gpujob.profile import load_profile
 
@@ -111,7 +111,7 @@ def _plan_job(
     running = hourly_total(meters(desired, ctx.profile)) if spec.state != "absent" else 0.0
     parked_fp = desired.with_(machine="stopped") if spec.state != "absent" else ctx.fp
     launch = any(a.kind is ActionKind.LAUNCH for a in ctx.actions)
-    findings = (
+    findings = by_severity(
         _read_error_findings(ctx)
         + ctx.findings
         + spec_findings(ctx, running_usd_per_hour=running, launch_planned=launch)

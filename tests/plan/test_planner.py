@@ -225,3 +225,14 @@ def test_diff_allowlist() -> None:
     assert shrink[0].forces_replacement is True
     assert diff_fields({"region": "A"}, {"region": "B"})[0].forces_replacement is True
     assert diff_fields({"a": 1}, {"a": 1}) == []
+
+
+def test_a_volume_the_spec_stopped_naming_is_reported_not_deleted(write_job: Write) -> None:
+    old = volume("gpujob-job-oldname", volume_gb=50)
+    plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume(), old))
+    assert K.DELETE_VOLUME not in [a.kind for a in plan.all_actions()]
+    (f,) = [f for f in plan.all_findings() if f.code == "orphan"]
+    assert "gpujob-job-oldname" in f.summary and "$3.50/mo" in f.summary
+    absent = plan_for(write_job, live(pod(), volume(), old), **{"state:__running": "state: absent"})
+    deleted = [a.resource_name for a in absent.all_actions() if a.kind is K.DELETE_VOLUME]
+    assert deleted == ["gpujob-job-ckpts", "gpujob-job-oldname"]
