@@ -45,16 +45,32 @@ def build_plan(
         )
         for ls in loaded
     ]
-    digest = hashlib.sha256()
-    for ls in sorted(loaded, key=lambda x: str(x.path)):
-        digest.update(f"{ls.path}\0{ls.digest}\n".encode())
     return Plan(
         created_at=now,
         gpujob_version=__version__,
-        spec_digest=digest.hexdigest(),
-        live_fingerprint=live.fingerprint(),
+        spec_digest=spec_digest(loaded),
+        live_fingerprint=live_fingerprint(live, [ls.spec.name for ls in loaded]),
         jobs=jobs,
     )
+
+
+def spec_digest(loaded: Sequence[SpecSource]) -> str:
+    """sha256 over every job file's path and content digest (order-independent): the stale-spec guard."""
+    digest = hashlib.sha256()
+    for ls in sorted(loaded, key=lambda x: str(x.path)):
+        digest.update(f"{ls.path}\0{ls.digest}\n".encode())
+    return digest.hexdigest()
+
+
+def live_fingerprint(live: LiveState, jobs: Sequence[str]) -> str:
+    """LiveState.fingerprint() of just what these jobs own, plus any pod mounting one of their volumes, so
+    an unrelated resource changing elsewhere in the account does not make a saved plan stale.
+    `gpujob apply` recomputes this from a fresh read and compares."""
+    owners = assign_owners(live.resources, list(jobs))
+    mine = [r for rs in owners.values() for r in rs]
+    volume_ids = {r.id for r in mine if r.kind == "network_volume"}
+    mine += [r for r in live.resources if r.network_volume_id in volume_ids and r not in mine]
+    return LiveState(read_at=live.read_at, resources=mine).fingerprint()
 
 
 def assign_owners(resources: list[LiveResource], jobs: list[str]) -> dict[str, list[LiveResource]]:

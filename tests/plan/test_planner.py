@@ -236,3 +236,16 @@ def test_a_volume_the_spec_stopped_naming_is_reported_not_deleted(write_job: Wri
     absent = plan_for(write_job, live(pod(), volume(), old), **{"state:__running": "state: absent"})
     deleted = [a.resource_name for a in absent.all_actions() if a.kind is K.DELETE_VOLUME]
     assert deleted == ["gpujob-job-ckpts", "gpujob-job-oldname"]
+
+
+def test_live_fingerprint_ignores_unrelated_resources_but_not_ours(write_job: Write) -> None:
+    from gpujob.plan.planner import live_fingerprint
+
+    ours = [pod(network_volume_id="nv-gpujob-job-ckpts"), volume()]
+    base = live_fingerprint(live(*ours, pod("someone-else")), ["job"])
+    assert live_fingerprint(live(*ours, pod("someone-else", status="stopped")), ["job"]) == base
+    assert live_fingerprint(live(ours[0].model_copy(update={"status": "stopped"}), ours[1]), ["job"]) != base
+    writer = pod("notebook", network_volume_id="nv-gpujob-job-ckpts")
+    assert live_fingerprint(live(*ours, writer), ["job"]) != base  # a pod on our volume matters
+    plan = plan_for(write_job, live(*ours, pod("someone-else")))
+    assert plan.live_fingerprint == base
