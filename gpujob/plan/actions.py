@@ -1,129 +1,20 @@
-"""The per-state planning rules: which actions a job needs, in apply order, with their consequences.
-
-Every action is appended through `add()`, which reads the billing change off the job's footprint
-before and after the action and the data effect off the profile's survival matrix, so no rule has
-to compute money or data loss itself.
+"""The per-state planning rules: which actions a job needs, in apply order (volume before the pod that
+mounts it, pull before anything that deletes checkpoints). Money and data effects come from builder.add().
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from gpujob.live import LiveResource
-from gpujob.plan.context import JobContext, path_tier, tier_title, tiers_in_use
-from gpujob.plan.cost import Footprint, billing
+from gpujob.plan import action_findings as af
+from gpujob.plan.builder import add, noop, noop_reason
+from gpujob.plan.context import JobContext
 from gpujob.plan.diff import diff_fields
-from gpujob.plan.findings import by_severity
-from gpujob.plan.model import GATED, Action, ActionKind, DataEffect, FieldChange, Finding
+from gpujob.plan.model import ActionKind, FieldChange
 
 K = ActionKind
-
-
-def add(
-    ctx: JobContext,
-    kind: ActionKind,
-    resource_kind: str,
-    resource_name: str,
-    *,
-    reasons: list[str],
-    after: Footprint | None = None,
-    resource_id: str | None = None,
-    changes: list[FieldChange] | None = None,
-    drift: bool = False,
-    depends_on: list[str | None] | None = None,
-    index: str = "",
-    findings: Callable[[str], list[Finding]] | None = None,
-) -> Action:
-    action_id = f"{ctx.job}.{resource_kind}{f'[{index}]' if index else ''}.{kind.value}"
-    before = ctx.fp
-    after = before if after is None else after
-    action = Action(
-        id=action_id,
-        job=ctx.job,
-        platform=ctx.spec.platform,
-        kind=kind,
-        resource_kind=resource_kind,
-        resource_name=resource_name,
-        resource_id=resource_id,
-        reasons=reasons,
-        changes=changes or [],
-        drift=drift,
-        billing=billing(before, after, ctx.profile),
-        data=data_effect(ctx, kind, before),
-        findings=by_severity(findings(action_id)) if findings else [],
-        depends_on=[d for d in (depends_on or []) if d],
-        gated=kind in GATED,
-    )
-    ctx.fp = after
-    ctx.actions.append(action)
-    return action
-
-
-def noop(ctx: JobContext, reason: str, *, drift: bool = False) -> Action:
-    name, rid = (ctx.machine.name, ctx.machine.id) if ctx.machine else (ctx.spec.resource_name, None)
-    return add(ctx, K.NOOP, ctx.machine_kind, name, resource_id=rid, reasons=[reason], drift=drift)
-
-
-def noop_reason(ctx: JobContext) -> str:
-    m, state = ctx.machine, ctx.spec.state
-    if state == "absent":
-        return "nothing of this job exists; nothing to destroy"
-    if m is None:
-        return f"no {ctx.machine_kind} exists and state: stopped creates none"
-    if state == "stopped":
-        return f"{ctx.machine_kind} {m.name} is already stopped"
-    return f"{ctx.machine_kind} {m.name} is running and matches the spec"
-
-
-# --- data effects ----------------------------------------------------------------------------
-
-
-def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEffect:
-    spec, profile = ctx.spec, ctx.profile
-    ck = spec.checkpoint
-    ck_tier = path_tier(spec, ck.dir) if ck else None
-    verb = {K.STOP: "stop", K.TERMINATE: "terminate", K.REPLACE: "terminate"}.get(kind)
-    if verb is not None:
-        wipes = [t for t in tiers_in_use(spec, before) if not profile.survives(t, verb)]
-        safe = profile.survives(ck_tier, verb) if ck_tier else None
-        names = [tier_title(profile, t) for t in wipes]
-        text = f"wipes {', '.join(names)}" if names else "wipes nothing"
-        if kind is not K.STOP:
-            text += " (irreversible)"
-        if ck is not None and ck_tier is not None:
-            where = tier_title(profile, ck_tier)
-            text += f"; checkpoint.dir {ck.dir} is on the {where}: " + (
-                "survives" if safe else "LOST unless pulled"
-            )
-        return DataEffect(wipes=names, irreversible=kind is not K.STOP, checkpoint_safe=safe, summary=text)
-    if kind is K.DELETE_VOLUME:
-        on_it = ck_tier is not None and ck_tier.startswith("network_volume")
-        return DataEffect(
-            wipes=["network volume"],
-            irreversible=True,
-            checkpoint_safe=not on_it if ck else None,
-            summary="deletes the volume and every file on it (irreversible)"
-            + ("; checkpoint.dir is on it" if on_it else ""),
-        )
-    if kind is K.DELETE_SNAPSHOT:
-        return DataEffect(
-            wipes=["snapshot"], irreversible=True, summary="deletes the snapshot (irreversible)"
-        )
-    if kind is K.RELEASE_IP:
-        return DataEffect(
-            irreversible=True, summary="the address goes back to the pool; a new one will differ"
-        )
-    if kind is K.UPDATE:
-        return DataEffect(irreversible=True, summary="grow-only: the volume can never be shrunk back")
-    if kind is K.START and spec.platform == "runpod":
-        return DataEffect(summary="the container disk starts empty; only the volume mount kept its files")
-    if kind is K.PULL and ck is not None:
-        return DataEffect(summary=f"copies {ck.dir} to {ck.pull_to} and verifies each file; deletes nothing")
-    if kind is K.LAUNCH and spec.run is not None:
-        return DataEffect(summary=f"writes code to {spec.run.sync.dest}; deletes nothing")
-    return DataEffect()
-
+__all__ = ["machine_changes", "noop", "noop_reason", "plan_absent", "plan_running", "plan_stopped"]
 
 # --- rules per desired state -----------------------------------------------------------------
 
@@ -164,7 +55,7 @@ def plan_running(ctx: JobContext) -> None:
     changes = machine_changes(ctx, m)
     forcing = [c for c in changes if c.forces_replacement]
     if forcing:
-        pull_id = _pull(ctx, "replace") if _ckpts_on_machine(ctx, m) else None
+        pull_id = _pull(ctx, "replace") if af.ckpts_on_machine(ctx, m) else None
         culprits = ", ".join(c.path for c in forcing)
         a = add(
             ctx,
@@ -178,7 +69,7 @@ def plan_running(ctx: JobContext) -> None:
             after=machine_fp,
             changes=changes,
             depends_on=[pull_id, nv_dep],
-            findings=lambda aid: _replace_findings(ctx, aid, forcing),
+            findings=lambda aid: af.replace_findings(ctx, aid, forcing),
         )
         _launch(ctx, a.id)
         return
@@ -194,7 +85,7 @@ def plan_running(ctx: JobContext) -> None:
             after=ctx.fp.with_(machine="running"),
             drift=True,
             depends_on=[nv_dep],
-            findings=lambda aid: _start_findings(ctx, aid, fired),
+            findings=lambda aid: af.start_findings(ctx, aid, fired),
         )
         if changes:
             _grow(ctx, m, changes, a.id)
@@ -217,7 +108,7 @@ def plan_stopped(ctx: JobContext) -> None:
         resource_id=m.id,
         reasons=[f"state: stopped; {ctx.machine_kind} {m.name} is {m.raw_status or m.status}"],
         after=ctx.fp.with_(machine="stopped"),
-        findings=lambda aid: _stop_findings(ctx, aid),
+        findings=lambda aid: af.stop_findings(ctx, aid),
     )
 
 
@@ -237,7 +128,7 @@ def plan_absent(ctx: JobContext) -> None:
                 machine=None, gpu=None, container_disk_gb=None, volume_gb=None, static_ip=bool(ctx.ips)
             ),
             depends_on=[pull_id],
-            findings=lambda aid: _teardown_findings(ctx, aid),
+            findings=lambda aid: af.teardown_findings(ctx, aid),
         ).id
     for v in [x for x in [ctx.volume, *ctx.stale_volumes] if x is not None]:
         add(
@@ -250,7 +141,7 @@ def plan_absent(ctx: JobContext) -> None:
             after=ctx.fp.with_(network_volume=None),
             depends_on=[term_id, pull_id],
             index=v.id if len(ctx.stale_volumes) else "",
-            findings=lambda aid: _volume_without_pull(ctx, aid, pull_id),
+            findings=lambda aid: af.volume_without_pull(ctx, aid, pull_id),
         )
     for ip in ctx.ips:
         add(
@@ -459,19 +350,6 @@ def _launch(ctx: JobContext, machine_action: str) -> None:
     add(ctx, K.LAUNCH, "run", ctx.spec.resource_name, reasons=reasons, depends_on=[machine_action])
 
 
-def _ckpts_on_machine(ctx: JobContext, m: LiveResource) -> bool:
-    """Checkpoints sit on a disk that dies with this machine: the spec says so, or (RunPod) the live pod
-    has no network volume, so whatever it wrote is on its own volume disk even if the spec now adds one."""
-    if ctx.spec.checkpoint is None:
-        return False
-    return _ck_lost_by(ctx, "terminate") or (ctx.spec.platform == "runpod" and m.network_volume_id is None)
-
-
-def _ck_lost_by(ctx: JobContext, verb: str) -> bool:
-    ck = ctx.spec.checkpoint
-    return ck is not None and not ctx.profile.survives(path_tier(ctx.spec, ck.dir), verb)
-
-
 def _pull(ctx: JobContext, before_what: str) -> str:
     ck = ctx.spec.checkpoint
     assert ck is not None
@@ -500,138 +378,3 @@ def _describe_record(rec: object) -> str:
     if missing:
         text += f"; {len(missing)} remote file(s) not pulled since"
     return text
-
-
-# --- action findings -----------------------------------------------------------------------
-
-
-def _start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
-    out = []
-    if ctx.spec.platform == "runpod":
-        out.append(
-            ctx.finding(
-                "RP1",
-                "warning",
-                "a stopped pod is tied to its host: if that GPU was rented meanwhile it starts with zero GPUs",
-                fix="if the start finds no GPU, use state: absent then running (fresh host, network volume)",
-                action_id=aid,
-            )
-        )
-    if (
-        ctx.spec.platform == "paperspace"
-        and ctx.machine is not None
-        and ctx.machine.public_ip_kind == "dynamic"
-    ):
-        out.append(
-            ctx.finding(
-                "PS6",
-                "info",
-                "the machine's dynamic IP changes on every start; gpujob re-reads it before connecting",
-                fix="use public_ip: static for an address that stays (it bills while stopped, PS1)",
-                action_id=aid,
-            )
-        )
-    if fired:
-        out.append(
-            ctx.finding(
-                "PS2",
-                "warning",
-                "the run was cut by the auto-shutdown clock, not by a crash",
-                fix="raise machine.auto_shutdown above run.max_runtime (console) and let the run resume",
-                key="machine.auto_shutdown",
-                action_id=aid,
-            )
-        )
-    return out
-
-
-def _stop_findings(ctx: JobContext, aid: str) -> list[Finding]:
-    out = []
-    if ctx.spec.platform == "paperspace":
-        if ctx.fp.static_ip:
-            out.append(
-                ctx.finding(
-                    "PS1",
-                    "warning",
-                    "the static IP keeps billing while the machine is off",
-                    fix="state: absent releases it, or use public_ip: dynamic",
-                    action_id=aid,
-                )
-            )
-        if ctx.fp.snapshots:
-            out.append(
-                ctx.finding(
-                    "PS9",
-                    "warning",
-                    f"{len(ctx.fp.snapshots)} snapshot(s) keep billing while the machine is off",
-                    fix="delete snapshots you no longer need",
-                    action_id=aid,
-                )
-            )
-    return out
-
-
-def _replace_findings(ctx: JobContext, aid: str, forcing: list[FieldChange]) -> list[Finding]:
-    out = []
-    if any(c.path == "network_volume" and c.before is None for c in forcing):
-        out.append(
-            ctx.finding(
-                "RP7",
-                "warning",
-                "a network volume can only be attached when a pod is created, so the pod is replaced",
-                detail="Files on the old pod's volume disk are deleted with it; the pull runs first.",
-                key="storage.network_volume",
-                action_id=aid,
-            )
-        )
-    if ctx.machine is not None and _ckpts_on_machine(ctx, ctx.machine):
-        out.append(
-            ctx.finding(
-                "RP3" if ctx.spec.platform == "runpod" else "checkpoint-tier",
-                "warning",
-                "replacing deletes the checkpoints on the old machine's disk; they are pulled first",
-                key="checkpoint.dir",
-                action_id=aid,
-            )
-        )
-    return out
-
-
-def _teardown_findings(ctx: JobContext, aid: str) -> list[Finding]:
-    out = []
-    if ctx.spec.checkpoint is None:
-        out.append(
-            ctx.finding(
-                "no-checkpoint",
-                "warning",
-                f"no checkpoint block: nothing is pulled before the {ctx.teardown_verb}, and its disks are deleted",
-                fix="add a checkpoint block, or copy what you need off the machine first",
-                action_id=aid,
-            )
-        )
-    if ctx.snapshots:
-        out.append(
-            ctx.finding(
-                "PS9",
-                "info",
-                "snapshots survive the destroy; they are deleted by their own actions below",
-                action_id=aid,
-            )
-        )
-    return out
-
-
-def _volume_without_pull(ctx: JobContext, aid: str, pull_id: str | None) -> list[Finding]:
-    ck = ctx.spec.checkpoint
-    if ck is None or pull_id is not None or not path_tier(ctx.spec, ck.dir).startswith("network_volume"):
-        return []
-    return [
-        ctx.finding(
-            "RP3",
-            "warning",
-            "checkpoints on this network volume cannot be pulled: no pod is running to pull them through",
-            fix="set state: running and `gpujob pull`, then state: absent",
-            key="state",
-            action_id=aid,
-        )
-    ]

@@ -1,0 +1,152 @@
+"""Findings attached to one action: the traps a start, stop, replace or teardown walks into."""
+
+from __future__ import annotations
+
+from gpujob.live import LiveResource
+from gpujob.plan.context import JobContext, path_tier
+from gpujob.plan.model import FieldChange, Finding
+
+
+def ckpts_on_machine(ctx: JobContext, m: LiveResource) -> bool:
+    """Checkpoints sit on a disk that dies with this machine: the spec says so, or (RunPod) the live pod
+    has no network volume, so whatever it wrote is on its own volume disk even if the spec now adds one."""
+    if ctx.spec.checkpoint is None:
+        return False
+    return ck_lost_by(ctx, "terminate") or (ctx.spec.platform == "runpod" and m.network_volume_id is None)
+
+
+def ck_lost_by(ctx: JobContext, verb: str) -> bool:
+    ck = ctx.spec.checkpoint
+    return ck is not None and not ctx.profile.survives(path_tier(ctx.spec, ck.dir), verb)
+
+
+def start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
+    out = []
+    if ctx.spec.platform == "runpod":
+        out.append(
+            ctx.finding(
+                "RP1",
+                "warning",
+                "a stopped pod is tied to its host: if that GPU was rented meanwhile it starts with zero GPUs",
+                fix="if the start finds no GPU, use state: absent then running (fresh host, network volume)",
+                action_id=aid,
+            )
+        )
+    if (
+        ctx.spec.platform == "paperspace"
+        and ctx.machine is not None
+        and ctx.machine.public_ip_kind == "dynamic"
+    ):
+        out.append(
+            ctx.finding(
+                "PS6",
+                "info",
+                "the machine's dynamic IP changes on every start; gpujob re-reads it before connecting",
+                fix="use public_ip: static for an address that stays (it bills while stopped, PS1)",
+                action_id=aid,
+            )
+        )
+    if fired:
+        out.append(
+            ctx.finding(
+                "PS2",
+                "warning",
+                "the run was cut by the auto-shutdown clock, not by a crash",
+                fix="raise machine.auto_shutdown above run.max_runtime (console) and let the run resume",
+                key="machine.auto_shutdown",
+                action_id=aid,
+            )
+        )
+    return out
+
+
+def stop_findings(ctx: JobContext, aid: str) -> list[Finding]:
+    out = []
+    if ctx.spec.platform == "paperspace":
+        if ctx.fp.static_ip:
+            out.append(
+                ctx.finding(
+                    "PS1",
+                    "warning",
+                    "the static IP keeps billing while the machine is off",
+                    fix="state: absent releases it, or use public_ip: dynamic",
+                    action_id=aid,
+                )
+            )
+        if ctx.fp.snapshots:
+            out.append(
+                ctx.finding(
+                    "PS9",
+                    "warning",
+                    f"{len(ctx.fp.snapshots)} snapshot(s) keep billing while the machine is off",
+                    fix="delete snapshots you no longer need",
+                    action_id=aid,
+                )
+            )
+    return out
+
+
+def replace_findings(ctx: JobContext, aid: str, forcing: list[FieldChange]) -> list[Finding]:
+    out = []
+    if any(c.path == "network_volume" and c.before is None for c in forcing):
+        out.append(
+            ctx.finding(
+                "RP7",
+                "warning",
+                "a network volume can only be attached when a pod is created, so the pod is replaced",
+                detail="Files on the old pod's volume disk are deleted with it; the pull runs first.",
+                key="storage.network_volume",
+                action_id=aid,
+            )
+        )
+    if ctx.machine is not None and ckpts_on_machine(ctx, ctx.machine):
+        out.append(
+            ctx.finding(
+                "RP3" if ctx.spec.platform == "runpod" else "checkpoint-tier",
+                "warning",
+                "replacing deletes the checkpoints on the old machine's disk; they are pulled first",
+                key="checkpoint.dir",
+                action_id=aid,
+            )
+        )
+    return out
+
+
+def teardown_findings(ctx: JobContext, aid: str) -> list[Finding]:
+    out = []
+    if ctx.spec.checkpoint is None:
+        out.append(
+            ctx.finding(
+                "no-checkpoint",
+                "warning",
+                f"no checkpoint block: nothing is pulled before the {ctx.teardown_verb}, and its disks are deleted",
+                fix="add a checkpoint block, or copy what you need off the machine first",
+                action_id=aid,
+            )
+        )
+    if ctx.snapshots:
+        out.append(
+            ctx.finding(
+                "PS9",
+                "info",
+                "snapshots survive the destroy; they are deleted by their own actions below",
+                action_id=aid,
+            )
+        )
+    return out
+
+
+def volume_without_pull(ctx: JobContext, aid: str, pull_id: str | None) -> list[Finding]:
+    ck = ctx.spec.checkpoint
+    if ck is None or pull_id is not None or not path_tier(ctx.spec, ck.dir).startswith("network_volume"):
+        return []
+    return [
+        ctx.finding(
+            "RP3",
+            "warning",
+            "checkpoints on this network volume cannot be pulled: no pod is running to pull them through",
+            fix="set state: running and `gpujob pull`, then state: absent",
+            key="state",
+            action_id=aid,
+        )
+    ]

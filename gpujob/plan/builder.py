@@ -1,0 +1,120 @@
+"""Appending an action: every action goes through `add()`, which reads its billing change off the job's
+footprint before and after it and its data effect off the profile's survival matrix, so no planning
+rule computes money or data loss itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpujob.plan.context import JobContext, path_tier, tier_title, tiers_in_use
+from gpujob.plan.cost import Footprint, billing
+from gpujob.plan.findings import by_severity
+from gpujob.plan.model import GATED, Action, ActionKind, DataEffect, FieldChange, Finding
+
+K = ActionKind
+
+
+def add(
+    ctx: JobContext,
+    kind: ActionKind,
+    resource_kind: str,
+    resource_name: str,
+    *,
+    reasons: list[str],
+    after: Footprint | None = None,
+    resource_id: str | None = None,
+    changes: list[FieldChange] | None = None,
+    drift: bool = False,
+    depends_on: list[str | None] | None = None,
+    index: str = "",
+    findings: Callable[[str], list[Finding]] | None = None,
+) -> Action:
+    action_id = f"{ctx.job}.{resource_kind}{f'[{index}]' if index else ''}.{kind.value}"
+    before = ctx.fp
+    after = before if after is None else after
+    action = Action(
+        id=action_id,
+        job=ctx.job,
+        platform=ctx.spec.platform,
+        kind=kind,
+        resource_kind=resource_kind,
+        resource_name=resource_name,
+        resource_id=resource_id,
+        reasons=reasons,
+        changes=changes or [],
+        drift=drift,
+        billing=billing(before, after, ctx.profile),
+        data=data_effect(ctx, kind, before),
+        findings=by_severity(findings(action_id)) if findings else [],
+        depends_on=[d for d in (depends_on or []) if d],
+        gated=kind in GATED,
+    )
+    ctx.fp = after
+    ctx.actions.append(action)
+    return action
+
+
+def noop(ctx: JobContext, reason: str, *, drift: bool = False) -> Action:
+    name, rid = (ctx.machine.name, ctx.machine.id) if ctx.machine else (ctx.spec.resource_name, None)
+    return add(ctx, K.NOOP, ctx.machine_kind, name, resource_id=rid, reasons=[reason], drift=drift)
+
+
+def noop_reason(ctx: JobContext) -> str:
+    m, state = ctx.machine, ctx.spec.state
+    if state == "absent":
+        return "nothing of this job exists; nothing to destroy"
+    if m is None:
+        return f"no {ctx.machine_kind} exists and state: stopped creates none"
+    if state == "stopped":
+        return f"{ctx.machine_kind} {m.name} is already stopped"
+    return f"{ctx.machine_kind} {m.name} is running and matches the spec"
+
+
+# --- data effects ----------------------------------------------------------------------------
+
+
+def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEffect:
+    spec, profile = ctx.spec, ctx.profile
+    ck = spec.checkpoint
+    ck_tier = path_tier(spec, ck.dir) if ck else None
+    verb = {K.STOP: "stop", K.TERMINATE: "terminate", K.REPLACE: "terminate"}.get(kind)
+    if verb is not None:
+        wipes = [t for t in tiers_in_use(spec, before) if not profile.survives(t, verb)]
+        safe = profile.survives(ck_tier, verb) if ck_tier else None
+        names = [tier_title(profile, t) for t in wipes]
+        text = f"wipes {', '.join(names)}" if names else "wipes nothing"
+        if kind is not K.STOP:
+            text += " (irreversible)"
+        if ck is not None and ck_tier is not None:
+            where = tier_title(profile, ck_tier)
+            text += f"; checkpoint.dir {ck.dir} is on the {where}: " + (
+                "survives" if safe else "LOST unless pulled"
+            )
+        return DataEffect(wipes=names, irreversible=kind is not K.STOP, checkpoint_safe=safe, summary=text)
+    if kind is K.DELETE_VOLUME:
+        on_it = ck_tier is not None and ck_tier.startswith("network_volume")
+        return DataEffect(
+            wipes=["network volume"],
+            irreversible=True,
+            checkpoint_safe=not on_it if ck else None,
+            summary="deletes the volume and every file on it (irreversible)"
+            + ("; checkpoint.dir is on it" if on_it else ""),
+        )
+    if kind is K.DELETE_SNAPSHOT:
+        return DataEffect(
+            wipes=["snapshot"], irreversible=True, summary="deletes the snapshot (irreversible)"
+        )
+    if kind is K.RELEASE_IP:
+        return DataEffect(
+            irreversible=True, summary="the address goes back to the pool; a new one will differ"
+        )
+    if kind is K.UPDATE:
+        return DataEffect(irreversible=True, summary="grow-only: the volume can never be shrunk back")
+    if kind is K.START and spec.platform == "runpod":
+        return DataEffect(summary="the container disk starts empty; only the volume mount kept its files")
+    if kind is K.PULL and ck is not None:
+        return DataEffect(summary=f"copies {ck.dir} to {ck.pull_to} and verifies each file; deletes nothing")
+    if kind is K.LAUNCH and spec.run is not None:
+        return DataEffect(summary=f"writes code to {spec.run.sync.dest}; deletes nothing")
+    return DataEffect()
