@@ -125,19 +125,20 @@ def _secret_blob(spec: JobSpec, secrets: dict[str, str]) -> bytes:
 
 async def launch_run(
     remote: Remote, spec: JobSpec, *, secrets: dict[str, str], scratch_root: str = SCRATCH_ROOT
-) -> None:
-    """Start the run detached unless it is already alive (idempotent). Only the names in
-    `spec.run.secrets` are sent, over this SSH channel's stdin."""
+) -> bool:
+    """Start the run detached unless it is already alive (idempotent); True when it was started.
+    Only the names in `spec.run.secrets` are sent, over this SSH channel's stdin."""
     blob = _secret_blob(spec, secrets)
     jobdir = job_dir(spec)
     await remote.put_bytes(
         render_launcher(spec, scratch_root=scratch_root).encode(), f"{jobdir}/launcher.sh", 0o700
     )
     try:
-        await remote.run(f"bash {q(jobdir + '/launcher.sh')} start", input=blob, timeout=600)
+        res = await remote.run(f"bash {q(jobdir + '/launcher.sh')} start", input=blob, timeout=600)
     except RemoteCommandError as exc:
         # Keep the command in the message, never the input; stderr comes from the launcher only.
         raise RemoteCommandError(f"start run of {spec.name}", exc.exit_status, exc.stderr_tail) from None
+    return "gpujob: started" in res.stdout
 
 
 def _status_command(spec: JobSpec) -> str:

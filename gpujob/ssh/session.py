@@ -57,9 +57,7 @@ class _PinningClient(asyncssh.SSHClient):
         self.accept_unknown = accept_unknown
         self.seen: asyncssh.SSHKey | None = None
 
-    def validate_host_public_key(
-        self, host: str, addr: tuple[str, int], port: int, key: asyncssh.SSHKey
-    ) -> bool:
+    def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         self.seen = key
         return self.accept_unknown
 

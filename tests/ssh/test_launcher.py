@@ -121,13 +121,13 @@ def test_launch_under_tmux_setup_once_exit_code_idempotent_and_no_secret_leak(
         returned.append(repr(st))
         return st
 
-    def launch() -> None:
-        returned.append(
-            repr(s.do(lambda r: launch_run(r, spec, secrets={"MY_SECRET": secret}, scratch_root=scratch)))
-        )
+    def launch() -> bool:
+        started = s.do(lambda r: launch_run(r, spec, secrets={"MY_SECRET": secret}, scratch_root=scratch))
+        returned.append(repr(started))
+        return bool(started)
 
     try:
-        launch()
+        assert launch() is True
         st = wait_for(
             "run alive with a checkpoint", status, lambda st: st.alive and st.last_checkpoint is not None
         )
@@ -142,7 +142,7 @@ def test_launch_under_tmux_setup_once_exit_code_idempotent_and_no_secret_leak(
         assert launcher_procs(spec) == 1
         pid = (mount / ".gpujob" / spec.name / "pid").read_text()
 
-        launch()  # alive: a no-op
+        assert launch() is False  # alive: a no-op
         assert launcher_procs(spec) == 1
         assert (mount / ".gpujob" / spec.name / "pid").read_text() == pid
 

@@ -64,9 +64,9 @@ def test_pull_verify_and_repull(sshd: SSHD, state: Path, tmp_path: Path) -> None
 
     # A newer checkpoint under an old name replaces the local copy.
     (rdir / "step-200.pt").write_bytes(b"CKPT new content")
-    again = {p.name: p for p in asyncio.run(_pull(sshd, state, rdir, ldir, verify=VERIFY))}
+    newer = {p.name: p for p in asyncio.run(_pull(sshd, state, rdir, ldir, verify=VERIFY))}
     assert (ldir / "step-200.pt").read_bytes() == b"CKPT new content"
-    assert again["step-200.pt"].bytes_transferred == len(b"CKPT new content")
+    assert newer["step-200.pt"].bytes_transferred == len(b"CKPT new content")
 
 
 def test_verify_failure_reports_output(sshd: SSHD, state: Path, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,7 +102,7 @@ def test_host_key_pinned_then_change_refused(tmp_path: Path) -> None:
     with running_sshd(tmp_path / "own") as server:
         server.authorize(line)
 
-        async def hello(**kw: object) -> str:
+        async def hello(**kw: Any) -> str:
             async with connect(
                 server.endpoint, key_path=key, known_hosts=pins, resource_id="pod-x", **kw
             ) as r:  # type: ignore[arg-type]
