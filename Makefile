@@ -21,7 +21,7 @@ schemas:            ## regenerate schemas/*.json from the pydantic models
 	$(PY) -m gpujob.schemas
 
 golden:             ## rewrite golden plan files after a reviewed change
-	$(PY) -m pytest tests -q -k golden --update-golden
+	GPUJOB_UPDATE_GOLDEN=1 $(PY) -m pytest tests -q -k golden
 
 demo:               ## plan and apply against the local simulator (no account needed)
 	bash examples/quickstart/demo.sh
