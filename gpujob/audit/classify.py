@@ -113,25 +113,54 @@ def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool) -> str:
     return f"{verb} (not gpujob's: use the console, runpodctl or pspace)"
 
 
-def _rate(r: LiveResource, meters: list[MeterLine] | None) -> tuple[float, float, RateSource, str]:
-    """(usd/h, usd/month, source, note). The API's rate wins, except a $0 the profile contradicts:
-    RunPod reports cost 0 for an exited pod while its volume disk keeps billing (RP4)."""
-    prof_h = sum(m.usd_per_hour for m in meters or [])
-    prof_m = sum(m.usd_per_month for m in meters or [])
+def _rate(
+    r: LiveResource, meters: list[MeterLine] | None
+) -> tuple[float, float, RateSource, str, list[MeterLine]]:
+    """(usd/h, usd/month, source, note, meters). Both platforms' APIs report the compute rate only
+    (RunPod pod cost, Paperspace usageRate), and RunPod reports 0 for an exited pod whose volume disk
+    still bills (RP4); so an API rate > 0 replaces the GPU meter and storage stays priced by the profile."""
     api = r.cost_per_hour
-    if api is not None and (api > 0 or meters is None or prof_h == 0):
-        monthly = api * HOURS_PER_MONTH
-        caps = [m.monthly_cap_usd for m in meters or []]
-        if caps and all(c is not None for c in caps):
-            monthly = min(monthly, sum(c for c in caps if c is not None))
-        note = ""
-        if meters is not None and abs(api - prof_h) > 0.0005:
-            note = f"API rate differs from the profile's ${prof_h:.4f}/h"
-        return api, round(monthly, 4), "api", note
     if meters is None:
-        return 0.0, 0.0, "none", "rate unknown: the profile cannot price this resource"
-    note = "API reports $0/h; storage still bills" if api == 0 and prof_h > 0 else ""
-    return round(prof_h, 6), round(prof_m, 4), "profile", note
+        if api is not None and api > 0:
+            line = MeterLine(
+                what=f"{r.kind} (API rate)",
+                usd_per_hour=api,
+                usd_per_month=round(api * HOURS_PER_MONTH, 4),
+                source="API",
+            )
+            return api, line.usd_per_month, "api", "", [line]
+        return 0.0, 0.0, "none", "rate unknown: the profile cannot price this resource", []
+    note = ""
+    source: RateSource = "profile"
+    if api is not None and api > 0:
+        gpu = [m for m in meters if m.what.startswith("GPU")]
+        what = gpu[0].what if gpu else "compute"
+        profile_gpu = sum(m.usd_per_hour for m in gpu)
+        if abs(api - profile_gpu) > 0.0005:
+            note = f"API compute rate; the profile lists ${profile_gpu:.4f}/h"
+        api_line = MeterLine(
+            what=what, usd_per_hour=api, usd_per_month=round(api * HOURS_PER_MONTH, 4), source="API"
+        )
+        meters = [api_line] + [m for m in meters if not m.what.startswith("GPU")]
+        source = "api"
+    elif api == 0 and any(m.usd_per_hour > 0 for m in meters):
+        note = "API reports $0/h; storage still bills"
+    hourly = round(sum(m.usd_per_hour for m in meters), 6)
+    monthly = round(sum(m.usd_per_month for m in meters), 4)
+    return hourly, monthly, source, note, meters
+
+
+def _with_snapshot_size(r: LiveResource, machines: dict[str, LiveResource]) -> tuple[LiveResource, str]:
+    """Paperspace lists snapshots without a size; a snapshot copies its machine's disk, so that size
+    prices it while the machine exists (an orphan's size stays unknown)."""
+    if r.kind != "snapshot" or r.volume_gb is not None or "size_gb" in r.attributes:
+        return r, ""
+    machine = machines.get(r.machine_id or "")
+    if machine is None or not machine.volume_gb:
+        return r, ""
+    return r.model_copy(
+        update={"volume_gb": machine.volume_gb}
+    ), f"size taken from {machine.name}'s {machine.volume_gb} GB disk"
 
 
 def _detail(r: LiveResource) -> str:
@@ -170,8 +199,10 @@ def classify(
     for r in sorted(resources, key=lambda x: (x.platform, x.kind, x.name, x.id)):
         profile = profiles(r.platform)
         owner, job = owner_of(r, jobs, machines)
-        meters = resource_meters(profile, r, static_ip_listed=r.id in listed_ip_machines)
-        hourly, monthly, source, note = _rate(r, meters)
+        priced, size_note = _with_snapshot_size(r, machines)
+        meters = resource_meters(profile, priced, static_ip_listed=r.id in listed_ip_machines)
+        hourly, monthly, source, note, meters = _rate(r, meters)
+        note = "; ".join(x for x in (note, size_note) if x)
         idle, since, basis, where = _idle_since(r, machines, pods_by_volume)
         billable = hourly > 0 or (source == "none" and r.kind not in ("template", "registry_auth"))
         idle = idle and billable
@@ -189,7 +220,7 @@ def classify(
                 platform=r.platform, kind=r.kind, id=r.id, name=r.name, owner=owner, job=job,
                 state=r.status, raw_status=r.raw_status, detail=detail, billable=billable,
                 usd_per_hour=hourly, usd_per_month=monthly, rate_source=source, rate_note=note,
-                meters=meters or [], since=since, since_basis=basis, idle=idle, idle_seconds=idle_s,
+                meters=meters, since=since, since_basis=basis, idle=idle, idle_seconds=idle_s,
                 over_threshold=idle and (idle_s is None or idle_s > idle_threshold_s),
                 gotcha=gotcha, gotcha_title=title, fix=_fix(r, owner, job, idle),
             )

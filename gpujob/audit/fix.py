@@ -63,7 +63,7 @@ def file_digest(path: Path) -> str:
 
 def _billing(item: AuditItem, kind: ActionKind) -> Billing:
     stops = list(item.meters)
-    if item.rate_source == "api" or not stops:
+    if not stops:
         stops = [
             MeterLine(
                 what=f"{item.kind} {item.name}",

@@ -64,10 +64,17 @@ def test_running_pod_gpu_and_disks_from_profile(report: AuditReport) -> None:
     assert not bert.idle and bert.gotcha is None
 
 
-def test_api_rate_preferred_when_reported(report: AuditReport) -> None:
+def test_api_rate_replaces_the_gpu_meter(report: AuditReport) -> None:
     nb = item(report, "my-notebook")
-    assert (nb.rate_source, nb.usd_per_hour, nb.usd_per_month) == ("api", 2.75, 2.75 * HOURS_PER_MONTH)
-    assert "differs" in nb.rate_note
+    disks = (
+        10 * RP.tier("container_disk").price_gb_month_running
+        + 20 * RP.tier("volume_disk").price_gb_month_running
+    )
+    assert nb.rate_source == "api"
+    assert nb.meters[0].usd_per_hour == 2.75 and nb.meters[0].source == "API"
+    assert nb.usd_per_hour == pytest.approx(2.75 + disks / HOURS_PER_MONTH, abs=1e-6)
+    assert nb.usd_per_month == pytest.approx(2.75 * HOURS_PER_MONTH + disks, abs=1e-3)
+    assert "profile lists $2.6900/h" in nb.rate_note  # spot list price differs from the billed rate
 
 
 def test_network_volumes(report: AuditReport) -> None:
