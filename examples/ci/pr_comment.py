@@ -37,7 +37,7 @@ ACTION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 EXIT_WORDS = {
     0: "no changes",
-    1: "**plan failed**: see the job log",
+    1: "**plan failed or blocked**: see the findings below and the job log",
     2: "changes to apply on merge",
 }
 
