@@ -31,13 +31,16 @@ def _keygen(path: Path) -> None:
 class SSHD:
     """One sshd process (`-D`, so `pid` is the listener; each connection is a child of it)."""
 
-    def __init__(self, root: Path, *, set_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, root: Path, *, set_env: dict[str, str] | None = None, log_level: str = "ERROR"
+    ) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.host_key = root / "ssh_host_ed25519_key"
         self.client_key = root / "client_ed25519"
         self.authorized = root / "authorized_keys"
         self.set_env = set_env or {}
+        self.log_level = log_level
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = _free_port()
         _keygen(self.host_key)
@@ -50,6 +53,12 @@ class SSHD:
         import pwd
 
         return SSHEndpoint(host="127.0.0.1", port=self.port, user=pwd.getpwuid(os.getuid()).pw_name)
+
+    def log(self) -> str:
+        try:
+            return (self.root / "sshd.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def authorize(self, public_key_line: str) -> None:
         with self.authorized.open("a") as fh:
@@ -68,7 +77,7 @@ class SSHD:
             "Subsystem sftp internal-sftp",
             f"AuthorizedKeysFile {self.authorized}",
             "StrictModes no",
-            "LogLevel ERROR",
+            f"LogLevel {self.log_level}",
             "MaxSessions 64",
             "MaxStartups 64",
         ]
@@ -151,8 +160,10 @@ class SSHD:
 
 
 @contextmanager
-def running_sshd(root: Path, *, set_env: dict[str, str] | None = None) -> Iterator[SSHD]:
-    server = SSHD(root, set_env=set_env)
+def running_sshd(
+    root: Path, *, set_env: dict[str, str] | None = None, log_level: str = "ERROR"
+) -> Iterator[SSHD]:
+    server = SSHD(root, set_env=set_env, log_level=log_level)
     server.start()
     try:
         yield server

@@ -3,7 +3,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import socket
 import stat
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,25 +140,65 @@ def test_connect_retries_until_endpoint_answers(tmp_path: Path) -> None:
     key, line = ensure_project_key(state)
     server = SSHD(tmp_path / "late")
     server.authorize(line)
+    # Until sshd is up, the port belongs to something that accepts and hangs up (a booting machine's
+    # port mapping); sshd is started only after gpujob's first attempt was turned away.
+    lsock = socket.socket()
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("127.0.0.1", server.port))
+    lsock.listen()
+    turned_away = threading.Event()
+
+    def boot() -> None:
+        conn, _ = lsock.accept()
+        conn.close()
+        lsock.close()
+        turned_away.set()
+        server.start()
+
+    booter = threading.Thread(target=boot)
+    booter.start()
 
     async def go() -> str:
-        async def start_later() -> None:
-            await asyncio.sleep(0.5)  # the machine boots while connect() is already retrying
-            await asyncio.to_thread(server.start)
-
-        starter = asyncio.create_task(start_later())
-        try:
-            async with connect(
-                server.endpoint, key_path=key, known_hosts=state / "kh.json", resource_id="p", timeout=20
-            ) as r:
-                return (await r.run("echo up")).stdout.strip()
-        finally:
-            await starter
+        async with connect(
+            server.endpoint, key_path=key, known_hosts=state / "kh.json", resource_id="p", timeout=30
+        ) as r:
+            return (await r.run("echo up")).stdout.strip()
 
     try:
         assert asyncio.run(go()) == "up"
+        assert turned_away.is_set()
     finally:
+        booter.join(30)
         server.stop()
+
+
+def test_connect_retries_while_the_key_is_not_yet_installed(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    key, line = ensure_project_key(state)
+    with running_sshd(tmp_path / "keys-late", log_level="VERBOSE") as server:
+        rejected = threading.Event()
+
+        def install_key_after_first_rejection() -> None:
+            deadline = time.monotonic() + 20
+            while "Failed publickey" not in server.log() and time.monotonic() < deadline:
+                time.sleep(0.02)  # polls the sshd log until gpujob's first attempt was rejected
+            rejected.set()
+            server.authorize(line)
+
+        helper = threading.Thread(target=install_key_after_first_rejection)
+        helper.start()
+
+        async def go() -> str:
+            async with connect(
+                server.endpoint, key_path=key, known_hosts=state / "kh.json", resource_id="p"
+            ) as r:
+                return (await r.run("echo in")).stdout.strip()
+
+        try:
+            assert asyncio.run(go()) == "in"
+            assert rejected.is_set() and "Failed publickey" in server.log()
+        finally:
+            helper.join(30)
 
 
 def test_connect_gives_up_with_clear_error(tmp_path: Path) -> None:
@@ -182,3 +226,16 @@ def test_local_sshd_helper(tmp_path: Path) -> None:
                 return (await r.run("whoami")).stdout.strip()
 
         assert asyncio.run(go()) == endpoint.user
+
+
+def test_only_the_ssh_package_imports_asyncssh_and_host_keys_are_always_checked() -> None:
+    root = Path(__file__).resolve().parents[2] / "gpujob"
+    offenders = []
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        rel = path.relative_to(root).as_posix()
+        if re.search(r"^\s*(import asyncssh|from asyncssh)", text, re.M) and not rel.startswith("ssh/"):
+            offenders.append(rel)
+        if re.search(r"known_hosts\s*=\s*None", text):
+            offenders.append(f"{rel}: known_hosts=None disables host key checking")
+    assert offenders == []
