@@ -27,6 +27,7 @@ from gpujob.ssh.session import CHUNK, Remote
 
 STAGE = ".gpujob-sync.tmp"
 MANIFEST = ".gpujob-sync.json"
+DELETE = ".gpujob-sync.delete"  # inside the stage only: NUL-separated paths to delete
 _MARK = "\0GPUJOB-LIST\0"
 
 Progress = Callable[[int, int], object]
@@ -76,7 +77,21 @@ def _changed(local: LocalEntry, rem: RemoteEntry | None) -> bool:
     return rem.kind != "f" or rem.size != local.size or rem.mtime != local.mtime
 
 
-def _tar_blocks(entries: list[LocalEntry], total: int, progress: Progress | None) -> Iterator[bytes]:
+def _member(name: str, data: bytes) -> bytes:
+    ti = tarfile.TarInfo(name)
+    ti.size = len(data)
+    ti.mtime = int(time.time())
+    ti.mode = 0o644
+    return (
+        ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+        + data
+        + b"\0" * (-len(data) % tarfile.BLOCKSIZE)
+    )
+
+
+def _tar_blocks(
+    entries: list[LocalEntry], total: int, progress: Progress | None, extra: list[tuple[str, bytes]]
+) -> Iterator[bytes]:
     """A GNU tar stream of `entries`, cut into ~CHUNK blocks (small files batched together)."""
     buf = bytearray()
     done = 0
@@ -109,6 +124,8 @@ def _tar_blocks(entries: list[LocalEntry], total: int, progress: Progress | None
                 if progress is not None:
                     progress(done, total)
         buf += b"\0" * (-e.size % tarfile.BLOCKSIZE)
+    for name, data in extra:
+        buf += _member(name, data)
     buf += b"\0" * (2 * tarfile.BLOCKSIZE)
     yield bytes(buf)
 
@@ -123,6 +140,7 @@ def _place_command(dest: str) -> str:
     )
     script = (
         f"cd {d} && mkdir -p {STAGE} && tar -x --no-same-owner -f - -C {STAGE} && "
+        f"{{ [ ! -e {STAGE}/{DELETE} ] || {{ xargs -0 rm -f -- < {STAGE}/{DELETE} && rm -f {STAGE}/{DELETE}; }}; }} && "
         f"{{ cp -al --remove-destination {STAGE}/. . 2>/dev/null || {fallback}; }} && rm -rf {STAGE}"
     )
     return f"bash -c {q(script)}"
@@ -140,10 +158,6 @@ async def sync_tree(
     remote_entries, manifest = await remote_listing(remote, dest)
     to_send = [e for rel, e in sorted(local.items()) if _changed(e, remote_entries.get(rel))]
     total = sum(e.size for e in to_send if e.link is None)
-    if to_send:
-        await remote.stream_in(_place_command(dest), _tar_blocks(to_send, total, progress))
-    elif progress is not None:
-        progress(0, 0)
     # Only files gpujob placed (the manifest) and that are gone locally are deleted: outputs the run
     # wrote into dest, and files merely excluded now, are left alone.
     to_delete = sorted(
@@ -151,17 +165,21 @@ async def sync_tree(
         for rel in manifest
         if rel not in local and rel in remote_entries and not os.path.lexists(src / rel)
     )
-    if to_delete:
-        await remote.run(f"cd {q(dest)} && xargs -0 rm -f --", input="\0".join(to_delete).encode())
+    deleted = set(to_delete)
     kept = {
         rel: v
         for rel, v in manifest.items()
-        if rel not in local and rel in remote_entries and rel not in to_delete
+        if rel not in local and rel in remote_entries and rel not in deleted
     }
     new_manifest = {rel: [e.size, e.mtime] for rel, e in local.items()} | kept
-    if new_manifest != manifest:
-        body = json.dumps({"version": 1, "files": new_manifest}, sort_keys=True).encode()
-        await remote.put_bytes(body, f"{dest}/{MANIFEST}", 0o644)
+    if to_send or to_delete or new_manifest != manifest:
+        # One stream carries the changed files, the deletions and the new manifest: one round trip.
+        extra = [(MANIFEST, json.dumps({"version": 1, "files": new_manifest}, sort_keys=True).encode())]
+        if to_delete:
+            extra.append((DELETE, "\0".join(to_delete).encode()))
+        await remote.stream_in(_place_command(dest), _tar_blocks(to_send, total, progress, extra))
+    elif progress is not None:
+        progress(0, 0)
     return SyncStats(
         files_sent=len(to_send),
         bytes_sent=total,
