@@ -230,7 +230,7 @@ class ApiClient:
             text = info.message.lower()
             if "internal" in text and not idempotent:
                 raise self._unknown(self.call_name("POST", ""), 200, info.message)
-            if "unauthori" in text or "api key" in text:
+            if "unauthori" in text or "unauthenticated" in text or "api key" in text:
                 raise self.error_for(self.call_name("POST", ""), 401, info)
             raise ProviderError(
                 self.scrub(info.message), platform=self.platform, call=self.call_name("POST", ""), status=200

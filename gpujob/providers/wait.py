@@ -19,6 +19,9 @@ class Timeouts:
     stuck: float = 120.0  # an accepted start/stop that has not moved by then did nothing
     adopt: float = 30.0  # after an ambiguous create, look the name up for this long (listing lag)
     interval: float = 5.0
+    # State waits poll at first_interval, doubling up to interval: a resource that is ready in a
+    # second (the local simulator, a quick stop) is seen in a second, a slow one costs few requests.
+    first_interval: float = 0.25
 
 
 async def poll(
@@ -29,10 +32,13 @@ async def poll(
     timeout: float,
     interval: float,
     check: Callable[[T, float], None] | None = None,
+    first: float | None = None,
 ) -> tuple[T, bool]:
     """Fetch until `done(value)` or the deadline. `check(value, elapsed)` may raise to stop early.
+    Sleeps `interval` between fetches, or starts at `first` and doubles up to `interval`.
     Returns the last value and whether it was done."""
     started = clock.now()
+    delay = min(first, interval) if first else interval
     while True:
         value = await fetch()
         if done(value):
@@ -40,6 +46,7 @@ async def poll(
         elapsed = (clock.now() - started).total_seconds()
         if check is not None:
             check(value, elapsed)
-        if elapsed + interval > timeout:
+        if elapsed + delay > timeout:
             return value, False
-        await clock.sleep(interval)
+        await clock.sleep(delay)
+        delay = min(delay * 2, interval)

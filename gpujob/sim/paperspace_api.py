@@ -277,7 +277,10 @@ class PaperspaceApi(Api):
             auto_shutdown_force=body.get("autoShutdownForce"),
             startup_script_id=body.get("startupScriptId"),
         )
-        return self._mutation(*pe.create_machine(self.sim, m, bool(body.get("startOnCreate", True))))
+        created = self._mutation(*pe.create_machine(self.sim, m, bool(body.get("startOnCreate", True))))
+        if self.sim.faults.take("create_500_but_created", platform="paperspace") is not None:
+            return self.error(500, "Internal server error", "injected")  # ... and the machine exists
+        return created
 
     def update_machine(self, req: Request) -> Response:
         body = req.json()

@@ -108,10 +108,11 @@ def handle(sim: Simulator, req: Request) -> Response:
         result = _run(sim, op, data_input)
     except SimError as exc:
         message = CAPACITY if exc.kind == "capacity" else exc.message
+        code = "INTERNAL_SERVER_ERROR" if exc.status >= 500 else "RUNPOD"
         return Response(
             200,
             {
-                "errors": [{"message": message, "path": [op], "extensions": {"code": "RUNPOD"}}],
+                "errors": [{"message": message, "path": [op], "extensions": {"code": code}}],
                 "data": {op: None},
             },
         )

@@ -7,7 +7,6 @@ from conftest import Backend
 
 from gpujob.errors import ProviderConflict
 from gpujob.providers.base import LaunchRequest, Provider, VolumeRequest
-from gpujob.providers.registry import open_providers
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +29,7 @@ def _launch(**kw: object) -> LaunchRequest:
 
 
 async def test_runpod_pod_lifecycle(backend: Backend) -> None:
-    async with open_providers({"runpod"}, clock=backend.clock, env=backend.env) as providers:
+    async with backend.open({"runpod"}) as providers:
         rp = providers["runpod"]
         assert isinstance(rp, Provider)
         pod = await rp.create_machine(_launch())
@@ -65,7 +64,7 @@ async def test_runpod_pod_lifecycle(backend: Backend) -> None:
 
 
 async def test_runpod_network_volume(backend: Backend) -> None:
-    async with open_providers({"runpod"}, clock=backend.clock, env=backend.env) as providers:
+    async with backend.open({"runpod"}) as providers:
         rp = providers["runpod"]
         vol = await rp.create_volume(
             VolumeRequest(name="gpujob-bert-data", size_gb=50, region="US-KS-2", tier="high-performance")
@@ -90,7 +89,7 @@ async def test_runpod_network_volume(backend: Backend) -> None:
 
 
 async def test_runpod_quotes_from_catalog(backend: Backend) -> None:
-    async with open_providers({"runpod"}, clock=backend.clock, env=backend.env) as providers:
+    async with backend.open({"runpod"}) as providers:
         quotes = await providers["runpod"].quotes()
     live = [q for q in quotes if not q.spot]
     assert live and all(q.platform == "runpod" and q.price_hour > 0 for q in live)
@@ -104,7 +103,7 @@ async def test_runpod_quotes_from_catalog(backend: Backend) -> None:
 
 
 async def test_runpod_spot_create_and_resume(backend: Backend) -> None:
-    async with open_providers({"runpod"}, clock=backend.clock, env=backend.env) as providers:
+    async with backend.open({"runpod"}) as providers:
         rp = providers["runpod"]
         pod = await rp.create_machine(_launch(spot=True, bid_per_gpu=0.4))
         assert pod.spot and pod.status == "running" and pod.ssh is not None
@@ -122,7 +121,7 @@ async def test_runpod_spot_create_and_resume(backend: Backend) -> None:
 
 
 async def test_paperspace_machine_lifecycle(backend: Backend) -> None:
-    async with open_providers({"paperspace"}, clock=backend.clock, env=backend.env) as providers:
+    async with backend.open({"paperspace"}) as providers:
         ps = providers["paperspace"]
         request = LaunchRequest(
             name="gpujob-bert",

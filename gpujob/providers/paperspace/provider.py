@@ -183,7 +183,12 @@ class PaperspaceProvider:
             return "gone" if machine.dt_deleted else machine.state
 
         state, ok = await poll(
-            self.clock, fetch, lambda s: s == "gone", timeout=self.t.gone, interval=self.t.interval
+            self.clock,
+            fetch,
+            lambda s: s == "gone",
+            timeout=self.t.gone,
+            interval=self.t.interval,
+            first=self.t.first_interval,
         )
         if not ok:
             raise NoEffectError(
@@ -285,6 +290,7 @@ class PaperspaceProvider:
             lambda e: e.finished and not e.failed,
             timeout=self.t.ready,
             interval=self.t.interval,
+            first=self.t.first_interval,
             check=check,
         )
         if not ok:
@@ -317,6 +323,7 @@ class PaperspaceProvider:
             done,
             timeout=timeout,
             interval=self.t.interval,
+            first=self.t.first_interval,
             check=check,
         )
         if not ok:

@@ -29,7 +29,7 @@ def parse_error(response: httpx.Response | None, body: Any) -> ErrorInfo:
     """v2 problem+json {title, status, detail, errors[]}; GraphQL {errors[{message}]}; v1 {message}."""
     if isinstance(body, dict):
         if isinstance(body.get("errors"), list) and body["errors"] and isinstance(body["errors"][0], dict):
-            text = "; ".join(str(e.get("message", "")) for e in body["errors"])
+            text = "; ".join(_gql_error_text(e) for e in body["errors"] if isinstance(e, dict))
             return ErrorInfo(text, capacity=is_capacity_text(text))
         detail = body.get("detail") or body.get("message") or body.get("title") or ""
         errors = body.get("errors")
@@ -39,6 +39,17 @@ def parse_error(response: httpx.Response | None, body: Any) -> ErrorInfo:
         status = response.status_code if response is not None else 0
         return ErrorInfo(text, capacity=status == 400 and is_capacity_text(text))
     return ErrorInfo(text_snippet(response))
+
+
+def _gql_error_text(error: dict[str, Any]) -> str:
+    """The message plus its code when the code says more than RunPod's generic one: a server fault
+    ({"extensions": {"code": "INTERNAL_SERVER_ERROR"}}) must read as one, whatever its wording."""
+    message = str(error.get("message", ""))
+    ext = error.get("extensions")
+    code = (ext.get("code") if isinstance(ext, dict) else None) or error.get("code")
+    if isinstance(code, str) and code and code != "RUNPOD" and code not in message:
+        return f"{message} ({code})" if message else code
+    return message
 
 
 RENT_SPOT = """

@@ -131,6 +131,7 @@ class RunPodProvider:
             lambda p: p.status in ("EXITED", "TERMINATED"),
             timeout=self.t.stop,
             interval=self.t.interval,
+            first=self.t.first_interval,
             check=stuck,
         )
         if not ok:
@@ -155,6 +156,7 @@ class RunPodProvider:
             lambda s: s in ("GONE", "TERMINATED"),
             timeout=self.t.gone,
             interval=self.t.interval,
+            first=self.t.first_interval,
         )
         if not ok:
             raise NoEffectError(
@@ -308,6 +310,7 @@ class RunPodProvider:
             lambda p: p.status == "RUNNING" and bool(p.ssh and p.ssh.direct),
             timeout=self.t.ready,
             interval=self.t.interval,
+            first=self.t.first_interval,
             check=check,
         )
         if not ok:
