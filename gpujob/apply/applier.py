@@ -66,6 +66,7 @@ class JobContext:
     machine: LiveResource | None = None
     volume: LiveResource | None = None
     moved: bool = False
+    in_flight: set[str] = field(default_factory=set)  # steps a previous, killed apply left unfinished
     extra: dict[str, Any] = field(default_factory=dict)
 
     def note(self, message: str) -> None:
@@ -141,6 +142,11 @@ async def apply_plan(
 
 
 async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> None:
+    ctx.in_flight = set(ctx.journal.in_flight())
+    if ctx.in_flight:
+        ctx.note(
+            f"a previous apply stopped during {', '.join(sorted(ctx.in_flight))}; converging from live state"
+        )
     ctx.journal.append("begin", ctx.clock.now(), detail=f"{len(todo)} step(s)")
     await steps.refresh(ctx)
     failed_at: str | None = None

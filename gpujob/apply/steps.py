@@ -56,7 +56,7 @@ def _pick(ctx: JobContext, listed: list[LiveResource]) -> tuple[LiveResource | N
 
 async def _look_harder(ctx: JobContext, action: Action) -> None:
     """After a killed apply whose create outcome is unknown, read a few more times before creating."""
-    if action.id not in ctx.journal.in_flight():
+    if action.id not in ctx.in_flight:
         return
     for _ in range(ABSENCE_READS):
         await refresh(ctx)

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import pytest
+
+from gpujob.errors import LockError
+from gpujob.lock import force_unlock, job_lock, read_lock
+
+
+def test_lock_records_holder_and_releases(tmp_path):
+    with job_lock(tmp_path, "bert", command="gpujob apply") as info:
+        held = read_lock(tmp_path, "bert")
+        assert held is not None and held.pid == os.getpid() and held.command == "gpujob apply"
+        assert info.job == "bert"
+    assert read_lock(tmp_path, "bert") is None
+    with job_lock(tmp_path, "bert"):  # free again
+        pass
+
+
+def test_second_holder_is_refused_naming_the_first(tmp_path):
+    with job_lock(tmp_path, "bert", command="gpujob apply job.yaml"):
+        with pytest.raises(LockError) as err, job_lock(tmp_path, "bert"):
+            pass
+    msg = err.value.render()
+    assert "gpujob apply job.yaml" in msg and f"pid {os.getpid()}" in msg and "since" in msg
+    assert "gpujob force-unlock bert" in msg
+
+
+def _hold(state_dir, ready, release):  # runs in a child process
+    with job_lock(state_dir, "bert", command="child apply"):
+        ready.set()
+        release.wait(10)
+
+
+def test_lock_excludes_another_process_and_dies_with_it(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_hold, args=(tmp_path, ready, release))
+    child.start()
+    assert ready.wait(10)
+    with pytest.raises(LockError, match="child apply"), job_lock(tmp_path, "bert"):
+        pass
+    child.kill()
+    child.join(10)
+    # The OS lock died with the holder; only its note is left, and it no longer blocks.
+    note = read_lock(tmp_path, "bert")
+    assert note is not None and note.holder_alive() is False
+    with job_lock(tmp_path, "bert"):
+        pass
+    release.set()
+
+
+def test_force_unlock_removes_lock_and_note(tmp_path):
+    with job_lock(tmp_path, "bert"):
+        pass
+    (tmp_path / "locks" / "bert.json").write_text(
+        '{"job":"bert","user":"u","host":"h","pid":1,"since":"2026-01-01T00:00:00Z","command":"x"}'
+    )
+    assert read_lock(tmp_path, "bert") is not None
+    assert force_unlock(tmp_path, "bert") is True
+    assert read_lock(tmp_path, "bert") is None
+    assert force_unlock(tmp_path, "bert") is False
