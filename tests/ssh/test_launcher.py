@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import signal
 import subprocess
 import time
 import uuid
@@ -225,3 +227,36 @@ def test_status_of_a_job_never_launched(sshd: SSHD, state: Path, tmp_path: Path)
         None,
         "",
     )
+
+
+def test_killed_run_is_not_alive_and_relaunches(sshd: SSHD, state: Path, tmp_path: Path) -> None:
+    """A preempted machine kills the run without an exit code; a stale pid on the mount is not ours."""
+    spec = make_spec(tmp_path, command="while [ ! -e release ]; do sleep 0.05; done", detach="nohup")
+    s = Session(sshd, state)
+    scratch = str(tmp_path / "c")
+    jobdir = Path(job_dir(spec))
+
+    def status() -> RunStatus:
+        return s.do(lambda r: run_status(r, spec))  # type: ignore[no-any-return]
+
+    try:
+        assert s.do(lambda r: launch_run(r, spec, secrets={}, scratch_root=scratch)) is True
+        wait_for("alive", status, lambda st: st.alive)
+        pid = int((jobdir / "pid").read_text())
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        assert children
+        os.kill(pid, signal.SIGKILL)  # the wrapper first, like a machine going away: no exit code
+        for child in children:
+            os.kill(int(child), signal.SIGKILL)
+        st = wait_for("dead", status, lambda st: not st.alive)
+        assert st.exit_code is None and st.finished_at is None  # lost, not exited
+
+        # A pid that now belongs to some other process (a new container reusing numbers) is not alive.
+        (jobdir / "pid").write_text(f"{os.getpid()}\n")
+        assert status().alive is False
+
+        assert s.do(lambda r: launch_run(r, spec, secrets={}, scratch_root=scratch)) is True
+        wait_for("alive again", status, lambda st: st.alive)
+    finally:
+        (tmp_path / "mount" / "code" / "release").touch()
+    wait_for("exited", status, lambda st: st.exit_code == 0)
