@@ -11,6 +11,7 @@ import math
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from gpujob.errors import RemoteCommandError
 from gpujob.model import Model
@@ -33,6 +34,17 @@ class RunStatus(Model):
     finished_at: str | None = None
     setup_failed: bool = False
     detach: str | None = None  # tmux or nohup, as actually used
+
+    @property
+    def state(self) -> Literal["running", "exited", "setup_failed", "lost", "not_started"]:
+        """lost: started, not alive, no exit code (the machine stopped or was preempted under it)."""
+        if self.alive:
+            return "running"
+        if self.setup_failed:
+            return "setup_failed"
+        if self.exit_code is not None:
+            return "exited"
+        return "lost" if self.started_at else "not_started"
 
 
 def job_dir(spec: JobSpec) -> str:

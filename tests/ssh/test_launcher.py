@@ -133,7 +133,7 @@ def test_launch_under_tmux_setup_once_exit_code_idempotent_and_no_secret_leak(
         st = wait_for(
             "run alive with a checkpoint", status, lambda st: st.alive and st.last_checkpoint is not None
         )
-        assert st.detach == "tmux" and st.exit_code is None and st.started_at
+        assert st.detach == "tmux" and st.exit_code is None and st.started_at and st.state == "running"
         assert st.last_checkpoint_age_s is not None and st.last_checkpoint_age_s < 30
         assert subprocess.run(["tmux", "has-session", "-t", f"={spec.resource_name}"]).returncode == 0
         assert "interval=804 keep=3" in st.log_tail and f"hf={mount}/.cache/huggingface" in st.log_tail
@@ -150,7 +150,7 @@ def test_launch_under_tmux_setup_once_exit_code_idempotent_and_no_secret_leak(
 
         (code / "release").touch()
         st = wait_for("exit recorded", status, lambda st: not st.alive and st.exit_code is not None)
-        assert st.exit_code == 3 and st.finished_at and not st.setup_failed
+        assert st.exit_code == 3 and st.finished_at and not st.setup_failed and st.state == "exited"
         assert subprocess.run(["tmux", "has-session", "-t", f"={spec.resource_name}"]).returncode != 0
 
         launch()  # exited: runs again, setup does not
@@ -206,7 +206,7 @@ def test_setup_failure_recorded_and_command_not_run(sshd: SSHD, state: Path, tmp
     st = wait_for(
         "setup failure", lambda: s.do(lambda r: run_status(r, spec)), lambda st: st.exit_code is not None
     )
-    assert st.exit_code == 5 and st.setup_failed and "broken" in st.log_tail
+    assert st.exit_code == 5 and st.setup_failed and st.state == "setup_failed" and "broken" in st.log_tail
     assert not (tmp_path / "mount" / "ran").exists()
 
 
@@ -227,6 +227,7 @@ def test_status_of_a_job_never_launched(sshd: SSHD, state: Path, tmp_path: Path)
         None,
         "",
     )
+    assert st.state == "not_started"
 
 
 def test_killed_run_is_not_alive_and_relaunches(sshd: SSHD, state: Path, tmp_path: Path) -> None:
@@ -249,7 +250,7 @@ def test_killed_run_is_not_alive_and_relaunches(sshd: SSHD, state: Path, tmp_pat
         for child in children:
             os.kill(int(child), signal.SIGKILL)
         st = wait_for("dead", status, lambda st: not st.alive)
-        assert st.exit_code is None and st.finished_at is None  # lost, not exited
+        assert st.exit_code is None and st.finished_at is None and st.state == "lost"
 
         # A pid that now belongs to some other process (a new container reusing numbers) is not alive.
         (jobdir / "pid").write_text(f"{os.getpid()}\n")
