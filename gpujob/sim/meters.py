@@ -36,13 +36,13 @@ def rates(res: Metered, rp: Prices, ps: Prices) -> dict[str, tuple[float, float 
             out["volume_disk"] = (res.volume_gb * price / SECONDS_PER_MONTH, None)
         return out
     if isinstance(res, RpVolume):
+        if rp.profile is not None:
+            # The profile owns the maths (marginal over-1 TB rate), so meter and plan cannot drift apart.
+            kind = "high-performance" if res.type == "HIGH_PERFORMANCE" else "standard"
+            month = rp.profile.network_volume_tier(kind).month_price(res.size)
+            return {"network_volume": (month / SECONDS_PER_MONTH, None)}
         tier = rp.tier("network_volume")
-        if res.type == "HIGH_PERFORMANCE" and rp.profile is not None:
-            tier = next(
-                (rp.tier(t.id) for t in rp.profile.tiers if "high" in t.id and "network" in t.id), tier
-            )
-        price = tier.over_1tb if (tier.over_1tb is not None and res.size > 1024) else tier.running
-        return {"network_volume": (res.size * price / SECONDS_PER_MONTH, None)}
+        return {"network_volume": (res.size * tier.running / SECONDS_PER_MONTH, None)}
     if isinstance(res, PsMachine):
         out = {}
         ready = res.state in ("ready", "serviceready")
