@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gpujob.spec.problem import SpecProblem
+from gpujob.spec.problem import SpecProblem, printable
 from gpujob.spec.yamlsafe import Positions, child_path
 
 DURATION_HINT = "write a number with a unit: 30s, 15m, 48h, 2d or 1w"
@@ -92,7 +92,7 @@ def show(value: Any) -> str:
         return "a list"
     if isinstance(value, str):
         text = value if len(value) <= 40 else value[:37] + "..."
-        return f"'{text}'"
+        return f"'{printable(text)}'"
     return str(value)
 
 
@@ -163,7 +163,7 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
 
 def _sensitive_items(path: str, data: Any, positions: Positions, display: str) -> list[SpecProblem]:
     """run.env / run.secrets name errors: one problem per bad name, without echoing the value."""
-    from gpujob.spec.model import ENV_NAME_PATTERN
+    from gpujob.spec.model import ENV_NAME_PATTERN, env_value_problem
 
     section = (data.get("run") or {}) if isinstance(data, dict) else {}
     found: list[SpecProblem] = []
@@ -182,7 +182,8 @@ def _sensitive_items(path: str, data: Any, positions: Positions, display: str) -
                     )
                 )
     else:
-        for key in section.get("env") or {}:
+        env = section.get("env")
+        for key, value in (env if isinstance(env, dict) else {}).items():
             if not re.match(ENV_NAME_PATTERN, str(key)):
                 line, col = positions.key(f"run.env.{key}")
                 found.append(
@@ -195,6 +196,17 @@ def _sensitive_items(path: str, data: Any, positions: Positions, display: str) -
                         "use letters, digits and _, not starting with a digit",
                     )
                 )
+                continue
+            problem = env_value_problem(str(key), value) if isinstance(value, str) else None
+            if problem:
+                hint = None
+                if "secret" in problem:
+                    hint = f"list {key} under run.secrets and export it in the shell that runs gpujob"
+                line, col = positions.value(f"run.env.{key}")
+                found.append(SpecProblem(display, line, col, f"run.env.{key}", problem, hint))
+    if not found:  # never lose a refusal: the file must not pass as valid (nor its value be echoed)
+        line, col = positions.key(path)
+        found.append(SpecProblem(display, line, col, path, "invalid value"))
     return found
 
 

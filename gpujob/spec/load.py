@@ -75,6 +75,8 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
             continue
         pos = parsed.positions.key(check.key_path) if check.at_key else parsed.positions.value(check.key_path)
         problems.append(SpecProblem(display, pos[0], pos[1], check.key_path, check.message, check.hint))
+    if spec is None and not problems:  # a refusal that produced no message must still refuse the file
+        problems.append(SpecProblem(display, 1, 1, "", "cannot validate this file"))
     problems.sort(key=lambda p: (p.line, p.col, p.key_path, p.message))
     if problems or spec is None:
         return None, problems

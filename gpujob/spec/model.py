@@ -57,6 +57,55 @@ Duration = Annotated[
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,38}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# A literal value under one of these names is a secret pasted into a file that gets committed and shown.
+_SECRET_WORDS = {
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "KEY",
+    "APIKEY",
+    "CREDENTIAL",
+    "CREDENTIALS",
+}
+_SECRET_VALUE = re.compile(
+    r"^(hf_|sk-|sk_live_|rpa_|ghp_|gho_|github_pat_|glpat-|xox[abpr]-|AKIA)[A-Za-z0-9_-]{8,}"
+)
+
+
+def env_value_problem(name: str, value: str) -> str | None:
+    """Why a run.env entry may not be written in job.yaml, or None. Never includes the value."""
+    if "\x00" in value:
+        return "contains a NUL character, which no environment variable can hold"
+    if not value:
+        return None
+    words = name.upper().split("_")
+    if (
+        words[-1] in _SECRET_WORDS
+        or {"SECRET", "PASSWORD", "TOKEN"} & set(words)
+        or _SECRET_VALUE.match(value)
+    ):
+        return "looks like a secret value; job files hold secret names only"
+    return None
+
+
+def path_problem(value: str, *, local: bool = False) -> str | None:
+    """Why a path would escape where gpujob confines it (remote: under its root; local: the project)."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    if ".." in value.replace("\\", "/").split("/"):
+        return "must not contain '..' (paths stay inside the directory they name)"
+    if local and (value.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:", value)):
+        return "must be a relative path inside the project (relative to the job file)"
+    return None
+
+
+def _checked_path(value: str, *, local: bool = False) -> str:
+    problem = path_problem(value, local=local)
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class NetworkVolumeSpec(Model):
@@ -127,6 +176,11 @@ class StorageSpec(Model):
         None, description="RunPod only: a Network Volume mounted at `mount`."
     )
 
+    @field_validator("mount")
+    @classmethod
+    def _mount_path(cls, value: str) -> str:
+        return _checked_path(value)
+
 
 class CheckpointSpec(Model):
     """Where checkpoints are written, how often, and how they come home before a teardown."""
@@ -148,6 +202,16 @@ class CheckpointSpec(Model):
         None, gt=0, description="Expected checkpoint size, for the flush-in-grace check."
     )
 
+    @field_validator("dir")
+    @classmethod
+    def _dir_path(cls, value: str) -> str:
+        return _checked_path(value)
+
+    @field_validator("pull_to")
+    @classmethod
+    def _pull_to_path(cls, value: str) -> str:
+        return _checked_path(value, local=True)
+
 
 class SyncSpec(Model):
     """Local code copied to the machine before each launch (rsync over SSH)."""
@@ -157,6 +221,11 @@ class SyncSpec(Model):
     exclude: list[str] = Field(
         default_factory=list, description="Glob patterns not synced (.gitignore is honoured too)."
     )
+
+    @field_validator("dest")
+    @classmethod
+    def _dest_path(cls, value: str) -> str:
+        return _checked_path(value)
 
 
 class RunSpec(Model):
@@ -184,9 +253,12 @@ class RunSpec(Model):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key in value:
+        for key, item in value.items():
             if not re.match(ENV_NAME_PATTERN, key):
                 raise ValueError(f"'{key}' is not a valid environment variable name")
+            problem = env_value_problem(key, item)
+            if problem:
+                raise ValueError(f"{key}: {problem}")
         return value
 
     @field_validator("secrets")

@@ -25,7 +25,13 @@ class SpecProblem:
         where = f"{self.file}:{self.line}:{self.col}: "
         key = f"{self.key_path}: " if self.key_path else ""
         tail = f" (hint: {self.hint})" if self.hint else ""
-        return f"{where}{key}{self.message}{tail}"
+        return printable(f"{where}{key}{self.message}{tail}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def printable(text: str) -> str:
+    """Escape what a terminal would act on (newlines, control and bidi/format characters): a key or
+    value in a job file must not forge output lines ("\\nok: 1 file(s) valid") or reorder the text."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
