@@ -9,7 +9,7 @@ import httpx
 from pydantic import BaseModel
 
 from gpujob.errors import ProviderError
-from gpujob.providers.http import ApiClient, ErrorInfo, text_snippet
+from gpujob.providers.http import ApiClient, ErrorInfo, MalformedResponse, text_snippet
 from gpujob.providers.paperspace import wire
 
 PLATFORM: Final = "paperspace"
@@ -84,8 +84,10 @@ class PaperspaceClient:
         query: dict[str, Any] = {"limit": PAGE_LIMIT, **(params or {})}
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
-            body = await self._call("GET", path, params=query) or {}
-            items += [model.model_validate(i) for i in body.get("items") or []]
+            body = await self._call("GET", path, params=query)
+            if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+                raise MalformedResponse(f"GET {path}: a listing page without an items list")
+            items += [model.model_validate(i) for i in body["items"]]
             cursor = body.get("nextPage")
             if not body.get("hasMore") or not cursor:
                 return items

@@ -82,7 +82,7 @@ class Pod(WireModel):
 
 
 class PodList(WireModel):
-    pods: list[Pod] = Field(default_factory=list)
+    pods: list[Pod]  # required: a listing without it proves nothing about absence
 
 
 class NetworkVolume(WireModel):
@@ -94,7 +94,7 @@ class NetworkVolume(WireModel):
 
 
 class NetworkVolumeList(WireModel):
-    network_volumes: list[NetworkVolume] = Field(default_factory=list, alias="networkVolumes")
+    network_volumes: list[NetworkVolume] = Field(alias="networkVolumes")
 
 
 class Template(WireModel):
@@ -105,7 +105,7 @@ class Template(WireModel):
 
 
 class TemplateList(WireModel):
-    templates: list[Template] = Field(default_factory=list)
+    templates: list[Template]
 
 
 class Registry(WireModel):
@@ -114,7 +114,7 @@ class Registry(WireModel):
 
 
 class RegistryList(WireModel):
-    registries: list[Registry] = Field(default_factory=list)
+    registries: list[Registry]
 
 
 class GpuPrice(WireModel):
