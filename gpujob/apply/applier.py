@@ -94,6 +94,7 @@ async def apply_plan(
     env: Mapping[str, str] | None = None,
     ssh: SSHApi | None = None,
     state_dir: Path | None = None,
+    command: str = "gpujob apply",
 ) -> ApplyResult:
     """Run every action of `plan`. `auto_approve` is the caller's confirmation of ordinary actions;
     it never approves a gated one (only ids in `approvals` do). Raises GpujobError before any step
@@ -107,7 +108,7 @@ async def apply_plan(
             hint="fix the job file, then plan again",
         )
     actions = [a for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
-    require_approvals(actions, approvals)
+    require_approvals(actions, approvals, command=command)
     by_name = {ls.spec.name: ls for ls in loaded_specs}
     contexts: list[tuple[JobContext, list[Action]]] = []
     for jp in plan.jobs:

@@ -138,7 +138,9 @@ async def launch(
         src = (target.spec_path.parent / spec.run.sync.src).resolve()
         stats = await ssh.sync_tree(remote, src, spec.run.sync.dest, list(spec.run.sync.exclude))
         note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
-        await ssh.launch_run(remote, spec, secrets=secrets)
+        started = await ssh.launch_run(remote, spec, secrets=secrets)
+    if started is False:
+        return "run already alive: not relaunched"
     return f"run launched on {target.resource.name}"
 
 
@@ -180,7 +182,8 @@ async def pull(
     local_dir.mkdir(parents=True, exist_ok=True)
     async with open_remote(target, ssh, clock, note) as remote:
         listing = await remote_listing(remote, ck.dir)
-        pulled = await ssh.pull_checkpoints(remote, ck.dir, local_dir, verify=ck.verify, progress=progress)
+        # The load check runs here, from the job file's directory, where its relative paths point.
+        pulled = await ssh.pull_checkpoints(remote, ck.dir, local_dir, verify=None, progress=progress)
     now = clock.now()
     cwd = target.spec_path.parent
     files = [_as_pulled_file(p, local_dir, listing, ck.verify, now, cwd) for p in pulled]
@@ -205,10 +208,8 @@ def _as_pulled_file(
     item: Any, local_dir: Path, listing: Mapping[str, str], verify: str | None, now: datetime, cwd: Path
 ) -> PulledFile:
     """Normalise what the SSH layer returns; checksum the local copy here so the record is ours."""
-    local = Path(str(_first(item, "local_path", "path", "local") or ""))
-    if not local.is_absolute():
-        local = local_dir / local
-    name = str(_first(item, "name", "relative", "remote_name") or local.relative_to(local_dir))
+    name = str(_first(item, "name"))
+    local = local_dir / name
     digest = _sha256(local) if local.is_file() else ""
     remote_digest = _first(item, "remote_sha256") or listing.get(name)
     verified = _first(item, "verified")

@@ -27,15 +27,15 @@ class SSHApi:
 
     @classmethod
     def default(cls) -> SSHApi:
-        import gpujob.ssh as ssh
+        from gpujob.ssh import keys, launcher, pull, session, sync
 
         return cls(
-            ensure_project_key=ssh.ensure_project_key,
-            connect=ssh.connect,
-            sync_tree=ssh.sync_tree,
-            pull_checkpoints=ssh.pull_checkpoints,
-            launch_run=ssh.launch_run,
-            run_status=ssh.run_status,
+            ensure_project_key=keys.ensure_project_key,
+            connect=session.connect,
+            sync_tree=sync.sync_tree,
+            pull_checkpoints=pull.pull_checkpoints,
+            launch_run=launcher.launch_run,
+            run_status=launcher.run_status,
         )
 
     def open(

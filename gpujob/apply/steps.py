@@ -78,7 +78,10 @@ async def run(ctx: JobContext, action: Action) -> Outcome:
         if action.resource_kind == "network_volume":
             return await create_volume(ctx, action)
         if action.resource_kind == "public_ip":
-            return Outcome(detail="claimed with the machine")
+            raise GpujobError(
+                f"{action.id}: claiming a static IP for an existing machine is not supported by apply yet",
+                hint="claim it in the Paperspace console, or replace the machine",
+            )
         return await create_machine(ctx, action)
     if kind is ActionKind.REPLACE:
         await terminate(ctx, action)
@@ -211,12 +214,15 @@ async def terminate(ctx: JobContext, action: Action) -> Outcome:
 
 async def delete_volume(ctx: JobContext, action: Action) -> Outcome:
     vol = ctx.volume
+    if action.resource_id is not None and (vol is None or vol.id != action.resource_id):
+        vol = await ctx.provider.get("network_volume", action.resource_id)  # e.g. a stale volume of the job
     if vol is None:
         return Outcome(action.resource_id, "already gone")
     await _wait_detached(ctx, vol)
     with contextlib.suppress(ProviderNotFound):  # deleting what is gone is success
         await ctx.provider.delete_volume(vol)
-    ctx.volume = None
+    if ctx.volume is not None and ctx.volume.id == vol.id:
+        ctx.volume = None
     return Outcome(vol.id, f"deleted {vol.name}")
 
 
@@ -260,10 +266,16 @@ async def delete_snapshot(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def update(ctx: JobContext, action: Action) -> Outcome:
-    size = next((c.after for c in action.changes if c.path.endswith("size_gb")), None)
-    if action.resource_kind == "network_volume" and isinstance(size, int) and ctx.volume is not None:
-        ctx.volume = await ctx.provider.grow_volume(ctx.volume, size)
-        return Outcome(ctx.volume.id, f"grew {ctx.volume.name} to {size} GB")
+    """Grow a volume in place (the only in-place update the platforms allow)."""
+    size = next((c.after for c in action.changes if c.path.endswith(("size_gb", "volume_gb"))), None)
+    target = ctx.volume if action.resource_kind == "network_volume" else ctx.machine
+    if isinstance(size, int) and target is not None:
+        grown = await ctx.provider.grow_volume(target, size)
+        if action.resource_kind == "network_volume":
+            ctx.volume = grown
+        else:
+            ctx.machine = grown
+        return Outcome(grown.id, f"grew the volume of {grown.name} to {size} GB")
     raise GpujobError(
         f"{action.id}: this in-place update is not supported by apply", hint="change it in the console"
     )

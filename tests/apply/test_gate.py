@@ -89,7 +89,7 @@ def test_terminate_with_checkpoints_on_volume_disk_needs_pull_from_that_pod():
 def test_missing_verify_command_refuses():
     spec = make_spec(storage={"network_volume": None}, checkpoint={"verify": None})
     term = action("toy", ActionKind.TERMINATE, resource_id="pod1")
-    with pytest.raises(GateError, match="checkpoint.verify is not set"):
+    with pytest.raises(GateError, match=r"checkpoint\.verify is not set"):
         check_gate(term, spec, record(), {term.id})
 
 

@@ -20,8 +20,8 @@ def test_lock_records_holder_and_releases(tmp_path):
 
 
 def test_second_holder_is_refused_naming_the_first(tmp_path):
-    with job_lock(tmp_path, "bert", command="gpujob apply job.yaml"):
-        with pytest.raises(LockError) as err, job_lock(tmp_path, "bert"):
+    with job_lock(tmp_path, "bert", command="gpujob apply job.yaml"), pytest.raises(LockError) as err:  # noqa: SIM117
+        with job_lock(tmp_path, "bert"):
             pass
     msg = err.value.render()
     assert "gpujob apply job.yaml" in msg and f"pid {os.getpid()}" in msg and "since" in msg

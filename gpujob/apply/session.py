@@ -1,0 +1,181 @@
+"""What `apply` and `destroy` share on the command-line side: find and load job files, hold the job
+locks, read live state, plan (or check a saved plan is still current), confirm, execute.
+
+Prompts go through the injected `ask` callable so this module never touches the terminal itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpujob.apply.applier import ApplyResult, apply_plan
+from gpujob.apply.progress import ApplyHooks
+from gpujob.apply.records import load_pull_records
+from gpujob.errors import GpujobError, StalePlanError
+from gpujob.plan.model import Plan
+
+Ask = Callable[[str], str]
+
+
+def interactive() -> bool:
+    """Prompts only on a terminal, and never in CI."""
+    import sys
+
+    return sys.stdin.isatty() and os.environ.get("CI", "").lower() not in ("1", "true", "yes")
+
+
+def job_files(args: Sequence[Path]) -> list[Path]:
+    from gpujob.spec.load import discover_job_files
+
+    if args:
+        out: list[Path] = []
+        for p in args:
+            out += discover_job_files(p) if p.is_dir() else [p]
+        return out
+    found = discover_job_files(Path.cwd())
+    if not found:
+        raise GpujobError(
+            "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)",
+            hint="pass a path, e.g. gpujob apply examples/quickstart/job.yaml",
+        )
+    return [p.relative_to(Path.cwd()) for p in found]
+
+
+def state_dir_of(path: Path) -> Path:
+    from gpujob.config import state_dir
+
+    return state_dir(path)
+
+
+def pull_records(loaded: Sequence[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for ls in loaded:
+        rec = load_pull_records(state_dir_of(ls.path)).get(ls.spec.name)
+        if rec is not None:
+            out[ls.spec.name] = rec
+    return out
+
+
+@contextlib.contextmanager
+def locked(loaded: Sequence[Any], command: str) -> Iterator[None]:
+    """Every job's lock, in a fixed order so two applies over overlapping jobs cannot deadlock."""
+    from gpujob.lock import job_lock
+
+    keys = sorted({(str(state_dir_of(ls.path)), ls.spec.name) for ls in loaded})
+    with contextlib.ExitStack() as stack:
+        for sdir, job in keys:
+            stack.enter_context(job_lock(Path(sdir), job, command=command))
+        yield
+
+
+def as_absent(loaded: Sequence[Any]) -> list[Any]:
+    """The same job files with state: absent (what `destroy` plans)."""
+    return [dataclasses.replace(ls, spec=ls.spec.model_copy(update={"state": "absent"})) for ls in loaded]
+
+
+def check_saved_plan(plan: Plan, loaded: Sequence[Any], live: Any) -> None:
+    """Refuse a saved plan when the job files or what the jobs own changed since it was made."""
+    from gpujob.plan.planner import live_fingerprint, spec_digest
+
+    if spec_digest(loaded) != plan.spec_digest:
+        raise StalePlanError(
+            "the saved plan is stale: a job file changed since it was made",
+            hint="make a new plan: gpujob plan -o plan.json",
+        )
+    if getattr(live, "read_errors", None):
+        raise StalePlanError(
+            "cannot check the saved plan: live state could not be read completely: "
+            + "; ".join(live.read_errors),
+            hint="retry when the platform answers",
+        )
+    if live_fingerprint(live, [j.job for j in plan.jobs]) != plan.live_fingerprint:
+        raise StalePlanError(
+            "the saved plan is stale: the jobs' live resources changed since it was made "
+            "(something was created, stopped, preempted or deleted)",
+            hint="make a new plan: gpujob plan -o plan.json",
+        )
+
+
+def load_saved_plan(path: Path) -> Plan:
+    try:
+        return Plan.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise GpujobError(f"{path}: not a gpujob plan file: {str(exc).splitlines()[0]}") from exc
+
+
+@dataclasses.dataclass
+class Options:
+    auto_approve: bool
+    approvals: set[str]
+    saved: bool
+    command: str  # "gpujob apply" or "gpujob destroy", for hints
+
+
+async def plan_and_apply(
+    loaded: Sequence[Any],
+    providers: Mapping[str, Any],
+    opts: Options,
+    *,
+    saved_plan: Plan | None,
+    show: Callable[[Plan], None],
+    ask: Ask | None,
+    hooks: ApplyHooks,
+) -> tuple[Plan, ApplyResult | None]:
+    """Plan (or check the saved plan), show it, confirm, then apply. Returns (plan, None) when nothing
+    was applied because nothing changes."""
+    from gpujob.plan.planner import build_plan
+    from gpujob.plan.refresh import read_live_state
+
+    live = await read_live_state([ls.spec for ls in loaded], providers)
+    if saved_plan is not None:
+        check_saved_plan(saved_plan, loaded, live)
+        plan = saved_plan
+    else:
+        plan = build_plan(
+            loaded, live, now=datetime.now(UTC), env=os.environ, pull_records=pull_records(loaded)
+        )
+    show(plan)
+    if plan.blocked:
+        raise GpujobError("the plan has error findings (above); nothing was applied", hint="fix the job file")
+    if not plan.has_changes:
+        return plan, None
+    approvals = set(opts.approvals)
+    confirm(plan, opts, ask, approvals)
+    result = await apply_plan(
+        plan,
+        loaded,
+        providers,
+        approvals=approvals,
+        auto_approve=opts.auto_approve,
+        hooks=hooks,
+        command=opts.command,
+    )
+    return plan, result
+
+
+def confirm(plan: Plan, opts: Options, ask: Ask | None, approvals: set[str]) -> None:
+    """Ordinary actions: --auto-approve, a saved plan, or 'yes' at the prompt. Gated ones: their id."""
+    from gpujob.plan.model import ActionKind
+
+    changes = [a for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
+    gated = [a for a in changes if a.gated and a.id not in approvals]
+    if not (opts.auto_approve or opts.saved):
+        if ask is None:
+            raise GpujobError(
+                f"{opts.command} needs confirmation, and there is no terminal to ask (stdin is not a TTY, or CI=true)",
+                hint="re-run with --auto-approve after reviewing the plan (irreversible actions also need --approve ID)",
+            )
+        answer = ask(f"Apply {len(changes)} action(s)? Only 'yes' is accepted: ").strip()
+        if answer != "yes":
+            raise GpujobError("apply cancelled; nothing was changed")
+    if gated and ask is not None:
+        for a in gated:
+            typed = ask(f"{a.id} is irreversible. Type its id to approve it (Enter refuses): ").strip()
+            if typed == a.id:
+                approvals.add(a.id)

@@ -1,0 +1,125 @@
+"""`gpujob apply [JOBFILE...|PLAN.json]`: make live state match the job files, safely."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpujob.cli.main import run_command
+
+HELP = """Make live state match the job files: plan, show, confirm, execute.
+
+\b
+Irreversible or cost-bearing teardown (terminate, replace, delete a volume, release a static IP,
+delete a snapshot) runs only after its checkpoints were pulled and verified, and only with its exact
+id approved: --approve ID, or typing the id at the prompt. --auto-approve never approves those.
+Without a terminal (or with CI=true) nothing prompts: pass --auto-approve.
+
+\b
+Examples:
+  gpujob apply                                  plan every job file here, confirm, apply
+  gpujob apply job.yaml --auto-approve          no question for ordinary actions
+  gpujob apply plan.json                        execute exactly a saved plan (refused if stale)
+  gpujob apply --approve bert.pod.terminate     approve one irreversible action
+"""
+
+
+@click.command(name="apply", help=HELP)
+@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--auto-approve", is_flag=True, help="Do not ask before ordinary actions (never approves gated ones)."
+)
+@click.option(
+    "--approve",
+    "approvals",
+    multiple=True,
+    metavar="ACTION_ID",
+    help="Approve one gated action (repeatable).",
+)
+@click.option("--no-color", is_flag=True, help="Plain output.")
+def command(
+    targets: tuple[Path, ...], auto_approve: bool, approvals: tuple[str, ...], no_color: bool
+) -> None:
+    sys.exit(run_command(run, targets, auto_approve, set(approvals), no_color, "gpujob apply", destroy=False))
+
+
+def run(
+    targets: tuple[Path, ...],
+    auto_approve: bool,
+    approvals: set[str],
+    no_color: bool,
+    name: str,
+    *,
+    destroy: bool,
+) -> int:
+    import asyncio
+    import os
+
+    from gpujob.apply import session
+    from gpujob.render import render_plan
+    from gpujob.spec.load import load_specs
+
+    saved = None
+    if len(targets) == 1 and targets[0].suffix == ".json":
+        saved = session.load_saved_plan(targets[0])
+        loaded = load_specs([Path(j.spec_file) for j in saved.jobs])
+    else:
+        loaded = load_specs(session.job_files(list(targets)))
+    if destroy:
+        loaded = session.as_absent(loaded)
+    color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    opts = session.Options(
+        auto_approve=auto_approve, approvals=approvals, saved=saved is not None, command=name
+    )
+    ask = (
+        (lambda prompt: click.prompt(prompt, default="", show_default=False, prompt_suffix=""))
+        if session.interactive()
+        else None
+    )
+
+    def show(plan):  # type: ignore[no-untyped-def]
+        click.echo(render_plan(plan, "text", color=color), nl=False)
+
+    async def go():  # type: ignore[no-untyped-def]
+        from gpujob.providers.registry import open_providers
+
+        with session.locked(loaded, " ".join([name, *map(str, targets)])):
+            async with open_providers({ls.spec.platform for ls in loaded}) as providers:
+                hooks = _hooks(color)
+                with hooks if hasattr(hooks, "__enter__") else _nothing():
+                    return await session.plan_and_apply(
+                        loaded, providers, opts, saved_plan=saved, show=show, ask=ask, hooks=hooks
+                    )
+
+    _plan, result = asyncio.run(go())
+    if result is None:
+        click.echo("No changes. Live state matches the job files.")
+        return 0
+    click.echo(
+        f"{'Destroy' if destroy else 'Apply'} finished: {len(result.done)} done, "
+        f"{len(result.failed)} failed, {len(result.skipped)} skipped."
+    )
+    for action_id, message in result.failed.items():
+        click.echo(f"  ✗ {action_id}: {message}", err=True)
+    if result.failed:
+        click.echo(f"Re-run `{name}` to continue: it converges from live state.", err=True)
+        return 1
+    return 0
+
+
+def _hooks(color: bool):  # type: ignore[no-untyped-def]
+    from gpujob.apply.progress import LineHooks, RichHooks
+
+    if color and sys.stderr.isatty():
+        return RichHooks()
+    return LineHooks(lambda line: click.echo(line, err=True))
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

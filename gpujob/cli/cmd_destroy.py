@@ -1,0 +1,44 @@
+"""`gpujob destroy [JOBFILE...]`: plan the teardown of a job (desired state absent) through the gate."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpujob.cli.main import run_command
+
+HELP = """Tear a job down: pull and verify checkpoints, then terminate, delete volumes, release IPs.
+
+\b
+Same as setting `state: absent` and applying. Every irreversible step passes the teardown gate:
+its checkpoints pulled to checkpoint.pull_to, each verified by checkpoint.verify with a matching
+checksum, and its exact id approved (--approve ID or typed at the prompt).
+
+\b
+Examples:
+  gpujob destroy                                        show the teardown plan and what it needs
+  gpujob destroy --approve toy.pod.terminate --approve toy.network_volume.delete-volume
+"""
+
+
+@click.command(name="destroy", help=HELP)
+@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--auto-approve", is_flag=True, help="Do not ask before ordinary steps (the pull).")
+@click.option(
+    "--approve",
+    "approvals",
+    multiple=True,
+    metavar="ACTION_ID",
+    help="Approve one gated action (repeatable).",
+)
+@click.option("--no-color", is_flag=True, help="Plain output.")
+def command(
+    targets: tuple[Path, ...], auto_approve: bool, approvals: tuple[str, ...], no_color: bool
+) -> None:
+    from gpujob.cli.cmd_apply import run
+
+    sys.exit(
+        run_command(run, targets, auto_approve, set(approvals), no_color, "gpujob destroy", destroy=True)
+    )
