@@ -1,0 +1,133 @@
+"""Read-side helpers for `status`, `logs`, `pull` and `ssh`: find each job's machine and reach it."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpujob.apply.records import PullRecord, load_pull_record
+from gpujob.apply.runtime import Target
+from gpujob.errors import GpujobError
+from gpujob.live import LiveResource
+
+
+@dataclass
+class JobView:
+    loaded: Any  # LoadedSpec
+    state_dir: Path
+    provider: Any
+    machine: LiveResource | None
+    volume: LiveResource | None
+    pull: PullRecord | None
+
+    @property
+    def spec(self) -> Any:
+        return self.loaded.spec
+
+    def target(self) -> Target:
+        if self.machine is None:
+            raise GpujobError(
+                f"{self.spec.name}: {self.spec.resource_name} does not exist",
+                hint="gpujob apply (desired state running) creates it",
+            )
+        return Target(
+            spec=self.spec,
+            spec_path=self.loaded.path,
+            provider=self.provider,
+            resource=self.machine,
+            state_dir=self.state_dir,
+        )
+
+
+@contextlib.asynccontextmanager
+async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
+    """One list_resources per platform, each job's machine and volume picked by deterministic name."""
+    from gpujob.apply.session import state_dir_of
+    from gpujob.providers.registry import open_providers
+
+    async with open_providers({ls.spec.platform for ls in loaded}) as providers:
+        listed: dict[str, list[LiveResource]] = {}
+        for platform, provider in providers.items():
+            listed[platform] = await provider.list_resources()
+        views = []
+        for ls in loaded:
+            spec = ls.spec
+            res = listed[spec.platform]
+            kind = "pod" if spec.platform == "runpod" else "machine"
+            machine = next((r for r in res if r.kind == kind and r.name == spec.resource_name), None)
+            vname = spec.volume_resource_name()
+            volume = next((r for r in res if r.kind == "network_volume" and r.name == vname), None)
+            sdir = state_dir_of(ls.path)
+            views.append(
+                JobView(
+                    ls, sdir, providers[spec.platform], machine, volume, load_pull_record(sdir, spec.name)
+                )
+            )
+        yield views
+
+
+def cost_so_far(machine: LiveResource, now: datetime) -> tuple[float | None, float | None]:
+    """(hours since the current start, USD billed for them at the reported rate)."""
+    start = machine.started_at or machine.created_at
+    if start is None or machine.status != "running":
+        return None, None
+    hours = max(0.0, (now - start).total_seconds() / 3600)
+    rate = machine.cost_per_hour
+    return hours, (hours * rate if rate is not None else None)
+
+
+async def follow_log(
+    remote: Any,
+    log_path: str,
+    write: Callable[[str], None],
+    *,
+    lines: int,
+    follow: bool,
+    alive: Callable[[], Any],
+    sleep: Callable[[float], Any],
+    poll_s: float = 1.0,
+) -> None:
+    """Print the last `lines` of the log, then (with follow) new bytes until the run stops."""
+    path = shlex.quote(log_path)
+    first = await remote.run(f"tail -n {int(lines)} {path} 2>/dev/null; true", check=False)
+    write(first.stdout)
+    if not follow:
+        return
+    size = await _size(remote, path)
+    while True:
+        await sleep(poll_s)
+        new = await remote.run(f"tail -c +{size + 1} {path} 2>/dev/null | head -c 1048576; true", check=False)
+        if new.stdout:
+            write(new.stdout)
+            size += len(new.stdout.encode())
+            continue
+        if not await alive():
+            return
+
+
+async def _size(remote: Any, path: str) -> int:
+    out = await remote.run(f"stat -c %s {path} 2>/dev/null || echo 0", check=False)
+    try:
+        return int(out.stdout.strip() or 0)
+    except ValueError:
+        return 0
+
+
+def known_hosts_line(pins_file: Path, resource_id: str, host: str, port: int) -> str | None:
+    """The pinned host key of a resource as an OpenSSH known_hosts line for this endpoint."""
+    import json
+
+    try:
+        pins: Mapping[str, Any] = json.loads(pins_file.read_text())
+    except (OSError, ValueError):
+        return None
+    entry = pins.get(resource_id)
+    if not isinstance(entry, dict) or "key" not in entry:
+        return None
+    name = host if port == 22 else f"[{host}]:{port}"
+    return f"{name} {entry['key']}"

@@ -1,0 +1,70 @@
+"""`gpujob logs [-f] [JOBFILE]`: the run's log, read over SSH from the durable mount."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpujob.cli.main import run_command
+
+HELP = """Show the end of the run's log; with -f, keep printing until the run stops.
+
+\b
+Examples:
+  gpujob logs
+  gpujob logs -f -n 200 jobs/bert.yaml
+"""
+
+
+@click.command(name="logs", help=HELP)
+@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-f", "--follow", is_flag=True, help="Follow new lines until the run stops (Ctrl-C to leave).")
+@click.option("-n", "--lines", default=50, show_default=True, help="Lines to show first.")
+def command(targets: tuple[Path, ...], follow: bool, lines: int) -> None:
+    sys.exit(run_command(_logs, targets, follow, lines))
+
+
+def _logs(targets: tuple[Path, ...], follow: bool, lines: int) -> int:
+    import asyncio
+
+    from gpujob.apply.session import job_files
+    from gpujob.errors import GpujobError
+    from gpujob.spec.load import load_specs
+
+    loaded = load_specs(job_files(list(targets)))
+    if len(loaded) != 1:
+        raise GpujobError(
+            f"logs shows one job at a time; {len(loaded)} job files found", hint="name the job file"
+        )
+    asyncio.run(_go(loaded, follow, lines))
+    return 0
+
+
+async def _go(loaded, follow: bool, lines: int) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from gpujob.apply.observe import follow_log, job_views
+    from gpujob.apply.runtime import open_remote
+    from gpujob.apply.sshapi import SSHApi
+    from gpujob.clock import SystemClock
+    from gpujob.ssh.launcher import job_dir
+
+    ssh, clock = SSHApi.default(), SystemClock()
+    async with job_views(loaded) as views:
+        view = views[0]
+        async with open_remote(view.target(), ssh, clock, lambda m: click.echo(m, err=True)) as remote:
+
+            async def alive() -> bool:
+                return bool((await ssh.run_status(remote, view.spec)).alive)
+
+            await follow_log(
+                remote,
+                f"{job_dir(view.spec)}/run.log",
+                lambda text: click.echo(text, nl=False),
+                lines=lines,
+                follow=follow,
+                alive=alive,
+                sleep=asyncio.sleep,
+            )

@@ -1,0 +1,70 @@
+"""`gpujob pull [JOBFILE...]`: fetch checkpoints (resumable), checksum and verify them, record it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpujob.cli.main import run_command
+
+HELP = """Pull every checkpoint of checkpoint.dir into checkpoint.pull_to, resuming partial files,
+checking each SHA-256 against the remote and running checkpoint.verify on it. The record
+(.gpujob/pulls/JOB.json) is what the teardown gate reads.
+
+\b
+Examples:
+  gpujob pull
+  gpujob pull jobs/bert.yaml
+"""
+
+
+@click.command(name="pull", help=HELP)
+@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
+def command(targets: tuple[Path, ...]) -> None:
+    sys.exit(run_command(_pull, targets))
+
+
+def _pull(targets: tuple[Path, ...]) -> int:
+    import asyncio
+
+    from gpujob.apply.session import job_files, locked
+    from gpujob.spec.load import load_specs
+
+    loaded = [ls for ls in load_specs(job_files(list(targets))) if ls.spec.checkpoint is not None]
+    if not loaded:
+        click.echo("No job with a checkpoint section: nothing to pull.")
+        return 0
+    with locked(loaded, "gpujob pull"):
+        records = asyncio.run(_go(loaded))
+    bad = 0
+    for rec in records:
+        state = "all verified" if rec.complete else "INCOMPLETE"
+        click.echo(f"{rec.job}: {len(rec.files)} file(s) from {rec.remote_dir} into {rec.local_dir}: {state}")
+        for f in rec.files:
+            mark = (
+                "✓"
+                if f.verified and f.name in rec.remote_files and f.sha256 == rec.remote_files[f.name]
+                else "✗"
+            )
+            click.echo(f"  {mark} {f.name}  {f.size} B  sha256 {f.sha256[:16]}…")
+        for name in rec.missing():
+            click.echo(f"  ✗ {name}: not pulled or checksum differs from the remote", err=True)
+        bad += 0 if rec.complete else 1
+    return 1 if bad else 0
+
+
+async def _go(loaded):  # type: ignore[no-untyped-def]
+    from gpujob.apply.observe import job_views
+    from gpujob.apply.runtime import pull
+    from gpujob.apply.sshapi import SSHApi
+    from gpujob.clock import SystemClock
+
+    out = []
+    async with job_views(loaded) as views:
+        for v in views:
+            out.append(
+                await pull(v.target(), SSHApi.default(), SystemClock(), lambda m: click.echo(m, err=True))
+            )
+    return out

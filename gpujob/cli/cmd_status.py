@@ -1,0 +1,132 @@
+"""`gpujob status [JOBFILE...]`: state, cost so far, runtime, last checkpoint and its age, the run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gpujob.cli.main import run_command
+
+HELP = """Show each job's machine, what it has cost since it started, and how the run is doing.
+
+\b
+Examples:
+  gpujob status
+  gpujob status --format json
+"""
+
+
+@click.command(name="status", help=HELP)
+@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def command(targets: tuple[Path, ...], fmt: str) -> None:
+    sys.exit(run_command(_status, targets, fmt))
+
+
+def _status(targets: tuple[Path, ...], fmt: str) -> int:
+    import asyncio
+    import json
+
+    from gpujob.apply.session import job_files
+    from gpujob.spec.load import load_specs
+
+    loaded = load_specs(job_files(list(targets)))
+    rows = asyncio.run(_collect(loaded))
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2, default=str))
+    else:
+        for row in rows:
+            click.echo(_text(row))
+    return 0
+
+
+async def _collect(loaded):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from gpujob.apply.observe import cost_so_far, job_views
+    from gpujob.apply.runtime import open_remote
+    from gpujob.apply.sshapi import SSHApi
+    from gpujob.clock import SystemClock
+
+    rows = []
+    now = datetime.now(UTC)
+    async with job_views(loaded) as views:
+        for v in views:
+            row: dict = {"job": v.spec.name, "platform": v.spec.platform, "desired": v.spec.state}
+            m = v.machine
+            row["machine"] = None if m is None else {
+                "name": m.name, "id": m.id, "status": m.raw_status or m.status, "gpu": m.gpu_id,
+                "region": m.region, "usd_per_hour": m.cost_per_hour,
+            }  # fmt: skip
+            if v.volume is not None:
+                row["network_volume"] = {"name": v.volume.name, "id": v.volume.id, "gb": v.volume.volume_gb}
+            if m is not None:
+                hours, usd = cost_so_far(m, now)
+                row["runtime_h"], row["cost_usd"] = hours, usd
+            if m is not None and m.status == "running" and v.spec.run is not None:
+                row["run"] = await _run_status(v, open_remote, SSHApi.default(), SystemClock())
+            if v.pull is not None:
+                row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
+            rows.append(row)
+    return rows
+
+
+async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
+    from gpujob.errors import GpujobError
+
+    try:
+        async with open_remote(view.target(), ssh, clock, lambda _m: None) as remote:
+            st = await ssh.run_status(remote, view.spec)
+    except GpujobError as exc:
+        return {"error": str(exc).splitlines()[0]}
+    state = st.state if hasattr(st, "state") else ("running" if st.alive else "exited")
+    return {
+        "state": state,
+        "alive": st.alive,
+        "exit_code": st.exit_code,
+        "started_at": st.started_at,
+        "last_checkpoint": st.last_checkpoint,
+        "last_checkpoint_age_s": st.last_checkpoint_age_s,
+        "last_log_line": (st.log_tail.strip().splitlines() or [""])[-1],
+    }
+
+
+def _text(row: dict) -> str:
+    lines = [f"{row['job']} ({row['platform']}, wants {row['desired']})"]
+    m = row.get("machine")
+    if m is None:
+        lines.append("  machine:   none")
+    else:
+        rate = f", ${m['usd_per_hour']:.2f}/h" if m.get("usd_per_hour") is not None else ""
+        lines.append(
+            f"  machine:   {m['name']} ({m['id']}) {m['status']}, {m['gpu'] or '-'} in {m['region'] or '-'}{rate}"
+        )
+    if row.get("runtime_h") is not None:
+        cost = f", ≈ ${row['cost_usd']:.2f} so far" if row.get("cost_usd") is not None else ""
+        lines.append(f"  runtime:   {row['runtime_h']:.2f} h since the last start{cost}")
+    if "network_volume" in row:
+        nv = row["network_volume"]
+        lines.append(f"  volume:    {nv['name']} ({nv['id']}) {nv['gb']} GB")
+    run = row.get("run")
+    if run is not None:
+        if "error" in run:
+            lines.append(f"  run:       unknown ({run['error']})")
+        else:
+            code = f", exit code {run['exit_code']}" if run.get("exit_code") is not None else ""
+            lines.append(f"  run:       {run['state']}{code}")
+            if run.get("last_checkpoint"):
+                age = run.get("last_checkpoint_age_s")
+                lines.append(
+                    f"  checkpoint: {run['last_checkpoint']} ({age:.0f}s ago)"
+                    if age is not None
+                    else f"  checkpoint: {run['last_checkpoint']}"
+                )
+            if run.get("last_log_line"):
+                lines.append(f"  log:       {run['last_log_line']}")
+    pull = row.get("last_pull")
+    if pull is not None:
+        ok = "verified" if pull["complete"] else "INCOMPLETE"
+        lines.append(f"  last pull: {pull['at']:%Y-%m-%d %H:%M:%S} UTC, {pull['files']} file(s), {ok}")
+    return "\n".join(lines)
