@@ -14,6 +14,7 @@ from gpujob.sim.http import Request, Response
 from gpujob.sim.state import RpPod, new_id
 
 CAPACITY = "There are no longer any instances available with the requested specifications. Please refresh and try again."
+NO_FREE_GPUS = "There are not enough free GPUs on the host machine to start this pod."
 FIRST_FIELD = re.compile(r"^\s*(?:(?:query|mutation)\b[^{]*)?\{\s*(\w+)", re.S)
 INLINE_ARG = re.compile(r'(\w+)\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+(?:\.\d+)?)|(true|false))')
 
@@ -123,9 +124,16 @@ def _run(sim: Simulator, op: str | None, inp: dict[str, Any]) -> Any:
     if op in ("podRentInterruptable", "podFindAndDeployOnDemand"):
         return _create(sim, inp, spot=op == "podRentInterruptable")
     if op in ("podResume", "podBidResume"):
-        pod = rp_engine.start(
-            sim, str(inp.get("podId")), gpu_count=inp.get("gpuCount"), bid=inp.get("bidPerGpu")
-        )
+        pod_id = str(inp.get("podId"))
+        with sim.lock:
+            old = rp_engine.get_pod(sim, pod_id)
+            if op == "podBidResume":
+                _check_bid(sim, old.gpu_id, inp.get("bidPerGpu"))
+            # RP1 over GraphQL: a resume that asks for GPUs the host no longer has is refused
+            # (REST v2 start instead comes back with zero GPUs).
+            if sim.faults.take("zero_gpu", platform="runpod", pod_id=pod_id, gpu=old.gpu_id):
+                raise SimError(400, NO_FREE_GPUS)
+        pod = rp_engine.start(sim, pod_id, gpu_count=inp.get("gpuCount"), bid=inp.get("bidPerGpu"))
         with sim.lock:
             return gql_pod(sim, pod)
     if op == "podStop":
@@ -174,15 +182,18 @@ def _gpu_type(sim: Simulator, g: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _check_bid(sim: Simulator, gpu_id: Any, bid: Any) -> None:
+    floor = sim.rp_prices.gpu_hour(str(gpu_id or ""), spot=True)
+    if bid is None:
+        raise SimError(400, "bidPerGpu is required")
+    if float(bid) + 1e-9 < floor:
+        raise SimError(400, f"Your bid price ({bid}) is below the minimum bid price ({floor}).")
+
+
 def _create(sim: Simulator, inp: dict[str, Any], *, spot: bool) -> dict[str, Any]:
     gpu_id = inp.get("gpuTypeId") or (inp.get("gpuTypeIdList") or [None])[0]
     if spot:
-        bid = inp.get("bidPerGpu")
-        floor = sim.rp_prices.gpu_hour(str(gpu_id or ""), spot=True)
-        if bid is None:
-            raise SimError(400, "bidPerGpu is required")
-        if float(bid) + 1e-9 < floor:
-            raise SimError(400, f"Your bid price ({bid}) is below the minimum bid price ({floor}).")
+        _check_bid(sim, gpu_id, inp.get("bidPerGpu"))
     env = {e["key"]: e["value"] for e in inp.get("env") or [] if isinstance(e, dict) and "key" in e}
     keys = [line for line in env.get("PUBLIC_KEY", "").splitlines() if line.strip()]
     if inp.get("startSsh"):

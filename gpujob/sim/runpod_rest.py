@@ -38,7 +38,7 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
         ports = [{"private": 22, "public": pod.ssh_port, "type": "tcp", "ip": "127.0.0.1"}] if direct else []
         runtime = {
             "uptime": int(now - (pod.started_at or now)),
-            "gpus": [{"id": f"gpu{i}", "util": 0, "memoryUtil": 0} for i in range(pod.gpu_count)],
+            "gpus": [{"util": 0, "memoryUtil": 0} for _ in range(pod.gpu_count)],
             "cpu": {"util": 0},
             "memory": {"util": 0},
             "ports": ports,

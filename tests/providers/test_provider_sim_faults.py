@@ -142,3 +142,15 @@ async def test_zero_gpu_restart_is_typed(simb: Backend) -> None:
             await rp.start(stopped)
         (seen,) = [r for r in await rp.list_resources() if r.id == pod.id]
         assert seen.status == "running" and seen.gpu_count == 0 and seen.attributes["zero_gpu"] is True
+
+
+async def test_zero_gpu_on_spot_resume_is_typed(simb: Backend) -> None:
+    async with simb.open({"runpod"}) as p:
+        rp = p["runpod"]
+        pod = await rp.create_machine(POD.model_copy(update={"spot": True, "bid_per_gpu": 0.4}))
+        stopped = await rp.stop(pod)
+        simb.sim.inject("zero_gpu", pod_id=pod.id)
+        with pytest.raises(ZeroGpuError, match="no free GPUs"):
+            await rp.start(stopped)  # podBidResume is refused: the old host has no free GPU
+        still = await rp.get("pod", pod.id)
+        assert still is not None and still.status == "stopped"

@@ -9,7 +9,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from gpujob.clock import Clock
-from gpujob.errors import ProviderConflict, ProviderError, ProviderNotFound, ProviderUnavailable
+from gpujob.errors import (
+    ProviderCapacityError,
+    ProviderConflict,
+    ProviderError,
+    ProviderNotFound,
+    ProviderUnavailable,
+)
 from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
@@ -103,9 +109,17 @@ class RunPodProvider:
         try:
             if resource.spot or is_spot(pod):
                 bid = await self._bid(pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud)
-                await self.client.bid_resume(
-                    pod.id, bid, pod.gpu.count if pod.gpu else max(resource.gpu_count, 1)
-                )
+                count = pod.gpu.count if pod.gpu and pod.gpu.count else max(resource.gpu_count, 1)
+                try:
+                    await self.client.bid_resume(pod.id, bid, count)
+                except ProviderCapacityError as exc:
+                    # A stopped pod resumes only on its old host: no free GPUs there is RP1.
+                    raise ZeroGpuError(
+                        f"pod {pod.id} cannot resume: its host has no free GPUs for it any more",
+                        platform=PLATFORM,
+                        call=exc.call,
+                        hint="replace it: terminate and create a new pod (data on a network volume survives)",
+                    ) from None
             else:
                 await self.client.pod_action(pod.id, "start")
         except ProviderConflict:
