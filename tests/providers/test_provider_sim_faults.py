@@ -4,18 +4,24 @@ created one pod, a dropped connection really closed the socket)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
-from conftest import Backend
+from conftest import PS_CANARY, RP_CANARY, Backend
 
-from gpujob.errors import ProviderCapacityError, ProviderUnavailable
+from gpujob.errors import (
+    ProviderAuthError,
+    ProviderBalanceError,
+    ProviderCapacityError,
+    ProviderUnavailable,
+)
 from gpujob.providers.base import LaunchRequest, Provider, ZeroGpuError
 from gpujob.providers.http import DEFAULT_TIMEOUT
-from gpujob.providers.registry import provider_for
+from gpujob.providers.registry import open_providers, provider_for
 from gpujob.providers.wait import Timeouts
 
 pytestmark = pytest.mark.anyio
@@ -154,3 +160,29 @@ async def test_zero_gpu_on_spot_resume_is_typed(simb: Backend) -> None:
             await rp.start(stopped)  # podBidResume is refused: the old host has no free GPU
         still = await rp.get("pod", pod.id)
         assert still is not None and still.status == "stopped"
+
+
+async def test_bad_key_and_low_balance_are_typed_and_never_leak(
+    simb: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    wrong = {**simb.env, "RUNPOD_API_KEY": RP_CANARY, "PAPERSPACE_API_KEY": PS_CANARY}
+    async with open_providers({"runpod", "paperspace"}, clock=simb.clock, env=wrong) as p:
+        for platform, var, key in (
+            ("runpod", "RUNPOD_API_KEY", RP_CANARY),
+            ("paperspace", "PAPERSPACE_API_KEY", PS_CANARY),
+        ):
+            with pytest.raises(ProviderAuthError) as info:
+                await p[platform].list_resources()
+            assert var in (info.value.hint or "") and "HTTP 401" in str(info.value)
+            assert key not in info.value.render() + caplog.text
+        with pytest.raises(ProviderAuthError):  # GraphQL answers a bad key with HTTP 401 too
+            await p["runpod"].create_machine(POD.model_copy(update={"spot": True, "bid_per_gpu": 0.5}))
+
+    simb.sim.inject("low_balance")
+    async with simb.open({"runpod", "paperspace"}) as p:
+        with pytest.raises(ProviderBalanceError, match="HTTP 402"):
+            await p["runpod"].create_machine(POD)
+        with pytest.raises(ProviderBalanceError, match="HTTP 402"):
+            await p["paperspace"].create_machine(MACHINE)
+    assert live(simb, "pods", "gpujob-bert") == live(simb, "machines", "gpujob-bert") == []
