@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Backend
+from conftest import Backend, sim_backend
 
+from gpujob.errors import ProviderError
 from gpujob.live import LiveResource
 from gpujob.providers.base import LaunchRequest, VolumeRequest
 from gpujob.ssh.keys import ensure_project_key
@@ -173,3 +174,34 @@ async def test_list_resources_returns_every_billable_resource(simb: Backend) -> 
     assert listed[vol.id].volume_gb == 50 and listed[drive["id"]].volume_gb == 100
     assert listed[on.id].region == "ny2" and listed[up.id].region == "US-KS-2"
     assert listed[snap["data"]["id"]].machine_id == off.id and listed[ctpl["data"]["id"]].machine_id == off.id
+
+
+async def test_updates_in_place(simb: Backend) -> None:
+    async with simb.open({"runpod", "paperspace"}) as p:
+        rp: Any = p["runpod"]
+        ps: Any = p["paperspace"]
+        pod = await rp.stop(await rp.create_machine(POD))
+        grown = await rp.update(pod, {"mounts": {"persistent": {"size": 40, "path": "/workspace"}}})
+        assert grown.volume_gb == 40 and grown.status == "stopped"
+        assert simb.sim.engine.state.pods[pod.id].volume_gb == 40
+
+        m = await ps.create_machine(MACHINE.model_copy(update={"public_ip": "none"}))
+        changed = await ps.update(m, {"autoShutdownEnabled": True, "autoShutdownTimeout": 3})
+        assert changed.auto_shutdown_hours == 3 and changed.status == "running"
+        with pytest.raises(ProviderError, match="must be off"):  # resizing needs a stop (PS trap 6)
+            await ps.update(changed, {"diskSize": 100})
+        resized = await ps.update(await ps.stop(changed), {"diskSize": 100})
+        assert resized.volume_gb == 100 and resized.status == "stopped"
+
+
+async def test_paperspace_start_while_starting_is_benign(tmp_path: Path) -> None:
+    with sim_backend(tmp_path / "sim", boot_seconds=1.0) as b:
+        async with b.open({"paperspace"}) as p:
+            ps = p["paperspace"]
+            m = await ps.stop(await ps.create_machine(MACHINE.model_copy(update={"public_ip": "none"})))
+            with api(b, "paperspace") as raw:
+                assert raw.patch(f"/machines/{m.id}/start", json={}).status_code == 200
+                again = raw.patch(f"/machines/{m.id}/start", json={})
+                assert again.status_code == 400 and "currently starting" in again.json()["message"]
+            started = await ps.start(m)  # the same answer here is not an error: the state decides
+            assert started.status == "running"
