@@ -116,7 +116,11 @@ async def test_runpod_spot_create_and_resume(backend: Backend) -> None:
             env = {e["key"]: e["value"] for e in rent["variables"]["input"]["env"]}
             assert env["PUBLIC_KEY"] == KEY
             assert "podBidResume" in resume["query"]
-            assert resume["variables"]["input"] == {"podId": pod.id, "bidPerGpu": 0.44, "gpuCount": 1}
+            assert resume["variables"]["input"] == {
+                "podId": pod.id,
+                "bidPerGpu": 0.4,
+                "gpuCount": 1,
+            }  # the bid stored at create
         await rp.terminate(resumed)
 
 

@@ -108,7 +108,9 @@ class RunPodProvider:
             return self._checked(pod)
         try:
             if resource.spot or is_spot(pod):
-                bid = await self._bid(pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud)
+                bid = _stored_bid(pod.env) or await self._bid(
+                    pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud
+                )
                 count = pod.gpu.count if pod.gpu and pod.gpu.count else max(resource.gpu_count, 1)
                 try:
                     await self.client.bid_resume(pod.id, bid, count)
@@ -245,13 +247,15 @@ class RunPodProvider:
         return (await self.client.create_pod(body)).id
 
     async def _rent_spot(self, r: LaunchRequest) -> str:
-        env = {**_env(r), SPOT_TAG: "1"}
+        bid = r.bid_per_gpu or await self._bid(r.gpu_id, r.cloud)
+        # The bid rides along in env so a resume bids the same price, not the on-demand one.
+        env = {**_env(r), SPOT_TAG: "1", BID_TAG: f"{bid:g}"}
         variables: dict[str, Any] = {
             "name": r.name,
             "gpuTypeId": r.gpu_id,
             "gpuCount": r.gpu_count,
             "cloudType": r.cloud.upper(),
-            "bidPerGpu": r.bid_per_gpu or await self._bid(r.gpu_id, r.cloud),
+            "bidPerGpu": bid,
             "ports": "22/tcp",
             "env": [{"key": k, "value": v} for k, v in env.items()],
             "startSsh": True,
@@ -270,6 +274,13 @@ class RunPodProvider:
         return (await self.client.rent_spot(variables)).id
 
     async def _bid(self, gpu_id: str, cloud: str | None) -> float:
+        """The spot list price from the profile (the v2 catalog has no spot price), else the catalog's
+        on-demand price as the ceiling a bid may reach."""
+        from gpujob.profile import load_profile
+
+        offer = load_profile(PLATFORM).gpu(gpu_id)
+        if offer is not None and offer.price_hour_spot:
+            return offer.price_hour_spot
         community = (cloud or "").lower() == "community"
         for gpu in await self.client.catalog_gpus():
             if gpu.id == gpu_id:
@@ -373,3 +384,13 @@ def _profile_spot_quotes(now: Any) -> list[PriceQuote]:
         for g in profile.gpus
         if g.price_hour_spot is not None
     ]
+
+
+BID_TAG = "GPUJOB_BID"
+
+
+def _stored_bid(env: Any) -> float | None:
+    try:
+        return float(env.get(BID_TAG)) if env and env.get(BID_TAG) else None
+    except (TypeError, ValueError):
+        return None
