@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fakes import FakeClock, FakeLoaded, FakeProvider, FakeSSH, action, make_plan, make_spec
 
 from gpujob.apply import steps
 from gpujob.apply.applier import apply_plan
@@ -12,6 +11,7 @@ from gpujob.apply.progress import RecordingHooks
 from gpujob.apply.records import load_pull_record
 from gpujob.errors import GateError, GpujobError
 from gpujob.plan.model import ActionKind
+from tests.apply.fakes import FakeClock, FakeLoaded, FakeProvider, FakeSSH, action, make_plan, make_spec
 
 CANARY = "hf_CANARY_7f3a9c"
 

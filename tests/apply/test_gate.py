@@ -3,12 +3,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from fakes import action, make_spec
 
 from gpujob.apply.gate import check_gate, checkpoint_tier, require_approvals
 from gpujob.apply.records import PulledFile, PullRecord, load_pull_records, save_pull_record
 from gpujob.errors import GateError
 from gpujob.plan.model import ActionKind
+from tests.apply.fakes import action, make_spec
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 

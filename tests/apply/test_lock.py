@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-import multiprocessing
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -28,28 +29,33 @@ def test_second_holder_is_refused_naming_the_first(tmp_path):
     assert "gpujob force-unlock bert" in msg
 
 
-def _hold(state_dir, ready, release):  # runs in a child process
-    with job_lock(state_dir, "bert", command="child apply"):
-        ready.set()
-        release.wait(10)
+HOLDER = """
+import sys
+from pathlib import Path
+from gpujob.lock import job_lock
+with job_lock(Path(sys.argv[1]), "bert", command="child apply"):
+    print("ready", flush=True)
+    sys.stdin.readline()
+"""
 
 
 def test_lock_excludes_another_process_and_dies_with_it(tmp_path):
-    ctx = multiprocessing.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    child = ctx.Process(target=_hold, args=(tmp_path, ready, release))
-    child.start()
-    assert ready.wait(10)
-    with pytest.raises(LockError, match="child apply"), job_lock(tmp_path, "bert"):
-        pass
-    child.kill()
-    child.join(10)
+    # A real second process (not fork: forking a threaded xdist worker can deadlock).
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        with pytest.raises(LockError, match="child apply"), job_lock(tmp_path, "bert"):
+            pass
+    finally:
+        child.kill()
+        child.wait(10)
     # The OS lock died with the holder; only its note is left, and it no longer blocks.
     note = read_lock(tmp_path, "bert")
     assert note is not None and note.holder_alive() is False
     with job_lock(tmp_path, "bert"):
         pass
-    release.set()
 
 
 def test_force_unlock_removes_lock_and_note(tmp_path):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from audit_seed import NOW, seeded_resources
 
 from gpujob.live import LiveState
+from tests.audit.audit_seed import NOW, seeded_resources
 
 
 @pytest.fixture

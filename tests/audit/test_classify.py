@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from audit_seed import DAY, LOCAL_JOBS, NOW
 
 from gpujob.audit.classify import classify, owner_of
 from gpujob.audit.model import AuditReport
 from gpujob.live import LiveResource, LiveState
 from gpujob.profile import HOURS_PER_MONTH, load_profile
+from tests.audit.audit_seed import DAY, LOCAL_JOBS, NOW
 
 RP = load_profile("runpod")
 PS = load_profile("paperspace")

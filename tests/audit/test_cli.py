@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from audit_seed import seeded_resources
 from click.testing import CliRunner
 
 from gpujob.cli.main import cli
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, Plan
+from tests.audit.audit_seed import seeded_resources
 
 JOBS = Path(__file__).parent / "jobs"
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from audit_seed import DAY, LOCAL_JOBS, NOW
 
 from gpujob.audit.classify import classify
 from gpujob.audit.fix import FixJob, build_fix_plan
 from gpujob.live import LiveState
 from gpujob.plan.model import GATED, ActionKind, Plan
 from gpujob.profile import load_profile
+from tests.audit.audit_seed import DAY, LOCAL_JOBS, NOW
 
 JOBS = [
     FixJob(name="bert", platform="runpod", spec_file="bert.job.yaml", has_checkpoint=True, digest="a" * 64),

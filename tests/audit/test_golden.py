@@ -8,13 +8,13 @@ import os
 from pathlib import Path
 
 import pytest
-from audit_seed import DAY, LOCAL_JOBS, NOW
 
 from gpujob.audit.classify import classify
 from gpujob.audit.model import AuditReport
 from gpujob.audit.render import render_audit
 from gpujob.live import LiveState
 from gpujob.profile import load_profile
+from tests.audit.audit_seed import DAY, LOCAL_JOBS, NOW
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -6,7 +6,8 @@ import signal
 from collections import Counter
 
 import pytest
-from conftest import Project, poll
+
+from tests.e2e.conftest import Project, poll
 
 STEPS = ["quickstart.network_volume.create", "quickstart.pod.create", "quickstart.run.launch"]
 

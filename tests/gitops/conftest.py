@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 
 import pytest
-from gitops_fakehost import FakeHost, _handler
+
+from tests.gitops.gitops_fakehost import FakeHost, _handler
 
 
 @pytest.fixture

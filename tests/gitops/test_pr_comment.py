@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gitops_fakehost import FakeHost
+from tests.gitops.gitops_fakehost import FakeHost
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "ci" / "pr_comment.py"

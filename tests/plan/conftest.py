@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from plan_helpers import RUNPOD_JOB
 
 from gpujob.spec.load import LoadedSpec, load_specs
+from tests.plan.plan_helpers import RUNPOD_JOB
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from plan_helpers import H100, NOW, RUNPOD_JOB, ago, live, pod, volume
 
 from gpujob.live import LiveResource
 from gpujob.plan import planner as planner_mod
@@ -13,6 +12,7 @@ from gpujob.plan.diff import diff_fields
 from gpujob.plan.model import GATED, ActionKind
 from gpujob.plan.planner import assign_owners, build_plan
 from gpujob.profile import load_profile
+from tests.plan.plan_helpers import H100, NOW, RUNPOD_JOB, ago, live, pod, volume
 
 K = ActionKind
 Write = Callable[..., object]

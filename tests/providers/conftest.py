@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import respx
-from provider_fakes import PAPERSPACE, RUNPOD, PaperspaceFake, RunPodFake
 
 from gpujob.providers.base import Provider
 from gpujob.providers.http import RetryPolicy
 from gpujob.providers.registry import open_providers
 from gpujob.providers.wait import Timeouts
+from tests.providers.provider_fakes import PAPERSPACE, RUNPOD, PaperspaceFake, RunPodFake
 
 if TYPE_CHECKING:
     from gpujob.sim.testing import Sim

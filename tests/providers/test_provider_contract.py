@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Backend
 
 from gpujob.errors import ProviderConflict
 from gpujob.providers.base import LaunchRequest, Provider, VolumeRequest
+from tests.providers.conftest import Backend
 
 pytestmark = pytest.mark.anyio
 

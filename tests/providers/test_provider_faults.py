@@ -7,8 +7,6 @@ import logging
 import httpx
 import pytest
 import respx
-from conftest import FAKE_ENV, PS_CANARY, RP_CANARY, FakeClock
-from provider_fakes import PAPERSPACE, RUNPOD, PaperspaceFake, RunPodFake, problem
 
 from gpujob.errors import (
     ProviderAuthError,
@@ -21,6 +19,8 @@ from gpujob.errors import (
 )
 from gpujob.providers.base import LaunchRequest, NoEffectError, ZeroGpuError
 from gpujob.providers.registry import open_providers
+from tests.providers.conftest import FAKE_ENV, PS_CANARY, RP_CANARY, FakeClock
+from tests.providers.provider_fakes import PAPERSPACE, RUNPOD, PaperspaceFake, RunPodFake, problem
 
 pytestmark = pytest.mark.anyio
 PODS = f"{RUNPOD}/v2/pods"

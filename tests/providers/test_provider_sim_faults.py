@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import PS_CANARY, RP_CANARY, Backend
 
 from gpujob.errors import (
     ProviderAuthError,
@@ -23,6 +22,7 @@ from gpujob.providers.base import LaunchRequest, Provider, ZeroGpuError
 from gpujob.providers.http import DEFAULT_TIMEOUT
 from gpujob.providers.registry import open_providers, provider_for
 from gpujob.providers.wait import Timeouts
+from tests.providers.conftest import PS_CANARY, RP_CANARY, Backend
 
 pytestmark = pytest.mark.anyio
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Backend, sim_backend
 
 from gpujob.errors import ProviderError
 from gpujob.live import LiveResource
 from gpujob.providers.base import LaunchRequest, VolumeRequest
 from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.session import connect
+from tests.providers.conftest import Backend, sim_backend
 
 pytestmark = pytest.mark.anyio
 

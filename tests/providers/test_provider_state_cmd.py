@@ -7,10 +7,10 @@ from pathlib import Path
 
 import respx
 from click.testing import CliRunner
-from conftest import FAKE_ENV, RP_CANARY
-from provider_fakes import RunPodFake
 
 from gpujob.cli.cmd_state import command
+from tests.providers.conftest import FAKE_ENV, RP_CANARY
+from tests.providers.provider_fakes import RunPodFake
 
 JOB = """\
 version: 1

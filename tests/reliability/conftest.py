@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reliability_kit import SECRET_CANARY, FastClock, RecordingSim, recording_simulator
+
+from tests.reliability.reliability_kit import SECRET_CANARY, FastClock, RecordingSim, recording_simulator
 
 
 @pytest.fixture

@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability_kit import (
+
+from gpujob.errors import SpecError
+from gpujob.spec.load import load_spec
+from gpujob.spec.model import NAME_PATTERN, JobSpec
+from tests.reliability.reliability_kit import (
     IMAGE,
     PAPERSPACE_JOB,
     RUNPOD_JOB,
@@ -22,10 +26,6 @@ from reliability_kit import (
     subprocess_cli,
     write_job,
 )
-
-from gpujob.errors import SpecError
-from gpujob.spec.load import load_spec
-from gpujob.spec.model import NAME_PATTERN, JobSpec
 
 PROBLEM_LINE = re.compile(r"^(.*/)?job\.yaml:\d+:\d+: ")
 

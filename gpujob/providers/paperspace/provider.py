@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from gpujob.clock import Clock
@@ -346,6 +346,6 @@ def _quote(gpu_id: str, per_gpu: float, as_of: Any, source: str, now: datetime) 
         platform=PLATFORM,
         gpu_id=gpu_id,
         price_hour=per_gpu,
-        source=f"profile paperspace {as_of} ({source}; Paperspace has no price API)",
-        as_of=now,
+        source="profile paperspace (no price API)",
+        as_of=datetime(as_of.year, as_of.month, as_of.day, tzinfo=UTC) if hasattr(as_of, "year") else now,
     )

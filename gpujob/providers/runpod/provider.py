@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from gpujob.clock import Clock
@@ -378,8 +379,9 @@ def _profile_spot_quotes(now: Any) -> list[PriceQuote]:
             cloud="secure",
             spot=True,
             price_hour=g.price_hour_spot,
-            source=f"profile runpod {g.as_of} ({g.source})",
-            as_of=now,
+            # Dated by the profile fact, not by now: the catalog has no spot price to read live.
+            source="profile runpod (the catalog has no spot price)",
+            as_of=datetime(g.as_of.year, g.as_of.month, g.as_of.day, tzinfo=UTC),
         )
         for g in profile.gpus
         if g.price_hour_spot is not None
