@@ -37,3 +37,12 @@ class WireModel(BaseModel):
             where = ".".join(str(x) for x in first["loc"]) or "body"
             got = type(obj).__name__
             raise MalformedResponse(f"{cls.__name__} ({got}): {where}: {first['msg']}") from None
+
+
+class SourceRef(Model):
+    """Where a value stands in a job file (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+    key: str

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gpujob.model import Model, Platform
+from gpujob.model import Model, Platform, SourceRef
 
 
 class ActionKind(StrEnum):
@@ -38,13 +38,6 @@ GATED: frozenset[ActionKind] = frozenset(
 )
 
 Severity = Literal["error", "warning", "info"]
-
-
-class SourceRef(Model):
-    file: str
-    line: int
-    column: int
-    key: str
 
 
 class Finding(Model):

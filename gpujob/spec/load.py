@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from gpujob.errors import SpecError
-from gpujob.plan.model import SourceRef
+from gpujob.model import SourceRef
 from gpujob.spec.checks import platform_problems
 from gpujob.spec.errmap import validation_problems
 from gpujob.spec.model import JobSpec

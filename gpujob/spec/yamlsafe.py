@@ -149,7 +149,7 @@ def parse_file(path: Path, display: str) -> ParsedFile:
         return ParsedFile(None, positions, problems, digest)
     from ruamel.yaml import YAML
 
-    loader = YAML(typ="safe", pure=True)
+    loader = YAML(typ="safe")  # libyaml when ruamel.yaml.clib is installed; the scan vetted every tag
     loader.allow_duplicate_keys = True  # already reported, with both positions, by the scan
     try:
         with warnings.catch_warnings():  # e.g. a reused anchor: harmless, and not for the user's terminal
