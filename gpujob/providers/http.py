@@ -175,6 +175,15 @@ class ApiClient:
                     method, target, json=json_body, params=params, headers=self._headers
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                tls = _tls_failure(exc)
+                if tls is not None:  # never retried, and verification is never turned off
+                    raise ProviderError(
+                        f"TLS certificate verification failed: {tls}",
+                        platform=self.platform,
+                        call=call,
+                        hint="something between you and the platform presents a certificate gpujob cannot "
+                        "trust (a TLS-intercepting proxy?); if that is expected, point SSL_CERT_FILE at its CA",
+                    ) from None
                 reason = f"cannot connect ({type(exc).__name__})"
             except (
                 httpx.TimeoutException,
@@ -208,6 +217,8 @@ class ApiClient:
                 else:
                     raise self.error_for(call, status, self._parse(response))
             delay = self._backoff(attempt, retry_after)
+            if retry_after is not None and retry_after > self.policy.max_retry_after:
+                reason += f"; it asked to wait {retry_after:.0f}s, longer than gpujob waits"
             spent = (self.clock.now() - started).total_seconds()
             if attempt >= self.policy.attempts or spent + delay > self.policy.deadline:
                 raise ProviderUnavailable(
@@ -337,6 +348,22 @@ class ApiClient:
 
 
 _MALFORMED = object()
+
+
+def _tls_failure(exc: BaseException) -> str | None:
+    """The certificate problem behind a connect error, if that is what it is (retrying cannot help)."""
+    import ssl
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        text = str(seen)
+        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
+            detail = getattr(seen, "verify_message", None) or text.partition("certificate verify failed:")[2]
+            return re.sub(r"\s*\(_ssl\.c:\d+\)", "", detail).strip() or "certificate rejected"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _retry_after(value: str | None) -> float | None:
