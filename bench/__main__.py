@@ -32,7 +32,11 @@ def main(argv: list[str] | None = None) -> int:
             results.append(Result(name, "-", math.nan, error=f"suite not built: {exc.name}"))
             continue
         try:
-            results.extend(module.run(repeat=repeat, quick=args.quick) if "quick" in module.run.__code__.co_varnames else module.run(repeat=repeat))
+            results.extend(
+                module.run(repeat=repeat, quick=args.quick)
+                if "quick" in module.run.__code__.co_varnames
+                else module.run(repeat=repeat)
+            )
         except Exception as exc:  # a benchmark failure is reported, never hidden
             results.append(Result(name, "-", math.nan, error=f"{type(exc).__name__}: {exc}"))
             traceback.print_exc()

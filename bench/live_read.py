@@ -21,10 +21,18 @@ def _specs(n: int) -> list:  # type: ignore[type-arg]
     for i in range(n):
         if i % 2:
             machine = {"gpu": ["A4000"], "template": "ml-in-a-box", "regions": ["ny2"]}
-            specs.append(JobSpec.model_validate({"version": 1, "name": f"job{i}", "platform": "paperspace", "machine": machine}))
+            specs.append(
+                JobSpec.model_validate(
+                    {"version": 1, "name": f"job{i}", "platform": "paperspace", "machine": machine}
+                )
+            )
         else:
             machine = {"gpu": ["RTX4090"], "image": "runpod/pytorch:2.4.0"}
-            specs.append(JobSpec.model_validate({"version": 1, "name": f"job{i}", "platform": "runpod", "machine": machine}))
+            specs.append(
+                JobSpec.model_validate(
+                    {"version": 1, "name": f"job{i}", "platform": "runpod", "machine": machine}
+                )
+            )
     return specs
 
 
@@ -44,7 +52,8 @@ async def _one_round_trip(env: dict[str, str]) -> float:
     async with httpx.AsyncClient() as client:
         start = time.perf_counter()
         r = await client.get(
-            env["GPUJOB_RUNPOD_API_URL"] + "/pods", headers={"Authorization": f"Bearer {env['RUNPOD_API_KEY']}"}
+            env["GPUJOB_RUNPOD_API_URL"] + "/pods",
+            headers={"Authorization": f"Bearer {env['RUNPOD_API_KEY']}"},
         )
         r.raise_for_status()
         return time.perf_counter() - start

@@ -43,7 +43,9 @@ def _peak_rss_mb(argv: list[str], env: dict[str, str]) -> float:
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) not in (0, 2):
-        raise RuntimeError(f"{' '.join(argv[:4])}... exited {status}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
+        raise RuntimeError(
+            f"{' '.join(argv[:4])}... exited {status}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
+        )
     return usage.ru_maxrss / 1024.0  # KiB -> MiB on Linux
 
 
@@ -57,6 +59,8 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
         files = _write_jobs(folder, 200)
         env = {**os.environ, **sim.env, "GPUJOB_STATE_DIR": str(Path(tmp) / "state")}
         for _ in range(max(1, repeat // 2)):
-            result.figure_samples.append(_peak_rss_mb([sys.executable, "-m", "gpujob", "plan", "--no-color", *files], env))
+            result.figure_samples.append(
+                _peak_rss_mb([sys.executable, "-m", "gpujob", "plan", "--no-color", *files], env)
+            )
             result.floor_samples.append(LIMIT_MB)
     return [result]

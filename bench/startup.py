@@ -16,10 +16,22 @@ EXAMPLE = ROOT / "examples" / "runpod-ondemand" / "job.yaml"
 def run(repeat: int) -> list[Result]:
     floor = timed_command([PY, "-c", "import click"])
     results = [
-        alternate(Result("gpujob --help", "python -c 'import click'", 2.0), timed_command([PY, "-m", "gpujob", "--help"]), floor, repeat=repeat)
+        alternate(
+            Result("gpujob --help", "python -c 'import click'", 2.0),
+            timed_command([PY, "-m", "gpujob", "--help"]),
+            floor,
+            repeat=repeat,
+        )
     ]
     if not EXAMPLE.exists():
-        results.append(Result("gpujob validate (1 spec)", "import click", 4.0, error="examples/runpod-ondemand/job.yaml missing"))
+        results.append(
+            Result(
+                "gpujob validate (1 spec)",
+                "import click",
+                4.0,
+                error="examples/runpod-ondemand/job.yaml missing",
+            )
+        )
         return results
     with tempfile.TemporaryDirectory() as tmp:
         many = Path(tmp)
@@ -30,8 +42,19 @@ def run(repeat: int) -> list[Result]:
             target.write_text(text)
             files.append(str(target))
         one = timed_command([PY, "-m", "gpujob", "validate", str(EXAMPLE)])
-        results.append(alternate(Result("gpujob validate (1 spec)", "python -c 'import click'", 4.0), one, floor, repeat=repeat))
+        results.append(
+            alternate(
+                Result("gpujob validate (1 spec)", "python -c 'import click'", 4.0), one, floor, repeat=repeat
+            )
+        )
         hundred = timed_command([PY, "-m", "gpujob", "validate", *files])
-        results.append(alternate(Result("gpujob validate (100 specs)", "gpujob validate (1 spec)", 2.0), hundred, one, repeat=repeat))
+        results.append(
+            alternate(
+                Result("gpujob validate (100 specs)", "gpujob validate (1 spec)", 2.0),
+                hundred,
+                one,
+                repeat=repeat,
+            )
+        )
         shutil.rmtree(many, ignore_errors=True)
     return results

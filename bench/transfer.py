@@ -39,7 +39,9 @@ def _rsync(src: str, dest: str, endpoint, key: Path) -> float:  # type: ignore[n
 
 
 def run(repeat: int, quick: bool = False) -> list[Result]:
-    from gpujob.ssh import connect, pull_checkpoints, sync_tree
+    from gpujob.ssh.pull import pull_checkpoints
+    from gpujob.ssh.session import connect
+    from gpujob.ssh.sync import sync_tree
     from gpujob.ssh.testing import local_sshd
 
     big_mb, small = (40, 200) if quick else (400, 2000)
@@ -59,7 +61,12 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
                     stats = await sync_tree(remote, src, dest, [])
                     return time.perf_counter() - start, stats
 
-            first = Result(f"first sync {big_mb + small * 50 // 1024} MB", "rsync -a over ssh", 0.9, higher_is_better=True)
+            first = Result(
+                f"first sync {big_mb + small * 50 // 1024} MB",
+                "rsync -a over ssh",
+                0.9,
+                higher_is_better=True,
+            )
             noop = Result("no-op re-sync", "rsync -a no-op", 1.2)
             for i in range(reps):
                 dest_g, dest_r = str(base / f"remote-g{i}"), str(base / f"remote-r{i}")
@@ -80,7 +87,9 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
                 p.write_bytes(os.urandom(50 * 1024))
             _, stats = asyncio.run(gp_sync(str(base / "remote-g0")))
             sent = getattr(stats, "files_sent", None)
-            touched = Result("re-sync after touching 10 files: files sent", "10 files touched", 1.0, unit=" files")
+            touched = Result(
+                "re-sync after touching 10 files: files sent", "10 files touched", 1.0, unit=" files"
+            )
             touched.figure_samples.append(float(sent if sent is not None else -1))
             touched.floor_samples.append(10.0)
             results.append(touched)
@@ -92,7 +101,13 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
                 block = os.urandom(1 << 20)
                 for _ in range(ckpt_mb):
                     f.write(block)
-            pull = Result(f"pull+verify {ckpt_mb} MB checkpoint", "rsync -a over ssh", 0.9, higher_is_better=True, unit=" MB/s")
+            pull = Result(
+                f"pull+verify {ckpt_mb} MB checkpoint",
+                "rsync -a over ssh",
+                0.9,
+                higher_is_better=True,
+                unit=" MB/s",
+            )
 
             async def gp_pull(local: Path) -> float:
                 async with connect(endpoint, key_path=key, known_hosts=known, resource_id="bench") as remote:
