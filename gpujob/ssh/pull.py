@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import queue
 import shlex
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,17 +83,31 @@ async def _fetch(
         offset = 0
     h = _sha256_file(part) if offset else hashlib.sha256()
     got = 0
+    # Writing and hashing run in a thread (both release the GIL on large buffers), so they overlap with
+    # decryption on the event loop instead of taking turns with it.
+    chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     with open(part, "ab") as fh:
+
+        def drain() -> None:
+            while (chunk := chunks.get()) is not None:
+                fh.write(chunk)
+                h.update(chunk)
+
+        writer = threading.Thread(target=drain, name="gpujob-pull-writer", daemon=True)
+        writer.start()
 
         def sink(chunk: bytes) -> None:
             nonlocal got
-            fh.write(chunk)
-            h.update(chunk)
+            chunks.put(chunk)
             got += len(chunk)
             on_bytes(len(chunk))
 
-        if offset < size:
-            await remote.stream_out(f"tail -c +{offset + 1} -- {q(path)}", sink)
+        try:
+            if offset < size:
+                await remote.stream_out(f"tail -c +{offset + 1} -- {q(path)}", sink)
+        finally:
+            chunks.put(None)
+            await asyncio.to_thread(writer.join)
     return h.hexdigest(), got, offset
 
 
