@@ -15,12 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.apply.applier import ApplyResult, apply_plan
+from gpujob.apply.journal import Journal
 from gpujob.apply.progress import ApplyHooks
+from gpujob.apply.reconcile import finish_runs, resume_interrupted_launches
 from gpujob.apply.records import load_pull_records
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan
 
 Ask = Callable[[str], str]
+
+
+def journal_of(ls: Any) -> Journal:
+    return Journal(state_dir_of(ls.path), ls.spec.name)
 
 
 def interactive() -> bool:
@@ -102,70 +108,6 @@ def check_saved_plan(plan: Plan, loaded: Sequence[Any], live: Any) -> None:
         )
 
 
-def launch_pending(entries: Sequence[Any]) -> bool:
-    """From a job's journal: a machine was (being) created or started, and no launch finished since."""
-    pending = False
-    for e in entries:
-        if e.action_id is None:
-            continue
-        kind = e.action_id.rsplit(".", 1)[-1]
-        if (
-            kind in ("create", "start", "replace")
-            and ".network_volume" not in e.action_id
-            and e.phase in ("intent", "done")
-        ):
-            pending = True
-        elif kind in ("launch", "terminate", "stop") and e.phase == "done":
-            pending = False
-    return pending
-
-
-def resume_interrupted_launches(plan: Plan, loaded: Sequence[Any], live: Any) -> Plan:
-    """A killed apply can leave a running machine whose run was never launched; the planner sees a
-    running machine and plans nothing. The journal knows better: add the launch back."""
-    from gpujob.apply.journal import Journal
-    from gpujob.plan.model import Action, ActionKind
-
-    by_name = {ls.spec.name: ls for ls in loaded}
-    jobs = []
-    for jp in plan.jobs:
-        ls = by_name.get(jp.job)
-        spec = ls.spec if ls is not None else None
-        has_launch = any(a.kind is ActionKind.LAUNCH for a in jp.actions)
-        machine = None
-        if spec is not None:
-            machine = next(
-                (r for r in live.resources if r.name == spec.resource_name and r.kind in ("pod", "machine")),
-                None,
-            )
-        if (
-            spec is None
-            or spec.state != "running"
-            or spec.run is None
-            or has_launch
-            or machine is None
-            or machine.status not in ("running", "pending")
-            or not launch_pending(Journal(state_dir_of(ls.path), jp.job).entries())
-        ):
-            jobs.append(jp)
-            continue
-        launch = Action(
-            id=f"{jp.job}.run.launch",
-            job=jp.job,
-            platform=jp.platform,
-            kind=ActionKind.LAUNCH,
-            resource_kind="run",
-            resource_name=spec.resource_name,
-            resource_id=machine.id,
-            reasons=[
-                "a previous apply stopped before the run was launched (see .gpujob/journal): launch it now"
-            ],
-        )
-        actions = [a for a in jp.actions if a.kind is not ActionKind.NOOP] + [launch]
-        jobs.append(jp.model_copy(update={"actions": actions}))
-    return plan.model_copy(update={"jobs": jobs})
-
-
 def load_saved_plan(path: Path) -> Plan:
     try:
         return Plan.model_validate_json(path.read_text())
@@ -204,7 +146,8 @@ async def plan_and_apply(
         plan = build_plan(
             loaded, live, now=datetime.now(UTC), env=os.environ, pull_records=pull_records(loaded)
         )
-        plan = resume_interrupted_launches(plan, loaded, live)
+        plan = resume_interrupted_launches(plan, loaded, live, journal_of)
+        plan = await finish_runs(plan, loaded, live, providers, journal_of)
     show(plan)
     if plan.blocked:
         raise GpujobError("the plan has error findings (above); nothing was applied", hint="fix the job file")

@@ -22,7 +22,9 @@ Examples:
 
 
 @click.command(name="ssh", help=HELP)
-@click.option("-f", "--file", "target", type=click.Path(path_type=Path), help="The job file (default: the one here).")
+@click.option(
+    "-f", "--file", "target", type=click.Path(path_type=Path), help="The job file (default: the one here)."
+)
 @click.argument("remote_command", nargs=-1)
 @click.option("--print", "print_only", is_flag=True, help="Print the ssh command instead of running it.")
 def command(target: Path | None, remote_command: tuple[str, ...], print_only: bool) -> None:

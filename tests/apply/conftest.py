@@ -1,6 +1,1 @@
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
+"""Applier unit tests use in-memory fakes (tests/apply/fakes.py); no simulator, no network."""

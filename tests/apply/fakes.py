@@ -154,6 +154,7 @@ class FakeRemote:
 @dataclass
 class FakeStatus:
     alive: bool
+    exit_code: int | None = None
 
 
 @dataclass
@@ -164,6 +165,7 @@ class FakeSSH:
     remote_files: dict[str, bytes] = field(default_factory=dict)
     corrupt: set[str] = field(default_factory=set)
     alive: bool = False
+    exit_code: int | None = None
     commands: list[str] = field(default_factory=list)
     connects: list[tuple[SSHEndpoint, dict[str, Any]]] = field(default_factory=list)
     launches: list[dict[str, str]] = field(default_factory=list)
@@ -215,7 +217,7 @@ class FakeSSH:
         self.alive = True
 
     async def run_status(self, remote: FakeRemote, spec: JobSpec) -> FakeStatus:
-        return FakeStatus(alive=self.alive)
+        return FakeStatus(alive=self.alive, exit_code=self.exit_code)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,10 @@ with job_lock(Path(sys.argv[1]), "bert", command="child apply"):
 def test_lock_excludes_another_process_and_dies_with_it(tmp_path):
     # A real second process (not fork: forking a threaded xdist worker can deadlock).
     child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from tests.e2e.conftest import Project, poll
+from tests.e2e.e2e_support import Project, poll
 
 STEPS = ["quickstart.network_volume.create", "quickstart.pod.create", "quickstart.run.launch"]
 

@@ -8,7 +8,7 @@ import re
 import shlex
 import subprocess
 
-from tests.e2e.conftest import CANARY, CANARY_NAME, Project, poll
+from tests.e2e.e2e_support import CANARY, CANARY_NAME, Project, poll
 
 TERM = "quickstart.pod.terminate"
 DELVOL = "quickstart.network_volume.delete-volume"

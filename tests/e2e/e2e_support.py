@@ -1,0 +1,98 @@
+"""End-to-end helpers: the real simulator (real sshd pods, real files, real processes) and the
+`gpujob` CLI run as subprocesses in a copy of examples/quickstart.
+
+These tests never skip: when the simulator cannot run its pods here, they fail and say why.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpujob.sim.testing import Sim
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+CANARY = "gpujob_CANARY_5e1f0c7d9b"
+CANARY_NAME = "E2E_CANARY_TOKEN"
+
+
+@dataclass
+class Project:
+    """A quickstart copy plus a runner for the gpujob CLI that keeps every byte it printed."""
+
+    dir: Path
+    env: dict[str, str]
+    sim: Sim
+    outputs: list[str] = field(default_factory=list)
+
+    def gj(self, *args: str, check: bool = True, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "gpujob", *args],
+            cwd=self.dir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        self.outputs += [proc.stdout, proc.stderr]
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"gpujob {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            )
+        return proc
+
+    def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "gpujob", *args],
+            cwd=self.dir,
+            env={**self.env, **(extra_env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    @property
+    def state(self) -> Path:
+        return self.dir / ".gpujob"
+
+    def journal(self) -> list[dict[str, Any]]:
+        path = self.state / "journal" / "quickstart.jsonl"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def status(self) -> dict[str, Any]:
+        return json.loads(self.gj("status", "--format", "json").stdout)[0]
+
+    def sim_objects(self, kind: str) -> list[dict[str, Any]]:
+        """Every pod / volume the simulator ever held (terminated ones included)."""
+        return list(self.sim.control("state")[kind].values())
+
+    def live(self, kind: str) -> list[dict[str, Any]]:
+        return [
+            o for o in self.sim_objects(kind) if o.get("ended_at") is None and o.get("status") != "TERMINATED"
+        ]
+
+
+def poll(what: str, check: Callable[[], Any], deadline_s: float = 90, every: float = 0.5) -> Any:
+    """Poll with a deadline (no blind sleeps)."""
+    end = time.monotonic() + deadline_s
+    last: Any = None
+    while time.monotonic() < end:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {deadline_s}s waiting for {what} (last: {last!r})")
