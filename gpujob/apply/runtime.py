@@ -136,12 +136,36 @@ async def launch(
         if _alive(status):
             return "run already alive: not relaunched"
         src = (target.spec_path.parent / spec.run.sync.src).resolve()
-        stats = await ssh.sync_tree(remote, src, spec.run.sync.dest, list(spec.run.sync.exclude))
+        stats = await ssh.sync_tree(
+            remote,
+            src,
+            spec.run.sync.dest,
+            list(spec.run.sync.exclude),
+            progress=transfer_progress("sync", note),
+        )
         note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
         started = await ssh.launch_run(remote, spec, secrets=secrets)
     if started is False:
         return "run already alive: not relaunched"
     return f"run launched on {target.resource.name}"
+
+
+LARGE_TRANSFER = 8 << 20
+
+
+def transfer_progress(what: str, note: Callable[[str], None]) -> Callable[[int, int], None]:
+    """A (done, total) callback that reports large transfers in quarters, and small ones not at all."""
+    shown = {"quarter": 0}
+
+    def report(done: int, total: int) -> None:
+        if total < LARGE_TRANSFER:
+            return
+        quarter = min(4, done * 4 // total)
+        if quarter > shown["quarter"]:
+            shown["quarter"] = quarter
+            note(f"{what}: {done / 1e6:.0f} of {total / 1e6:.0f} MB ({quarter * 25}%)")
+
+    return report
 
 
 def _describe_stats(stats: Any) -> str:
@@ -183,7 +207,9 @@ async def pull(
     async with open_remote(target, ssh, clock, note) as remote:
         listing = await remote_listing(remote, ck.dir)
         # The load check runs here, from the job file's directory, where its relative paths point.
-        pulled = await ssh.pull_checkpoints(remote, ck.dir, local_dir, verify=None, progress=progress)
+        pulled = await ssh.pull_checkpoints(
+            remote, ck.dir, local_dir, verify=None, progress=progress or transfer_progress("pull", note)
+        )
     now = clock.now()
     cwd = target.spec_path.parent
     files = [_as_pulled_file(p, local_dir, listing, ck.verify, now, cwd) for p in pulled]
