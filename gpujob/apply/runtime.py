@@ -25,6 +25,7 @@ from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
 
 ENDPOINT_WAIT_S = 600.0
+LAUNCH_ATTEMPTS = 3
 POLL_S = 3.0
 
 
@@ -131,6 +132,24 @@ async def launch(
     if spec.run is None:
         return "no run section: nothing to launch"
     secrets = collect_secrets(spec, env)
+    for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+        try:
+            return await _launch_once(target, ssh, clock, secrets, note)
+        except SSHConnectError as exc:
+            # A dropped connection mid-sync: reconnect (the endpoint is re-read) and sync again; only
+            # the files that did not arrive are sent.
+            if attempt == LAUNCH_ATTEMPTS:
+                raise
+            note(f"connection lost ({str(exc).splitlines()[0]}); reconnecting, attempt {attempt + 1}")
+            await clock.sleep(POLL_S)
+    raise AssertionError("unreachable")
+
+
+async def _launch_once(
+    target: Target, ssh: SSHApi, clock: Clock, secrets: dict[str, str], note: Callable[[str], None]
+) -> str:
+    spec = target.spec
+    assert spec.run is not None
     async with open_remote(target, ssh, clock, note) as remote:
         status = await ssh.run_status(remote, spec)
         if _alive(status):

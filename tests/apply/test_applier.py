@@ -237,3 +237,23 @@ def test_two_jobs_run_concurrently_and_one_failure_does_not_stop_the_other(tmp_p
     assert "toy.pod.create" in res.failed
     assert "other.network_volume.create" in res.done
     assert w.prov.creates["gpujob-other-ckpts"] == 1
+
+
+def test_launch_reconnects_when_the_connection_drops_mid_sync(tmp_path):
+    from gpujob.errors import SSHConnectError
+
+    w = World(tmp_path)
+    real_sync = w.ssh.sync_tree
+    drops = {"left": 1}
+
+    async def flaky_sync(remote, src, dest, exclude, progress=None):
+        if drops["left"]:
+            drops["left"] -= 1
+            raise SSHConnectError("connection lost during sync")
+        return await real_sync(remote, src, dest, exclude, progress)
+
+    w.ssh.sync_tree = flaky_sync  # type: ignore[method-assign]
+    res = w.apply(create_plan())
+    assert res.ok, res.failed
+    assert len(w.ssh.synced) == 1 and len(w.ssh.launches) == 1
+    assert any("reconnecting, attempt 2" in e[2] for e in w.hooks.events)
