@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -75,6 +75,8 @@ class Wire:
 class RecordingSim:
     sim: Any  # gpujob.sim.testing.Sim
     wire: list[Wire] = field(default_factory=list)
+    # (platform, method, path, response) -> response: tamper with what the simulator answered
+    rewrite: Callable[[str, str, str, Any], Any] | None = None
 
     @property
     def env(self) -> dict[str, str]:
@@ -102,7 +104,10 @@ def recording_simulator(data_dir: Path, **options: Any) -> Iterator[RecordingSim
             def dispatch(req: Any, _inner: Any = inner, _platform: str = platform) -> Any:
                 query = urllib.parse.urlencode(req.query, doseq=True)
                 rec.wire.append(Wire(_platform, req.method, req.path, query, dict(req.headers), req.raw))
-                return _inner(req)
+                response = _inner(req)
+                if rec.rewrite is not None:
+                    response = rec.rewrite(_platform, req.method, req.path, response)
+                return response
 
             server.dispatch = dispatch
         yield rec
@@ -123,7 +128,7 @@ class Run:
 
     @property
     def output(self) -> str:
-        return self.stdout + self.stderr
+        return self.stdout + without_server_noise(self.stderr)
 
 
 def cli(args: list[str], *, cwd: Path, env: Mapping[str, str]) -> Run:
@@ -195,3 +200,86 @@ class FastClock:
     async def sleep(self, seconds: float) -> None:
         FastClock.sleeps.append(seconds)
         self.t += timedelta(seconds=seconds)
+
+
+@contextmanager
+def self_signed_https_server(tmp: Path) -> Iterator[tuple[str, list[str]]]:
+    """An HTTPS server on 127.0.0.1 with a self-signed certificate (a proxy MITM, as the client sees
+    it). Yields its base URL and the list of paths it was asked for (empty if no TLS handshake passed)."""
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    (tmp / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            body = b'{"pods": []}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp / "cert.pem", tmp / "key.pem")
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def get_request(self) -> Any:
+            # The handshake happens in the connection's own thread, so a client that hangs up on the
+            # certificate never blocks the accept loop.
+            sock, addr = self.socket.accept()
+            sock.settimeout(5)
+            return ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            return  # the rejected handshake is the expected outcome
+
+    server = Server(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def without_server_noise(text: str) -> str:
+    """Drop the simulator's own socketserver error blocks (a client hung up on it), which share the
+    captured stderr with the CLI in-process; what remains is gpujob's output."""
+    import re
+
+    return re.sub(
+        r"-{20,}\nException occurred during processing of request.*?\n-{20,}\n?", "", text, flags=re.S
+    )
