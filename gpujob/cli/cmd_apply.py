@@ -93,7 +93,15 @@ def run(
                         loaded, providers, opts, saved_plan=saved, show=show, ask=ask, hooks=hooks
                     )
 
-    _plan, result = asyncio.run(go())
+    try:
+        _plan, result = asyncio.run(go())
+    except KeyboardInterrupt:
+        click.echo(
+            f"{name} interrupted: the step in flight is recorded in .gpujob/journal; "
+            f"re-run `{name}` to converge from live state.",
+            err=True,
+        )
+        raise
     if result is None:
         click.echo("No changes. Live state matches the job files.")
         return 0

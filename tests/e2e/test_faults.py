@@ -87,3 +87,33 @@ def test_no_capacity_for_the_first_gpu_falls_back_to_the_next(project: Project) 
     assert "Apply finished: 3 done, 0 failed" in out.stdout
     pods = p.sim_objects("pods")
     assert len(pods) == 1 and "A6000" in str(pods[0].get("gpu_id") or pods[0])
+
+
+@pytest.mark.parametrize("step", ["quickstart.pod.terminate", "quickstart.network_volume.delete-volume"])
+def test_destroy_killed_mid_teardown_then_rerun_finishes_it(project: Project, step: str) -> None:
+    p = project
+    p.gj("apply", "--auto-approve")
+    poll("a checkpoint", lambda: (p.status().get("run") or {}).get("last_checkpoint"))
+    approve = [
+        "--approve",
+        "quickstart.pod.terminate",
+        "--approve",
+        "quickstart.network_volume.delete-volume",
+    ]
+    proc = p.popen("destroy", "--auto-approve", *approve)
+    try:
+        poll(
+            f"{step} to start",
+            lambda: started(p, step) or proc.poll() is not None,
+            deadline_s=120,
+            every=0.02,
+        )
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert started(p, step)
+    out = p.gj("destroy", "--auto-approve", *approve)
+    assert "0 failed" in out.stdout or "No changes" in out.stdout
+    assert p.live("pods") == [] and p.live("volumes") == []
+    assert Counter(o["name"] for o in p.sim_objects("pods")) == {"gpujob-quickstart": 1}
+    assert all(i["rate_per_hour"] == 0 for i in p.sim.bill()["items"])
