@@ -57,6 +57,13 @@ def local_jobs(paths: Iterable[Path], root: Path | None = None) -> list[FixJob]:
     return out
 
 
+def read_error_text(platform: str, exc: GpujobError) -> str:
+    """One line for a platform that could not be read: the error, prefixed by the platform once, and
+    what to do (e.g. which API key variable to fix)."""
+    text = str(exc) if str(exc).startswith(f"{platform} ") else f"{platform}: {exc}"
+    return f"{text} (hint: {exc.hint})" if exc.hint else text
+
+
 async def read_account(platforms: list[Platform], env: Mapping[str, str] | None = None) -> LiveState:
     """One list_resources per platform, concurrently. A platform that fails becomes a read error, so
     the other platform's report still prints (and the command exits 1)."""
@@ -72,7 +79,7 @@ async def read_account(platforms: list[Platform], env: Mapping[str, str] | None 
         )
         for platform, result in zip(names, results, strict=True):
             if isinstance(result, GpujobError):
-                errors.append(f"{platform}: {result}")
+                errors.append(read_error_text(platform, result))
             elif isinstance(result, BaseException):
                 raise result
             else:

@@ -97,7 +97,9 @@ def _run(
         from gpujob.audit.fix import build_fix_plan
 
         plan = build_fix_plan(report, live, jobs, now=now, profiles=load_profile)
-        out.write_text(plan.model_dump_json(indent=2) + "\n")
+        from gpujob.cli.private_file import write_private
+
+        write_private(out, plan.model_dump_json(indent=2) + "\n")
         actions = plan.all_actions()
         saved = sum(a.billing.hourly_before for a in actions)
         click.echo(

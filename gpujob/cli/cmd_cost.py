@@ -54,7 +54,9 @@ async def _read(platforms: Sequence[str], job_names: list[str]) -> tuple[Any, di
         )
         for platform, result in zip(platforms, results, strict=True):
             if isinstance(result, GpujobError):
-                errors.append(f"{platform}: {result}")
+                from gpujob.audit.account import read_error_text
+
+                errors.append(read_error_text(platform, result))
                 continue
             if isinstance(result, BaseException):
                 raise result

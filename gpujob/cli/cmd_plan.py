@@ -85,7 +85,9 @@ def _plan(
     color = fmt == "text" and not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     click.echo(render_plan(plan, fmt, color=color), nl=False)
     if out is not None:
-        out.write_text(render_plan(plan, "json"))
+        from gpujob.cli.private_file import write_private
+
+        write_private(out, render_plan(plan, "json"))
         click.echo(f"Saved the plan to {out}. Apply exactly this plan with: gpujob apply {out}", err=True)
     if plan.blocked:
         n = sum(1 for f in plan.all_findings() if f.severity == "error")

@@ -133,6 +133,9 @@ class ApiClient:
         self.policy = policy or RetryPolicy()
         self._rng = rng or random.Random()
         self._pacer = _Pacer()
+        from gpujob.redact import register
+
+        register(api_key)  # the other platform's messages and any shown text are scrubbed of it too
         self._headers = {
             "Authorization": f"Bearer {api_key}",
             "Content-Type": "application/json",
@@ -141,7 +144,9 @@ class ApiClient:
         }
 
     def scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        from gpujob.redact import redact
+
+        return redact(text.replace(self._key, "***") if self._key else text)
 
     def call_name(self, method: str, path: str) -> str:
         # The call as users see it in messages: method and the URL path, never the query string.

@@ -83,6 +83,16 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
     return LoadedSpec(spec=spec, path=path, digest=parsed.digest, positions=parsed.positions), []
 
 
+def _register_secrets(spec: JobSpec) -> None:
+    """The values behind run.secrets are known from here on, so no message can show them."""
+    import os
+
+    from gpujob.redact import register
+
+    for name in spec.run.secrets if spec.run else []:
+        register(os.environ.get(name))
+
+
 def load_spec(path: Path) -> LoadedSpec:
     """One job file, or SpecError with every problem in it."""
     return load_specs([path])[0]
@@ -115,6 +125,7 @@ def load_specs(paths: Iterable[Path]) -> list[LoadedSpec]:
             continue
         names[spec.spec.name] = spec
         loaded.append(spec)
+        _register_secrets(spec.spec)
     if problems:
         raise SpecError(problems)
     return loaded
