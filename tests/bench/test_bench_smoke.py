@@ -23,7 +23,14 @@ def test_every_benchmark_suite_runs_and_measures(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
     figures = {r["figure"] for r in results}
-    for expected in ("gpujob --help", "plan read of 50 jobs", "first sync", "pull+verify", "resume:", "peak RSS"):
+    for expected in (
+        "gpujob --help",
+        "plan read of 50 jobs",
+        "first sync",
+        "pull+verify",
+        "resume:",
+        "peak RSS",
+    ):
         assert any(expected in f for f in figures), f"{expected!r} missing from {sorted(figures)}"
     for r in results:
         assert not r["error"], r
