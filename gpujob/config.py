@@ -45,7 +45,7 @@ def api_key(platform: str, env: dict[str, str] | None = None) -> str:
     if not value:
         raise ConfigError(
             f"{platform}: no API key: the environment variable {name} is not set",
-            hint=f"export {name}=... (or run against the local simulator: eval \"$(gpujob sim env)\")",
+            hint=f'export {name}=... (or run against the local simulator: eval "$(gpujob sim env)")',
         )
     return value
 

@@ -1,23 +1,23 @@
 """Every failure gpujob expects is a GpujobError; the CLI prints it on one line with a hint.
 
-    GpujobError                   exit 1 (spec problems exit 1 too, from `validate`)
-    ├── SpecError                 job.yaml is invalid; .problems: list[SpecProblem] (file:line:col)
-    ├── ProfileError              a bundled platform profile is invalid
-    ├── ConfigError               missing API key, bad env var, unknown platform
-    ├── ProviderError             .platform, .call, .status; message names the call and what to do
-    │   ├── ProviderAuthError     401/403: which env var to set
-    │   ├── ProviderBalanceError  402: top up the account
-    │   ├── ProviderCapacityError no stock for the requested GPU/region/cloud (try the next candidate)
-    │   ├── ProviderNotFound      the resource is gone
-    │   ├── ProviderConflict      409: action not valid in this state
-    │   └── ProviderUnavailable   retries spent on 429/5xx/timeouts
-    ├── SSHError
-    │   ├── SSHConnectError
-    │   └── RemoteCommandError    .exit_status, .stderr_tail, the masked command
-    ├── StalePlanError            live state or spec changed since the saved plan was made
-    ├── GateError                 teardown refused: checkpoints not pulled/verified, or not approved
-    ├── LockError                 another apply holds the job's lock
-    └── SimulatorError            the local simulator is not running / cannot run here
+GpujobError                   exit 1 (spec problems exit 1 too, from `validate`)
+├── SpecError                 job.yaml is invalid; .problems: list[SpecProblem] (file:line:col)
+├── ProfileError              a bundled platform profile is invalid
+├── ConfigError               missing API key, bad env var, unknown platform
+├── ProviderError             .platform, .call, .status; message names the call and what to do
+│   ├── ProviderAuthError     401/403: which env var to set
+│   ├── ProviderBalanceError  402: top up the account
+│   ├── ProviderCapacityError no stock for the requested GPU/region/cloud (try the next candidate)
+│   ├── ProviderNotFound      the resource is gone
+│   ├── ProviderConflict      409: action not valid in this state
+│   └── ProviderUnavailable   retries spent on 429/5xx/timeouts
+├── SSHError
+│   ├── SSHConnectError
+│   └── RemoteCommandError    .exit_status, .stderr_tail, the masked command
+├── StalePlanError            live state or spec changed since the saved plan was made
+├── GateError                 teardown refused: checkpoints not pulled/verified, or not approved
+├── LockError                 another apply holds the job's lock
+└── SimulatorError            the local simulator is not running / cannot run here
 """
 
 from __future__ import annotations

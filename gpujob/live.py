@@ -40,7 +40,9 @@ class LiveResource(Model):
     id: str
     name: str
     status: Status
-    raw_status: str = Field("", description="The platform's own status word (RUNNING, EXITED, off, ready, ...).")
+    raw_status: str = Field(
+        "", description="The platform's own status word (RUNNING, EXITED, off, ready, ...)."
+    )
     gpu_id: str | None = Field(None, description="Platform GPU id / machineType.")
     gpu_count: int = 0
     region: str | None = None
@@ -49,7 +51,9 @@ class LiveResource(Model):
     image: str | None = None
     template: str | None = None
     container_disk_gb: int | None = None
-    volume_gb: int | None = Field(None, description="Pod volume disk / machine block storage / network volume size.")
+    volume_gb: int | None = Field(
+        None, description="Pod volume disk / machine block storage / network volume size."
+    )
     volume_tier: str | None = Field(None, description="network volume type: standard | high-performance")
     mount_path: str | None = None
     network_volume_id: str | None = None
@@ -58,7 +62,9 @@ class LiveResource(Model):
     public_ip_kind: Literal["static", "dynamic", "none"] | None = None
     auto_shutdown_hours: float | None = None
     ssh: SSHEndpoint | None = None
-    cost_per_hour: float | None = Field(None, description="Current billed rate in USD/h as the API reports it.")
+    cost_per_hour: float | None = Field(
+        None, description="Current billed rate in USD/h as the API reports it."
+    )
     created_at: datetime | None = None
     started_at: datetime | None = None
     attributes: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
@@ -99,7 +105,10 @@ class LiveState(Model):
     def fingerprint(self) -> str:
         """sha256 of the resources and their states (not read_at, not prices): the stale-plan guard."""
         rows = sorted(
-            (r.model_dump(mode="json", exclude={"cost_per_hour", "attributes", "ssh"}) for r in self.resources),
+            (
+                r.model_dump(mode="json", exclude={"cost_per_hour", "attributes", "ssh"})
+                for r in self.resources
+            ),
             key=lambda r: (r["platform"], r["kind"], r["id"]),
         )
         return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()

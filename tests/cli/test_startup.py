@@ -31,7 +31,9 @@ def test_help_imports_no_heavy_module() -> None:
 def test_help_lists_every_command_with_an_example() -> None:
     from gpujob.cli.main import COMMANDS
 
-    out = subprocess.run([sys.executable, "-m", "gpujob", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "gpujob", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     for name, (_module, help_) in COMMANDS.items():
         assert name in out
         assert "e.g. gpujob" in help_
@@ -40,5 +42,7 @@ def test_help_lists_every_command_with_an_example() -> None:
 def test_version() -> None:
     from gpujob import __version__
 
-    out = subprocess.run([sys.executable, "-m", "gpujob", "--version"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "gpujob", "--version"], capture_output=True, text=True, check=True
+    ).stdout
     assert __version__ in out
