@@ -17,7 +17,7 @@ class ErrorExitOne(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            exc.exit_code = 1
+            exc.exit_code = 1  # type: ignore[misc]  # a ClassVar in newer click; per-instance is what we want
             raise
 
 
