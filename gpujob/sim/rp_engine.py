@@ -106,7 +106,11 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
         if pod is None or pod.gen != gen:
             sim.kill("runpod", pod_id, pid)
             return
-        (pod_dir(sim, pod_id) / "ctl" / "host_gen").write_text(str(pod.host))
+        try:
+            (pod_dir(sim, pod_id) / "ctl" / "host_gen").write_text(str(pod.host))
+        except FileNotFoundError:  # the simulator was shut down (its data dir removed) while booting
+            sim.kill("runpod", pod_id, pid)
+            return
         if pid is None and sim.options.pods:
             sim.accrue(pod)
             pod.status = "ERROR"
