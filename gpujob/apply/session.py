@@ -37,20 +37,9 @@ def interactive() -> bool:
 
 
 def job_files(args: Sequence[Path]) -> list[Path]:
-    from gpujob.spec.load import discover_job_files
+    from gpujob.spec.load import resolve_job_files
 
-    if args:
-        out: list[Path] = []
-        for p in args:
-            out += discover_job_files(p) if p.is_dir() else [p]
-        return out
-    found = discover_job_files(Path.cwd())
-    if not found:
-        raise GpujobError(
-            "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)",
-            hint="pass a path, e.g. gpujob apply examples/quickstart/job.yaml",
-        )
-    return [p.relative_to(Path.cwd()) for p in found]
+    return resolve_job_files(args, command="apply")
 
 
 def state_dir_of(path: Path) -> Path:

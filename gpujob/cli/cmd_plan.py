@@ -72,9 +72,9 @@ def _plan(
 ) -> int:
     from gpujob.plan.planner import build_plan
     from gpujob.render import render_plan
-    from gpujob.spec.load import load_specs
+    from gpujob.spec.load import load_specs, resolve_job_files
 
-    loaded = load_specs(_targets(jobfiles))
+    loaded = load_specs(resolve_job_files(jobfiles, command="plan"))
     if live_state is not None:
         live = _read_live_file(live_state)
         now = live.read_at
@@ -118,24 +118,6 @@ def _read_live_file(path: Path) -> Any:
         return LiveState.model_validate_json(path.read_text())
     except ValueError as exc:
         raise GpujobError(f"{path}: not a LiveState JSON file: {exc}") from exc
-
-
-def _targets(jobfiles: tuple[Path, ...]) -> list[Path]:
-    from gpujob.errors import GpujobError
-    from gpujob.spec.load import discover_job_files
-
-    if jobfiles:
-        out: list[Path] = []
-        for p in jobfiles:
-            out += discover_job_files(p) if p.is_dir() else [p]
-        return out
-    found = discover_job_files(Path.cwd())
-    if not found:
-        raise GpujobError(
-            "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)",
-            hint="pass a path, e.g. gpujob plan examples/runpod-ondemand/job.yaml",
-        )
-    return [p.relative_to(Path.cwd()) for p in found]
 
 
 def _pull_records(loaded: list[Any]) -> Mapping[str, Any]:

@@ -9,7 +9,7 @@ non-UTF-8 files all become SpecProblems.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from gpujob.spec.model import JobSpec
 from gpujob.spec.problem import SpecProblem
 from gpujob.spec.yamlsafe import Positions, parent_path, parse_file
 
-__all__ = ["LoadedSpec", "SpecProblem", "discover_job_files", "load_spec", "load_specs"]
+__all__ = ["LoadedSpec", "SpecProblem", "discover_job_files", "load_spec", "load_specs", "resolve_job_files"]
 
 
 @dataclass(eq=False)  # plain attributes, so it satisfies the planner's SpecSource protocol
@@ -140,3 +140,22 @@ def discover_job_files(root: Path) -> list[Path]:
     found = sorted(p for p in root.glob("*.job.yaml") if p.is_file())
     found += sorted(p for p in root.glob("jobs/*.yaml") if p.is_file())
     return found
+
+
+def resolve_job_files(paths: Sequence[Path], *, command: str = "plan") -> list[Path]:
+    """The job files a command means: the paths given (a folder stands for the job files in it), else the
+    ones discovered under the current directory. None at all is an error that says how to name one."""
+    from gpujob.errors import GpujobError
+
+    if paths:
+        out: list[Path] = []
+        for p in paths:
+            out += discover_job_files(p) if p.is_dir() else [p]
+        return out
+    found = discover_job_files(Path.cwd())
+    if not found:
+        raise GpujobError(
+            "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)",
+            hint=f"pass a path, e.g. gpujob {command} examples/quickstart/job.yaml",
+        )
+    return [p.relative_to(Path.cwd()) for p in found]
