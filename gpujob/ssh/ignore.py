@@ -9,8 +9,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# Never shipped to a pod: gpujob's own state (holds the private key), VCS internals, dotenv files.
-DEFAULT_EXCLUDES = (".gpujob/", ".git/", ".env", ".env.*", "__pycache__/")
+# Never shipped to a pod: gpujob's own state (holds the private key), VCS internals, dotenv files, and the
+# usual homes of keys and cloud credentials (a pod's disk and network volumes are not private: RP8, U-secrets).
+DEFAULT_EXCLUDES = (
+    ".gpujob/",
+    ".git/",
+    ".env",
+    ".env.*",
+    "__pycache__/",
+    ".ssh/",
+    ".aws/",
+    ".netrc",
+    "*.pem",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+)
 
 
 @dataclass(frozen=True)
