@@ -4,37 +4,12 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from gpujob.model import WireModel
-
-
-def _lenient_int(value: Any) -> Any:
-    # Paperspace has sent int64 fields (ram, storageTotal, ...) as strings.
-    if isinstance(value, str):
-        text = value.strip()
-        if re.fullmatch(r"-?\d+", text):
-            return int(text)
-        try:
-            return int(float(text))
-        except ValueError:
-            return None
-    return value
-
-
-def _lenient_float(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return value
-
-
-LenientInt = Annotated[int | None, BeforeValidator(_lenient_int)]
-LenientFloat = Annotated[float | None, BeforeValidator(_lenient_float)]
+from gpujob.providers.lenient import LenientFloat, LenientInt
 
 _REGION_CODE = re.compile(r"\(([A-Za-z]+\d*)\)")
 

@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from gpujob.model import WireModel
-
-
-def _lenient_float(value: Any) -> Any:
-    # Examples in RunPod's specs show prices as strings ("0.74"); accept both.
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return value
-
-
-LenientFloat = Annotated[float | None, BeforeValidator(_lenient_float)]
+from gpujob.providers.lenient import LenientFloat
 
 
 class SshEndpoint(WireModel):
