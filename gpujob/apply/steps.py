@@ -266,7 +266,10 @@ async def delete_snapshot(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def update(ctx: JobContext, action: Action) -> Outcome:
-    """Grow a volume in place (the only in-place update the platforms allow)."""
+    """In place: grow a volume, or set a Paperspace machine's auto-shutdown timer."""
+    shutdown = next((c for c in action.changes if c.path == "auto_shutdown_hours"), None)
+    if shutdown is not None:
+        return await set_auto_shutdown(ctx, action, shutdown.after)
     size = next((c.after for c in action.changes if c.path.endswith(("size_gb", "volume_gb"))), None)
     target = ctx.volume if action.resource_kind == "network_volume" else ctx.machine
     if isinstance(size, int) and target is not None:
@@ -279,6 +282,32 @@ async def update(ctx: JobContext, action: Action) -> Outcome:
     raise GpujobError(
         f"{action.id}: this in-place update is not supported by apply", hint="change it in the console"
     )
+
+
+async def set_auto_shutdown(ctx: JobContext, action: Action, hours: object) -> Outcome:
+    """PUT /machines/{id}. A timer change on an enabled machine does not reliably take in one call
+    (REFERENCE 0.6), so a new timer is always written as disable, then enable with timeout and force."""
+    machine = _need_machine(ctx, action)
+    update = getattr(ctx.provider, "update", None)
+    if update is None:
+        raise GpujobError(f"{action.id}: {ctx.spec.platform} has no in-place auto-shutdown")
+    if hours is None or hours == 0:
+        ctx.machine = await update(machine, {"autoShutdownEnabled": False})
+        return Outcome(machine.id, f"disabled auto-shutdown of {machine.name}")
+    if not isinstance(hours, int | float):
+        raise GpujobError(f"{action.id}: auto-shutdown must be a number of hours, not {hours!r}")
+    if machine.auto_shutdown_hours:
+        await update(machine, {"autoShutdownEnabled": False})
+    body = {"autoShutdownEnabled": True, "autoShutdownTimeout": hours, "autoShutdownForce": True}
+    fresh = await update(machine, body)
+    if fresh.auto_shutdown_hours != hours:
+        raise GpujobError(
+            f"{action.id}: auto-shutdown of {machine.name} reads {fresh.auto_shutdown_hours}h after setting "
+            f"{hours:g}h",
+            hint="re-run apply; if it persists set it in the Paperspace console",
+        )
+    ctx.machine = fresh
+    return Outcome(machine.id, f"set auto-shutdown of {machine.name} to {hours:g}h")
 
 
 def _target(ctx: JobContext, action: Action) -> runtime.Target:

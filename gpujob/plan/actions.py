@@ -89,10 +89,12 @@ def plan_running(ctx: JobContext) -> None:
         )
         if changes:
             _grow(ctx, m, changes, a.id)
+        _auto_shutdown(ctx, m, a.id)
         _launch(ctx, a.id)
         return
     if changes:
         _grow(ctx, m, changes, None)
+    _auto_shutdown(ctx, m, None)
     _static_ip(ctx, m)
 
 
@@ -260,19 +262,6 @@ def machine_changes(ctx: JobContext, m: LiveResource) -> list[FieldChange]:
     size = spec.storage.volume_gb
     if size is not None and not (m.volume_gb and m.volume_gb > size and spec.platform == "paperspace"):
         live["volume_gb"], desired["volume_gb"] = m.volume_gb, size
-    if spec.platform == "paperspace" and mc.auto_shutdown is not None:
-        want = mc.auto_shutdown.total_seconds() / 3600
-        if m.auto_shutdown_hours != want:
-            ctx.findings.append(
-                ctx.finding(
-                    "PS2",
-                    "warning",
-                    f"machine auto-shutdown is {_hours(m.auto_shutdown_hours)}, the spec says {_hours(want)}",
-                    detail="gpujob sets auto-shutdown only when it creates a machine.",
-                    fix="change it in the Paperspace console (disable, then enable with the new timer)",
-                    key="machine.auto_shutdown",
-                )
-            )
     return diff_fields(live, desired)  # type: ignore[arg-type]
 
 
@@ -294,6 +283,31 @@ def _grow(ctx: JobContext, m: LiveResource, changes: list[FieldChange], dep: str
                 after=ctx.fp.with_(volume_gb=c.after),
                 depends_on=[dep],
             )
+
+
+def _auto_shutdown(ctx: JobContext, m: LiveResource, dep: str | None) -> None:
+    """Paperspace toggles auto-shutdown in place (PUT /machines/{id}); a new timer is applied as
+    disable then enable, the only sequence that reliably takes (REFERENCE §0.6)."""
+    mc = ctx.spec.machine
+    if ctx.spec.platform != "paperspace" or mc.auto_shutdown is None:
+        return
+    want = mc.auto_shutdown.total_seconds() / 3600
+    if m.auto_shutdown_hours == want:
+        return
+    add(
+        ctx,
+        K.UPDATE,
+        ctx.machine_kind,
+        m.name,
+        resource_id=m.id,
+        index="auto_shutdown",
+        reasons=[
+            f"auto-shutdown is {_hours(m.auto_shutdown_hours)}, the spec says {_hours(want)}: "
+            "set in place (disable, then enable with the new timer)"
+        ],
+        changes=[FieldChange(path="auto_shutdown_hours", before=m.auto_shutdown_hours, after=want)],
+        depends_on=[dep],
+    )
 
 
 def _static_ip(ctx: JobContext, m: LiveResource) -> None:
