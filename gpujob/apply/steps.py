@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from gpujob.apply import runtime
 from gpujob.apply.capacity import candidates, create_with_fallback
 from gpujob.apply.gate import check_gate
+from gpujob.apply.journal import crashpoint
 from gpujob.apply.records import load_pull_record
 from gpujob.errors import GpujobError, ProviderNotFound
 from gpujob.live import LiveResource
@@ -78,10 +79,7 @@ async def run(ctx: JobContext, action: Action) -> Outcome:
         if action.resource_kind == "network_volume":
             return await create_volume(ctx, action)
         if action.resource_kind == "public_ip":
-            raise GpujobError(
-                f"{action.id}: claiming a static IP for an existing machine is not supported by apply yet",
-                hint="claim it in the Paperspace console, or replace the machine",
-            )
+            return await static_ip(ctx, action)
         return await create_machine(ctx, action)
     if kind is ActionKind.REPLACE:
         await terminate(ctx, action)
@@ -255,6 +253,47 @@ async def release_ip(ctx: JobContext, action: Action) -> Outcome:
         return Outcome(action.resource_id, "already released")
     await ctx.provider.release_ip(ip)
     return Outcome(ip.id, f"released {ip.public_ip or ip.name}")
+
+
+async def static_ip(ctx: JobContext, action: Action) -> Outcome:
+    """Claim a static IP in the machine's region and assign it. The claim is journalled at once, so a
+    re-run after a kill between claim and assign adopts that IP instead of claiming (and billing) twice."""
+    machine = _need_machine(ctx, action)
+    claim, assign = getattr(ctx.provider, "claim_ip", None), getattr(ctx.provider, "assign_ip", None)
+    if claim is None or assign is None:
+        raise GpujobError(f"{action.id}: {ctx.spec.platform} has no static IPs")
+    ips = [r for r in await ctx.provider.list_resources() if r.kind == "public_ip"]
+    held = next((r for r in ips if r.machine_id == machine.id), None)
+    if held is not None:
+        return Outcome(held.id, f"{machine.name} already has static IP {held.id}")
+    claimed = {e.resource_id for e in ctx.journal.entries() if e.action_id == action.id and e.resource_id}
+    ip = next((r for r in ips if r.id in claimed and r.machine_id is None), None)
+    if ip is not None:
+        ctx.note(f"adopting {ip.id}, claimed by an apply that stopped before assigning it")
+    else:
+        if not machine.region:
+            raise GpujobError(f"{action.id}: {machine.name} reports no region to claim an IP in")
+        ip = await claim(machine.region)
+        ctx.journal.append(
+            "intent", ctx.clock.now(), action_id=action.id, kind=str(action.kind),
+            resource_name=action.resource_name, resource_id=ip.id, detail=f"claimed {ip.id}; assigning next",
+        )  # fmt: skip
+        crashpoint("after", f"{action.id}:claim")
+    # The address of a running machine changes under its sessions, and a switch while off is the only
+    # one known to work (REFERENCE 0.6): stop, assign, start, and resume the run if the job has one.
+    was_running = machine.status == "running"
+    if was_running:
+        ctx.note(f"stopping {machine.name} to assign static IP {ip.id}")
+        machine = await ctx.provider.stop(machine)
+    await assign(ip.id, machine.id)
+    ctx.machine = await ctx.provider.get(machine.kind, machine.id) or machine
+    detail = f"claimed static IP {ip.id} and assigned it to {machine.name}"
+    if was_running:
+        ctx.machine = await ctx.provider.start(ctx.machine)
+        ctx.moved = True
+        if ctx.spec.run is not None:
+            detail += "; " + (await launch(ctx, action)).detail
+    return Outcome(ip.id, detail)
 
 
 async def delete_snapshot(ctx: JobContext, action: Action) -> Outcome:
