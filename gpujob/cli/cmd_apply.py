@@ -118,11 +118,9 @@ def run(
 
 
 def _hooks(color: bool):  # type: ignore[no-untyped-def]
-    from gpujob.apply.progress import LineHooks, RichHooks
+    from gpujob.apply.progress import choose_hooks
 
-    if color and sys.stderr.isatty():
-        return RichHooks()
-    return LineHooks(lambda line: click.echo(line, err=True))
+    return choose_hooks(not color, lambda line: click.echo(line, err=True))
 
 
 class _nothing:
