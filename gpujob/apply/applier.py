@@ -12,12 +12,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from gpujob.apply import steps
 from gpujob.apply.gate import require_approvals
 from gpujob.apply.journal import Journal, crashpoint
-from gpujob.apply.progress import ApplyHooks, NullHooks
+from gpujob.apply.progress import ApplyHooks, JobReporter, NullHooks
 from gpujob.apply.runtime import collect_secrets
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock, SystemClock
@@ -69,8 +69,48 @@ class JobContext:
     in_flight: set[str] = field(default_factory=set)  # steps a previous, killed apply left unfinished
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def note(self, message: str) -> None:
-        self.hooks.note(self.spec.name, message)
+    @property
+    def note(self) -> JobReporter:
+        """Call it for a note; runtime and capacity also draw transfers and waits through it."""
+        return JobReporter(self.hooks, self.spec.name)
+
+
+WAIT_GRACE_S = 1.0  # provider calls quicker than this are not shown as waits
+_SLOW_CALLS = {
+    "create_machine": "provision",
+    "start": "start",
+    "stop": "stop",
+    "terminate": "terminate",
+    "create_volume": "create",
+    "grow_volume": "grow the volume of",
+    "delete_volume": "delete",
+    "release_ip": "release",
+    "delete_snapshot": "delete",
+}
+
+
+class WaitedProvider:
+    """A job's provider whose slow calls (they wait for the platform to reach a state) tick `waiting`
+    while they run; providers themselves never report. Everything else passes straight through."""
+
+    def __init__(self, inner: Provider, reporter: JobReporter) -> None:
+        self._inner = inner
+        self._reporter = reporter
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        verb = _SLOW_CALLS.get(name)
+        if verb is None or not callable(value):
+            return value
+        platform = getattr(self._inner, "platform", "the platform")
+
+        async def waited(*args: Any, **kwargs: Any) -> Any:
+            subject = getattr(args[0], "name", "") if args else ""
+            what = f"waiting for {platform} to {verb} {subject}".rstrip()
+            async with self._reporter.waiting(what, grace_s=WAIT_GRACE_S):
+                return await value(*args, **kwargs)
+
+        return waited
 
 
 def _state_dir_for(path: Path, override: Path | None) -> Path:
@@ -127,7 +167,7 @@ async def apply_plan(
         ctx = JobContext(
             spec=loaded.spec,
             spec_path=loaded.path,
-            provider=provider,
+            provider=cast(Provider, WaitedProvider(provider, JobReporter(hooks, jp.job))),
             state_dir=sdir,
             journal=Journal(sdir, jp.job),
             ssh=ssh or SSHApi.default(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpujob import gpus
+from gpujob.apply.progress import reporter_of
 from gpujob.clock import Clock
 from gpujob.errors import ProviderCapacityError
 from gpujob.gpus import Candidate
@@ -57,14 +58,15 @@ async def create_with_fallback(
     started = clock.now()
     delay = BACKOFF_START_S
     while True:
-        for cand in cands:
+        for i, cand in enumerate(cands):
             req = base.model_copy(
                 update={"gpu_id": cand.platform_id, "region": cand.region, "cloud": cand.cloud or "secure"}
             )
             try:
                 return await provider.create_machine(req)
             except ProviderCapacityError:
-                note(f"no capacity for {cand.describe()}")
+                nxt = f"; next: {cands[i + 1].describe()}" if i + 1 < len(cands) else ""
+                note(f"no capacity for {cand.describe()}{nxt}")
         waited = (clock.now() - started).total_seconds()
         if waited + delay > max_wait_s:
             raise ProviderCapacityError(
@@ -73,6 +75,20 @@ async def create_with_fallback(
                 call="create",
                 hint="add GPUs or regions to machine.gpu / machine.regions, raise max_price_per_hour, or re-run later",
             )
-        note(f"waiting {delay:.0f}s for capacity: {', '.join(c.describe() for c in cands[:3])}")
-        await clock.sleep(delay)
+        what = backoff_message(cands, delay)
+        reporter = reporter_of(note)
+        if reporter is None:
+            note(what)
+            await clock.sleep(delay)
+        else:
+            async with reporter.waiting(what, delay):
+                await clock.sleep(delay)
         delay = min(delay * 2, BACKOFF_MAX_S)
+
+
+def backoff_message(cands: list[Candidate], delay: float) -> str:
+    """ "waiting 30s for capacity: RTX4090 in EU-RO-1 full; next: ..." (what was full, what comes next)."""
+    full = ", ".join(c.describe() for c in cands[:3]) + (
+        f" and {len(cands) - 3} more" if len(cands) > 3 else ""
+    )
+    return f"waiting {delay:.0f}s for capacity: {full} full; next: {cands[0].describe()}"

@@ -1,19 +1,39 @@
-"""What apply reports while it works. The applier calls hooks; the CLI picks plain lines or rich."""
+"""What apply reports while it works. The applier calls hooks; the CLI picks plain lines or rich.
+
+Besides steps and notes, hooks see byte transfers (code sync, checkpoint pulls) and waits (a pod
+provisioning, SSH coming up, capacity backoff). A transfer or a wait is named by a key (its label or
+`what`); `settle` says it is over, whatever its outcome, so a drawer can drop its bar or spinner.
+Code below the applier reaches these through a JobReporter, which is also the plain `note` callable.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, Protocol
 
 from gpujob.plan.model import Action
 
 StepPhase = str  # "start" | "done" | "failed" | "skipped"
+Progress = Callable[[int, int], None]
+
+TICK_S = 1.0  # how often a wait in progress is re-reported (display only: real time, not the Clock)
 
 
 class ApplyHooks(Protocol):
     def step(self, action: Action, phase: StepPhase, detail: str = "") -> None: ...
 
     def note(self, job: str, message: str) -> None: ...
+
+    def transfer(self, job: str, label: str, done_bytes: int, total_bytes: int) -> None: ...
+
+    def waiting(self, job: str, what: str, elapsed_s: float, deadline_s: float | None) -> None: ...
+
+    def settle(self, job: str, key: str) -> None: ...
 
 
 class NullHooks:
@@ -23,12 +43,23 @@ class NullHooks:
     def note(self, job: str, message: str) -> None:
         pass
 
+    def transfer(self, job: str, label: str, done_bytes: int, total_bytes: int) -> None:
+        pass
+
+    def waiting(self, job: str, what: str, elapsed_s: float, deadline_s: float | None) -> None:
+        pass
+
+    def settle(self, job: str, key: str) -> None:
+        pass
+
 
 class RecordingHooks:
     """Keeps every event; used by tests and by the CLI summary."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
+        self.transfers: list[tuple[str, str, int, int]] = []
+        self.waits: list[tuple[str, str, float, float | None]] = []
 
     def step(self, action: Action, phase: StepPhase, detail: str = "") -> None:
         self.events.append((action.id, phase, detail))
@@ -36,15 +67,43 @@ class RecordingHooks:
     def note(self, job: str, message: str) -> None:
         self.events.append((job, "note", message))
 
+    def transfer(self, job: str, label: str, done_bytes: int, total_bytes: int) -> None:
+        self.transfers.append((job, label, done_bytes, total_bytes))
+
+    def waiting(self, job: str, what: str, elapsed_s: float, deadline_s: float | None) -> None:
+        if not self.waits or self.waits[-1][:2] != (job, what):
+            self.events.append((job, "waiting", what))  # once per wait, not per tick
+        self.waits.append((job, what, elapsed_s, deadline_s))
+
+    def settle(self, job: str, key: str) -> None:
+        self.events.append((job, "settled", key))
+
 
 _MARK = {"start": "…", "done": "✓", "failed": "✗", "skipped": "-"}
+SMALL_TRANSFER = 1 << 20  # below this a plain log gets only the closing line
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def _clock_text(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 class LineHooks:
-    """Plain lines (pipes, CI logs): one line per event, nothing redrawn."""
+    """Plain lines (pipes, CI logs): nothing redrawn. A transfer gets at most five lines (start,
+    25/50/75 %, done with size and rate); a wait one line when it starts, one a minute, one at the end."""
 
     def __init__(self, write: Callable[[str], None]) -> None:
         self.write = write
+        self._transfers: dict[tuple[str, str], tuple[float, int]] = {}  # -> (started, quarter shown)
+        self._waits: dict[tuple[str, str], float] = {}  # -> elapsed last shown
 
     def step(self, action: Action, phase: StepPhase, detail: str = "") -> None:
         tail = f": {detail}" if detail else ""
@@ -53,40 +112,136 @@ class LineHooks:
     def note(self, job: str, message: str) -> None:
         self.write(f"  {job}: {message}")
 
+    def transfer(self, job: str, label: str, done_bytes: int, total_bytes: int) -> None:
+        key = (job, label)
+        if key not in self._transfers:
+            if total_bytes <= 0:
+                return  # nothing to send: say nothing
+            self._transfers[key] = (time.monotonic(), 0)
+            if total_bytes >= SMALL_TRANSFER:
+                self.note(job, f"{label}: {human_bytes(total_bytes)} to transfer")
+        started, shown = self._transfers[key]
+        done = min(done_bytes, total_bytes)
+        if done >= total_bytes:
+            seconds = max(time.monotonic() - started, 1e-6)
+            rate = human_bytes(total_bytes / seconds)
+            self.note(job, f"{label}: {human_bytes(total_bytes)} in {seconds:.1f}s ({rate}/s)")
+            self._transfers[key] = (started, 4)
+            return
+        quarter = done * 4 // total_bytes
+        if total_bytes >= SMALL_TRANSFER and 0 < quarter < 4 and quarter > shown:
+            self._transfers[key] = (started, quarter)
+            self.note(
+                job,
+                f"{label}: {quarter * 25}% ({human_bytes(done)} of {human_bytes(total_bytes)})",
+            )
 
-class RichHooks:
-    """Colour and a live spinner listing the steps in flight (TTY only)."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True)
-        self.active: dict[str, Action] = {}
-        self.status = self.console.status("")
-
-    def __enter__(self) -> RichHooks:
-        self.status.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.status.stop()
-
-    def _refresh(self) -> None:
-        self.status.update(", ".join(f"{a.id}" for a in self.active.values()) or "working")
-
-    def step(self, action: Action, phase: StepPhase, detail: str = "") -> None:
-        from rich.markup import escape
-
-        style = {"done": "green", "failed": "red", "skipped": "yellow"}.get(phase, "cyan")
-        if phase == "start":
-            self.active[action.id] = action
+    def waiting(self, job: str, what: str, elapsed_s: float, deadline_s: float | None) -> None:
+        key = (job, what)
+        last = self._waits.get(key)
+        if last is not None and elapsed_s - last < 60:
+            return
+        self._waits[key] = elapsed_s
+        limit = f" (gives up after {_clock_text(deadline_s)})" if deadline_s else ""
+        if last is None:
+            self.note(job, f"{what}{limit}")
         else:
-            self.active.pop(action.id, None)
-        tail = f": {escape(detail)}" if detail else ""
-        self.console.print(f"[{style}]{_MARK.get(phase, ' ')} {escape(action.id)} {phase}[/]{tail}")
-        self._refresh()
+            self.note(job, f"{what}: still waiting, {_clock_text(elapsed_s)}")
 
-    def note(self, job: str, message: str) -> None:
-        from rich.markup import escape
+    def settle(self, job: str, key: str) -> None:
+        self._transfers.pop((job, key), None)
+        self._waits.pop((job, key), None)
 
-        self.console.print(f"  [dim]{escape(job)}:[/] {escape(message)}")
+
+def want_rich(no_color: bool = False, env: dict[str, str] | None = None) -> bool:
+    """Redraw only for a person at a terminal: both streams TTYs, no NO_COLOR/--no-color, no dumb TERM."""
+    env = dict(os.environ) if env is None else env
+    if no_color or "NO_COLOR" in env or env.get("TERM") == "dumb":
+        return False
+    return sys.stdout.isatty() and sys.stderr.isatty()
+
+
+def choose_hooks(no_color: bool, write_line: Callable[[str], None]) -> Any:
+    """RichHooks on a terminal, LineHooks (through `write_line`) everywhere else."""
+    if want_rich(no_color):
+        from gpujob.apply.progress_rich import RichHooks
+
+        return RichHooks()
+    return LineHooks(write_line)
+
+
+class JobReporter:
+    """One job's view of the hooks. Calling it writes a note, so it is what `note` callables get."""
+
+    def __init__(self, hooks: Any, job: str) -> None:
+        self.hooks = hooks
+        self.job = job
+
+    def __call__(self, message: str) -> None:
+        self.hooks.note(self.job, message)
+
+    def _call(self, name: str, *args: Any) -> None:
+        method = getattr(self.hooks, name, None)  # hooks written before transfers/waits existed
+        if method is not None:
+            method(self.job, *args)
+
+    @contextlib.contextmanager
+    def transfer(self, label: str) -> Iterator[Progress]:
+        """A (done, total) callback for the SSH layer; counts only go up, and the end is always told."""
+        last = {"done": -1}
+
+        def progress(done: int, total: int) -> None:
+            if done < last["done"]:
+                return
+            last["done"] = done
+            self._call("transfer", label, done, total)
+
+        try:
+            yield progress
+        finally:
+            self._call("settle", label)
+
+    @contextlib.asynccontextmanager
+    async def waiting(
+        self, what: str, deadline_s: float | None = None, *, grace_s: float = 0.0
+    ) -> AsyncIterator[None]:
+        """Tick `waiting` every TICK_S while the body runs. With a grace, a wait shorter than it is
+        never shown (most provider calls are quick); without one the first tick is immediate."""
+        started = time.monotonic()
+        shown = False
+
+        def tick() -> None:
+            nonlocal shown
+            shown = True
+            self._call("waiting", what, time.monotonic() - started, deadline_s)
+
+        async def ticker() -> None:
+            await asyncio.sleep(grace_s if grace_s > 0 else TICK_S)
+            while True:
+                tick()
+                await asyncio.sleep(TICK_S)
+
+        if grace_s <= 0:
+            tick()
+        task = asyncio.create_task(ticker())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            if shown:
+                self._call("settle", what)
+
+
+def reporter_of(note: Callable[[str], None]) -> JobReporter | None:
+    return note if isinstance(note, JobReporter) else None
+
+
+def __getattr__(name: str) -> Any:
+    # RichHooks lives in its own module (rich is imported only for a terminal); old imports still work.
+    if name == "RichHooks":
+        from gpujob.apply.progress_rich import RichHooks
+
+        return RichHooks
+    raise AttributeError(name)

@@ -9,13 +9,14 @@ import contextlib
 import hashlib
 import shlex
 import subprocess
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from gpujob.apply.gate import checkpoint_tier
+from gpujob.apply.progress import reporter_of
 from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
@@ -57,26 +58,32 @@ async def wait_for_endpoint(target: Target, clock: Clock, note: Callable[[str], 
     """Re-read the resource until it runs and has an SSH endpoint; ports and IPs change on every start."""
     started = clock.now()
     kind = target.resource.kind
-    announced = False
-    while True:
-        fresh = await target.provider.get(kind, target.resource.id)
-        if fresh is None:
-            raise GpujobError(
-                f"{target.spec.name}: {kind} {target.resource.id} disappeared while waiting for SSH"
-            )
-        target.resource = fresh
-        endpoint = target.provider.ssh_endpoint(fresh) if fresh.status == "running" else None
-        if endpoint is not None:
-            return endpoint
-        if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
-            raise SSHConnectError(
-                f"{target.spec.name}: no SSH endpoint after {ENDPOINT_WAIT_S:.0f}s ({kind} is {fresh.raw_status or fresh.status})",
-                hint="check the platform console; re-run apply to resume",
-            )
-        if not announced:
-            note(f"waiting for the SSH endpoint of {fresh.name} ({fresh.raw_status or fresh.status})")
-            announced = True
-        await clock.sleep(POLL_S)
+    async with contextlib.AsyncExitStack() as waits:
+        announced = False
+        while True:
+            fresh = await target.provider.get(kind, target.resource.id)
+            if fresh is None:
+                raise GpujobError(
+                    f"{target.spec.name}: {kind} {target.resource.id} disappeared while waiting for SSH"
+                )
+            target.resource = fresh
+            endpoint = target.provider.ssh_endpoint(fresh) if fresh.status == "running" else None
+            if endpoint is not None:
+                return endpoint
+            if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
+                raise SSHConnectError(
+                    f"{target.spec.name}: no SSH endpoint after {ENDPOINT_WAIT_S:.0f}s ({kind} is {fresh.raw_status or fresh.status})",
+                    hint="check the platform console; re-run apply to resume",
+                )
+            if not announced:
+                what = f"waiting for the SSH endpoint of {fresh.name} ({fresh.raw_status or fresh.status})"
+                reporter = reporter_of(note)
+                if reporter is None:
+                    note(what)
+                else:
+                    await waits.enter_async_context(reporter.waiting(what, ENDPOINT_WAIT_S))
+                announced = True
+            await clock.sleep(POLL_S)
 
 
 @contextlib.asynccontextmanager
@@ -87,26 +94,32 @@ async def open_remote(
     key_path, _ = ssh.ensure_project_key(target.state_dir)
     known_hosts = target.state_dir / "known_hosts.json"
     started = clock.now()
-    while True:
-        endpoint = await wait_for_endpoint(target, clock, note)
-        try:
-            cm = ssh.open(
-                endpoint,
-                key_path=key_path,
-                known_hosts=known_hosts,
-                resource_id=target.resource.id,
-                expect_new_host=target.moved,
-            )
-            remote = await cm.__aenter__()
-        except SSHConnectError as exc:
-            if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
-                raise
-            note(
-                f"SSH to {endpoint.host}:{endpoint.port} not ready yet ({str(exc).splitlines()[0]}); retrying"
-            )
-            await clock.sleep(POLL_S)
-            continue
-        break
+    reporter = reporter_of(note)
+    async with contextlib.AsyncExitStack() as waits:
+        waiting = False
+        while True:
+            endpoint = await wait_for_endpoint(target, clock, note)
+            try:
+                cm = ssh.open(
+                    endpoint,
+                    key_path=key_path,
+                    known_hosts=known_hosts,
+                    resource_id=target.resource.id,
+                    expect_new_host=target.moved,
+                )
+                remote = await cm.__aenter__()
+            except SSHConnectError as exc:
+                if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
+                    raise
+                what = f"SSH to {endpoint.host}:{endpoint.port} not ready yet ({str(exc).splitlines()[0]})"
+                if reporter is None:
+                    note(f"{what}; retrying")
+                elif not waiting:  # one spinner for the whole wait; the reason of the first try names it
+                    await waits.enter_async_context(reporter.waiting(what, ENDPOINT_WAIT_S))
+                    waiting = True
+                await clock.sleep(POLL_S)
+                continue
+            break
     try:
         yield remote
     except BaseException as exc:
@@ -114,6 +127,32 @@ async def open_remote(
             raise
     else:
         await cm.__aexit__(None, None, None)
+
+
+async def read_status_once(
+    spec: JobSpec,
+    resource: LiveResource,
+    provider: Provider,
+    state_dir: Path,
+    *,
+    ssh: SSHApi | None = None,
+    timeout: float = 8.0,
+) -> Any:
+    """One attempt at the run status for a plan: no waiting for the endpoint, no retries, no new key.
+    Returns the SSH layer's RunStatus, or a string saying why there is none."""
+    endpoint = provider.ssh_endpoint(resource)
+    if endpoint is None:
+        return f"{resource.name} has no SSH endpoint yet"
+    ssh = ssh or SSHApi.default()
+    cm = ssh.open(
+        endpoint,
+        key_path=state_dir / "id_ed25519",
+        known_hosts=state_dir / "known_hosts.json",
+        resource_id=resource.id,
+        timeout=timeout,
+    )
+    async with cm as remote:
+        return await ssh.run_status(remote, spec)
 
 
 def _alive(status: Any) -> bool:
@@ -155,13 +194,10 @@ async def _launch_once(
         if _alive(status):
             return "run already alive: not relaunched"
         src = (target.spec_path.parent / spec.run.sync.src).resolve()
-        stats = await ssh.sync_tree(
-            remote,
-            src,
-            spec.run.sync.dest,
-            list(spec.run.sync.exclude),
-            progress=transfer_progress("sync", note),
-        )
+        with transfer_reporting("sync", note) as progress:
+            stats = await ssh.sync_tree(
+                remote, src, spec.run.sync.dest, list(spec.run.sync.exclude), progress=progress
+            )
         note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
         started = await ssh.launch_run(remote, spec, secrets=secrets)
     if started is False:
@@ -170,6 +206,18 @@ async def _launch_once(
 
 
 LARGE_TRANSFER = 8 << 20
+
+
+@contextlib.contextmanager
+def transfer_reporting(what: str, note: Callable[[str], None]) -> Iterator[Callable[[int, int], None]]:
+    """A (done, total) callback for the SSH layer: the hooks' transfer bar when `note` is a job's
+    reporter, else quarter notes of large transfers (small ones are not reported at all)."""
+    reporter = reporter_of(note)
+    if reporter is not None:
+        with reporter.transfer(what) as progress:
+            yield progress
+    else:
+        yield transfer_progress(what, note)
 
 
 def transfer_progress(what: str, note: Callable[[str], None]) -> Callable[[int, int], None]:
@@ -226,9 +274,10 @@ async def pull(
     async with open_remote(target, ssh, clock, note) as remote:
         listing = await remote_listing(remote, ck.dir)
         # The load check runs here, from the job file's directory, where its relative paths point.
-        pulled = await ssh.pull_checkpoints(
-            remote, ck.dir, local_dir, verify=None, progress=progress or transfer_progress("pull", note)
-        )
+        with transfer_reporting("pull", note) as fallback:
+            pulled = await ssh.pull_checkpoints(
+                remote, ck.dir, local_dir, verify=None, progress=progress or fallback
+            )
     now = clock.now()
     cwd = target.spec_path.parent
     files = [_as_pulled_file(p, local_dir, listing, ck.verify, now, cwd) for p in pulled]
