@@ -294,6 +294,9 @@ class PaperspaceApi(Api):
             if "diskSize" in body and int(body["diskSize"]) < m.disk_size:
                 raise SimError(400, "Disk size cannot be decreased.", "bad_request")
             sim.accrue(m)
+            # The platform quirk (REFERENCE 0.6): on a machine whose auto-shutdown is already on, a new
+            # timeout / force does not take; only disable, then enable with the new values, does.
+            sticky = bool(m.auto_shutdown_enabled) and body.get("autoShutdownEnabled") is not False
             for key, attr in (
                 ("name", "name"),
                 ("machineType", "machine_type"),
@@ -302,7 +305,7 @@ class PaperspaceApi(Api):
                 ("autoShutdownTimeout", "auto_shutdown_timeout"),
                 ("autoShutdownForce", "auto_shutdown_force"),
             ):
-                if key in body:
+                if key in body and not (sticky and key in ("autoShutdownTimeout", "autoShutdownForce")):
                     setattr(m, attr, body[key])
             if body.get("publicIpType") and body["publicIpType"] != m.public_ip_type:
                 m.public_ip_type = body["publicIpType"]
