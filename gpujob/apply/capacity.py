@@ -87,8 +87,7 @@ async def create_with_fallback(
 
 
 def backoff_message(cands: list[Candidate], delay: float) -> str:
-    """ "waiting 30s for capacity: RTX4090 in EU-RO-1 full; next: ..." (what was full, what comes next)."""
-    full = ", ".join(c.describe() for c in cands[:3]) + (
-        f" and {len(cands) - 3} more" if len(cands) > 3 else ""
-    )
-    return f"waiting {delay:.0f}s for capacity: {full} full; next: {cands[0].describe()}"
+    """ "waiting 30s for capacity: 1× RTX4090 in EU-RO-1 full; next: ..." (what was full, what is next)."""
+    names = [c.describe().split(" at $")[0] for c in cands]  # prices are in the per-candidate notes
+    full = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"waiting {delay:.0f}s for capacity: {full} full; next: {names[0]}"

@@ -22,11 +22,12 @@ Examples:
 
 @click.command(name="pull", help=HELP)
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
-def command(targets: tuple[Path, ...]) -> None:
-    sys.exit(run_command(_pull, targets))
+@click.option("--no-color", is_flag=True, help="Plain lines, no progress bars.")
+def command(targets: tuple[Path, ...], no_color: bool) -> None:
+    sys.exit(run_command(_pull, targets, no_color))
 
 
-def _pull(targets: tuple[Path, ...]) -> int:
+def _pull(targets: tuple[Path, ...], no_color: bool = False) -> int:
     import asyncio
 
     from gpujob.apply.session import job_files, locked
@@ -36,8 +37,12 @@ def _pull(targets: tuple[Path, ...]) -> int:
     if not loaded:
         click.echo("No job with a checkpoint section: nothing to pull.")
         return 0
-    with locked(loaded, "gpujob pull"):
-        records = asyncio.run(_go(loaded))
+    from gpujob.apply.progress import choose_hooks
+
+    # Bars and spinners on a terminal; piped, a few plain lines per transfer on stderr.
+    hooks = choose_hooks(no_color, lambda line: click.echo(line, err=True))
+    with locked(loaded, "gpujob pull"), hooks if hasattr(hooks, "__enter__") else _Nothing():
+        records = asyncio.run(_go(loaded, hooks))
     bad = 0
     for rec in records:
         state = "all verified" if rec.complete else "INCOMPLETE"
@@ -55,8 +60,9 @@ def _pull(targets: tuple[Path, ...]) -> int:
     return 1 if bad else 0
 
 
-async def _go(loaded):  # type: ignore[no-untyped-def]
+async def _go(loaded, hooks):  # type: ignore[no-untyped-def]
     from gpujob.apply.observe import job_views
+    from gpujob.apply.progress import JobReporter
     from gpujob.apply.runtime import pull
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
@@ -64,7 +70,14 @@ async def _go(loaded):  # type: ignore[no-untyped-def]
     out = []
     async with job_views(loaded) as views:
         for v in views:
-            out.append(
-                await pull(v.target(), SSHApi.default(), SystemClock(), lambda m: click.echo(m, err=True))
-            )
+            note = JobReporter(hooks, v.spec.name)
+            out.append(await pull(v.target(), SSHApi.default(), SystemClock(), note))
     return out
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
