@@ -90,6 +90,34 @@ class PriceQuote(Model):
     as_of: datetime
 
 
+RunState = Literal["running", "exited", "setup_failed", "lost", "not_started", "unknown"]
+
+
+class RunFact(Model):
+    """One job's run as read over SSH (plus what the local journal says), so the planner can see it.
+
+    `state` None: not read over SSH (the machine is not running, or `plan --no-refresh-runs`);
+    "unknown": a read was tried and failed (`reason` says why); "lost": started, not alive, no exit code
+    (the container restarted or the process was killed)."""
+
+    state: RunState | None = None
+    reason: str = Field("", description="Why the state is unknown or was not read.")
+    resource_id: str | None = Field(None, description="The machine the status was read from.")
+    exit_code: int | None = None
+    started_at: str | None = None
+    last_checkpoint: str | None = None
+    last_checkpoint_age_s: float | None = None
+    launch_pending: bool = Field(
+        False, description="Journal: a machine was created or started and no launch finished since."
+    )
+    finished_for_digest: bool = Field(
+        False, description="Journal: the run was marked finished (exit 0) for this exact job file."
+    )
+    launched_digest: str | None = Field(
+        None, description="Journal: digest of the job file the last launch was made from, if recorded."
+    )
+
+
 class LiveState(Model):
     """Everything read from the platforms for one plan."""
 
@@ -97,6 +125,8 @@ class LiveState(Model):
     resources: list[LiveResource] = Field(default_factory=list)
     quotes: list[PriceQuote] = Field(default_factory=list)
     read_errors: list[str] = Field(default_factory=list)
+    # Not part of fingerprint(): a run checkpoints every few minutes, which must not stale a saved plan.
+    runs: dict[str, RunFact] = Field(default_factory=dict, description="Run facts per job name.")
 
     def owned_by(self, job: str) -> list[LiveResource]:
         prefix = f"gpujob-{job}"

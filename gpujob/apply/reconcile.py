@@ -1,23 +1,27 @@
-"""What the pure planner cannot see, added to a fresh plan before it is shown:
+"""The journal's side of the run facts (pure readers), and the two lines apply writes about the run.
 
-- a launch a killed apply left undone (the journal says a machine was created or started and no
-  launch finished since; the planner only sees a running machine and plans nothing);
-- teardown.on_finish: when the run exited 0, stop the machine, or pull and terminate it (gated: the
-  user still approves `<job>.<pod|machine>.terminate`). A finished run is marked in the journal with
-  the spec digest, so later applies do not start it again until the job file changes.
+Reading (gpujob.plan.runfacts puts these into LiveState.runs for the planner):
+- launch_pending: a machine was created or started and no launch finished since (a killed apply);
+- finished_marker: the run was marked finished (exit 0) for this exact job file, so it is not
+  started again until the job file changes;
+- launched_digest: the job file digest the last launch was made from.
+
+Writing (gpujob.apply.session, around apply_plan): the finished mark, when a plan carries the
+teardown.on_finish of a run that exited 0; the launch digest, after a launch step is done.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from gpujob.apply.journal import Journal, JournalEntry
-from gpujob.live import LiveResource
-from gpujob.plan.model import Action, ActionKind, JobPlan, Plan
+from gpujob.plan.model import ActionKind, Plan
 
 JournalOf = Callable[[Any], Journal]
-_RESTARTS = (ActionKind.CREATE, ActionKind.START, ActionKind.LAUNCH, ActionKind.REPLACE)
+FINISHED = "run.finished"
+LAUNCHED = "run.spec"
 
 
 def launch_pending(entries: Sequence[JournalEntry]) -> bool:
@@ -35,8 +39,8 @@ def launch_pending(entries: Sequence[JournalEntry]) -> bool:
 
 
 def finished_marker(entries: Sequence[JournalEntry], digest: str) -> JournalEntry | None:
-    """The last 'run finished' mark, if it was made for this exact job file."""
-    marks = [e for e in entries if e.action_id and e.action_id.endswith(".run.finished")]
+    """The last 'run finished' mark, if it was made for this exact job file after the last launch."""
+    marks = [e for e in entries if e.action_id and e.action_id.endswith("." + FINISHED)]
     last_launch = max(
         (i for i, e in enumerate(entries) if e.phase == "done" and (e.action_id or "").endswith(".launch")),
         default=-1,
@@ -46,114 +50,42 @@ def finished_marker(entries: Sequence[JournalEntry], digest: str) -> JournalEntr
     return None
 
 
-def _machine(ls: Any, live: Any) -> LiveResource | None:
-    return next(
-        (r for r in live.resources if r.name == ls.spec.resource_name and r.kind in ("pod", "machine")),
-        None,
-    )
+def launched_digest(entries: Sequence[JournalEntry]) -> str | None:
+    """Digest of the job file the last launch was made from (None when not recorded)."""
+    for e in reversed(entries):
+        if e.action_id and e.action_id.endswith("." + LAUNCHED) and e.phase == "done":
+            return e.detail.rsplit(" ", 1)[-1] or None
+    return None
 
 
-def _action(jp: JobPlan, machine: LiveResource, kind: ActionKind, resource_kind: str, reason: str) -> Action:
-    return Action(
-        id=f"{jp.job}.{resource_kind}.{kind.value}",
-        job=jp.job,
-        platform=jp.platform,
-        kind=kind,
-        resource_kind=resource_kind,
-        resource_name=machine.name,
-        resource_id=machine.id,
-        reasons=[reason],
-        gated=kind is ActionKind.TERMINATE,
-    )
-
-
-def _changes(jp: JobPlan) -> list[Action]:
-    return [a for a in jp.actions if a.kind is not ActionKind.NOOP]
-
-
-def resume_interrupted_launches(plan: Plan, loaded: Sequence[Any], live: Any, journal_of: JournalOf) -> Plan:
-    by_name = {ls.spec.name: ls for ls in loaded}
-    jobs = []
+def finishing_jobs(plan: Plan) -> list[str]:
+    """Jobs whose plan applies teardown.on_finish to a run that exited 0 (read off the plan's facts)."""
+    out = []
     for jp in plan.jobs:
-        ls = by_name.get(jp.job)
-        machine = _machine(ls, live) if ls is not None else None
-        if (
-            ls is None
-            or machine is None
-            or ls.spec.state != "running"
-            or ls.spec.run is None
-            or machine.status not in ("running", "pending")
-            or any(a.kind is ActionKind.LAUNCH for a in jp.actions)
-            or not launch_pending(journal_of(ls).entries())
-        ):
-            jobs.append(jp)
+        run = jp.run
+        if run is None or run.state != "exited" or run.exit_code != 0 or run.finished_for_digest:
             continue
-        reason = "a previous apply stopped before the run was launched (see .gpujob/journal): launch it now"
-        launch = _action(jp, machine, ActionKind.LAUNCH, "run", reason)
-        jobs.append(jp.model_copy(update={"actions": [*_changes(jp), launch]}))
-    return plan.model_copy(update={"jobs": jobs})
+        if any(a.kind in (ActionKind.STOP, ActionKind.TERMINATE) for a in jp.actions):
+            out.append(jp.job)
+    return out
 
 
-async def finish_runs(
-    plan: Plan,
-    loaded: Sequence[Any],
-    live: Any,
-    providers: Mapping[str, Any],
-    journal_of: JournalOf,
-    *,
-    ssh: Any = None,
-    clock: Any = None,
-) -> Plan:
-    """Apply teardown.on_finish to runs that exited 0, and keep finished runs from starting again."""
-    from gpujob.apply.runtime import Target, open_remote
-    from gpujob.apply.session import state_dir_of
-    from gpujob.apply.sshapi import SSHApi
-    from gpujob.clock import SystemClock
-    from gpujob.errors import GpujobError
-
+def mark_finished(plan: Plan, loaded: Iterable[Any], journal_of: JournalOf, now: datetime) -> None:
+    """Before the on_finish steps run: a kill mid-teardown must not let the next apply restart the run."""
     by_name = {ls.spec.name: ls for ls in loaded}
-    jobs = []
-    for jp in plan.jobs:
-        ls = by_name.get(jp.job)
-        if (
-            ls is None
-            or ls.spec.run is None
-            or ls.spec.state != "running"
-            or ls.spec.teardown.on_finish == "keep"
-        ):
-            jobs.append(jp)
-            continue
-        journal = journal_of(ls)
-        machine = _machine(ls, live)
-        if finished_marker(journal.entries(), ls.digest) is None:
-            if machine is None or machine.status != "running" or _changes(jp):
-                jobs.append(jp)
-                continue
-            ssh = ssh or SSHApi.default()
-            target = Target(ls.spec, ls.path, providers[ls.spec.platform], machine, state_dir_of(ls.path))
-            try:
-                async with open_remote(target, ssh, clock or SystemClock(), lambda _m: None) as remote:
-                    status = await ssh.run_status(remote, ls.spec)
-            except GpujobError:
-                jobs.append(jp)  # unreachable now: decide on the next apply
-                continue
-            if status.alive or status.exit_code != 0:
-                jobs.append(jp)
-                continue
-            now = (clock or SystemClock()).now()
-            journal.append(
-                "done", now, action_id=f"{jp.job}.run.finished", detail=f"exit 0; spec {ls.digest}"
+    for job in finishing_jobs(plan):
+        ls = by_name.get(job)
+        if ls is not None:
+            journal_of(ls).append(
+                "done", now, action_id=f"{job}.{FINISHED}", detail=f"exit 0; spec {ls.digest}"
             )
-        # Finished (now or before) with this job file: never start it again; tear down what is still up.
-        kept = [a for a in _changes(jp) if a.kind not in _RESTARTS]
-        verb = ls.spec.teardown.on_finish
-        kind = ActionKind.STOP if verb == "stop" else ActionKind.TERMINATE
-        if machine is not None and machine.status == "running" and not any(a.kind is kind for a in kept):
-            reason = f"the run exited 0 and teardown.on_finish is {verb}"
-            if kind is ActionKind.TERMINATE and ls.spec.checkpoint is not None:
-                kept.append(
-                    _action(jp, machine, ActionKind.PULL, "checkpoints", reason + ": pull and verify first")
-                )
-            kept.append(_action(jp, machine, kind, machine.kind, reason))
-        jobs.append(jp.model_copy(update={"actions": kept}))
-    return plan.model_copy(update={"jobs": jobs})
+
+
+def record_launches(done: Iterable[str], loaded: Iterable[Any], journal_of: JournalOf, now: datetime) -> None:
+    """After apply: which job file each finished launch was made from."""
+    launched = {a.removesuffix(".run.launch") for a in done if a.endswith(".run.launch")}
+    for ls in loaded:
+        if ls.spec.name in launched:
+            journal_of(ls).append(
+                "done", now, action_id=f"{ls.spec.name}.{LAUNCHED}", detail=f"launched from spec {ls.digest}"
+            )

@@ -17,7 +17,7 @@ from typing import Any
 from gpujob.apply.applier import ApplyResult, apply_plan
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import ApplyHooks
-from gpujob.apply.reconcile import finish_runs, resume_interrupted_launches
+from gpujob.apply.reconcile import mark_finished, record_launches
 from gpujob.apply.records import load_pull_records
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan
@@ -127,7 +127,11 @@ async def plan_and_apply(
     from gpujob.plan.planner import build_plan
     from gpujob.plan.refresh import read_live_state
 
-    live = await read_live_state([ls.spec for ls in loaded], providers)
+    # A saved plan is executed as it is: its run facts were read when it was made (they are not part
+    # of the stale-plan guard, or every checkpoint would stale it).
+    live = await read_live_state(
+        [ls.spec for ls in loaded], providers, runs_for=None if saved_plan is not None else loaded
+    )
     if saved_plan is not None:
         check_saved_plan(saved_plan, loaded, live)
         plan = saved_plan
@@ -135,8 +139,6 @@ async def plan_and_apply(
         plan = build_plan(
             loaded, live, now=datetime.now(UTC), env=os.environ, pull_records=pull_records(loaded)
         )
-        plan = resume_interrupted_launches(plan, loaded, live, journal_of)
-        plan = await finish_runs(plan, loaded, live, providers, journal_of)
     show(plan)
     if plan.blocked:
         raise GpujobError("the plan has error findings (above); nothing was applied", hint="fix the job file")
@@ -144,6 +146,7 @@ async def plan_and_apply(
         return plan, None
     approvals = set(opts.approvals)
     confirm(plan, opts, ask, approvals)
+    mark_finished(plan, loaded, journal_of, datetime.now(UTC))
     result = await apply_plan(
         plan,
         loaded,
@@ -153,6 +156,7 @@ async def plan_and_apply(
         hooks=hooks,
         command=opts.command,
     )
+    record_launches(result.done, loaded, journal_of, datetime.now(UTC))
     return plan, result
 
 

@@ -29,6 +29,11 @@ Examples:
   gpujob plan -o plan.json                 save the plan for `gpujob apply plan.json`
   gpujob plan --format markdown            a PR comment
   gpujob plan --detailed-exitcode          exit 0 no changes, 2 changes, 1 error (CI)
+  gpujob plan --no-refresh-runs            skip reading the runs over SSH (faster, sees less)
+
+\b
+Besides the platform APIs, the plan reads each running machine's run over SSH (a few seconds at
+most): a lost run is relaunched, a finished one gets its teardown.on_finish, exactly as apply will.
 """
 
 
@@ -47,6 +52,11 @@ Examples:
 )
 @click.option("--no-color", is_flag=True, help="Plain text (also automatic when stdout is not a terminal).")
 @click.option(
+    "--no-refresh-runs",
+    is_flag=True,
+    help="Skip reading each run's status over SSH (faster; a lost or finished run is then not seen).",
+)
+@click.option(
     "--live-state",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     hidden=True,
@@ -58,9 +68,10 @@ def command(
     out: Path | None,
     detailed_exitcode: bool,
     no_color: bool,
+    no_refresh_runs: bool,
     live_state: Path | None,
 ) -> None:
-    code = run_command(_plan, jobfiles, fmt, out, no_color, live_state)
+    code = run_command(_plan, jobfiles, fmt, out, no_color, live_state, not no_refresh_runs)
     if code == 1:
         sys.exit(1)
     if detailed_exitcode and code == 2:
@@ -68,7 +79,12 @@ def command(
 
 
 def _plan(
-    jobfiles: tuple[Path, ...], fmt: str, out: Path | None, no_color: bool, live_state: Path | None
+    jobfiles: tuple[Path, ...],
+    fmt: str,
+    out: Path | None,
+    no_color: bool,
+    live_state: Path | None,
+    refresh_runs: bool = True,
 ) -> int:
     from gpujob.plan.planner import build_plan
     from gpujob.render import render_plan
@@ -79,7 +95,7 @@ def _plan(
         live = _read_live_file(live_state)
         now = live.read_at
     else:
-        live = read_live([ls.spec for ls in loaded])
+        live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=refresh_runs)
         now = datetime.now(UTC)
     plan = build_plan(loaded, live, now=now, env=os.environ, pull_records=_pull_records(loaded))
     color = fmt == "text" and not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
@@ -96,8 +112,9 @@ def _plan(
     return 2 if plan.has_changes else 0
 
 
-def read_live(specs: list[Any]) -> Any:
-    """Read live state for these specs through the platform APIs (tests monkeypatch this)."""
+def read_live(specs: list[Any], *, runs_for: list[Any] | None = None, refresh_runs: bool = True) -> Any:
+    """Read live state for these specs through the platform APIs, with the run facts of `runs_for`
+    (over SSH unless refresh_runs is False). Tests monkeypatch this."""
     import asyncio
 
     from gpujob.plan.refresh import read_live_state
@@ -105,7 +122,7 @@ def read_live(specs: list[Any]) -> Any:
 
     async def go() -> Any:
         async with open_providers({s.platform for s in specs}) as providers:
-            return await read_live_state(specs, providers)
+            return await read_live_state(specs, providers, runs_for=runs_for, refresh_runs=refresh_runs)
 
     return asyncio.run(go())
 

@@ -14,7 +14,16 @@ from gpujob.plan.diff import diff_fields
 from gpujob.plan.model import ActionKind, FieldChange
 
 K = ActionKind
-__all__ = ["machine_changes", "noop", "noop_reason", "plan_absent", "plan_running", "plan_stopped"]
+__all__ = [
+    "launch_run",
+    "machine_changes",
+    "noop",
+    "noop_reason",
+    "plan_absent",
+    "plan_running",
+    "plan_stopped",
+    "pull_checkpoints",
+]
 
 # --- rules per desired state -----------------------------------------------------------------
 
@@ -50,12 +59,12 @@ def plan_running(ctx: JobContext) -> None:
             drift=bool(evidence),
             depends_on=[nv_dep],
         )
-        _launch(ctx, a.id)
+        launch_run(ctx, a.id)
         return
     changes = machine_changes(ctx, m)
     forcing = [c for c in changes if c.forces_replacement]
     if forcing:
-        pull_id = _pull(ctx, "replace") if af.ckpts_on_machine(ctx, m) else None
+        pull_id = pull_checkpoints(ctx, "replace") if af.ckpts_on_machine(ctx, m) else None
         culprits = ", ".join(c.path for c in forcing)
         a = add(
             ctx,
@@ -71,7 +80,7 @@ def plan_running(ctx: JobContext) -> None:
             depends_on=[pull_id, nv_dep],
             findings=lambda aid: af.replace_findings(ctx, aid, forcing),
         )
-        _launch(ctx, a.id)
+        launch_run(ctx, a.id)
         return
     if m.status == "stopped":
         reasons, fired = _stopped_reason(ctx, m)
@@ -90,7 +99,7 @@ def plan_running(ctx: JobContext) -> None:
         if changes:
             _grow(ctx, m, changes, a.id)
         _auto_shutdown(ctx, m, a.id)
-        _launch(ctx, a.id)
+        launch_run(ctx, a.id)
         return
     if changes:
         _grow(ctx, m, changes, None)
@@ -116,7 +125,9 @@ def plan_stopped(ctx: JobContext) -> None:
 
 def plan_absent(ctx: JobContext) -> None:
     m, spec = ctx.machine, ctx.spec
-    pull_id = _pull(ctx, ctx.teardown_verb) if m is not None and spec.checkpoint is not None else None
+    pull_id = (
+        pull_checkpoints(ctx, ctx.teardown_verb) if m is not None and spec.checkpoint is not None else None
+    )
     term_id = None
     if m is not None:
         term_id = add(
@@ -352,22 +363,40 @@ def _stopped_reason(ctx: JobContext, m: LiveResource) -> tuple[list[str], bool]:
     ], False
 
 
-def _launch(ctx: JobContext, machine_action: str) -> None:
+def launch_run(
+    ctx: JobContext, machine_action: str | None, *, first: str | None = None, resume: str | None = None
+) -> None:
+    """The LAUNCH of the run; `first` leads the reasons when the launch comes from a run fact."""
     run, ck = ctx.spec.run, ctx.spec.checkpoint
     if run is None:
         return
-    reasons = [f"sync {run.sync.src} to {run.sync.dest}, then run `{run.command}` detached ({run.detach})"]
-    if ck is not None:
+    reasons = [first] if first else []
+    reasons.append(
+        f"sync {run.sync.src} to {run.sync.dest}, then run `{run.command}` detached ({run.detach})"
+    )
+    if resume:
+        reasons.append(resume)
+    elif ck is not None:
         reasons.append(f"the command resumes from the latest checkpoint in {ck.dir}")
     if run.secrets:
         reasons.append(f"secrets passed over SSH by name: {', '.join(run.secrets)}")
-    add(ctx, K.LAUNCH, "run", ctx.spec.resource_name, reasons=reasons, depends_on=[machine_action])
+    m = ctx.machine if machine_action is None else None
+    add(
+        ctx,
+        K.LAUNCH,
+        "run",
+        ctx.spec.resource_name,
+        resource_id=m.id if m else None,
+        reasons=reasons,
+        depends_on=[machine_action],
+    )
 
 
-def _pull(ctx: JobContext, before_what: str) -> str:
+def pull_checkpoints(ctx: JobContext, before_what: str, *, first: str | None = None) -> str:
     ck = ctx.spec.checkpoint
     assert ck is not None
-    reasons = [f"copy {ck.dir} to {ck.pull_to} and verify it before the {before_what}"]
+    reasons = [first] if first else []
+    reasons.append(f"copy {ck.dir} to {ck.pull_to} and verify it before the {before_what}")
     rec = ctx.pull_record
     if rec is None:
         reasons.append("no pull on record: the teardown gate needs a verified pull of the latest checkpoint")

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from gpujob.live import RunFact
 from gpujob.model import Model, Platform, SourceRef
 
 
@@ -140,6 +141,9 @@ class JobPlan(Model):
     current_usd_per_hour: float = 0.0
     after_usd_per_hour: float = Field(
         0.0, description="What the job bills per hour once the plan is applied."
+    )
+    run: RunFact | None = Field(
+        None, description="The run fact this job was planned from (None: the job has no run to read)."
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from gpujob import __version__
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan import actions as act
+from gpujob.plan import run_actions
 from gpujob.plan.cadence import cadence
 from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.cost import Footprint, hourly_total, meters, monthly_total
@@ -114,14 +115,20 @@ def _plan_job(
     ctx.fp = current_footprint(ctx)
     current = hourly_total(meters(ctx.fp, ctx.profile))
 
+    fact = live.runs.get(spec.name) if spec.run is not None and spec.state == "running" else None
     if spec.state == "running":
-        act.plan_running(ctx)
+        if fact is not None and fact.finished_for_digest:
+            run_actions.plan_finished(ctx)
+        else:
+            act.plan_running(ctx)
+            if fact is not None:
+                run_actions.plan_run(ctx, fact)
     elif spec.state == "stopped":
         act.plan_stopped(ctx)
     else:
         act.plan_absent(ctx)
     if not ctx.actions:
-        act.noop(ctx, act.noop_reason(ctx))
+        act.noop(ctx, run_actions.noop_reason(ctx, fact) or act.noop_reason(ctx))
 
     desired = desired_footprint(ctx)
     running = hourly_total(meters(desired, ctx.profile)) if spec.state != "absent" else 0.0
@@ -144,6 +151,7 @@ def _plan_job(
         parked_usd_per_month=monthly_total(meters(parked_fp, ctx.profile)),
         current_usd_per_hour=current,
         after_usd_per_hour=hourly_total(meters(ctx.fp, ctx.profile)),
+        run=fact,
     )
 
 

@@ -8,7 +8,7 @@ when others succeeded; if every read fails the first error is raised, since an e
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,9 +18,19 @@ from gpujob.spec.model import JobSpec
 
 
 async def read_live_state(
-    specs: Iterable[JobSpec], providers: Mapping[str, Any], *, now: datetime | None = None
+    specs: Iterable[JobSpec],
+    providers: Mapping[str, Any],
+    *,
+    now: datetime | None = None,
+    runs_for: Sequence[Any] | None = None,
+    refresh_runs: bool = True,
+    run_timeout: float | None = None,
+    ssh: Any = None,
 ) -> LiveState:
-    """Concurrently: list_resources() and quotes() of every platform the specs use."""
+    """Concurrently: list_resources() and quotes() of every platform the specs use. With `runs_for`
+    (the loaded job files), then the run facts: the journal of each job that wants a run and, unless
+    `refresh_runs` is False, the run status over SSH of those whose machine is running (all at once,
+    `run_timeout` seconds at most; an unreachable machine is an "unknown" fact)."""
     platforms = sorted({s.platform for s in specs})
     missing = [p for p in platforms if p not in providers]
     if missing:
@@ -50,12 +60,25 @@ async def read_live_state(
             quotes.extend(priced)
     if failures and len(failures) == len(platforms):
         raise failures[0]
-    return LiveState(
+    live = LiveState(
         read_at=now or datetime.now(UTC),
         resources=sorted(resources, key=lambda r: (r.platform, r.kind, r.name, r.id)),
         quotes=quotes,
         read_errors=errors,
     )
+    if runs_for is None:
+        return live
+    from gpujob.plan.runfacts import RUN_READ_TIMEOUT_S, read_run_facts
+
+    runs = await read_run_facts(
+        runs_for,
+        live,
+        providers,
+        refresh=refresh_runs,
+        timeout=RUN_READ_TIMEOUT_S if run_timeout is None else run_timeout,
+        ssh=ssh,
+    )
+    return live.model_copy(update={"runs": runs})
 
 
 def _reraise_unexpected(exc: BaseException) -> None:

@@ -44,6 +44,7 @@ def _template() -> Any:
         billing_line=S.billing_line,
         finding_counts=S.finding_counts,
         job_cost_line=S.job_cost_line,
+        run_line=S.run_line,
         job_symbols=job_symbols,
         job_findings=job_findings,
         open_job=open_job,

@@ -150,3 +150,31 @@ def where(f: Finding) -> str:
     if f.source is None:
         return ""
     return f"{f.source.file}:{f.source.line}:{f.source.column} ({f.source.key})"
+
+
+def run_line(job: JobPlan) -> str | None:
+    """'lost (started 2026-11-29T10:00:00Z) · last checkpoint step-400, 12 min ago', or None."""
+    run = job.run
+    if run is None:
+        return None
+    if run.state is None:
+        text = run.reason or "not read"
+    elif run.state == "unknown":
+        text = f"unknown ({run.reason})" if run.reason else "unknown"
+    elif run.state == "exited":
+        text = f"exited {run.exit_code}"
+    else:
+        text = run.state.replace("_", " ")
+    if run.last_checkpoint:
+        age = run.last_checkpoint_age_s
+        text += f" · last checkpoint {run.last_checkpoint}"
+        if age is not None:
+            text += f", {int(age // 60)} min ago" if age >= 120 else f", {int(age)}s ago"
+    journal = []
+    if run.launch_pending:
+        journal.append("a launch is pending")
+    if run.finished_for_digest:
+        journal.append("finished with this job file")
+    if journal:
+        text += " · journal: " + ", ".join(journal)
+    return text

@@ -71,6 +71,9 @@ def _job(job: JobPlan, style: Style) -> list[str]:
         out.append("  findings:")
         for f in job.findings:
             out += _finding(f, style, indent="    ")
+    run = S.run_line(job)
+    if run is not None:
+        out.append(f"  run: {run}")
     if job.cadence is not None:
         out.append(f"  checkpoint cadence: {job.cadence.summary}")
     out.append(f"  cost: {S.job_cost_line(job)}")

@@ -94,7 +94,8 @@ def test_without_live_state_it_reads_through_the_hook(case, monkeypatch: pytest.
     state = LiveState.model_validate_json((folder / "live.json").read_text())
     seen: list[list[str]] = []
 
-    def fake_read(specs):  # type: ignore[no-untyped-def]
+    def fake_read(specs, **kw):  # type: ignore[no-untyped-def]
+        assert kw["refresh_runs"] is True and [ls.spec.name for ls in kw["runs_for"]] == ["llama"]
         seen.append([s.name for s in specs])
         return state
 

@@ -1,0 +1,192 @@
+"""Planning from the run facts (LiveState.runs): relaunch a lost run, finish a launch a killed apply
+left undone, apply teardown.on_finish to a run that exited 0, and never restart a run already marked
+finished for this job file. Pure: the facts were read during refresh (gpujob.plan.runfacts).
+"""
+
+from __future__ import annotations
+
+from gpujob.live import RunFact
+from gpujob.plan import action_findings as af
+from gpujob.plan.actions import launch_run, pull_checkpoints
+from gpujob.plan.builder import add
+from gpujob.plan.context import JobContext
+from gpujob.plan.model import ActionKind
+
+K = ActionKind
+
+
+def plan_finished(ctx: JobContext) -> None:
+    """The run exited 0 for this exact job file (journal mark): not started again; what is still up
+    gets its teardown.on_finish (a kill mid-teardown is finished on the next apply)."""
+    m = ctx.machine
+    verb = ctx.spec.teardown.on_finish
+    if m is not None and m.status == "running" and verb != "keep":
+        _on_finish(ctx, f"the run exited 0 and teardown.on_finish is {verb}")
+
+
+def plan_run(ctx: JobContext, fact: RunFact) -> None:
+    """After the machine rules: what the run itself needs, when the machine is up and nothing else
+    already launches it."""
+    m = ctx.machine
+    if m is None or m.status not in ("running", "pending") or any(a.kind is K.LAUNCH for a in ctx.actions):
+        return
+    changed = fact.launched_digest is not None and fact.launched_digest != ctx.loaded.digest
+    _fact_findings(ctx, fact, changed)
+    if m.status != "running" or fact.state is None or fact.state == "unknown":
+        if fact.launch_pending:
+            launch_run(
+                ctx,
+                None,
+                first="a previous apply stopped before the run was launched (see .gpujob/journal): launch it now",
+            )
+        return
+    if fact.state == "running":
+        return
+    if fact.state == "lost":
+        since = f" at {fact.started_at}" if fact.started_at else ""
+        launch_run(
+            ctx,
+            None,
+            first=f"run lost: started{since}, no longer alive and no exit code "
+            "(the container restarted or the process was killed): relaunch it",
+            resume=_resume_from(fact),
+        )
+        return
+    if fact.state == "not_started":
+        launch_run(
+            ctx,
+            None,
+            first=f"run not started: {ctx.machine_kind} {m.name} is running but no run was ever started on it",
+        )
+        return
+    if changed:
+        how = "failed in setup" if fact.state == "setup_failed" else f"exited {fact.exit_code}"
+        launch_run(
+            ctx,
+            None,
+            first=f"the run {how} under an earlier version of the job file: launch it again with this one",
+            resume=_resume_from(fact),
+        )
+        return
+    verb = ctx.spec.teardown.on_finish
+    if fact.state == "exited" and fact.exit_code == 0 and verb != "keep":
+        _on_finish(ctx, f"the run exited 0 and teardown.on_finish is {verb}")
+
+
+def _resume_from(fact: RunFact) -> str | None:
+    if not fact.last_checkpoint:
+        return None
+    age = (
+        f", written {_age(fact.last_checkpoint_age_s)} ago" if fact.last_checkpoint_age_s is not None else ""
+    )
+    return f"it resumes from the last checkpoint {fact.last_checkpoint}{age}"
+
+
+def _age(seconds: float | None) -> str:
+    s = int(seconds or 0)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _on_finish(ctx: JobContext, reason: str) -> None:
+    m = ctx.machine
+    assert m is not None
+    if ctx.spec.teardown.on_finish == "stop":
+        add(
+            ctx,
+            K.STOP,
+            ctx.machine_kind,
+            m.name,
+            resource_id=m.id,
+            reasons=[reason],
+            after=ctx.fp.with_(machine="stopped"),
+            findings=lambda aid: af.stop_findings(ctx, aid),
+        )
+        return
+    pull_id = (
+        pull_checkpoints(ctx, ctx.teardown_verb, first=reason + ": pull and verify first")
+        if ctx.spec.checkpoint is not None
+        else None
+    )
+    add(
+        ctx,
+        K.TERMINATE,
+        ctx.machine_kind,
+        m.name,
+        resource_id=m.id,
+        reasons=[reason, f"{ctx.teardown_verb} stops the {ctx.machine_kind}'s meters for good"],
+        after=ctx.fp.with_(
+            machine=None, gpu=None, container_disk_gb=None, volume_gb=None, static_ip=bool(ctx.ips)
+        ),
+        depends_on=[pull_id],
+        findings=lambda aid: af.teardown_findings(ctx, aid),
+    )
+
+
+def _fact_findings(ctx: JobContext, fact: RunFact, changed: bool) -> None:
+    if fact.state == "unknown":
+        ctx.findings.append(
+            ctx.finding(
+                "run-status",
+                "warning",
+                f"run status unknown: {fact.reason}",
+                detail="a lost run is not relaunched and a finished run not torn down by this plan",
+                fix="plan again when the machine answers over SSH (`gpujob status` shows the run)",
+            )
+        )
+    elif fact.state is None and fact.reason and ctx.machine is not None and ctx.machine.status == "running":
+        ctx.findings.append(
+            ctx.finding(
+                "run-status",
+                "info",
+                f"run status {fact.reason}: a lost or finished run is not detected by this plan",
+            )
+        )
+    elif changed:
+        return
+    elif fact.state in ("exited", "setup_failed") and not (fact.exit_code == 0 and fact.state == "exited"):
+        what = "failed in setup" if fact.state == "setup_failed" else f"exited with code {fact.exit_code}"
+        ctx.findings.append(
+            ctx.finding(
+                "run-failed",
+                "warning",
+                f"the run {what}; it is not relaunched for the same job file",
+                fix="read `gpujob logs`, fix the cause, then edit the job file (a new version is launched again)",
+            )
+        )
+    elif fact.state == "exited" and ctx.spec.teardown.on_finish == "keep" and fact.exit_code == 0:
+        ctx.findings.append(
+            ctx.finding(
+                "run-finished",
+                "info",
+                "the run exited 0; teardown.on_finish: keep leaves the machine up (and billing)",
+                fix="set teardown.on_finish: stop (or state: stopped) to stop paying for an idle GPU",
+                key="teardown.on_finish",
+            )
+        )
+
+
+def noop_reason(ctx: JobContext, fact: RunFact | None) -> str | None:
+    """Why nothing changes, when the run fact is the reason."""
+    m = ctx.machine
+    if fact is None:
+        return None
+    if fact.finished_for_digest:
+        return (
+            "the run finished (exit 0) with this job file: it is not started again until the job file changes"
+        )
+    if m is None or m.status != "running":
+        return None
+    if fact.state == "running":
+        ck = ""
+        if fact.last_checkpoint:
+            ck = f"; last checkpoint {fact.last_checkpoint}"
+            if fact.last_checkpoint_age_s is not None:
+                ck += f", {_age(fact.last_checkpoint_age_s)} ago"
+        return f"{ctx.machine_kind} {m.name} is running and matches the spec; the run is alive{ck}"
+    if fact.state == "exited":
+        return f"{ctx.machine_kind} {m.name} is running and matches the spec; the run exited {fact.exit_code}"
+    return None

@@ -1,0 +1,122 @@
+"""Run facts: what the run on each job's machine is doing, read during refresh so the plan can see it.
+
+Two sources, both read-only: the local journal (a launch a killed apply left undone, a run already
+marked finished for this job file) and, for machines that are running, the run status over SSH with
+the project key and the pinned host keys. SSH reads go to every machine at once with a short
+timeout; an unreachable machine yields an "unknown" fact, never an exception. Planning never creates
+the state dir, a key or a pin that was not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gpujob.live import LiveResource, LiveState, RunFact
+
+RUN_READ_TIMEOUT_S = 8.0
+NOT_REFRESHED = "not read over SSH (--no-refresh-runs)"
+
+
+def state_dir_readonly(job_file: Path) -> Path:
+    """gpujob.config.state_dir without creating it."""
+    override = os.environ.get("GPUJOB_STATE_DIR")
+    return Path(override) if override else job_file.resolve().parent / ".gpujob"
+
+
+def wants_run_facts(spec: Any) -> bool:
+    return spec.state == "running" and spec.run is not None
+
+
+def running_machine(spec: Any, live: LiveState) -> LiveResource | None:
+    kind = "pod" if spec.platform == "runpod" else "machine"
+    for r in live.resources:
+        if r.kind == kind and r.name == spec.resource_name and r.status == "running":
+            return r
+    return None
+
+
+def journal_facts(loaded: Any) -> dict[str, Any]:
+    """launch_pending, finished_for_digest and launched_digest from <state>/journal/<job>.jsonl."""
+    from gpujob.apply.journal import Journal
+    from gpujob.apply.reconcile import finished_marker, launch_pending, launched_digest
+
+    sdir = state_dir_readonly(loaded.path)
+    if not sdir.is_dir():
+        return {}
+    entries = Journal(sdir, loaded.spec.name).entries()
+    return {
+        "launch_pending": launch_pending(entries),
+        "finished_for_digest": finished_marker(entries, loaded.digest) is not None,
+        "launched_digest": launched_digest(entries),
+    }
+
+
+async def read_run_facts(
+    loaded: Sequence[Any],
+    live: LiveState,
+    providers: Mapping[str, Any],
+    *,
+    refresh: bool = True,
+    timeout: float = RUN_READ_TIMEOUT_S,
+    ssh: Any = None,
+) -> dict[str, RunFact]:
+    """A RunFact for every job that wants a run (state: running with a run section)."""
+    wanted = [ls for ls in loaded if wants_run_facts(ls.spec)]
+    reads = []
+    for ls in wanted:
+        machine = running_machine(ls.spec, live)
+        if machine is None:
+            reads.append(_not_read("the machine is not running"))
+        elif not refresh:
+            reads.append(_not_read(NOT_REFRESHED, machine))
+        else:
+            reads.append(_read_one(ls, machine, providers.get(ls.spec.platform), ssh, timeout))
+    facts = await asyncio.gather(*reads)
+    out: dict[str, RunFact] = {}
+    for ls, fact in zip(wanted, facts, strict=True):
+        out[ls.spec.name] = fact.model_copy(update=journal_facts(ls))
+    return out
+
+
+async def _not_read(reason: str, machine: LiveResource | None = None) -> RunFact:
+    return RunFact(reason=reason, resource_id=machine.id if machine else None)
+
+
+async def _read_one(ls: Any, machine: LiveResource, provider: Any, ssh: Any, timeout: float) -> RunFact:
+    try:
+        status = await asyncio.wait_for(_status(ls, machine, provider, ssh, timeout), timeout)
+    except TimeoutError:
+        return _unknown(machine, f"no answer over SSH within {timeout:g}s")
+    except Exception as exc:  # any failure of the read is a fact about the run, not a crash of the plan
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return _unknown(machine, first)
+    if isinstance(status, str):
+        return _unknown(machine, status)
+    return RunFact(
+        state=status.state,
+        resource_id=machine.id,
+        exit_code=status.exit_code,
+        started_at=status.started_at,
+        last_checkpoint=status.last_checkpoint,
+        last_checkpoint_age_s=status.last_checkpoint_age_s,
+    )
+
+
+def _unknown(machine: LiveResource, reason: str) -> RunFact:
+    return RunFact(state="unknown", reason=reason, resource_id=machine.id)
+
+
+async def _status(ls: Any, machine: LiveResource, provider: Any, ssh: Any, timeout: float) -> Any:
+    """RunStatus, or a string saying why the status cannot be read from here."""
+    from gpujob.apply.runtime import read_status_once
+
+    if provider is None:
+        return f"no {ls.spec.platform} provider open"
+    sdir = state_dir_readonly(ls.path)
+    if not (sdir / "id_ed25519").is_file():
+        return f"no project SSH key in {sdir} (the machine was not made from here)"
+    return await read_status_once(ls.spec, machine, provider, sdir, ssh=ssh, timeout=timeout)
