@@ -65,12 +65,19 @@ class RichHooks:
         self.steps_row: TaskID | None = None
 
     def __enter__(self) -> RichHooks:
-        self.progress.start()
-        self.steps_row = self.progress.add_task("working", total=None, kind="steps")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
+        if self.steps_row is not None:
+            self.progress.stop()
+            self.steps_row = None
+
+    def _live(self) -> None:
+        # Drawing starts with the first event, not on entry: apply asks its question (a plain
+        # prompt) before any step runs, and a live display would draw over it.
+        if self.steps_row is None:
+            self.progress.start()
+            self.steps_row = self.progress.add_task("working", total=None, kind="steps")
 
     def _refresh_steps(self) -> None:
         if self.steps_row is not None:
@@ -78,14 +85,16 @@ class RichHooks:
             self.progress.update(self.steps_row, description=f"[cyan]{text}[/]")
 
     def step(self, action: Action, phase: StepPhase, detail: str = "") -> None:
+        self._live()
         style = {"done": "green", "failed": "red", "skipped": "yellow"}.get(phase, "cyan")
         if phase == "start":
             self.active[action.id] = action
         else:
             self.active.pop(action.id, None)
+        self._refresh_steps()
+        self.progress.refresh()  # printing redraws the live rows: let them be the current ones
         tail = f": {escape(detail)}" if detail else ""
         self.console.print(f"[{style}]{_MARK.get(phase, ' ')} {escape(action.id)} {phase}[/]{tail}")
-        self._refresh_steps()
 
     def note(self, job: str, message: str) -> None:
         self.console.print(f"  [dim]{escape(job)}:[/] {escape(message)}")
@@ -96,6 +105,7 @@ class RichHooks:
         if row is None:
             if total_bytes <= 0:
                 return
+            self._live()
             row = self.progress.add_task(
                 f"  {escape(job)}: {escape(label)}", total=total_bytes, kind="transfer"
             )
@@ -107,6 +117,7 @@ class RichHooks:
             self.progress.refresh()
             seconds = max(time.monotonic() - self.started.pop(key), 1e-6)
             self.progress.remove_task(self.rows.pop(key))
+            self.progress.refresh()
             rate = human_bytes(total_bytes / seconds)
             self.note(job, f"{label}: {human_bytes(total_bytes)} in {seconds:.1f}s ({rate}/s)")
 
@@ -114,6 +125,7 @@ class RichHooks:
         key = (job, what)
         limit = f" [dim](gives up after {deadline_s:.0f}s)[/]" if deadline_s else ""
         if key not in self.rows:
+            self._live()
             self.rows[key] = self.progress.add_task(
                 f"  {escape(job)}: {escape(what)}{limit}", total=None, kind="wait"
             )
@@ -124,3 +136,4 @@ class RichHooks:
         self.started.pop((job, key), None)
         if row is not None:
             self.progress.remove_task(row)
+            self.progress.refresh()

@@ -33,7 +33,7 @@ def test_line_hooks_bound_a_large_transfer_to_a_few_lines_naming_its_size():
     assert 2 <= len(lines) <= 6, lines
     assert lines[0] == "  toy: sync: 120.0 MB to transfer"
     assert [re.search(r"(\d+)%", line).group(1) for line in lines[1:-1]] == ["25", "50", "75"]  # type: ignore[union-attr]
-    assert re.fullmatch(r"  toy: sync: 120\.0 MB in [\d.]+s \([\d.]+ [KMG]?B/s\)", lines[-1])
+    assert re.fullmatch(r"  toy: sync: 120\.0 MB in [\d.]+s \([\d.]+ [kMG]?B/s\)", lines[-1])
 
 
 def test_line_hooks_give_a_small_transfer_one_line_and_an_empty_one_none():
@@ -43,7 +43,7 @@ def test_line_hooks_give_a_small_transfer_one_line_and_an_empty_one_none():
     hooks.settle("toy", "pull")
     hooks.transfer("toy", "sync", 0, 0)
     hooks.settle("toy", "sync")
-    assert len(lines) == 1 and lines[0].startswith("  toy: pull: 4.0 KB in ")
+    assert len(lines) == 1 and lines[0].startswith("  toy: pull: 4.0 kB in ")
 
 
 def test_line_hooks_restart_a_transfer_after_settle():
