@@ -361,6 +361,23 @@ def _target(ctx: JobContext, action: Action) -> runtime.Target:
 
 
 async def pull(ctx: JobContext, action: Action) -> Outcome:
+    machine = _need_machine(ctx, action)
+    if machine.status != "stopped":
+        return await _pull(ctx, action)
+    # A stopped machine's disks are reachable only while it runs: start it for the pull (the teardown
+    # this pull guards follows), and stop it again when the pull fails so it does not bill the GPU.
+    ctx.note(f"starting {machine.name} to pull its checkpoints")
+    ctx.machine = await ctx.provider.start(machine)
+    ctx.moved = True
+    try:
+        return await _pull(ctx, action)
+    except GpujobError:
+        ctx.note(f"pull failed: stopping {machine.name} again")
+        ctx.machine = await ctx.provider.stop(ctx.machine)
+        raise
+
+
+async def _pull(ctx: JobContext, action: Action) -> Outcome:
     target = _target(ctx, action)
     record = await runtime.pull(target, ctx.ssh, ctx.clock, ctx.note)
     ctx.machine = target.resource

@@ -50,11 +50,11 @@ def spec_digest(jobs: Iterable[FixJob]) -> str:
 
 
 def fix_fingerprint(live: LiveState, jobs: Iterable[FixJob]) -> str:
-    """The live fingerprint apply will recompute: every resource of the platforms the jobs use."""
-    platforms = {j.platform for j in jobs}
-    return live.model_copy(
-        update={"resources": [r for r in live.resources if r.platform in platforms]}
-    ).fingerprint()
+    """The live fingerprint apply recomputes for a saved plan: what the plan's jobs own (the planner's
+    own recipe), so a foreign resource changing elsewhere does not stale the fix plan."""
+    from gpujob.plan.planner import live_fingerprint
+
+    return live_fingerprint(live, [j.name for j in jobs])
 
 
 def file_digest(path: Path) -> str:
@@ -184,8 +184,9 @@ def build_fix_plan(
     return Plan(
         created_at=now,
         gpujob_version=__version__,
-        spec_digest=spec_digest(by_name.values()),
-        live_fingerprint=fix_fingerprint(live, by_name.values()),
+        # Apply loads only the job files the plan names, and checks digest and fingerprint over those.
+        spec_digest=spec_digest(by_name[n] for n in plans),
+        live_fingerprint=fix_fingerprint(live, (by_name[n] for n in plans)),
         jobs=[plans[n] for n in sorted(plans)],
     )
 

@@ -8,6 +8,7 @@ from gpujob.audit.classify import classify
 from gpujob.audit.fix import FixJob, build_fix_plan
 from gpujob.live import LiveState
 from gpujob.plan.model import GATED, ActionKind, Plan
+from gpujob.plan.planner import live_fingerprint
 from gpujob.profile import load_profile
 from tests.audit.audit_seed import DAY, LOCAL_JOBS, NOW
 
@@ -85,24 +86,28 @@ def test_every_teardown_gated_and_pull_first(plan: Plan) -> None:
 def test_plan_round_trips_as_json(seeded_live: LiveState, plan: Plan) -> None:
     again = Plan.model_validate_json(plan.model_dump_json())
     assert again == plan
-    assert plan.live_fingerprint == seeded_live.fingerprint()  # apply's stale-plan guard
     assert [j.job for j in plan.jobs] == ["render", "sweep"]
-    # The same digest recipe as the planner's, over the same job files.
+    # apply's stale-plan guard recomputes both over the job files the plan names (not bert's).
+    assert plan.live_fingerprint == live_fingerprint(seeded_live, ["render", "sweep"])
     import hashlib
 
     expected = hashlib.sha256()
-    for j in sorted(JOBS, key=lambda j: j.spec_file):
+    for j in sorted(JOBS[1:], key=lambda j: j.spec_file):
         expected.update(f"{j.spec_file}\0{j.digest}\n".encode())
     assert plan.spec_digest == expected.hexdigest()
 
 
-def test_fingerprint_covers_only_the_jobs_platforms(seeded_live: LiveState) -> None:
+def test_fingerprint_covers_only_what_the_jobs_own(seeded_live: LiveState) -> None:
     report = classify(seeded_live, local_jobs=["sweep"], now=NOW, idle_threshold_s=DAY, profiles=load_profile)
     plan = build_fix_plan(report, seeded_live, JOBS[1:2], now=NOW, profiles=load_profile)
-    runpod_only = LiveState(
-        read_at=NOW, resources=[r for r in seeded_live.resources if r.platform == "runpod"]
+    foreign_changed = LiveState(
+        read_at=NOW, resources=[r for r in seeded_live.resources if r.name != "my-notebook"]
     )
-    assert plan.live_fingerprint == runpod_only.fingerprint() != seeded_live.fingerprint()
+    assert plan.live_fingerprint == live_fingerprint(foreign_changed, ["sweep"])
+    sweep_changed = LiveState(
+        read_at=NOW, resources=[r for r in seeded_live.resources if r.name != "gpujob-sweep-data"]
+    )
+    assert plan.live_fingerprint != live_fingerprint(sweep_changed, ["sweep"])
 
 
 def test_nothing_owned_idle_gives_empty_plan(seeded_live: LiveState) -> None:
