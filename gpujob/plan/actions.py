@@ -331,7 +331,15 @@ def _static_ip(ctx: JobContext, m: LiveResource) -> None:
             K.CREATE,
             "public_ip",
             f"{m.name}-ip",
-            reasons=["public_ip: static; claim a static IP and assign it to the machine"],
+            reasons=["public_ip: static; claim a static IP and assign it to the machine"]
+            + (
+                # The IP type is only known to switch with the machine off (REFERENCE §0.6).
+                [
+                    "the machine is stopped for the switch and started again; the run relaunches from its latest checkpoint"
+                ]
+                if m.status == "running"
+                else []
+            ),
             after=ctx.fp.with_(static_ip=True),
         )
     elif not want:
