@@ -14,7 +14,7 @@ from gpujob.apply.records import load_pull_record
 from gpujob.errors import GpujobError, ProviderNotFound
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
-from gpujob.providers.base import LaunchRequest, VolumeRequest
+from gpujob.providers.base import LaunchRequest, VolumeRequest, ZeroGpuError
 
 if TYPE_CHECKING:
     from gpujob.apply.applier import JobContext
@@ -367,7 +367,16 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
     # A stopped machine's disks are reachable only while it runs: start it for the pull (the teardown
     # this pull guards follows), and stop it again when the pull fails so it does not bill the GPU.
     ctx.note(f"starting {machine.name} to pull its checkpoints")
-    ctx.machine = await ctx.provider.start(machine)
+    try:
+        ctx.machine = await ctx.provider.start(machine)
+    except ZeroGpuError:
+        # RP1: its host re-rented the GPU. A zero-GPU pod still runs and can hand over its disks,
+        # which is all a pull needs.
+        current = await ctx.provider.get(machine.kind, machine.id)
+        if current is None or current.status != "running" or ctx.provider.ssh_endpoint(current) is None:
+            raise
+        ctx.note(f"{machine.name} came back with zero GPUs (RP1): enough to copy its checkpoints")
+        ctx.machine = current
     ctx.moved = True
     try:
         return await _pull(ctx, action)

@@ -46,3 +46,25 @@ def test_failed_pull_stops_the_machine_it_started(tmp_path: Path) -> None:
         asyncio.run(steps.run(ctx, action("toy", ActionKind.PULL, resource_id="p1")))
     assert prov.calls == [("start", "p1"), ("stop", "p1")]
     assert ctx.machine is not None and ctx.machine.status == "stopped"
+
+
+class ZeroGpuOnStart(FakeProvider):
+    """RP1: the restart comes back running, but with zero GPUs, and the provider says so."""
+
+    async def start(self, resource: LiveResource) -> LiveResource:
+        from gpujob.providers.base import ZeroGpuError
+
+        await super().start(resource)
+        raise ZeroGpuError("pod p1 is running with zero GPUs", platform="runpod")
+
+
+def test_zero_gpu_restart_is_enough_to_pull(tmp_path: Path) -> None:
+    ssh = FakeSSH(tmp_path, remote_files={"step_1.pt": b"weights"})
+    ctx, prov = context(tmp_path, ssh)
+    zero = ZeroGpuOnStart()
+    zero.resources, zero.calls = prov.resources, prov.calls
+    ctx.provider = zero
+    out = asyncio.run(steps.run(ctx, action("toy", ActionKind.PULL, resource_id="p1")))
+    assert "pulled and verified 1 file" in out.detail
+    assert ctx.machine is not None and ctx.machine.status == "running"
+    assert any("zero GPUs (RP1)" in e[2] for e in ctx.hooks.events)  # type: ignore[attr-defined]
