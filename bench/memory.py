@@ -39,14 +39,30 @@ def _write_jobs(folder: Path, n: int) -> list[str]:
     return paths
 
 
+# The child reports its own VmHWM (per address space, so it starts afresh at exec). ru_maxrss from wait4
+# would not: Linux carries the forking parent's high-water mark across exec into the child's figure.
+_REPORT_PEAK = """
+import atexit, runpy, sys
+def _peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            sys.stderr.write("GPUJOB_PEAK_KB " + line.split()[1] + "\\n")
+atexit.register(_peak)
+sys.argv = ["gpujob", *sys.argv[1:]]
+runpy.run_module("gpujob", run_name="__main__")
+"""
+
+
 def _peak_rss_mb(argv: list[str], env: dict[str, str]) -> float:
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) not in (0, 2):
-        raise RuntimeError(
-            f"{' '.join(argv[:4])}... exited {status}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
-        )
-    return usage.ru_maxrss / 1024.0  # KiB -> MiB on Linux
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPORT_PEAK, *argv], env=env, capture_output=True, text=True
+    )
+    if proc.returncode not in (0, 2):
+        raise RuntimeError(f"gpujob {' '.join(argv[:2])} exited {proc.returncode}: {proc.stderr[-500:]}")
+    if "Plan:" not in proc.stdout:  # the figure means nothing unless a plan was really made
+        raise RuntimeError(f"gpujob {argv[0]} printed no plan: {proc.stderr[-500:]}")
+    kb = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("GPUJOB_PEAK_KB ")]
+    return int(kb[-1]) / 1024.0
 
 
 def run(repeat: int, quick: bool = False) -> list[Result]:
@@ -59,8 +75,6 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
         files = _write_jobs(folder, 200)
         env = {**os.environ, **sim.env, "GPUJOB_STATE_DIR": str(Path(tmp) / "state")}
         for _ in range(max(1, repeat // 2)):
-            result.figure_samples.append(
-                _peak_rss_mb([sys.executable, "-m", "gpujob", "plan", "--no-color", *files], env)
-            )
+            result.figure_samples.append(_peak_rss_mb(["plan", "--no-color", *files], env))
             result.floor_samples.append(LIMIT_MB)
     return [result]

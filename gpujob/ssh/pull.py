@@ -19,6 +19,7 @@ from gpujob.ssh.quote import q, remote_path
 from gpujob.ssh.session import Remote
 
 Progress = Callable[[int, int], object]
+QUEUED_CHUNKS = 16  # at most this many received chunks wait for the disk writer
 VERIFY_OUTPUT_MAX = 4000
 
 
@@ -84,8 +85,9 @@ async def _fetch(
     h = _sha256_file(part) if offset else hashlib.sha256()
     got = 0
     # Writing and hashing run in a thread (both release the GIL on large buffers), so they overlap with
-    # decryption on the event loop instead of taking turns with it.
-    chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    # decryption on the event loop instead of taking turns with it. The queue is bounded: when the disk
+    # is slower than the network, the transfer waits instead of buffering the checkpoint in memory.
+    chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_CHUNKS)
     with open(part, "ab") as fh:
 
         def drain() -> None:
@@ -96,9 +98,12 @@ async def _fetch(
         writer = threading.Thread(target=drain, name="gpujob-pull-writer", daemon=True)
         writer.start()
 
-        def sink(chunk: bytes) -> None:
+        async def sink(chunk: bytes) -> None:
             nonlocal got
-            chunks.put(chunk)
+            try:
+                chunks.put_nowait(chunk)
+            except queue.Full:
+                await asyncio.to_thread(chunks.put, chunk)
             got += len(chunk)
             on_bytes(len(chunk))
 
@@ -106,7 +111,7 @@ async def _fetch(
             if offset < size:
                 await remote.stream_out(f"tail -c +{offset + 1} -- {q(path)}", sink)
         finally:
-            chunks.put(None)
+            await asyncio.to_thread(chunks.put, None)
             await asyncio.to_thread(writer.join)
     return h.hexdigest(), got, offset
 

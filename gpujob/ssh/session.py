@@ -4,6 +4,7 @@ with errors mapped onto gpujob.errors. The only module of gpujob that touches as
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import time
@@ -184,7 +185,9 @@ class Remote:
                     chunk = await proc.stdout.read(CHUNK)
                     if not chunk:
                         break
-                    sink(chunk)
+                    pending = sink(chunk)
+                    if inspect.isawaitable(pending):  # an async sink applies backpressure
+                        await pending
                 done = await proc.wait(check=False, timeout=timeout)
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from exc
