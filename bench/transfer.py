@@ -124,6 +124,24 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
                 shutil.rmtree(base / f"local-g{i}", ignore_errors=True)
                 shutil.rmtree(local_r, ignore_errors=True)
             results.append(pull)
+
+            # a pull interrupted half-way: the arrived half stays as .part and is not sent again
+            resumed_dir = base / "local-resume"
+            resumed_dir.mkdir()
+            src_file = remote_ck / "step_000100.pt"
+            half = src_file.stat().st_size // 2
+            with open(src_file, "rb") as fin, open(resumed_dir / "step_000100.pt.part", "wb") as fout:
+                fout.write(fin.read(half))
+
+            async def gp_resume() -> int:
+                async with connect(endpoint, key_path=key, known_hosts=known, resource_id="bench") as remote:
+                    pulled = await pull_checkpoints(remote, str(remote_ck), resumed_dir, verify=None)
+                    return sum(p.bytes_transferred for p in pulled)
+
+            resent = Result("resumed pull: bytes sent", "bytes still missing", 1.0, unit=" MB")
+            resent.figure_samples.append(asyncio.run(gp_resume()) / 2**20)
+            resent.floor_samples.append((src_file.stat().st_size - half) / 2**20)
+            results.append(resent)
     return results
 
 
