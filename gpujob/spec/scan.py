@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from gpujob.spec.problem import SpecProblem
@@ -162,9 +163,17 @@ def scan_events(text: str, display: str) -> tuple[Positions, list[SpecProblem], 
     try:
         # libyaml's parser (ruamel.yaml.clib) is ~10x faster; the pure one words malformed-YAML messages
         # best, so it re-reads only a file the fast one could not parse.
-        return _scan(text, display, YAML(typ="safe"), reraise=True)
+        return _scan(text, display, _fast_parser(), reraise=True)
     except Exception:
         return _scan(text, display, YAML(typ="rt"), reraise=False)
+
+
+@cache
+def _fast_parser() -> Any:
+    """One libyaml-backed YAML object for every file: building one costs more than parsing a job file."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe")
 
 
 def _scan(text: str, display: str, yaml: Any, *, reraise: bool) -> tuple[Positions, list[SpecProblem], bool]:

@@ -11,6 +11,7 @@ import io
 import warnings
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -147,10 +148,7 @@ def parse_file(path: Path, display: str) -> ParsedFile:
     positions, problems, fatal = scan_events(text, display)
     if fatal:
         return ParsedFile(None, positions, problems, digest)
-    from ruamel.yaml import YAML
-
-    loader = YAML(typ="safe")  # libyaml when ruamel.yaml.clib is installed; the scan vetted every tag
-    loader.allow_duplicate_keys = True  # already reported, with both positions, by the scan
+    loader = _loader()
     try:
         with warnings.catch_warnings():  # e.g. a reused anchor: harmless, and not for the user's terminal
             warnings.simplefilter("ignore")
@@ -185,3 +183,13 @@ def parse_file(path: Path, display: str) -> ParsedFile:
         )
         return ParsedFile(None, positions, problems, digest)
     return ParsedFile(data, positions, problems, digest)
+
+
+@cache
+def _loader() -> Any:
+    """One loader for every file (libyaml when ruamel.yaml.clib is installed); the scan vetted every tag."""
+    from ruamel.yaml import YAML
+
+    loader = YAML(typ="safe")
+    loader.allow_duplicate_keys = True  # already reported, with both positions, by the scan
+    return loader
