@@ -15,7 +15,7 @@ from typing import Literal
 
 from gpujob.live import PriceQuote
 from gpujob.plan.model import Billing, MeterLine
-from gpujob.profile import HOURS_PER_MONTH, GpuOffer, Profile
+from gpujob.profile import HOURS_PER_MONTH, GpuOffer, Profile, StorageTier
 
 MachineStatus = Literal["running", "stopped"]
 TB_GB = 1024
@@ -147,6 +147,42 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
                 profile_source(profile, addon.as_of),
             )
     return {k: v for k, v in out.items() if v is not None}
+
+
+def tier_line(
+    profile: Profile, tier: StorageTier, gb: float, *, what: str, stopped: bool = False
+) -> MeterLine | None:
+    """One storage meter priced by the profile's own tier maths (StorageTier.month_price: marginal
+    over-1 TB rate); None when it bills nothing. The hourly figure is the accrual rate before any cap."""
+    uncapped = tier.model_copy(update={"monthly_cap_usd": None}).month_price(gb, stopped=stopped)
+    if uncapped <= 0:
+        return None
+    return MeterLine(
+        what=what,
+        usd_per_hour=_f(_d(uncapped) / HOURS_PER_MONTH),
+        usd_per_month=_f(_d(tier.month_price(gb, stopped=stopped))),
+        monthly_cap_usd=tier.monthly_cap_usd,
+        source=profile_source(profile, tier.as_of),
+    )
+
+
+def network_volume_line(
+    profile: Profile, gb: float, kind: str = "standard", *, what: str
+) -> MeterLine | None:
+    """A network volume on its own (standard | high-performance); KeyError when the platform has none."""
+    return tier_line(profile, profile.network_volume_tier(kind), gb, what=what)
+
+
+def addon_line(profile: Profile, addon_id: str, *, what: str, gb: float = 0) -> MeterLine:
+    """One add-on meter (static IP, snapshot, ...) from AddonPrice; KeyError when the profile has no such add-on."""
+    addon = profile.addon(addon_id)
+    return MeterLine(
+        what=what,
+        usd_per_hour=_f(_d(addon.hourly_price(gb))),
+        usd_per_month=_f(_d(addon.month_price(gb))),
+        monthly_cap_usd=addon.monthly_cap_usd,
+        source=profile_source(profile, addon.as_of),
+    )
 
 
 def hourly_total(lines: dict[str, MeterLine]) -> float:
