@@ -18,7 +18,6 @@ from gpujob.plan.model import Billing, MeterLine
 from gpujob.profile import HOURS_PER_MONTH, GpuOffer, Profile, StorageTier
 
 MachineStatus = Literal["running", "stopped"]
-TB_GB = 1024
 
 
 @dataclass(frozen=True)
@@ -71,16 +70,7 @@ def _storage_line(what: str, gb: int, price_gb_month: float, cap: float | None, 
 
 
 def _tier_line(profile: Profile, tier_id: str, what: str, gb: int, stopped: bool) -> MeterLine | None:
-    tier = profile.tier(tier_id)
-    price = tier.price_gb_month_stopped if stopped else tier.price_gb_month_running
-    if gb <= 0 or price <= 0:
-        return None
-    source = profile_source(profile, tier.as_of)
-    if tier.price_gb_month_over_1tb is not None and gb > TB_GB:
-        # capacity past the first terabyte bills at the lower rate (profile: network volume note)
-        blended = (_d(TB_GB) * _d(price) + _d(gb - TB_GB) * _d(tier.price_gb_month_over_1tb)) / _d(gb)
-        return _storage_line(what, gb, float(blended), tier.monthly_cap_usd, source)
-    return _storage_line(what, gb, price, tier.monthly_cap_usd, source)
+    return tier_line(profile, profile.tier(tier_id), gb, what=what, stopped=stopped)
 
 
 def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
@@ -119,9 +109,8 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
         )
     if fp.network_volume is not None:
         name, size, tier_name = fp.network_volume
-        tier_id = "network_volume_hp" if tier_name == "high-performance" else "network_volume"
-        out[f"network_volume:{size}"] = _tier_line(
-            profile, tier_id, f"network volume {name} {size} GB ({tier_name})", size, stopped=False
+        out[f"network_volume:{size}"] = network_volume_line(
+            profile, size, tier_name, what=f"network volume {name} {size} GB ({tier_name})"
         )
     if fp.static_ip:
         addon = profile.addon("static_ip")

@@ -162,5 +162,8 @@ def test_network_volume_capacity_past_one_terabyte_uses_the_lower_rate() -> None
     tier = RP.tier("network_volume")
     assert tier.price_gb_month_over_1tb is not None
     big = one(meters(Footprint(network_volume=("d", 2000, "standard")), RP), "network_volume")
-    expected = 1024 * tier.price_gb_month_running + (2000 - 1024) * tier.price_gb_month_over_1tb
+    # The profile's rule (StorageTier.month_price) is the one place for it: the first 1000 GB at the full
+    # rate, only capacity past them at the lower one; the simulator meters the same.
+    expected = 1000 * tier.price_gb_month_running + (2000 - 1000) * tier.price_gb_month_over_1tb
     assert big.usd_per_month == pytest.approx(expected, abs=1e-6)
+    assert big.usd_per_month == pytest.approx(tier.month_price(2000), abs=1e-9)
