@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("httpx", "asyncssh", "deepdiff", "jinja2", "rich", "ruamel", "pydantic")
 
@@ -46,3 +47,11 @@ def test_version() -> None:
         [sys.executable, "-m", "gpujob", "--version"], capture_output=True, text=True, check=True
     ).stdout
     assert __version__ in out
+
+
+def test_validate_imports_no_network_ssh_diff_template_or_ui_module() -> None:
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "runpod-ondemand" / "job.yaml")
+    loaded = _modules_after(["validate", example])
+    assert "gpujob.spec.load" in loaded  # the command really ran
+    heavy = ("httpx", "asyncssh", "deepdiff", "jinja2", "rich")
+    assert not [m for m in loaded if m.split(".")[0] in heavy]
