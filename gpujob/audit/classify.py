@@ -134,7 +134,7 @@ def _rate(
     source: RateSource = "profile"
     if api is not None and api > 0:
         gpu = [m for m in meters if m.what.startswith("GPU")]
-        what = gpu[0].what if gpu else "compute"
+        what = gpu[0].what if gpu else "GPU compute (API rate)"  # cost.py reads "GPU" as a running-time meter
         profile_gpu = sum(m.usd_per_hour for m in gpu)
         if abs(api - profile_gpu) > 0.0005:
             note = f"API compute rate; the profile lists ${profile_gpu:.4f}/h"
