@@ -69,13 +69,6 @@ class LiveResource(Model):
     started_at: datetime | None = None
     attributes: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
 
-    @property
-    def job_name(self) -> str | None:
-        """The gpujob job this resource belongs to, from its deterministic name, else None (foreign)."""
-        if not self.name.startswith("gpujob-"):
-            return None
-        return self.name.removeprefix("gpujob-")
-
 
 class PriceQuote(Model):
     """A live price read at plan time; the planner stays pure by receiving these."""

@@ -42,7 +42,6 @@ class ApplyResult:
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     resources: dict[str, str] = field(default_factory=dict)  # action id -> resource id
-    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from pathlib import Path
 
 from pydantic import Field
 
@@ -55,10 +54,6 @@ def fix_fingerprint(live: LiveState, jobs: Iterable[FixJob]) -> str:
     from gpujob.plan.planner import live_fingerprint
 
     return live_fingerprint(live, [j.name for j in jobs])
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _billing(item: AuditItem, kind: ActionKind) -> Billing:

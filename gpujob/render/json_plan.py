@@ -13,7 +13,3 @@ from gpujob.plan.model import Plan
 
 def render_json(plan: Plan) -> str:
     return json.dumps(plan.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
-def load_plan(text: str) -> Plan:
-    return Plan.model_validate_json(text)

@@ -19,7 +19,6 @@ TEMPLATE_FIELDS = {
     "name", "image", "args", "disk", "ports", "env", "registry", "mounts", "serverless", "public",
     "category", "startSsh", "startJupyter", "allowedCudaVersions",
 }  # fmt: skip
-TEMPLATE_PATCH = TEMPLATE_FIELDS
 REGISTRY_FIELDS = {"name", "username", "password"}
 DRIVE_SIZES = {100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000}
 

@@ -130,17 +130,6 @@ class RunPodClient:
             await self.rest.request("GET", "/catalog/gpus", params=params)
         ).gpus
 
-    async def catalog_datacenters(self) -> list[wire.DataCenter]:
-        body = await self.rest.request("GET", "/catalog/datacenters", params={"include": "GPU_AVAILABILITY"})
-        return wire.DataCenterList.model_validate(body).data_centers
-
-    async def get_ssh_keys(self) -> list[str]:
-        return wire.SshKeys.model_validate(await self.rest.request("GET", "/account/ssh-keys")).keys
-
-    async def put_ssh_keys(self, keys: list[str]) -> list[str]:
-        body = await self.rest.request("PUT", "/account/ssh-keys", json_body={"keys": keys})
-        return wire.SshKeys.model_validate(body).keys
-
     # GraphQL: spot
     async def rent_spot(self, variables: dict[str, Any]) -> wire.GraphQLPod:
         data = await self.gql.graphql(RENT_SPOT, {"input": variables}, idempotent=False)

@@ -125,22 +125,6 @@ class GpuTypeList(WireModel):
     gpus: list[GpuType] = Field(default_factory=list)
 
 
-class DataCenter(WireModel):
-    id: str
-    name: str = ""
-    region: str | None = None
-    network_volume_types: list[str] = Field(default_factory=list, alias="networkVolumeTypes")
-    gpu_availability: list[dict[str, Any]] = Field(default_factory=list, alias="gpuAvailability")
-
-
-class DataCenterList(WireModel):
-    data_centers: list[DataCenter] = Field(default_factory=list, alias="dataCenters")
-
-
-class SshKeys(WireModel):
-    keys: list[str] = Field(default_factory=list)
-
-
 class GraphQLPod(WireModel):
     """What podRentInterruptable / podBidResume return (GraphQL field names)."""
 
