@@ -30,14 +30,8 @@ def _job_file(path: str | None) -> Path:
 
 
 def _load(path: Path) -> Any:  # JobSpec
-    try:
-        from gpujob.spec.load import load_spec
-    except ImportError:  # spec loader not built yet: validate the YAML with the model directly
-        from ruamel.yaml import YAML
+    from gpujob.spec.load import load_spec
 
-        from gpujob.spec.model import JobSpec
-
-        return JobSpec.model_validate(YAML(typ="safe").load(path.read_text()))
     return load_spec(path).spec
 
 

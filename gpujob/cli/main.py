@@ -44,12 +44,7 @@ class LazyGroup(click.Group):
         entry = COMMANDS.get(cmd_name)
         if entry is None:
             return None
-        try:
-            module = importlib.import_module(f"gpujob.cli.{entry[0]}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"gpujob.cli.{entry[0]}":
-                raise
-            return _not_built(cmd_name, entry[1])
+        module = importlib.import_module(f"gpujob.cli.{entry[0]}")
         command: click.Command = module.command
         return command
 
@@ -57,16 +52,6 @@ class LazyGroup(click.Group):
         rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-
-def _not_built(name: str, help_: str) -> click.Command:
-    @click.command(name=name, help=help_, context_settings={"ignore_unknown_options": True})
-    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def placeholder(args: tuple[str, ...]) -> None:
-        click.echo(f"gpujob {name}: not built yet in this version.", err=True)
-        sys.exit(3)
-
-    return placeholder
 
 
 EPILOG = """\b

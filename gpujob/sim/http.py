@@ -77,9 +77,6 @@ class Api:
     def authorized(self, req: Request) -> bool:
         raise NotImplementedError
 
-    def decorate(self, req: Request, resp: Response) -> None:
-        """Add per-platform headers (RunPod's RateLimit)."""
-
     def over_quota(self, req: Request) -> float | None:
         """Seconds to wait when the caller is over its quota, else None."""
         return None

@@ -370,7 +370,7 @@ def _profile_spot_quotes(now: Any) -> list[PriceQuote]:
         from gpujob.profile import load_profile
 
         profile = load_profile(PLATFORM)
-    except Exception:  # profile not bundled yet / invalid: quotes simply lack spot prices
+    except Exception:  # the bundled profile is missing or broken: no spot prices rather than a crash
         return []
     return [
         PriceQuote(
