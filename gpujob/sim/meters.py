@@ -57,7 +57,7 @@ def rates(res: Metered, rp: Prices, ps: Prices) -> dict[str, tuple[float, float 
         return out
     if isinstance(res, PsIp):
         st = ps.addon("static")
-        return {"static_ip": (st.hour / 3600.0 + st.gb_month * 0 / SECONDS_PER_MONTH, st.cap)}
+        return {"static_ip": (st.hour / 3600.0, st.cap)}
     if isinstance(res, PsSnapshot):
         snap = ps.addon("snapshot")
         return {"snapshot": (snap.hour / 3600.0 + res.size_gb * snap.gb_month / SECONDS_PER_MONTH, snap.cap)}

@@ -17,7 +17,6 @@ SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 class TierPrice:
     running: float  # USD per GB-month
     stopped: float
-    over_1tb: float | None = None
     cap: float | None = None
 
 
@@ -116,13 +115,12 @@ class Prices:
                     return TierPrice(
                         t.price_gb_month_running,
                         t.price_gb_month_stopped,
-                        t.price_gb_month_over_1tb,
                         t.monthly_cap_usd,
                     )
         fallback = {
             "container_disk": TierPrice(0.10, 0.0),
             "volume_disk": TierPrice(0.10, 0.20),
-            "network_volume": TierPrice(0.07, 0.07, 0.05),
+            "network_volume": TierPrice(0.07, 0.07),
             "block_storage": TierPrice(0.10, 0.10),
         }
         return fallback.get(tier_id, TierPrice(0.0, 0.0))
