@@ -1,13 +1,11 @@
-"""The SSH layer as the applier sees it: five functions, injectable so unit tests use fakes.
+"""The SSH layer as the applier sees it: six functions, injectable so unit tests use fakes.
 
-The defaults are gpujob.ssh's (imported on first use: asyncssh is heavy). `connect` may accept an
-`expect_new_host` flag (when the platform moved a pod, its host key legitimately changes); it is passed
-only when the SSH layer's connect takes it.
+The defaults are gpujob.ssh's (imported on first use: asyncssh is heavy). `expect_new_host` (the
+platform moved a pod, so its host key legitimately changes) reaches `connect` only when it is set.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,14 +52,6 @@ class SSHApi:
             "resource_id": resource_id,
             "timeout": timeout,
         }
-        if expect_new_host and _accepts(self.connect, "expect_new_host"):
+        if expect_new_host:
             kwargs["expect_new_host"] = True
         return self.connect(endpoint, **kwargs)
-
-
-def _accepts(func: Callable[..., Any], name: str) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

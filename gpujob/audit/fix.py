@@ -3,7 +3,6 @@ the plan goes through `gpujob apply plan.json`, whose teardown gate checks every
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
@@ -40,12 +39,10 @@ _APPLY_ORDER = {"pod": 0, "machine": 0, "snapshot": 1, "public_ip": 2, "network_
 
 
 def spec_digest(jobs: Iterable[FixJob]) -> str:
-    """Same recipe as the planner's (path NUL digest per file, sorted by path), so apply's stale-plan
-    guard accepts a fix plan exactly as it accepts a `gpujob plan`."""
-    digest = hashlib.sha256()
-    for job in sorted(jobs, key=lambda j: j.spec_file):
-        digest.update(f"{job.spec_file}\0{job.digest}\n".encode())
-    return digest.hexdigest()
+    """The planner's recipe, so apply's stale-plan guard accepts a fix plan exactly as a `gpujob plan`."""
+    from gpujob.plan.planner import files_digest
+
+    return files_digest((job.spec_file, job.digest) for job in jobs)
 
 
 def fix_fingerprint(live: LiveState, jobs: Iterable[FixJob]) -> str:

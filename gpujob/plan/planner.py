@@ -9,7 +9,7 @@ effect (from the profile's survival matrix) and the findings it walks into.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -57,9 +57,15 @@ def build_plan(
 
 def spec_digest(loaded: Sequence[SpecSource]) -> str:
     """sha256 over every job file's path and content digest (order-independent): the stale-spec guard."""
+    return files_digest((str(ls.path), ls.digest) for ls in loaded)
+
+
+def files_digest(files: Iterable[tuple[str, str]]) -> str:
+    """The stale-spec recipe over (path, sha256 of the file) pairs, sorted by path. `gpujob audit --fix`
+    uses it too, so apply's guard treats its plans exactly like a `gpujob plan`."""
     digest = hashlib.sha256()
-    for ls in sorted(loaded, key=lambda x: str(x.path)):
-        digest.update(f"{ls.path}\0{ls.digest}\n".encode())
+    for path, file_digest in sorted(files, key=lambda f: f[0]):
+        digest.update(f"{path}\0{file_digest}\n".encode())
     return digest.hexdigest()
 
 
