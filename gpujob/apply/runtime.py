@@ -236,7 +236,7 @@ def transfer_progress(what: str, note: Callable[[str], None]) -> Callable[[int, 
 
 
 def _describe_stats(stats: Any) -> str:
-    files = getattr(stats, "files_sent", getattr(stats, "sent", None))
+    files = getattr(stats, "files_sent", None)  # SyncStats; a fake SSH layer may return None
     return f" ({files} file(s) sent)" if isinstance(files, int) else ""
 
 

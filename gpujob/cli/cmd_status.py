@@ -81,9 +81,8 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
             st = await ssh.run_status(remote, view.spec)
     except GpujobError as exc:
         return {"error": str(exc).splitlines()[0]}
-    state = st.state if hasattr(st, "state") else ("running" if st.alive else "exited")
     return {
-        "state": state,
+        "state": st.state,
         "alive": st.alive,
         "exit_code": st.exit_code,
         "started_at": st.started_at,
