@@ -7,8 +7,10 @@ planner shows it next to destructive actions.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -88,6 +90,19 @@ def load_pull_records(state_dir: Path) -> dict[str, PullRecord]:
             continue  # an unreadable record proves nothing; the gate then refuses for lack of one
         out[rec.job] = rec
     return out
+
+
+def job_pull_records(loaded: Sequence[Any]) -> dict[str, PullRecord]:
+    """Each loaded job's pull record from its state dir, read-only (planning never creates .gpujob/)."""
+    records: dict[str, PullRecord] = {}
+    override = os.environ.get("GPUJOB_STATE_DIR")
+    for ls in loaded:
+        state = Path(override) if override else ls.path.resolve().parent / ".gpujob"
+        if state.is_dir():
+            rec = load_pull_records(state).get(ls.spec.name)
+            if rec is not None:
+                records[ls.spec.name] = rec
+    return records
 
 
 def save_pull_record(state_dir: Path, record: PullRecord) -> Path:

@@ -18,7 +18,7 @@ from gpujob.apply.applier import ApplyResult, apply_plan
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
-from gpujob.apply.records import load_pull_records
+from gpujob.apply.records import job_pull_records
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan
 
@@ -49,12 +49,7 @@ def state_dir_of(path: Path) -> Path:
 
 
 def pull_records(loaded: Sequence[Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for ls in loaded:
-        rec = load_pull_records(state_dir_of(ls.path)).get(ls.spec.name)
-        if rec is not None:
-            out[ls.spec.name] = rec
-    return out
+    return job_pull_records(loaded)
 
 
 @contextlib.contextmanager

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,7 +96,9 @@ def _plan(
     else:
         live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=refresh_runs)
         now = datetime.now(UTC)
-    plan = build_plan(loaded, live, now=now, env=os.environ, pull_records=_pull_records(loaded))
+    from gpujob.apply.records import job_pull_records
+
+    plan = build_plan(loaded, live, now=now, env=os.environ, pull_records=job_pull_records(loaded))
     color = fmt == "text" and not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     click.echo(render_plan(plan, fmt, color=color), nl=False)
     if out is not None:
@@ -135,18 +136,3 @@ def _read_live_file(path: Path) -> Any:
         return LiveState.model_validate_json(path.read_text())
     except ValueError as exc:
         raise GpujobError(f"{path}: not a LiveState JSON file: {exc}") from exc
-
-
-def _pull_records(loaded: list[Any]) -> Mapping[str, Any]:
-    """Pull records from each job's state dir, read-only (planning never creates .gpujob/)."""
-    from gpujob.apply.records import load_pull_records
-
-    records: dict[str, Any] = {}
-    override = os.environ.get("GPUJOB_STATE_DIR")
-    for ls in loaded:
-        state = Path(override) if override else ls.path.resolve().parent / ".gpujob"
-        if state.is_dir():
-            rec = load_pull_records(state).get(ls.spec.name)
-            if rec is not None:
-                records[ls.spec.name] = rec
-    return records
