@@ -46,7 +46,7 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
 
     big_mb, small = (40, 200) if quick else (400, 2000)
     ckpt_mb = 100 if quick else 2048
-    reps = max(1, min(repeat, 2 if quick else 3))
+    reps = max(1, min(repeat, 2 if quick else 5))
     results: list[Result] = []
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         base = Path(tmp)

@@ -13,11 +13,14 @@ deleted remotely, while files the run itself wrote are never touched.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import queue
 import tarfile
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from pathlib import Path
 
 from gpujob.model import Model
@@ -28,6 +31,7 @@ from gpujob.ssh.session import CHUNK, Remote
 STAGE = ".gpujob-sync.tmp"
 MANIFEST = ".gpujob-sync.json"
 DELETE = ".gpujob-sync.delete"  # inside the stage only: NUL-separated paths to delete
+READ_AHEAD = 8  # chunks packed ahead of the channel
 _MARK = "\0GPUJOB-LIST\0"
 
 Progress = Callable[[int, int], object]
@@ -89,10 +93,9 @@ def _member(name: str, data: bytes) -> bytes:
     )
 
 
-def _tar_blocks(
-    entries: list[LocalEntry], total: int, progress: Progress | None, extra: list[tuple[str, bytes]]
-) -> Iterator[bytes]:
-    """A GNU tar stream of `entries`, cut into ~CHUNK blocks (small files batched together)."""
+def _tar_blocks(entries: list[LocalEntry], extra: list[tuple[str, bytes]]) -> Iterator[tuple[bytes, int]]:
+    """A GNU tar stream of `entries`, cut into ~CHUNK blocks (small files batched together), each with the
+    file bytes it completes (for progress)."""
     buf = bytearray()
     done = 0
     for e in entries:
@@ -115,19 +118,64 @@ def _tar_blocks(
                 remaining -= len(chunk)
                 done += len(chunk)
                 if not buf and len(chunk) >= CHUNK:
-                    yield chunk
+                    yield chunk, done
                 else:
                     buf += chunk
                     if len(buf) >= CHUNK:
-                        yield bytes(buf)
+                        yield bytes(buf), done
                         buf.clear()
-                if progress is not None:
-                    progress(done, total)
         buf += b"\0" * (-e.size % tarfile.BLOCKSIZE)
     for name, data in extra:
         buf += _member(name, data)
     buf += b"\0" * (2 * tarfile.BLOCKSIZE)
-    yield bytes(buf)
+    yield bytes(buf), done
+
+
+async def _read_ahead(
+    blocks: Iterator[tuple[bytes, int]], total: int, progress: Progress | None
+) -> AsyncGenerator[bytes, None]:
+    """Read and pack files in a thread, a few chunks ahead, so disk reads overlap with encryption on the
+    event loop. Progress is reported here, on the loop. If the consumer stops (a dropped connection),
+    the reader notices within its put timeout and ends."""
+    chunks: queue.Queue[tuple[bytes, int] | BaseException | None] = queue.Queue(maxsize=READ_AHEAD)
+    stop = threading.Event()
+
+    def put(item: tuple[bytes, int] | BaseException | None) -> bool:
+        while not stop.is_set():
+            try:
+                chunks.put(item, timeout=0.2)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in blocks:
+                if not put(item):
+                    return
+            put(None)
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put(exc)
+
+    reader = threading.Thread(target=produce, name="gpujob-sync-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            try:
+                item = chunks.get_nowait()
+            except queue.Empty:
+                item = await asyncio.to_thread(chunks.get)
+            if item is None:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            chunk, done = item
+            yield chunk
+            if progress is not None:
+                progress(done, total)
+    finally:
+        stop.set()
 
 
 def _place_command(dest: str) -> str:
@@ -177,7 +225,11 @@ async def sync_tree(
         extra = [(MANIFEST, json.dumps({"version": 1, "files": new_manifest}, sort_keys=True).encode())]
         if to_delete:
             extra.append((DELETE, "\0".join(to_delete).encode()))
-        await remote.stream_in(_place_command(dest), _tar_blocks(to_send, total, progress, extra))
+        blocks = _read_ahead(_tar_blocks(to_send, extra), total, progress)
+        try:
+            await remote.stream_in(_place_command(dest), blocks)
+        finally:
+            await blocks.aclose()  # stops the reader thread at once when the connection dropped
     elif progress is not None:
         progress(0, 0)
     return SyncStats(
