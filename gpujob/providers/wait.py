@@ -50,3 +50,36 @@ async def poll(
             return value, False
         await clock.sleep(delay)
         delay = min(delay * 2, interval)
+
+
+GONE = "gone"
+
+
+async def wait_gone(
+    clock: Clock,
+    status: Callable[[], Awaitable[str]],
+    timeouts: Timeouts,
+    *,
+    platform: str,
+    what: str,
+    gone: tuple[str, ...] = (),
+) -> None:
+    """After an accepted delete, poll `status()` (which returns GONE once the API answers 404) until the
+    resource is gone or in one of the `gone` states; a resource still there at the deadline is a
+    NoEffectError, because it may still bill."""
+    from gpujob.providers.base import NoEffectError
+
+    state, ok = await poll(
+        clock,
+        status,
+        lambda s: s == GONE or s in gone,
+        timeout=timeouts.gone,
+        interval=timeouts.interval,
+        first=timeouts.first_interval,
+    )
+    if not ok:
+        raise NoEffectError(
+            f"the delete was accepted but {what} is still {state}",
+            platform=platform,
+            hint="it may still bill; re-run `gpujob apply` or delete it in the console",
+        )

@@ -24,7 +24,7 @@ from gpujob.providers.paperspace.normalize import (
     snapshot_to_live,
     template_to_live,
 )
-from gpujob.providers.wait import Timeouts, poll
+from gpujob.providers.wait import GONE, Timeouts, poll, wait_gone
 
 DEFAULT_DISK_GB = 100
 _BENIGN = ("currently starting", "currently stopping", "already running", "already off", "already stopped")
@@ -175,27 +175,14 @@ class PaperspaceProvider:
         if change.event:
             await self._wait_event(change.event)
 
-        async def fetch() -> str:
+        async def status() -> str:
             try:
                 machine = await self.client.get_machine(resource.id)
             except ProviderNotFound:
-                return "gone"
-            return "gone" if machine.dt_deleted else machine.state
+                return GONE
+            return GONE if machine.dt_deleted else machine.state
 
-        state, ok = await poll(
-            self.clock,
-            fetch,
-            lambda s: s == "gone",
-            timeout=self.t.gone,
-            interval=self.t.interval,
-            first=self.t.first_interval,
-        )
-        if not ok:
-            raise NoEffectError(
-                f"destroy was accepted but machine {resource.id} is still {state}",
-                platform=PLATFORM,
-                hint="it may still bill; re-run `gpujob apply` or destroy it in the console",
-            )
+        await wait_gone(self.clock, status, self.t, platform=PLATFORM, what=f"machine {resource.id}")
 
     async def update(self, resource: LiveResource, changes: dict[str, Any]) -> LiveResource:
         """PUT /machines/{id} (machineType / diskSize need the machine off; region and template are fixed)."""

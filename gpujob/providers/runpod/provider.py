@@ -31,7 +31,7 @@ from gpujob.providers.runpod.normalize import (
     template_to_live,
     volume_to_live,
 )
-from gpujob.providers.wait import Timeouts, poll
+from gpujob.providers.wait import GONE, Timeouts, poll, wait_gone
 
 T = TypeVar("T")
 
@@ -161,26 +161,15 @@ class RunPodProvider:
         except ProviderNotFound:
             return
 
-        async def fetch() -> str:
+        async def status() -> str:
             try:
                 return (await self.client.get_pod(resource.id)).status
             except ProviderNotFound:
-                return "GONE"
+                return GONE
 
-        status, ok = await poll(
-            self.clock,
-            fetch,
-            lambda s: s in ("GONE", "TERMINATED"),
-            timeout=self.t.gone,
-            interval=self.t.interval,
-            first=self.t.first_interval,
+        await wait_gone(
+            self.clock, status, self.t, platform=PLATFORM, what=f"pod {resource.id}", gone=("TERMINATED",)
         )
-        if not ok:
-            raise NoEffectError(
-                f"terminate was accepted but pod {resource.id} is still {status}",
-                platform=PLATFORM,
-                hint="it may still bill; re-run `gpujob apply` or terminate it in the console",
-            )
 
     async def update(self, resource: LiveResource, changes: dict[str, Any]) -> LiveResource:
         """PATCH mutable pod fields (name, image, env, ports, disk, mounts path, locked). May reset the pod."""
