@@ -115,7 +115,8 @@ class RunPodFake:
             return problem(404, "pod not found", "Not Found")
         act = json.loads(request.content)["action"]
         if act == "terminate":
-            del self.pods[pid]
+            if not self.terminate_noop:
+                del self.pods[pid]
             return httpx.Response(204)
         if act == "stop":
             pod.update(status="EXITED", cost=0.0, runtime=None)

@@ -192,6 +192,17 @@ async def test_start_that_does_nothing_is_detected(router: respx.Router, clock: 
             await p["runpod"].start(stopped)
 
 
+async def test_terminate_that_leaves_the_pod_is_detected(router: respx.Router, clock: FakeClock) -> None:
+    fake = RunPodFake(router)
+    async with open_providers({"runpod"}, clock=clock, env=FAKE_ENV) as p:
+        pod = await p["runpod"].create_machine(LAUNCH)
+        fake.terminate_noop = True  # 204, yet the pod is still listed: it may still bill
+        with pytest.raises(NoEffectError, match=f"pod {pod.id} is still RUNNING"):
+            await p["runpod"].terminate(pod)
+        fake.terminate_noop = False
+        await p["runpod"].terminate(pod)  # and a real terminate returns once the pod is gone
+
+
 async def test_zero_gpu_restart_is_typed(router: respx.Router, clock: FakeClock) -> None:
     fake = RunPodFake(router)
     async with open_providers({"runpod"}, clock=clock, env=FAKE_ENV) as p:
