@@ -27,6 +27,7 @@ class RunPodFake:
         self.created: list[dict[str, Any]] = []
         self.gql_calls: list[dict[str, Any]] = []
         self.start_noop = False  # a start that answers 200 and does nothing
+        self.terminate_noop = False  # a terminate that answers 204 and leaves the pod
         self.zero_gpu_on_start = False
         b = f"{RUNPOD}/v2"
         router.get(f"{b}/pods").mock(
