@@ -7,7 +7,6 @@ import asyncio
 import inspect
 import json
 import os
-import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ from typing import Any
 
 import asyncssh
 
+from gpujob.clock import Clock, SystemClock
 from gpujob.errors import RemoteCommandError, SSHConnectError
 from gpujob.live import SSHEndpoint
 from gpujob.model import Model
@@ -217,13 +217,20 @@ async def connect(
     resource_id: str,
     timeout: float = 30,
     expect_new_host: bool = False,
+    clock: Clock | None = None,
 ) -> AsyncIterator[Remote]:
     """Open an SSH connection, retrying with backoff until the endpoint answers or `timeout` passes.
 
     The host key is pinned on first contact per `resource_id` and must match afterwards; pass
     `expect_new_host=True` only when the platform is known to have moved the machine (re-pins)."""
     conn = await _open(
-        endpoint, Path(key_path), HostKeyPins(known_hosts), resource_id, timeout, expect_new_host
+        endpoint,
+        Path(key_path),
+        HostKeyPins(known_hosts),
+        resource_id,
+        timeout,
+        expect_new_host,
+        clock or SystemClock(),
     )
     try:
         yield Remote(conn, endpoint, resource_id)
@@ -240,6 +247,7 @@ async def _open(
     resource_id: str,
     timeout: float,
     expect_new: bool,
+    clock: Clock,
 ) -> asyncssh.SSHClientConnection:
     where = f"{endpoint.user}@{endpoint.host}:{endpoint.port} ({resource_id})"
     try:
@@ -247,11 +255,15 @@ async def _open(
     except (OSError, asyncssh.KeyImportError) as exc:
         raise SSHConnectError(f"cannot read SSH key {key_path}: {exc}") from exc
     pinned = pins.get(resource_id)
-    deadline = time.monotonic() + timeout
+    started = clock.now()
+
+    def elapsed() -> float:
+        return (clock.now() - started).total_seconds()
+
     delay, last = 0.1, "no attempt made"
     while True:
         client = _PinningClient(accept_unknown=pinned is None or expect_new)
-        remaining = deadline - time.monotonic()
+        remaining = timeout - elapsed()
         try:
             conn = await asyncssh.connect(
                 endpoint.host,
@@ -291,10 +303,10 @@ async def _open(
             elif pinned is not None and not expect_new:
                 pass  # the pin matched (asyncssh trusted it without asking the client)
             return conn
-        if time.monotonic() + delay > deadline:
+        if elapsed() + delay > timeout:
             raise SSHConnectError(
                 f"could not connect to {where} within {timeout:.0f}s: {last}",
                 hint="the machine may still be starting, or its SSH key not yet installed; run apply again",
             )
-        await asyncio.sleep(delay)
+        await clock.sleep(delay)
         delay = min(delay * 1.6, 2.0)
