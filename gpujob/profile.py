@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from gpujob.model import Model, Platform
 
@@ -23,6 +23,10 @@ Verb = Literal["stop", "terminate", "restart_new_host", "destroy"]
 
 
 class Sourced(Model):
+    # Built on first validation only: a profile read from the cache is unpickled, never validated, so a
+    # command that only reads profiles never pays for building these schemas.
+    model_config = ConfigDict(defer_build=True)
+
     source: str = Field(description="Where the fact comes from (doc page, issue, spec file).")
     as_of: date = Field(description="When the fact was last checked.")
 
@@ -193,6 +197,8 @@ class Limits(Sourced):
 class Profile(Model):
     """All that gpujob knows about one platform."""
 
+    model_config = ConfigDict(defer_build=True)
+
     platform: Platform
     title: str
     meter_stop_verb: str
@@ -306,14 +312,21 @@ def profiles_dir() -> Path:
 
 @cache
 def load_profile(platform: str) -> Profile:
-    """Load and validate profiles/<platform>.yaml. Cached: profiles are read-only data."""
-    from ruamel.yaml import YAML
-
+    """Load and validate profiles/<platform>.yaml. Cached: profiles are read-only data, validated once per
+    content (see profile_cache) and then read back without parsing YAML or building schemas."""
+    from gpujob import profile_cache
     from gpujob.errors import ProfileError
 
     path = profiles_dir() / f"{platform}.yaml"
+    raw = path.read_bytes()
+    cached = profile_cache.read(platform, raw)
+    if isinstance(cached, Profile):
+        return cached
     try:
-        data = YAML(typ="safe").load(path.read_text())
-        return Profile.model_validate(data)
+        from ruamel.yaml import YAML
+
+        profile = Profile.model_validate(YAML(typ="safe").load(raw))
     except Exception as exc:  # a broken bundled profile is a packaging bug; say which file
         raise ProfileError(f"{path}: invalid platform profile: {exc}") from exc
+    profile_cache.write(platform, raw, profile)
+    return profile

@@ -14,6 +14,14 @@ from gpujob import __version__
 # gpujob uses no pydantic plugins; looking for them scans every installed distribution's entry points
 # (~10-30 ms at each start). setdefault: a user who wants a plugin can still say so.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+if os.environ["PYDANTIC_DISABLE_PLUGINS"] in ("__all__", "1", "true"):
+    # With plugins off, pydantic's plugin loader is only an import of importlib.metadata (and email.*,
+    # ~15 ms). Standing in for it answers exactly what the real one answers when plugins are disabled.
+    import types
+
+    _no_plugins = types.ModuleType("pydantic.plugin._loader")
+    _no_plugins.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules.setdefault("pydantic.plugin._loader", _no_plugins)
 
 # name -> (module, one-line help with an example). The help text lives here so listing needs no import.
 COMMANDS: dict[str, tuple[str, str]] = {

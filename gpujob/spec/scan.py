@@ -1,4 +1,10 @@
-"""Walk ruamel's parse events (nothing is constructed) to refuse unsafe input and record positions."""
+"""Walk ruamel's parse events once: refuse unsafe input, record positions and build the plain data.
+
+Nothing is constructed before a node has passed the checks (tag, size after alias expansion, depth,
+anchors defined before use), and only plain values are ever built: scalars go through ruamel's own
+safe resolver and constructor, so `yes`, `0o17` or `2024-01-02` mean exactly what `YAML(typ="safe")`
+makes of them. One parse serves both the checks and the data (a second full load cost more than the
+rest of validating a job file)."""
 
 from __future__ import annotations
 
@@ -33,10 +39,18 @@ class _Frame:
     key: str | None = None
     index: int = 0
     seen: dict[str, tuple[int, int]] = field(default_factory=dict)
+    value: Any = None  # the dict or list being built
+    key_value: Any = None  # the constructed key waiting for its value
+    slot: str = "root"  # where the finished container goes in its parent (see _Scanner._slot)
+    mark: Any = None
 
 
 class _Scanner:
-    def __init__(self, display: str) -> None:
+    def __init__(self, display: str, yaml: Any = None) -> None:
+        # yaml: a safe YAML object whose resolver and constructor build scalars; None = checks only
+        self.yaml = yaml
+        self.root: Any = None
+        self.anchor_values: dict[str, Any] = {}
         self.display = display
         self.positions = Positions()
         self.problems: list[SpecProblem] = []
@@ -99,6 +113,51 @@ class _Scanner:
         self.positions.values.setdefault(path, pos)
         return path
 
+    def _scalar(self, ev: Any, tag: str | None) -> Any:
+        from ruamel.yaml.nodes import ScalarNode
+
+        if tag is None or tag == "!":
+            tag = self.yaml.resolver.resolve(ScalarNode, ev.value, ev.implicit)
+        if tag == "tag:yaml.org,2002:merge":
+            # `<<` merge keys have quirks of their own in ruamel (duplicates, order, shared nodes): such
+            # a rare file is loaded by ruamel itself after the checks, rather than imitated here.
+            self.yaml = None
+            return None
+        node = ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
+        value = self.yaml.constructor.construct_object(node, deep=True)
+        self.yaml.constructor.constructed_objects.pop(node, None)
+        return value
+
+    def _slot(self) -> str:
+        """Where the node _node_path just placed goes: root, seq, key or value."""
+        if not self.stack:
+            return "root"
+        top = self.stack[-1]
+        if top.kind == "seq":
+            return "seq"
+        if not top.expect_key:  # _node_path just consumed a key slot: this node is the key
+            return "key"
+        return "value"
+
+    def _put(self, slot: str, value: Any, mark: Any) -> None:
+        """Store a finished value (a scalar at once, a container at its end) in its slot."""
+        if slot == "root":
+            self.root = value
+            return
+        top = self.stack[-1]
+        if slot == "seq":
+            top.value.append(value)
+        elif slot == "key":
+            if isinstance(value, list):  # as ruamel's safe constructor does: a sequence key is a tuple
+                value = tuple(value)
+            try:
+                hash(value)
+            except TypeError:
+                raise self.fatal(mark, "cannot read YAML: found unhashable key") from None
+            top.key_value = value
+        elif top.key_value not in top.value:  # a repeated key keeps its first value, as in ruamel
+            top.value[top.key_value] = value
+
     def event(self, ev: Any) -> None:
         name = type(ev).__name__
         mark = ev.start_mark
@@ -113,8 +172,11 @@ class _Scanner:
             return
         if name in ("MappingEndEvent", "SequenceEndEvent"):
             frame = self.stack.pop()
+            if self.yaml is not None:
+                self._put(frame.slot, frame.value, frame.mark)
             if frame.anchor:
                 self.anchors[frame.anchor] = self.size - frame.start_size
+                self.anchor_values[frame.anchor] = frame.value
             return
         if name not in ("ScalarEvent", "MappingStartEvent", "SequenceStartEvent", "AliasEvent"):
             return
@@ -134,6 +196,8 @@ class _Scanner:
                 )
             self._node_path(mark, None)
             self._grow(self.anchors.get(ev.anchor, 1), mark)
+            if self.yaml is not None:
+                self._put(self._slot(), self.anchor_values.get(ev.anchor), mark)
             return
         tag = _tag_name(ev.tag)
         if tag is not None and tag not in SAFE_TAGS:
@@ -149,23 +213,41 @@ class _Scanner:
         if name == "ScalarEvent":
             if ev.anchor:
                 self.anchors[ev.anchor] = 1
+            if self.yaml is not None:
+                value = self._scalar(ev, tag)
+                if self.yaml is None:  # a merge key: from here on, only checks
+                    return
+                self._put(self._slot(), value, mark)
+                if ev.anchor:
+                    self.anchor_values[ev.anchor] = value
             return
         if len(self.stack) >= MAX_DEPTH:
             raise self.fatal(mark, f"nested too deeply (more than {MAX_DEPTH} levels)")
         kind = "map" if name == "MappingStartEvent" else "seq"
-        self.stack.append(_Frame(kind, path if path is not None else "?", ev.anchor, self.size))
+        frame = _Frame(kind, path if path is not None else "?", ev.anchor, self.size, mark=mark)
+        if self.yaml is not None:
+            frame.value, frame.slot = ({} if kind == "map" else []), self._slot()
+        self.stack.append(frame)
 
 
-def scan_events(text: str, display: str) -> tuple[Positions, list[SpecProblem], bool]:
-    """(positions, problems, fatal). Fatal problems mean the text must not be loaded."""
+@dataclass
+class ScanResult:
+    positions: Positions
+    problems: list[SpecProblem]
+    fatal: bool  # the text must not be loaded
+    data: Any = None
+    built: bool = False  # data holds the document (False: only the slow fallback parser read it)
+
+
+def scan_events(text: str, display: str) -> ScanResult:
     from ruamel.yaml import YAML
 
     try:
         # libyaml's parser (ruamel.yaml.clib) is ~10x faster; the pure one words malformed-YAML messages
-        # best, so it re-reads only a file the fast one could not parse.
-        return _scan(text, display, _fast_parser(), reraise=True)
+        # best, so it re-reads only a file the fast one could not parse (and then only checks it).
+        return _scan(text, display, _fast_parser(), build=True)
     except Exception:
-        return _scan(text, display, YAML(typ="rt"), reraise=False)
+        return _scan(text, display, YAML(typ="rt"), build=False)
 
 
 @cache
@@ -176,27 +258,32 @@ def _fast_parser() -> Any:
     return YAML(typ="safe")
 
 
-def _scan(text: str, display: str, yaml: Any, *, reraise: bool) -> tuple[Positions, list[SpecProblem], bool]:
+def _scan(text: str, display: str, yaml: Any, *, build: bool) -> ScanResult:
     from ruamel.yaml.error import YAMLError
 
-    scanner = _Scanner(display)
+    scanner = _Scanner(display, yaml if build else None)
+
+    def fatal() -> ScanResult:
+        return ScanResult(scanner.positions, scanner.problems, True)
+
     try:
         for ev in yaml.parse(io.StringIO(text)):
             scanner.event(ev)
     except _Stop:
-        return scanner.positions, scanner.problems, True
+        return fatal()
     except YAMLError as exc:
-        if reraise:
+        if build:
             raise
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         context = getattr(exc, "context", None)
         message = f"malformed YAML: {problem}" + (f" ({context})" if context else "")
         scanner.fatal(mark, message, "check the indentation and quoting near this position")
-        return scanner.positions, scanner.problems, True
+        return fatal()
     except (RecursionError, ValueError, TypeError, IndexError) as exc:
-        if reraise:
+        if build:
             raise
         scanner.fatal(None, f"cannot read YAML: {type(exc).__name__}")
-        return scanner.positions, scanner.problems, True
-    return scanner.positions, scanner.problems, False
+        return fatal()
+    built = scanner.yaml is not None  # None again when the file uses `<<` merge keys
+    return ScanResult(scanner.positions, scanner.problems, False, scanner.root if built else None, built)

@@ -145,14 +145,17 @@ def parse_file(path: Path, display: str) -> ParsedFile:
     digest = hashlib.sha256(raw).hexdigest()
     from gpujob.spec.scan import scan_events
 
-    positions, problems, fatal = scan_events(text, display)
-    if fatal:
+    scan = scan_events(text, display)
+    positions, problems = scan.positions, scan.problems
+    if scan.fatal:
         return ParsedFile(None, positions, problems, digest)
-    loader = _loader()
     try:
-        with warnings.catch_warnings():  # e.g. a reused anchor: harmless, and not for the user's terminal
-            warnings.simplefilter("ignore")
-            data = _plain(loader.load(io.StringIO(text)))
+        if scan.built:
+            data = _plain(scan.data)
+        else:
+            with warnings.catch_warnings():  # e.g. a reused anchor: harmless, not for the user's terminal
+                warnings.simplefilter("ignore")
+                data = _plain(_loader().load(io.StringIO(text)))
     except Exception as exc:  # the scan accepted it, so this is a loader corner case: still no traceback
         mark = getattr(exc, "problem_mark", None)
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)

@@ -18,7 +18,8 @@ def _modules_after(args: list[str]) -> set[str]:
         f"    cli.main(args={args!r}, standalone_mode=False)\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print('\\n' + json.dumps(sorted(sys.modules)))\n"
+        # a module without a spec was never imported (cli/main.py's stand-in for pydantic's plugin loader)
+        "print('\\n' + json.dumps(sorted(m for m, mod in sys.modules.items() if getattr(mod, '__spec__', None))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return set(json.loads(out.strip().splitlines()[-1]))
