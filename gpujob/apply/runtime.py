@@ -198,6 +198,8 @@ async def _launch_once(
             stats = await ssh.sync_tree(
                 remote, src, spec.run.sync.dest, list(spec.run.sync.exclude), progress=progress
             )
+        for warning in getattr(stats, "warnings", None) or []:
+            note(f"warning: {warning}")
         note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
         started = await ssh.launch_run(remote, spec, secrets=secrets)
     if started is False:
@@ -241,11 +243,25 @@ def _describe_stats(stats: Any) -> str:
 
 
 LISTING = "cd {dir} 2>/dev/null && find . -type f ! -name '*.tmp' ! -name '.*' -print0 | xargs -0 -r sha256sum || true"
+SIZES = "cd {dir} 2>/dev/null && find . -type f ! -name '*.tmp' ! -name '.*' -printf '%s\\n' | awk '{{s+=$1}} END {{print s+0}}'"
 
 
 async def remote_listing(remote: Any, remote_dir: str) -> dict[str, str]:
     """name (relative to the dir) -> sha256 of every finished checkpoint file on the remote."""
-    result = await remote.run(LISTING.format(dir=shlex.quote(remote_dir)), check=False)
+    where = shlex.quote(remote_dir)
+    what = f"listing checkpoints in {remote_dir}"
+    sizes = await remote.run(SIZES.format(dir=where), check=False, what=what, left="nothing was pulled yet")
+    total = str(getattr(sizes, "stdout", "") or "").strip()
+    # sha256sum is silent while it reads a file: the wait for its answer is sized from the data.
+    bound = remote.limits.for_bytes(int(total) if total.isdigit() else 0)
+    result = await remote.run(
+        LISTING.format(dir=where),
+        check=False,
+        timeout=bound,
+        idle=bound,
+        what=f"hashing the checkpoints in {remote_dir}",
+        left="nothing was pulled yet",
+    )
     out: dict[str, str] = {}
     for line in str(getattr(result, "stdout", "") or "").splitlines():
         digest, _, name = line.partition("  ")

@@ -44,14 +44,16 @@ class SSHApi:
         known_hosts: Path,
         resource_id: str,
         expect_new_host: bool = False,
-        timeout: float = 30,
+        timeout: float | None = None,
     ) -> Any:
+        """`timeout` None: the SSH layer's connect limit (GPUJOB_SSH_CONNECT_TIMEOUT)."""
         kwargs: dict[str, Any] = {
             "key_path": key_path,
             "known_hosts": known_hosts,
             "resource_id": resource_id,
-            "timeout": timeout,
         }
+        if timeout is not None:
+            kwargs["timeout"] = timeout
         if expect_new_host:
             kwargs["expect_new_host"] = True
         return self.connect(endpoint, **kwargs)

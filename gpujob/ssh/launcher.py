@@ -146,7 +146,17 @@ async def launch_run(
         render_launcher(spec, scratch_root=scratch_root).encode(), f"{jobdir}/launcher.sh", 0o700
     )
     try:
-        res = await remote.run(f"bash {q(jobdir + '/launcher.sh')} start", input=blob, timeout=600)
+        # Silent while it may install tmux (up to 6 min of apt): idle and overall bounds are the same,
+        # twice a command's (10 min by default).
+        bound = 2 * remote.limits.command_s
+        res = await remote.run(
+            f"bash {q(jobdir + '/launcher.sh')} start",
+            input=blob,
+            timeout=bound,
+            idle=bound,
+            what=f"starting the run of {spec.name}",
+            left="the run may or may not have started; the next apply checks and starts it only if it is not alive",
+        )
     except RemoteCommandError as exc:
         # Keep the command in the message, never the input; stderr comes from the launcher only.
         raise RemoteCommandError(f"start run of {spec.name}", exc.exit_status, exc.stderr_tail) from None
@@ -175,7 +185,7 @@ true"""
 
 
 async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
-    out = (await remote.run(_status_command(spec))).stdout
+    out = (await remote.run(_status_command(spec), what=f"reading the run status of {spec.name}")).stdout
     head, _, log = out.partition("--log--\n")
     kv: dict[str, str] = {}
     for line in head.splitlines():

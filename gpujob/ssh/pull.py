@@ -45,7 +45,9 @@ async def list_checkpoints(remote: Remote, remote_dir: str) -> list[tuple[str, i
         f"[ -d {d} ] || exit 0; cd {d} && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' "
         "-printf '%P\\0%s\\0'"
     )
-    fields = (await remote.run(cmd)).stdout.split("\0")
+    fields = (
+        await remote.run(cmd, what=f"listing checkpoints in {remote_dir}", left="nothing was pulled yet")
+    ).stdout.split("\0")
     out = []
     for i in range(0, len(fields) - 1, 2):
         name, size = fields[i], int(fields[i + 1])
@@ -69,8 +71,14 @@ def _sha256_file(path: Path, upto: int | None = None) -> hashlib._Hash:
     return h
 
 
-async def _remote_sha256(remote: Remote, path: str) -> str:
-    out = (await remote.run(f"sha256sum -- {q(path)}")).stdout
+async def _remote_sha256(remote: Remote, path: str, size: int) -> str:
+    # sha256sum prints nothing until it has read the whole file: its silence is sized from the data.
+    bound = remote.limits.for_bytes(size)
+    out = (
+        await remote.run(
+            f"sha256sum -- {q(path)}", timeout=bound, idle=bound, what=f"remote sha256 of {path}"
+        )
+    ).stdout
     return out.split()[0] if out.split() else ""
 
 
@@ -109,7 +117,13 @@ async def _fetch(
 
         try:
             if offset < size:
-                await remote.stream_out(f"tail -c +{offset + 1} -- {q(path)}", sink)
+                await remote.stream_out(
+                    f"tail -c +{offset + 1} -- {q(path)}",
+                    sink,
+                    size=size - offset,
+                    what=f"pull of {path}",
+                    left=f"the partial file {part} is kept; the next pull resumes it",
+                )
         finally:
             await asyncio.to_thread(chunks.put, None)
             await asyncio.to_thread(writer.join)
@@ -159,7 +173,7 @@ async def pull_checkpoints(
         path = f"{remote_dir}/{name}"
         final, part = local_dir / name, local_dir / f"{name}.part"
         final.parent.mkdir(parents=True, exist_ok=True)
-        remote_sum = asyncio.create_task(_remote_sha256(remote, path))  # hashes while we transfer
+        remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))  # hashes while we transfer
         transferred, resumed, local_sum = 0, 0, ""
         try:
             if final.exists():
@@ -180,7 +194,7 @@ async def pull_checkpoints(
                             f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {await remote_sum}",
                             hint="the remote file may have been rewritten during the pull; run pull again",
                         )
-                    remote_sum = asyncio.create_task(_remote_sha256(remote, path))
+                    remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))
                 os.replace(part, final)
         finally:
             if not remote_sum.done():

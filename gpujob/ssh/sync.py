@@ -23,6 +23,8 @@ import time
 from collections.abc import AsyncGenerator, Callable, Iterator
 from pathlib import Path
 
+from pydantic import Field
+
 from gpujob.model import Model
 from gpujob.ssh.ignore import LocalEntry, walk
 from gpujob.ssh.quote import q, remote_path
@@ -42,6 +44,7 @@ class SyncStats(Model):
     bytes_sent: int
     files_deleted: int
     seconds: float
+    warnings: list[str] = Field(default_factory=list)
 
 
 class RemoteEntry(Model):
@@ -51,26 +54,43 @@ class RemoteEntry(Model):
     link: str
 
 
-async def remote_listing(remote: Remote, dest: str) -> tuple[dict[str, RemoteEntry], dict[str, list[int]]]:
-    """One round trip: clear a stale stage, read the manifest, list files with size/mtime/link target."""
+async def remote_listing(
+    remote: Remote, dest: str
+) -> tuple[dict[str, RemoteEntry], dict[str, list[int]] | None]:
+    """One round trip: clear a stale stage, read the manifest, list files with size/mtime/link target.
+    The manifest is None when it exists but is not what gpujob writes (then nothing in it is trusted)."""
     d = q(dest)
     cmd = (
         f"mkdir -p {d} && cd {d} && rm -rf {STAGE} && {{ cat {MANIFEST} 2>/dev/null || true; }} && "
         f"printf '\\0GPUJOB-LIST\\0' && find . -mindepth 1 \\( -path ./{STAGE} -o -path ./{MANIFEST} \\) -prune "
         "-o \\( -type f -o -type l \\) -printf '%P\\0%y\\0%s\\0%T@\\0%l\\0'"
     )
-    out = (await remote.run(cmd)).stdout
+    out = (await remote.run(cmd, what=f"listing {dest} for the code sync", left="nothing was sent")).stdout
     head, _, listing = out.partition(_MARK)
-    try:
-        manifest = json.loads(head).get("files", {}) if head.strip() else {}
-    except ValueError:
-        manifest = {}  # a damaged manifest only costs us deletions of stale files, never correctness
     fields = listing.split("\0")
     entries: dict[str, RemoteEntry] = {}
     for i in range(0, len(fields) - 4, 5):
         path, kind, size, mtime, link = fields[i : i + 5]
         entries[path] = RemoteEntry(kind=kind, size=int(size), mtime=int(float(mtime)), link=link)
-    return entries, manifest
+    return entries, parse_manifest(head)
+
+
+def parse_manifest(text: str) -> dict[str, list[int]] | None:
+    """{path: [size, mtime]} from the manifest's text; {} when there is none, None when it is malformed."""
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return None
+    ok = all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(n, int) for n in v)
+        for k, v in files.items()
+    )
+    return files if ok else None
 
 
 def _changed(local: LocalEntry, rem: RemoteEntry | None) -> bool:
@@ -203,8 +223,18 @@ async def sync_tree(
     dest = remote_path(dest)
     src = Path(src)
     local = {e.rel: e for e in walk(src, exclude)}
-    remote_entries, manifest = await remote_listing(remote, dest)
-    to_send = [e for rel, e in sorted(local.items()) if _changed(e, remote_entries.get(rel))]
+    remote_entries, found = await remote_listing(remote, dest)
+    warnings = []
+    if found is None:
+        # Whatever wrote it, the remote tree cannot be read as gpujob's: send every file (no quick
+        # check against it), delete nothing on its word, and write a fresh manifest.
+        warnings.append(
+            f"{dest}/{MANIFEST} on the machine is not a gpujob sync manifest: ignored it and sent every "
+            "file (a fresh manifest replaces it)"
+        )
+    manifest = found or {}
+    compare = remote_entries if found is not None else {}
+    to_send = [e for rel, e in sorted(local.items()) if _changed(e, compare.get(rel))]
     total = sum(e.size for e in to_send if e.link is None)
     # Only files gpujob placed (the manifest) and that are gone locally are deleted: outputs the run
     # wrote into dest, and files merely excluded now, are left alone.
@@ -220,14 +250,21 @@ async def sync_tree(
         if rel not in local and rel in remote_entries and rel not in deleted
     }
     new_manifest = {rel: [e.size, e.mtime] for rel, e in local.items()} | kept
-    if to_send or to_delete or new_manifest != manifest:
+    if to_send or to_delete or new_manifest != manifest or found is None:
         # One stream carries the changed files, the deletions and the new manifest: one round trip.
         extra = [(MANIFEST, json.dumps({"version": 1, "files": new_manifest}, sort_keys=True).encode())]
         if to_delete:
             extra.append((DELETE, "\0".join(to_delete).encode()))
         blocks = _read_ahead(_tar_blocks(to_send, extra), total, progress)
         try:
-            await remote.stream_in(_place_command(dest), blocks)
+            await remote.stream_in(
+                _place_command(dest),
+                blocks,
+                size=total,
+                what=f"code sync to {dest}",
+                left="files are staged and placed only once all arrived, so nothing is half-written; "
+                "the next apply syncs again",
+            )
         finally:
             await blocks.aclose()  # stops the reader thread at once when the connection dropped
     elif progress is not None:
@@ -237,4 +274,5 @@ async def sync_tree(
         bytes_sent=total,
         files_deleted=len(to_delete),
         seconds=round(time.monotonic() - started, 4),
+        warnings=warnings,
     )

@@ -16,6 +16,28 @@ from pathlib import Path
 from gpujob.live import SSHEndpoint
 
 SSHD_BIN = os.environ.get("GPUJOB_TEST_SSHD", "/usr/sbin/sshd")
+FAULT_SHIM = Path(__file__).resolve().parents[1] / "sim" / "ssh_fault.sh"
+
+
+def force_command(fault_file: Path | str) -> str:
+    """The sshd ForceCommand that runs every command through the stall shim (gpujob/sim/ssh_fault.sh),
+    transparent until `fault_file` names a fault."""
+    import shlex
+
+    return f"exec /bin/sh {shlex.quote(str(FAULT_SHIM))} {shlex.quote(str(fault_file))}"
+
+
+def set_ssh_fault(fault_file: Path, mode: str | None, *, nbytes: int = 0, match: str = "") -> None:
+    """Stall the commands (those containing `match`; all when empty): mode "sleep" (never answer) or
+    "after" (output stops after `nbytes`). None clears the fault."""
+    if mode is None:
+        fault_file.unlink(missing_ok=True)
+        return
+    if mode not in ("sleep", "after"):
+        raise ValueError(f"unknown ssh fault {mode!r}: sleep or after")
+    tmp = fault_file.with_name(fault_file.name + ".tmp")
+    tmp.write_text(f"{mode} {int(nbytes)} {match}\n")
+    os.replace(tmp, fault_file)
 
 
 def _free_port() -> int:
@@ -32,7 +54,12 @@ class SSHD:
     """One sshd process (`-D`, so `pid` is the listener; each connection is a child of it)."""
 
     def __init__(
-        self, root: Path, *, set_env: dict[str, str] | None = None, log_level: str = "ERROR"
+        self,
+        root: Path,
+        *,
+        set_env: dict[str, str] | None = None,
+        log_level: str = "ERROR",
+        faults: bool = False,
     ) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
@@ -41,6 +68,8 @@ class SSHD:
         self.authorized = root / "authorized_keys"
         self.set_env = set_env or {}
         self.log_level = log_level
+        # With faults, every command runs through the stall shim; set_fault() stalls them.
+        self.fault_file: Path | None = root / "ssh_fault" if faults else None
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = _free_port()
         _keygen(self.host_key)
@@ -82,6 +111,8 @@ class SSHD:
             "MaxStartups 64",
         ]
         lines += [f"SetEnv {k}={v}" for k, v in self.set_env.items()]
+        if self.fault_file is not None:
+            lines.append(f"ForceCommand {force_command(self.fault_file)}")
         cfg = self.root / "sshd_config"
         cfg.write_text("\n".join(lines) + "\n")
         return cfg
@@ -140,6 +171,11 @@ class SSHD:
                 os.kill(pid, signal.SIGKILL)
         return len(pids)
 
+    def set_fault(self, mode: str | None, *, nbytes: int = 0, match: str = "") -> None:
+        if self.fault_file is None:
+            raise RuntimeError("this sshd was started without faults=True")
+        set_ssh_fault(self.fault_file, mode, nbytes=nbytes, match=match)
+
     def new_host_key(self) -> None:
         """Restart on the same port with a freshly generated host key (a replaced machine)."""
         self.stop()
@@ -161,9 +197,9 @@ class SSHD:
 
 @contextmanager
 def running_sshd(
-    root: Path, *, set_env: dict[str, str] | None = None, log_level: str = "ERROR"
+    root: Path, *, set_env: dict[str, str] | None = None, log_level: str = "ERROR", faults: bool = False
 ) -> Iterator[SSHD]:
-    server = SSHD(root, set_env=set_env, log_level=log_level)
+    server = SSHD(root, set_env=set_env, log_level=log_level, faults=faults)
     server.start()
     try:
         yield server

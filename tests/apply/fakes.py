@@ -17,6 +17,7 @@ from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
 from gpujob.plan.model import Action, ActionKind, JobPlan, Plan
 from gpujob.providers.base import LaunchRequest, VolumeRequest
 from gpujob.spec.model import JobSpec
+from gpujob.ssh.deadline import Limits
 
 
 class FakeClock:
@@ -138,8 +139,10 @@ class FakeRemote:
     ssh: FakeSSH
     endpoint: SSHEndpoint
 
+    limits: Limits = field(default_factory=Limits)
+
     async def run(
-        self, cmd: str, *, check: bool = True, timeout: float | None = None, input: str | None = None
+        self, cmd: str, *, check: bool = True, input: str | None = None, **bounds: Any
     ) -> FakeResult:
         self.ssh.commands.append(cmd)
         if "sha256sum" in cmd:

@@ -86,7 +86,9 @@ def test_checksum_mismatch_is_refused(
     rdir.mkdir()
     (rdir / "model.pt").write_bytes(b"CKPT" * 1000)
 
-    async def lying_remote(remote: object, path: str) -> str:  # the bytes differ from what the remote holds
+    async def lying_remote(
+        remote: object, path: str, size: int
+    ) -> str:  # the bytes differ from what the remote holds
         return "0" * 64
 
     monkeypatch.setattr(pull_mod, "_remote_sha256", lying_remote)

@@ -15,6 +15,7 @@ import pytest
 
 from gpujob.errors import RemoteCommandError, SSHConnectError
 from gpujob.live import SSHEndpoint
+from gpujob.ssh.deadline import SSHStalled
 from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.quote import exports, join, q, remote_path, session_name, with_env
 from gpujob.ssh.session import connect
@@ -88,7 +89,7 @@ def test_run_and_quoting_roundtrip(sshd: SSHD, state: Path) -> None:
             assert err.value.exit_status == 7 and "oops" in err.value.stderr_tail
             res = await remote.run("exit 3", check=False)
             assert res.exit_status == 3
-            with pytest.raises(RemoteCommandError):
+            with pytest.raises(SSHStalled, match=r"`sleep 5` on .* stalled: no data for 0.3s"):
                 await remote.run("sleep 5", timeout=0.3)
             target = f"{state}/remote dir/file $x;.txt"
             await remote.put_bytes(b"hello\n", target, 0o600)

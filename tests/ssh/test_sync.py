@@ -157,3 +157,26 @@ def test_sync_dropped_connection_then_resync_converges(tmp_path: Path) -> None:
         assert not (dest / STAGE).exists()
         st = asyncio.run(_sync(server, state, src, dest, []))
         assert st.files_sent == 0
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    ['["not", "an", "object"]', '{"files": "nope"}', '{"files": {"a.py": "x"}}', "{not json", "null"],
+)
+def test_malformed_remote_manifest_means_a_full_sync_with_a_warning(
+    sshd: SSHD, state: Path, tmp_path: Path, manifest: str
+) -> None:
+    src, dest = tmp_path / "src", tmp_path / "remote" / "code"
+    make_tree(src)
+    first = asyncio.run(_sync(sshd, state, src, dest, ["*.ckpt"]))
+    assert first.warnings == []
+    (dest / MANIFEST).write_text(manifest)
+    (dest / "outputs.txt").write_text("written by the run, never deleted on a broken manifest's word\n")
+    st = asyncio.run(_sync(sshd, state, src, dest, ["*.ckpt"]))
+    # Nothing about the remote tree is trusted: every file is sent again, nothing deleted.
+    assert (st.files_sent, st.files_deleted) == (len(EXPECTED), 0)
+    assert len(st.warnings) == 1 and "not a gpujob sync manifest" in st.warnings[0]
+    assert (dest / "outputs.txt").exists() and all(same_content(src, dest, r) for r in EXPECTED)
+    # The fresh manifest is a good one again: the next sync is a no-op without a warning.
+    again = asyncio.run(_sync(sshd, state, src, dest, ["*.ckpt"]))
+    assert (again.files_sent, again.files_deleted, again.warnings) == (0, 0, [])

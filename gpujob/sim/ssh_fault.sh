@@ -1,0 +1,37 @@
+#!/bin/sh
+# sshd ForceCommand of the simulator's pods and of the test sshd: runs the client's command as sshd
+# would (`$SHELL -c "$SSH_ORIGINAL_COMMAND"`, or a login shell), unless the fault file ($1) holds a
+# stalled-machine fault, one line `MODE BYTES [PATTERN]`:
+#
+#   sleep 0 [PATTERN]     matching commands never answer: no byte, no exit status
+#   after N [PATTERN]     matching commands' output stops after N bytes; then nothing, no exit status
+#
+# PATTERN (the rest of the line) picks the commands whose text contains it; empty = every command.
+# A stalled command holds its channel until the client's connection is gone (its sshd exits), so
+# nothing outlives the test that stalled it.
+fault_file=$1
+run() {
+  if [ -n "${SSH_ORIGINAL_COMMAND:-}" ]; then
+    exec "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"
+  fi
+  exec "${SHELL:-/bin/sh}" -l
+}
+hold() {
+  while kill -0 "$PPID" 2>/dev/null; do sleep 0.2; done
+  exit 0
+}
+[ -n "${SSH_ORIGINAL_COMMAND:-}" ] && [ -r "$fault_file" ] || run
+read -r mode bytes pattern < "$fault_file"
+[ -n "${mode:-}" ] || run
+case $SSH_ORIGINAL_COMMAND in
+  *"$pattern"*) ;;
+  *) run ;;
+esac
+case $mode in
+  sleep) hold ;;
+  after)
+    "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND" | head -c "$bytes"
+    hold
+    ;;
+  *) run ;;
+esac

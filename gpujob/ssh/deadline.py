@@ -1,0 +1,185 @@
+"""Deadlines for remote operations: every SSH command, stream and transfer gives up when nothing moves
+for `idle_s` (no byte in either direction), or when it runs past an overall bound sized from the data
+it moves (`command_s + bytes / min_rate`). The one place these limits live; session.Remote applies
+them to each channel, callers only say what the operation is and how much data it carries.
+
+Defaults are generous (a busy pod hashing a large checkpoint is not a stalled one); the environment
+raises or lowers them:
+
+    GPUJOB_SSH_IDLE_TIMEOUT     no byte for this long = stalled              default 60s
+    GPUJOB_SSH_COMMAND_TIMEOUT  overall bound of a command, before data       default 300s
+    GPUJOB_SSH_MIN_RATE         bytes/s a transfer or remote hash may be slowed to   default 262144 (256 KiB/s)
+    GPUJOB_SSH_CONNECT_TIMEOUT  connecting (with retries) to a running machine default 30s
+
+Durations accept seconds (`90`) or a unit (`90s`, `5m`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from gpujob.errors import ConfigError, SSHError
+
+T = TypeVar("T")
+
+ENV_IDLE = "GPUJOB_SSH_IDLE_TIMEOUT"
+ENV_COMMAND = "GPUJOB_SSH_COMMAND_TIMEOUT"
+ENV_MIN_RATE = "GPUJOB_SSH_MIN_RATE"
+ENV_CONNECT = "GPUJOB_SSH_CONNECT_TIMEOUT"
+CLOSE_GRACE_S = 2.0  # a stalled channel is abandoned after this; its connection is closed soon after
+
+
+class SSHStalled(SSHError):
+    """A remote operation made no progress for the idle timeout, or ran past its overall bound."""
+
+    def __init__(self, message: str, *, what: str, where: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.what = what
+        self.where = where
+
+
+class OutputTooLarge(SSHError):
+    """A remote command printed more than the caller's bound (a hostile or broken remote)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    idle_s: float = 60.0
+    command_s: float = 300.0
+    min_rate: float = 256 * 1024
+    connect_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:
+        e = os.environ if env is None else env
+        d = cls()
+        return cls(
+            idle_s=_seconds(e, ENV_IDLE, d.idle_s),
+            command_s=_seconds(e, ENV_COMMAND, d.command_s),
+            min_rate=_rate(e, ENV_MIN_RATE, d.min_rate),
+            connect_s=_seconds(e, ENV_CONNECT, d.connect_s),
+        )
+
+    def for_bytes(self, nbytes: int) -> float:
+        """Overall bound of an operation that moves (or hashes) `nbytes`."""
+        return self.command_s + max(0, nbytes) / self.min_rate
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        from gpujob.spec.model import parse_duration
+
+        try:
+            value = parse_duration(raw).total_seconds()
+        except ValueError:
+            value = -1.0
+    if value <= 0:
+        raise ConfigError(
+            f"{name}={raw!r} is not a duration", hint=f"write seconds or a unit, e.g. {name}=90 or {name}=5m"
+        )
+    return value
+
+
+def _rate(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ConfigError(
+            f"{name}={raw!r} is not a rate", hint=f"write bytes per second, e.g. {name}=1000000"
+        )
+    return value
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+class Watch:
+    """The deadline of one remote operation. `touch(n)` on every byte moved; `guard(aw)` awaits with
+    the time left and raises SSHStalled when it runs out."""
+
+    def __init__(
+        self,
+        what: str,
+        where: str,
+        *,
+        idle_s: float,
+        total_s: float,
+        left: str = "",
+        expected: int | None = None,
+    ) -> None:
+        self.what, self.where, self.left = what, where, left
+        self.idle_s, self.total_s = idle_s, max(total_s, 0.0)
+        self.expected = expected
+        self._time = asyncio.get_running_loop().time
+        self.started = self.last = self._time()
+        self.moved = 0
+
+    def touch(self, nbytes: int = 0) -> None:
+        self.last = self._time()
+        self.moved += nbytes
+
+    def remaining(self) -> float:
+        now = self._time()
+        return min(self.last + self.idle_s, self.started + self.total_s) - now
+
+    def expired(self) -> SSHStalled:
+        now = self._time()
+        moved = _size(self.moved) + (f" of {_size(self.expected)}" if self.expected else "")
+        if now - self.started >= self.total_s and now - self.last < self.idle_s:
+            why = f"did not finish within {self.total_s:.0f}s ({moved} moved)"
+            knob = f"{ENV_COMMAND} or {ENV_MIN_RATE}"
+        else:
+            why = f"stalled: no data for {self.idle_s:g}s (after {moved})"
+            knob = ENV_IDLE
+        left = self.left or "the remote command was abandoned (it may still be running on the machine)"
+        return SSHStalled(
+            f"{self.what} on {self.where} {why}",
+            what=self.what,
+            where=self.where,
+            hint=f"{left}; if the machine is only slow, raise {knob}",
+        )
+
+    async def guard(self, aw: Awaitable[T]) -> T:
+        """Await `aw` for at most the time left (idle or overall, whichever ends first)."""
+        task = asyncio.ensure_future(aw)
+        try:
+            while True:
+                left = self.remaining()
+                if left <= 0:
+                    raise self.expired()
+                done, _ = await asyncio.wait({task}, timeout=left)
+                if done:
+                    return task.result()
+        finally:
+            task.cancel()  # a no-op once it finished; else it must not outlive its deadline
+
+    async def all(self, tasks: Iterable[asyncio.Task[object]]) -> None:
+        """Wait for every task (they touch this watch as they move data); the first failure is raised."""
+        pending = set(tasks)
+        while pending:
+            left = self.remaining()
+            if left <= 0:
+                raise self.expired()
+            done, pending = await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                exc = task.exception()
+                if exc is not None:
+                    raise exc
