@@ -51,7 +51,24 @@ def collect_secrets(spec: JobSpec, env: Mapping[str, str]) -> dict[str, str]:
             f"{spec.name}: secret(s) not set in the local environment: {', '.join(missing)}",
             hint="export them before apply; gpujob passes their values over SSH and never stores them",
         )
+    from gpujob.config import API_KEY_ENV
+
+    keys = {env.get(k, "").strip(): k for k in API_KEY_ENV.values() if env.get(k, "").strip()}
+    for n in names:
+        if env[n].strip() in keys:
+            raise GpujobError(
+                f"{spec.name}: the secret {n} holds the same value as {keys[env[n].strip()]}, gpujob's "
+                "account key; it is not sent to the machine",
+                hint="give the run a separate key with the least access it needs",
+            )
     return {n: env[n] for n in names}
+
+
+def sync_patterns(spec: JobSpec) -> list[str]:
+    """The job's excludes, then its deny patterns: later rules win, so no exclude negation re-includes a
+    denied file (the SSH layer adds its own credential deny list after both)."""
+    assert spec.run is not None
+    return [*spec.run.sync.exclude, *spec.run.sync.deny]
 
 
 async def wait_for_endpoint(target: Target, clock: Clock, note: Callable[[str], None]) -> SSHEndpoint:
@@ -196,7 +213,7 @@ async def _launch_once(
         src = (target.spec_path.parent / spec.run.sync.src).resolve()
         with transfer_reporting("sync", note) as progress:
             stats = await ssh.sync_tree(
-                remote, src, spec.run.sync.dest, list(spec.run.sync.exclude), progress=progress
+                remote, src, spec.run.sync.dest, sync_patterns(spec), progress=progress
             )
         for warning in getattr(stats, "warnings", None) or []:
             note(f"warning: {warning}")

@@ -163,24 +163,16 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
 
 def _sensitive_items(path: str, data: Any, positions: Positions, display: str) -> list[SpecProblem]:
     """run.env / run.secrets name errors: one problem per bad name, without echoing the value."""
-    from gpujob.spec.model import ENV_NAME_PATTERN, env_value_problem
+    from gpujob.spec.model import ENV_NAME_PATTERN, env_value_problem, secret_name_problem
 
     section = (data.get("run") or {}) if isinstance(data, dict) else {}
     found: list[SpecProblem] = []
     if path == "run.secrets":
         for i, item in enumerate(section.get("secrets") or []):
-            if not re.match(ENV_NAME_PATTERN, str(item)):
+            refusal = secret_name_problem(str(item))
+            if refusal is not None:
                 line, col = positions.value(f"run.secrets[{i}]")
-                found.append(
-                    SpecProblem(
-                        display,
-                        line,
-                        col,
-                        f"run.secrets[{i}]",
-                        "not a valid environment variable name",
-                        "secrets lists the NAMES of local env vars, never their values",
-                    )
-                )
+                found.append(SpecProblem(display, line, col, f"run.secrets[{i}]", *refusal))
     else:
         env = section.get("env")
         for key, value in (env if isinstance(env, dict) else {}).items():

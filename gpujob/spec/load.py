@@ -20,6 +20,7 @@ from gpujob.model import SourceRef
 from gpujob.spec.checks import platform_problems
 from gpujob.spec.errmap import validation_problems
 from gpujob.spec.model import JobSpec
+from gpujob.spec.places import place_problems
 from gpujob.spec.problem import SpecProblem
 from gpujob.spec.yamlsafe import Positions, parent_path, parse_file
 
@@ -70,7 +71,7 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
     except Exception as exc:  # a validator bug must still not show a traceback for bad input
         problems.append(SpecProblem(display, 1, 1, "", f"cannot validate this file ({type(exc).__name__})"))
     taken = {p.key_path for p in problems}
-    for check in platform_problems(parsed.data):
+    for check in platform_problems(parsed.data) + place_problems(parsed.data, path):
         if _covered(check.key_path, taken):
             continue
         pos = parsed.positions.key(check.key_path) if check.at_key else parsed.positions.value(check.key_path)

@@ -74,6 +74,31 @@ _SECRET_VALUE = re.compile(
 )
 
 
+def secret_name_problem(name: str) -> tuple[str, str] | None:
+    """(message, hint) when `name` may not be listed in run.secrets, else None."""
+    from gpujob.config import API_KEY_ENV
+
+    if not re.match(ENV_NAME_PATTERN, name):
+        return (
+            "not a valid environment variable name",
+            "secrets lists the NAMES of local env vars, never their values",
+        )
+    platform = next((p for p, env in API_KEY_ENV.items() if env == name), None)
+    if platform is None:
+        return None
+    where = (
+        "RunPod's official templates already carry a pod-scoped key for runpodctl; "
+        if platform == "runpod"
+        else ""
+    )
+    return (
+        f"{name} is gpujob's {platform} account key: on the machine, the run and any code it loads "
+        "could create, stop and delete everything in the account",
+        f"remove it; {where}if the run must call the API, give it a separate key with the least access "
+        "it needs, under another name",
+    )
+
+
 def env_value_problem(name: str, value: str) -> str | None:
     """Why a run.env entry may not be written in job.yaml, or None. Never includes the value."""
     if "\x00" in value:
@@ -90,12 +115,20 @@ def env_value_problem(name: str, value: str) -> str | None:
     return None
 
 
-def path_problem(value: str, *, local: bool = False) -> str | None:
-    """Why a path would escape where gpujob confines it (remote: under its root; local: the project)."""
+def path_problem(value: str, *, local: bool = False, up: bool = False) -> str | None:
+    """Why a path would escape where gpujob confines it (remote: under its root; local: the project),
+    or could not be passed to a remote shell as the path the user meant. `up`: '..' is allowed here
+    (the loader checks where it resolves)."""
     if "\x00" in value:
         return "contains a NUL character"
-    if ".." in value.replace("\\", "/").split("/"):
+    bad = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        return f"contains a control character ({repr(bad)[1:-1]}); write the path on one line, without it"
+    parts = value.replace("\\", "/").split("/")
+    if ".." in parts and not up:
         return "must not contain '..' (paths stay inside the directory they name)"
+    if not local and "." in parts:
+        return "must not contain '.' components; write the path without them"
     if local and (value.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:", value)):
         return "must be a relative path inside the project (relative to the job file)"
     return None
@@ -216,16 +249,42 @@ class CheckpointSpec(Model):
 class SyncSpec(Model):
     """Local code copied to the machine before each launch (rsync over SSH)."""
 
-    src: str = Field(".", description="Local directory to sync (relative to the job file).")
+    src: str = Field(
+        ".",
+        description="Local directory to sync, relative to the job file; it must stay inside the project "
+        "(the job file's folder, or the folder above jobs/ for jobs/*.yaml).",
+    )
     dest: str = Field("/workspace/code", pattern=r"^/", description="Remote directory.")
     exclude: list[str] = Field(
         default_factory=list, description="Glob patterns not synced (.gitignore is honoured too)."
     )
+    deny: list[str] = Field(
+        default_factory=list,
+        description="More never-sync patterns, added to gpujob's credential deny list (.env, .ssh/, .aws/, "
+        ".kube/, .docker/config.json, .npmrc, .pypirc, credentials.json, ...); no exclude or .gitignore "
+        "negation re-includes them.",
+    )
+
+    @field_validator("src")
+    @classmethod
+    def _src_path(cls, value: str) -> str:
+        problem = path_problem(value, local=True, up=True)  # where '..' leads is checked by the loader
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("dest")
     @classmethod
     def _dest_path(cls, value: str) -> str:
         return _checked_path(value)
+
+    @field_validator("deny")
+    @classmethod
+    def _deny_patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern.strip() or pattern.startswith("!"):
+                raise ValueError(f"'{pattern}' is not a deny pattern (a glob; '!' cannot re-include here)")
+        return value
 
 
 class RunSpec(Model):
@@ -265,10 +324,9 @@ class RunSpec(Model):
     @classmethod
     def _secret_names(cls, value: list[str]) -> list[str]:
         for key in value:
-            if not re.match(ENV_NAME_PATTERN, key):
-                raise ValueError(
-                    f"'{key}' is not a valid environment variable name (secrets are names, not values)"
-                )
+            problem = secret_name_problem(key)
+            if problem is not None:
+                raise ValueError(problem[0])
         return value
 
 

@@ -1,5 +1,6 @@
 """Which local files a sync sends: .gitignore semantics (nested files, negation, anchoring, `**`,
-directory-only patterns) for the repo's .gitignore files and the spec's `exclude` globs."""
+directory-only patterns) for the repo's .gitignore files, the spec's `exclude` globs and the credential
+deny list (DENY, extended by the spec's `deny` globs), which nothing re-includes."""
 
 from __future__ import annotations
 
@@ -9,22 +10,53 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# Never shipped to a pod: gpujob's own state (holds the private key), VCS internals, dotenv files, and the
-# usual homes of keys and cloud credentials (a pod's disk and network volumes are not private: RP8, U-secrets).
-DEFAULT_EXCLUDES = (
+# Not worth shipping, unless the job file's exclude list re-includes them (`!pattern`).
+DEFAULT_EXCLUDES = ("__pycache__/",)
+
+# Never shipped to a machine, whatever .gitignore or run.sync.exclude say (these rules come last, so no
+# negation re-includes them): gpujob's own state (it holds the private key), VCS internals, and the
+# usual homes of keys and credentials across the ecosystem. A pod's disks and network volumes are not
+# private (RP8). `run.sync.deny` in a job file adds patterns to this list; README "Secrets" lists it.
+DENY = (
     ".gpujob/",
     ".git/",
+    # environment files
     ".env",
     ".env.*",
-    "__pycache__/",
+    ".envrc",
+    # SSH keys and certificates
     ".ssh/",
-    ".aws/",
-    ".netrc",
     "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
     "id_rsa",
     "id_dsa",
     "id_ecdsa",
     "id_ed25519",
+    # cloud and cluster CLIs
+    ".aws/",
+    ".azure/",
+    "**/.config/gcloud/",
+    "application_default_credentials.json",
+    "credentials.json",
+    ".kube/",
+    "**/.docker/config.json",
+    ".terraform.d/",
+    ".vault-token",
+    # package registries and git hosts
+    ".git-credentials",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    "**/.cargo/credentials",
+    "**/.cargo/credentials.toml",
+    "**/.gem/credentials",
+    # ML services
+    "**/.huggingface/token",
+    "**/.cache/huggingface/token",
+    "**/.kaggle/kaggle.json",
 )
 
 
@@ -127,9 +159,9 @@ class LocalEntry:
 
 def walk(src: Path, exclude: list[str]) -> Iterator[LocalEntry]:
     """Files and symlinks under `src` not excluded; excluded directories are pruned (git's rule:
-    nothing under an ignored directory can be re-included)."""
+    nothing under an ignored directory can be re-included). The DENY list is applied last."""
     src = Path(src)
-    base_rules = parse(list(DEFAULT_EXCLUDES)) + parse(list(exclude))
+    base_rules = parse(list(DEFAULT_EXCLUDES)) + parse(list(exclude)) + parse(list(DENY))
     stack: list[tuple[str, list[Rule]]] = [("", [])]
     while stack:
         rel_dir, inherited = stack.pop()
