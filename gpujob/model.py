@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+import types
+from typing import Any, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 Platform = Literal["runpod", "paperspace"]
 PLATFORMS: tuple[Platform, ...] = ("runpod", "paperspace")
@@ -24,6 +25,18 @@ class WireModel(BaseModel):
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_takes_default(cls, data: Any) -> Any:
+        """A null where gpujob has a default reads as that default: one pod with `"ports": null` must not
+        make the whole listing unreadable (user input stays strict: that is Model, not WireModel)."""
+        if not isinstance(data, dict):
+            return data
+        keys = _defaulted_keys(cls)
+        if not any(data.get(k, 0) is None for k in keys):
+            return data
+        return {k: v for k, v in data.items() if not (v is None and k in keys)}
+
     @classmethod
     def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
         from pydantic import ValidationError
@@ -37,6 +50,32 @@ class WireModel(BaseModel):
             where = ".".join(str(x) for x in first["loc"]) or "body"
             got = type(obj).__name__
             raise MalformedResponse(f"{cls.__name__} ({got}): {where}: {first['msg']}") from None
+
+
+_DEFAULTED: dict[type, frozenset[str]] = {}
+
+
+def _defaulted_keys(cls: type[BaseModel]) -> frozenset[str]:
+    """Names and aliases of the fields that have a default but do not accept None (cached per class)."""
+    found = _DEFAULTED.get(cls)
+    if found is None:
+        keys: set[str] = set()
+        for name, info in cls.model_fields.items():
+            if info.is_required() or _nullable(info.annotation):
+                continue
+            keys.add(name)
+            if info.alias:
+                keys.add(info.alias)
+        found = _DEFAULTED[cls] = frozenset(keys)
+    return found
+
+
+def _nullable(annotation: Any) -> bool:
+    if annotation is Any or annotation is None or annotation is type(None):
+        return True
+    if get_origin(annotation) in (Union, types.UnionType):
+        return any(_nullable(a) for a in get_args(annotation))
+    return False
 
 
 class SourceRef(Model):

@@ -18,7 +18,7 @@ from gpujob.apply.applier import ApplyResult, apply_plan
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
-from gpujob.apply.records import job_pull_records
+from gpujob.apply.records import job_launch_records, job_pull_records
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan
 
@@ -132,7 +132,12 @@ async def plan_and_apply(
         plan = saved_plan
     else:
         plan = build_plan(
-            loaded, live, now=datetime.now(UTC), env=os.environ, pull_records=pull_records(loaded)
+            loaded,
+            live,
+            now=datetime.now(UTC),
+            env=os.environ,
+            pull_records=pull_records(loaded),
+            launch_records=job_launch_records(loaded),
         )
     show(plan)
     if plan.blocked:

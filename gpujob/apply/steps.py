@@ -10,7 +10,7 @@ from gpujob.apply import runtime
 from gpujob.apply.capacity import candidates, create_with_fallback
 from gpujob.apply.gate import check_gate
 from gpujob.apply.journal import crashpoint
-from gpujob.apply.records import load_pull_record
+from gpujob.apply.records import load_pull_record, note_launch
 from gpujob.errors import GpujobError, ProviderNotFound
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
@@ -174,6 +174,7 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
     )
     ctx.machine = machine
     ctx.moved = True
+    note_launch(ctx.state_dir, ctx.spec, machine)
     where = f" {machine.gpu_id or ''} in {machine.region}" if machine.region else ""
     return Outcome(machine.id, f"created {machine.name} ({machine.id}){where}")
 
@@ -305,22 +306,43 @@ async def delete_snapshot(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def update(ctx: JobContext, action: Action) -> Outcome:
-    """In place: grow a volume, or set a Paperspace machine's auto-shutdown timer."""
+    """In place: grow a network volume or a machine's own disk, or set a Paperspace auto-shutdown timer."""
     shutdown = next((c for c in action.changes if c.path == "auto_shutdown_hours"), None)
     if shutdown is not None:
         return await set_auto_shutdown(ctx, action, shutdown.after)
     size = next((c.after for c in action.changes if c.path.endswith(("size_gb", "volume_gb"))), None)
-    target = ctx.volume if action.resource_kind == "network_volume" else ctx.machine
-    if isinstance(size, int) and target is not None:
-        grown = await ctx.provider.grow_volume(target, size)
-        if action.resource_kind == "network_volume":
-            ctx.volume = grown
-        else:
-            ctx.machine = grown
-        return Outcome(grown.id, f"grew the volume of {grown.name} to {size} GB")
+    if isinstance(size, int) and action.resource_kind == "network_volume" and ctx.volume is not None:
+        ctx.volume = await ctx.provider.grow_volume(ctx.volume, size)
+        return Outcome(ctx.volume.id, f"grew the volume of {ctx.volume.name} to {size} GB")
+    if isinstance(size, int) and action.resource_kind in ("pod", "machine"):
+        return await grow_disk(ctx, action, size)
     raise GpujobError(
         f"{action.id}: this in-place update is not supported by apply", hint="change it in the console"
     )
+
+
+async def grow_disk(ctx: JobContext, action: Action, size: int) -> Outcome:
+    """A pod's volume disk (PATCH mounts.persistent: the container restarts) or a machine's disk (PUT
+    diskSize, only while it is off: stopped first and started again). A run that was going is relaunched
+    from its latest checkpoint, as after any restart."""
+    machine = _need_machine(ctx, action)
+    was_running = machine.status == "running"
+    if ctx.spec.platform == "paperspace" and was_running:
+        ctx.note(
+            f"stopping {machine.name} to grow its disk (Paperspace resizes a machine only while it is off)"
+        )
+        machine = await ctx.provider.stop(machine)
+    grown = await ctx.provider.grow_volume(machine, size)
+    note_launch(ctx.state_dir, ctx.spec, grown, disk_gb=size)
+    ctx.machine = grown
+    detail = f"grew the disk of {grown.name} to {size} GB"
+    if was_running:
+        if grown.status != "running":
+            ctx.machine = await ctx.provider.start(grown)
+        ctx.moved = True
+        if ctx.spec.run is not None:
+            detail += "; " + (await launch(ctx, action)).detail
+    return Outcome(grown.id, detail)
 
 
 async def set_auto_shutdown(ctx: JobContext, action: Action, hours: object) -> Outcome:

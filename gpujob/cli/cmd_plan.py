@@ -96,9 +96,16 @@ def _plan(
     else:
         live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=refresh_runs)
         now = datetime.now(UTC)
-    from gpujob.apply.records import job_pull_records
+    from gpujob.apply.records import job_launch_records, job_pull_records
 
-    plan = build_plan(loaded, live, now=now, env=os.environ, pull_records=job_pull_records(loaded))
+    plan = build_plan(
+        loaded,
+        live,
+        now=now,
+        env=os.environ,
+        pull_records=job_pull_records(loaded),
+        launch_records=job_launch_records(loaded),
+    )
     color = fmt == "text" and not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     click.echo(render_plan(plan, fmt, color=color), nl=False)
     if out is not None:

@@ -84,6 +84,7 @@ def plan_running(ctx: JobContext) -> None:
         return
     if m.status == "stopped":
         reasons, fired = _stopped_reason(ctx, m)
+        grown = _grow(ctx, m, changes, None)  # while it is off: no restart, and Paperspace needs it off
         a = add(
             ctx,
             K.START,
@@ -93,11 +94,9 @@ def plan_running(ctx: JobContext) -> None:
             reasons=reasons,
             after=ctx.fp.with_(machine="running"),
             drift=True,
-            depends_on=[nv_dep],
+            depends_on=[nv_dep, *grown],
             findings=lambda aid: af.start_findings(ctx, aid, fired),
         )
-        if changes:
-            _grow(ctx, m, changes, a.id)
         _auto_shutdown(ctx, m, a.id)
         launch_run(ctx, a.id)
         return
@@ -269,31 +268,104 @@ def machine_changes(ctx: JobContext, m: LiveResource) -> list[FieldChange]:
                 mc.container_disk_gb,
             )
     elif mc.template is not None:
-        live["template"], desired["template"] = m.template, mc.template
+        template = _live_template(ctx, m)
+        if template is not None:  # unknown is not a difference: it would replace (and wipe) the machine
+            live["template"], desired["template"] = template, mc.template
     size = spec.storage.volume_gb
-    if size is not None and not (m.volume_gb and m.volume_gb > size and spec.platform == "paperspace"):
+    if spec.platform == "paperspace":
+        disk = _live_disk(ctx, m, size)
+        if size is not None and disk is not None and size > disk:  # disks only grow
+            live["volume_gb"], desired["volume_gb"] = disk, size
+    elif size is not None:
         live["volume_gb"], desired["volume_gb"] = m.volume_gb, size
     return diff_fields(live, desired)  # type: ignore[arg-type]
+
+
+def _launch_record(ctx: JobContext, m: LiveResource) -> Any:
+    rec = ctx.launch_record
+    return rec if rec is not None and rec.resource_id == m.id else None
+
+
+def _live_template(ctx: JobContext, m: LiveResource) -> str | None:
+    """The machine's template, from the launch record: a Paperspace machine object has no templateId.
+    The name as written and the id it resolved to are the same template."""
+    wanted = ctx.spec.machine.template
+    rec = _launch_record(ctx, m)
+    if rec is not None:
+        return (
+            wanted if wanted is not None and rec.template_matches(wanted) else rec.template or rec.template_id
+        )
+    if m.template is not None and m.template in (wanted, m.attributes.get("template_name")):
+        return wanted
+    return m.template
+
+
+def _live_disk(ctx: JobContext, m: LiveResource, wanted: int | None) -> int | None:
+    """The disk size the machine was created or grown with (launch record). storageTotal is what the OS
+    sees, not the diskSize: it prices the plan but is never diffed, or every plan would 'grow' the disk."""
+    rec = _launch_record(ctx, m)
+    if rec is not None and rec.disk_gb is not None:
+        return int(rec.disk_gb)
+    if m.attributes.get("disk_gb_source") != "storageTotal":
+        return m.volume_gb
+    if wanted is not None and m.volume_gb != wanted:
+        ctx.findings.append(
+            ctx.finding(
+                "disk-unknown",
+                "info",
+                f"machine {m.name} reports about {m.volume_gb} GB of storage; gpujob has no record of the disk "
+                f"size it was created with, so storage.volume_gb: {wanted} is not applied",
+                detail="Paperspace machine objects carry no diskSize; gpujob records it when it creates the "
+                "machine (.gpujob/launches/). This machine was created elsewhere or that record is gone.",
+                fix="grow the disk in the Paperspace console, or keep the .gpujob directory between runs",
+                key="storage.volume_gb",
+            )
+        )
+    return None
 
 
 def _hours(h: float | None) -> str:
     return "off" if not h else f"{h:g}h"
 
 
-def _grow(ctx: JobContext, m: LiveResource, changes: list[FieldChange], dep: str | None) -> None:
+def _grow(ctx: JobContext, m: LiveResource, changes: list[FieldChange], dep: str | None) -> list[str]:
+    ids = []
     for c in changes:
         if c.path == "volume_gb":
-            add(
+            a = add(
                 ctx,
                 K.UPDATE,
                 ctx.machine_kind,
                 m.name,
                 resource_id=m.id,
-                reasons=[f"grow the volume in place from {c.before} GB to {c.after} GB"],
+                reasons=[
+                    f"grow the volume in place from {c.before} GB to {c.after} GB",
+                    _grow_effect(ctx, m),
+                ],
                 changes=[c],
                 after=ctx.fp.with_(volume_gb=c.after),
                 depends_on=[dep],
             )
+            ids.append(a.id)
+    return ids
+
+
+def _grow_effect(ctx: JobContext, m: LiveResource) -> str:
+    relaunch = "; the run relaunches from its latest checkpoint" if ctx.spec.run is not None else ""
+    if ctx.spec.platform == "runpod":
+        # PATCH /v2/pods/{id} with the full mounts.persistent {size, path}: editing a pod resets it.
+        if m.status != "running":
+            return "PATCH /v2/pods/{id} mounts.persistent while the pod is stopped, before it starts"
+        return (
+            "PATCH /v2/pods/{id} mounts.persistent restarts the container: the container disk is wiped"
+            + relaunch
+        )
+    # PUT /v1/machines/{id} {diskSize} is accepted only with the machine off (Metaphysic provider).
+    if m.status == "running":
+        return (
+            "the machine is stopped for the resize (PUT diskSize needs it off) and started again" + relaunch
+        )
+    return "PUT /v1/machines/{id} diskSize while the machine is off"
 
 
 def _auto_shutdown(ctx: JobContext, m: LiveResource, dep: str | None) -> None:

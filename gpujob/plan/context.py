@@ -42,6 +42,7 @@ class JobContext:
     now: datetime
     env: Mapping[str, str]
     pull_record: Any = None
+    launch_record: Any = None  # apply.records.LaunchRecord of the job, if one was written
     machine: LiveResource | None = None
     volume: LiveResource | None = None
     stale_volumes: list[LiveResource] = field(default_factory=list)

@@ -32,8 +32,11 @@ def build_plan(
     now: datetime,
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
+    launch_records: Mapping[str, Any] | None = None,
 ) -> Plan:
-    """The plan for every job file, in the order given. `env` is only asked whether secret names are set."""
+    """The plan for every job file, in the order given. `env` is only asked whether secret names are set.
+    `launch_records` (apply.records.LaunchRecord per job) say what a machine was created with where the
+    platform does not report it (Paperspace template and disk size)."""
     owners = assign_owners(live.resources, [ls.spec.name for ls in loaded])
     jobs = [
         _plan_job(
@@ -43,6 +46,7 @@ def build_plan(
             now=now,
             env=env,
             pull=(pull_records or {}).get(ls.spec.name),
+            launched=(launch_records or {}).get(ls.spec.name),
         )
         for ls in loaded
     ]
@@ -111,10 +115,17 @@ def _plan_job(
     now: datetime,
     env: Mapping[str, str],
     pull: Any,
+    launched: Any = None,
 ) -> JobPlan:
     spec = loaded.spec
     ctx = JobContext(
-        loaded=loaded, profile=load_profile(spec.platform), live=live, now=now, env=env, pull_record=pull
+        loaded=loaded,
+        profile=load_profile(spec.platform),
+        live=live,
+        now=now,
+        env=env,
+        pull_record=pull,
+        launch_record=launched,
     )
     _sort_owned(ctx, owned)
     ctx.choose_gpu()

@@ -180,6 +180,41 @@ def add_runpod_routes(api: Any) -> None:
 
 
 # --- Paperspace /v1 ----------------------------------------------------------------------------
+# The OS templates every account sees (GET /v1/os-templates; shape: Paperspace/cli api/openapi.ts
+# "osTemplates-list"). The ids are ones public clients use (t0nspur5: Metaphysic's acceptance tests;
+# tiq8mhti / tvimtol9: SkyPilot's H100 / H100x8 images; tkni3aa4: Metaphysic's docs); the names and
+# machine-type lists are illustrative, since no public source lists them.
+OS_TEMPLATES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("t0nspur5", "Ubuntu 22.04", "Ubuntu 22.04", ()),
+    ("tkni3aa4", "ML-in-a-Box", "Ubuntu 22.04", ()),
+    ("tiq8mhti", "ML-in-a-Box H100", "Ubuntu 22.04", ("H100",)),
+    ("tvimtol9", "ML-in-a-Box H100x8", "Ubuntu 22.04", ("H100x8",)),
+    ("tsimu2004", "Ubuntu 20.04", "Ubuntu 20.04", ()),
+)
+
+
+def os_template_json(
+    entry: tuple[str, str, str, tuple[str, ...]], machine_types: list[str]
+) -> dict[str, Any]:
+    tid, name, label, only = entry
+    return {
+        "id": tid,
+        "name": name,
+        "agentType": "LinuxMachine",
+        "operatingSystemLabel": label,
+        "defaultSizeGb": 50,
+        "availableMachineTypes": [
+            {"machineTypeLabel": t, "isAvailable": not only or t in only} for t in machine_types
+        ],
+        "dtCreated": "2024-01-15T00:00:00.000Z",
+    }
+
+
+def template_exists(sim: Simulator, template_id: str) -> bool:
+    """MachineCreate.templateId must name an OS template or one of the account's custom templates."""
+    return any(t[0] == template_id for t in OS_TEMPLATES) or template_id in sim.state.custom_templates
+
+
 def custom_template_json(t: PsTemplate) -> dict[str, Any]:
     return {
         "id": t.id,
@@ -233,10 +268,10 @@ def add_paperspace_routes(api: Any) -> None:
             raise SimError(404, f"{what} not found", "not_found")
         return obj
 
-    def listing(req: Request, rows: list[dict[str, Any]]) -> Response:
+    def listing(req: Request, rows: list[dict[str, Any]], order_by: str = "dtCreated") -> Response:
         name = req.arg("name")
         rows = [r for r in rows if not name or r["name"] == name]
-        return paginate(req, rows)
+        return paginate(req, rows, order_by=order_by)
 
     def list_templates(req: Request) -> Response:
         mid = req.arg("machineId")
@@ -349,6 +384,11 @@ def add_paperspace_routes(api: Any) -> None:
 
         return get
 
+    def list_os_templates(req: Request) -> Response:
+        types = [g.id for g in sim.ps_prices.gpus()]
+        return listing(req, [os_template_json(t, types) for t in OS_TEMPLATES], order_by="name")
+
+    api.route("GET", "/v1/os-templates", list_os_templates)
     api.route("GET", "/v1/custom-templates", list_templates)
     api.route("POST", "/v1/custom-templates", create_template)
     api.route(

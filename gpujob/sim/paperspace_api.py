@@ -75,12 +75,18 @@ def machine_json(sim: Simulator, m: PsMachine) -> dict[str, Any]:
         "usageRate": sim.ps_prices.machine_hour(m.machine_type),
         "updatesPending": False,
         "reservation": None,
-        "templateId": m.template_id,
-        "startupScriptId": m.startup_script_id,
+        # No templateId / startupScriptId / diskSize: the real machine object has none of them.
         "dtCreated": iso(m.created_at),
         "dtModified": iso(m.modified_at),
         "dtDeleted": iso(m.ended_at),
     }
+
+
+def whole_hours(value: Any) -> None:
+    """autoShutdownTimeout counts whole hours (Paperspace/cli spec: "timeout in hours"; Metaphysic's
+    client types it int64): a fraction is refused rather than silently truncated."""
+    if value is not None and (isinstance(value, bool) or float(value) != int(float(value)) or value < 1):
+        raise SimError(400, f"Invalid autoShutdownTimeout {value}: a whole number of hours", "bad_request")
 
 
 def event_json(ev: PsEvent) -> dict[str, Any]:
@@ -129,9 +135,9 @@ def script_json(s: PsScript) -> dict[str, Any]:
     }
 
 
-def paginate(req: Request, rows: list[dict[str, Any]]) -> Response:
+def paginate(req: Request, rows: list[dict[str, Any]], order_by: str = "dtCreated") -> Response:
     order = req.arg("order", "desc")
-    order_by = req.arg("orderBy", "dtCreated") or "dtCreated"
+    order_by = req.arg("orderBy", order_by) or order_by
     rows = sorted(
         rows,
         key=lambda r: (str(r.get(order_by) or ""), str(r.get("id") or r.get("ip"))),
@@ -257,6 +263,11 @@ class PaperspaceApi(Api):
         mtype = str(body["machineType"])
         if self.sim.ps_prices.gpu(mtype) is None:
             raise SimError(400, f"Invalid machine type: {mtype}", "bad_request")
+        from gpujob.sim.account_objects import template_exists
+
+        if not template_exists(self.sim, str(body["templateId"])):
+            raise SimError(404, f"Template not found: {body['templateId']}", "not_found")
+        whole_hours(body.get("autoShutdownTimeout"))
         if body.get("autoShutdownEnabled") and not body.get("autoShutdownTimeout"):
             raise SimError(
                 400, "autoShutdownTimeout is required when autoShutdownEnabled is true", "bad_request"
@@ -293,6 +304,11 @@ class PaperspaceApi(Api):
                 )
             if "diskSize" in body and int(body["diskSize"]) < m.disk_size:
                 raise SimError(400, "Disk size cannot be decreased.", "bad_request")
+            if "diskSize" in body and body["diskSize"] not in DISK_SIZES:
+                raise SimError(
+                    400, f"Invalid diskSize {body['diskSize']}: one of {sorted(DISK_SIZES)}", "bad_request"
+                )
+            whole_hours(body.get("autoShutdownTimeout"))
             sim.accrue(m)
             # The platform quirk (REFERENCE 0.6): on a machine whose auto-shutdown is already on, a new
             # timeout / force does not take; only disable, then enable with the new values, does.

@@ -6,6 +6,7 @@ platform problem reported in the same run. Values of the wrong type are left to 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -187,6 +188,15 @@ def _auto_shutdown(profile: Profile, machine: Mapping[str, Any]) -> list[CheckPr
     except (ValueError, OverflowError):
         return []  # the model reports the bad duration
     low, high = core.min_hours or 0.0, core.max_hours or float("inf")
+    if low <= hours <= high and hours != int(hours):
+        # autoShutdownTimeout is a whole number of hours (Paperspace/cli spec; Metaphysic sends int64).
+        return [
+            CheckProblem(
+                "machine.auto_shutdown",
+                f"Paperspace counts auto-shutdown in whole hours, got {raw}",
+                f"use {math.ceil(hours)}h (rounded up) or {max(int(hours), 1)}h",
+            )
+        ]
     if low <= hours <= high:
         return []
     return [

@@ -176,7 +176,9 @@ class MachineSpec(Model):
         None, description="RunPod container image; pin by @sha256 digest for reproducibility."
     )
     template: str | None = Field(
-        None, description="Paperspace Core template (OS or custom template id/name)."
+        None,
+        description="Paperspace Core template: an OS or custom template id (t0nspur5) or its name "
+        "(exactly, or lower-case with hyphens for spaces: ml-in-a-box).",
     )
     container_disk_gb: int | None = Field(
         None, ge=1, le=1000, description="RunPod container disk (wiped on stop)."
@@ -186,7 +188,8 @@ class MachineSpec(Model):
         description="Paperspace public IP: static (bills until released), dynamic (new IP each start), none.",
     )
     auto_shutdown: Duration | None = Field(
-        None, description="Paperspace Core auto-shutdown (wall clock on Linux, 1h–1w). Unset = disabled."
+        None,
+        description="Paperspace Core auto-shutdown in whole hours (wall clock on Linux, 1h–1w). Unset = disabled.",
     )
     max_price_per_hour: float | None = Field(
         None, gt=0, description="Refuse offers above this many USD/h for the machine."

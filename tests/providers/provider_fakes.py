@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import respx
 
+from tests.fixtures.bodies import ps as ps_fixture
+
 RUNPOD = "https://api.runpod.test"
 PAPERSPACE = "https://api.paperspace.test/v1"
 _ids = itertools.count(1)
@@ -234,6 +236,8 @@ class PaperspaceFake:
         self.snapshots: dict[str, dict[str, Any]] = {}
         self.available = True
         self.start_says_starting = False
+        self.puts: list[dict[str, Any]] = []
+        self.event_ends: dict[str, Any] | None = None  # how polled events end (a fixture event body)
         b = PAPERSPACE
         router.get(f"{b}/machines").mock(side_effect=lambda r: self._page(r, list(self.machines.values())))
         router.post(f"{b}/machines").mock(side_effect=self.create_machine)
@@ -258,6 +262,9 @@ class PaperspaceFake:
         router.get(f"{b}/snapshots").mock(side_effect=lambda r: self._page(r, list(self.snapshots.values())))
         router.delete(url__regex=rf"{b}/snapshots/(?P<sid>[^/]+)$").mock(side_effect=self.delete_snapshot)
         router.get(f"{b}/custom-templates").mock(side_effect=lambda r: self._page(r, []))
+        router.get(f"{b}/os-templates").mock(
+            side_effect=lambda r: self._page(r, ps_fixture("os-templates")["items"])
+        )
         router.get(f"{b}/shared-drives").mock(side_effect=lambda r: self._page(r, []))
 
     def _page(self, request: httpx.Request, items: list[dict[str, Any]]) -> httpx.Response:
@@ -283,11 +290,16 @@ class PaperspaceFake:
 
     def _finish_events(self) -> None:
         for ev in self.events.values():
-            ev.update(state="done", dtFinished="2026-06-01T12:00:05Z")
+            if self.event_ends is None:
+                ev.update(state="done", dtFinished="2026-06-01T12:00:05Z")
 
     def get_event(self, request: httpx.Request, eid: str) -> httpx.Response:
-        self.events[eid].update(state="done", dtFinished="2026-06-01T12:00:05Z")
-        return httpx.Response(200, json=self.events[eid])
+        ev = self.events[eid]
+        if self.event_ends is not None and ev["state"] != "done":
+            ev.update({k: self.event_ends[k] for k in ("state", "error", "dtFinished")})
+        else:
+            ev.update(state="done", dtFinished="2026-06-01T12:00:05Z")
+        return httpx.Response(200, json=ev)
 
     def create_script(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
@@ -345,7 +357,16 @@ class PaperspaceFake:
         return httpx.Response(200, json=self._public(mid))
 
     def update_machine(self, request: httpx.Request, mid: str) -> httpx.Response:
-        self.machines[mid].update(json.loads(request.content))
+        body = json.loads(request.content)
+        self.puts.append(dict(body))
+        m = self.machines[mid]
+        if "diskSize" in body:  # a resize: only while off, and the machine object shows it as storageTotal
+            if m["state"] != "off":
+                return httpx.Response(
+                    400, json={"code": "BAD_REQUEST", "message": "The machine must be off."}
+                )
+            m["storageTotal"] = str(body.pop("diskSize") * 1024**3)
+        m.update(body)
         return httpx.Response(200, json={"data": self._public(mid), "event": self._event("vm-upgrade", mid)})
 
     def delete_machine(self, request: httpx.Request, mid: str) -> httpx.Response:

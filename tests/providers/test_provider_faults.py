@@ -251,7 +251,7 @@ async def test_paperspace_cursor_loop_is_an_incomplete_listing(
 
 async def test_paperspace_capacity_typed(router: respx.Router, clock: FakeClock) -> None:
     fake = PaperspaceFake(router)
-    req = LaunchRequest(name="gpujob-x", gpu_id="H100", template="t", region="ny2")
+    req = LaunchRequest(name="gpujob-x", gpu_id="H100", template="t0nspur5", region="ny2")
     async with open_providers({"paperspace"}, clock=clock, env=FAKE_ENV) as p:
         fake.available = False
         with pytest.raises(ProviderCapacityError, match="not available in ny2"):
@@ -268,7 +268,7 @@ async def test_paperspace_capacity_typed(router: respx.Router, clock: FakeClock)
 
 async def test_paperspace_currently_starting_is_benign(router: respx.Router, clock: FakeClock) -> None:
     fake = PaperspaceFake(router)
-    req = LaunchRequest(name="gpujob-x", gpu_id="A4000", template="t", region="ny2")
+    req = LaunchRequest(name="gpujob-x", gpu_id="A4000", template="t0nspur5", region="ny2")
     async with open_providers({"paperspace"}, clock=clock, env=FAKE_ENV) as p:
         m = await p["paperspace"].create_machine(req)
         stopped = await p["paperspace"].stop(m)

@@ -55,7 +55,7 @@ async def test_paperspace_listing_follows_every_page(simb: Backend, monkeypatch:
     headers = {"Authorization": f"Bearer {simb.env['PAPERSPACE_API_KEY']}"}
     with httpx.Client(base_url=simb.env["GPUJOB_PAPERSPACE_API_URL"], headers=headers) as ps:
         for i in range(125):  # never started: no processes, just machines
-            body = {"name": f"m{i:03d}", "machineType": "A4000", "templateId": "t", "diskSize": 50}
+            body = {"name": f"m{i:03d}", "machineType": "A4000", "templateId": "t0nspur5", "diskSize": 50}
             r = ps.post("/machines", json={**body, "region": "ny2", "startOnCreate": False})
             assert r.status_code == 200, r.text
     for limit, pages in ((120, 2), (50, 3)):  # the real maximum page size, then a smaller one

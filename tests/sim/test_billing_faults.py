@@ -158,7 +158,7 @@ def test_zero_gpu_on_start(sim, rp, ssh_key):
 def test_paperspace_auto_shutdown_capacity_and_pagination(sim, ps):
     body = {
         "machineType": "A4000",
-        "templateId": "t",
+        "templateId": "t0nspur5",
         "diskSize": 50,
         "region": "ny2",
         "publicIpType": "none",

@@ -163,8 +163,13 @@ class PaperspaceClient:
     async def delete_snapshot(self, snapshot_id: str) -> wire.Change:
         return wire.Change.model_validate(await self._call("DELETE", f"/snapshots/{snapshot_id}"))
 
-    async def list_custom_templates(self) -> list[wire.CustomTemplate]:
-        return await self._list_all("/custom-templates", wire.CustomTemplate)
+    async def list_custom_templates(self, name: str | None = None) -> list[wire.CustomTemplate]:
+        return await self._list_all(
+            "/custom-templates", wire.CustomTemplate, {"name": name} if name else None
+        )
+
+    async def list_os_templates(self, name: str | None = None) -> list[wire.OsTemplate]:
+        return await self._list_all("/os-templates", wire.OsTemplate, {"name": name} if name else None)
 
     async def list_shared_drives(self) -> list[wire.SharedDrive]:
         return await self._list_all("/shared-drives", wire.SharedDrive)

@@ -31,10 +31,16 @@ def gpu_count(machine: wire.Machine) -> int:
     return int(match.group(1)) if match else 1
 
 
+def storage_gb(total: int | None) -> int | None:
+    """storageTotal (int64 bytes; older answers sent GB) as whole GB, rounded to the nearest."""
+    if not total:
+        return None
+    return round(total / GB) if total >= GB else total
+
+
 def machine_to_live(m: wire.Machine, *, ssh_port: int, ssh_user: str) -> LiveResource:
     status: Status = "terminating" if m.dt_deleted else _STATE.get(m.state.lower(), "unknown")
     ip_kind = m.public_ip_type if m.public_ip_type in ("static", "dynamic", "none") else None
-    disk = m.storage_total
     attributes: dict[str, str | int | float | bool | None] = {}
     if m.usage_rate is not None:
         attributes["usage_rate"] = m.usage_rate
@@ -42,6 +48,11 @@ def machine_to_live(m: wire.Machine, *, ssh_port: int, ssh_user: str) -> LiveRes
         attributes["storage_rate"] = m.storage_rate
     if m.region:
         attributes["region_raw"] = m.region
+    disk = storage_gb(m.storage_total)
+    if disk is not None:
+        # storageTotal is the disk as the OS sees it, not the diskSize it was created with: good enough to
+        # price, never to diff (the planner compares the size in gpujob's launch record).
+        attributes["disk_gb_source"] = "storageTotal"
     return LiveResource(
         platform="paperspace",
         kind="machine",
@@ -52,9 +63,8 @@ def machine_to_live(m: wire.Machine, *, ssh_port: int, ssh_user: str) -> LiveRes
         gpu_id=m.machine_type,
         gpu_count=gpu_count(m),
         region=normalise_region(m.region),
-        template=m.template_id,
-        # storageTotal is bytes; the API has also sent it in GB. Anything under 1 TiB-as-bytes is GB.
-        volume_gb=(disk // GB if disk and disk >= GB else disk),
+        template=None,  # the API does not report it (see wire.Machine)
+        volume_gb=disk,
         public_ip=m.public_ip,
         public_ip_kind=ip_kind,  # type: ignore[arg-type]
         auto_shutdown_hours=m.auto_shutdown_timeout if m.auto_shutdown_enabled else None,

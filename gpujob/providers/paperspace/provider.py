@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import shlex
 from datetime import UTC, datetime
 from typing import Any
 
 from gpujob.clock import Clock
-from gpujob.errors import ProviderCapacityError, ProviderError, ProviderNotFound, ProviderUnavailable
+from gpujob.errors import (
+    ProviderCapacityError,
+    ProviderConflict,
+    ProviderError,
+    ProviderNotFound,
+    ProviderUnavailable,
+)
 from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
@@ -24,6 +31,7 @@ from gpujob.providers.paperspace.normalize import (
     snapshot_to_live,
     template_to_live,
 )
+from gpujob.providers.paperspace.templates import Template, resolve_template
 from gpujob.providers.wait import GONE, Timeouts, poll, wait_gone
 
 DEFAULT_DISK_GB = 100
@@ -47,6 +55,7 @@ class PaperspaceProvider:
         self.ssh_port = ssh_port
         self.ssh_user = ssh_user
         self.t = timeouts or Timeouts()
+        self._templates: dict[str, Template] = {}
 
     def _live(self, m: wire.Machine) -> LiveResource:
         return machine_to_live(m, ssh_port=self.ssh_port, ssh_user=self.ssh_user)
@@ -103,6 +112,8 @@ class PaperspaceProvider:
     async def create_machine(self, request: LaunchRequest) -> LiveResource:
         if not request.template:
             raise ProviderError("a Paperspace machine needs a template (machine.template)", platform=PLATFORM)
+        # First, before anything is created: a template that does not resolve stops here.
+        template = await self.template(request.template)
         machine_type = _machine_type(request.gpu_id, request.gpu_count)
         if request.region and not await self.client.availability(machine_type, request.region):
             raise ProviderCapacityError(
@@ -111,18 +122,19 @@ class PaperspaceProvider:
                 call=self.client.api.call_name("GET", "/machine-availability"),
                 hint="no capacity for this candidate; gpujob tries the next GPU / region",
             )
+        disk = request.volume_gb or DEFAULT_DISK_GB
         body: dict[str, Any] = {
             "name": request.name,
             "machineType": machine_type,
-            "templateId": request.template,
-            "diskSize": request.volume_gb or DEFAULT_DISK_GB,
+            "templateId": template.id,
+            "diskSize": disk,
             "region": request.region or "ny2",
             "publicIpType": request.public_ip or "dynamic",
             "startOnCreate": True,
             "autoShutdownEnabled": request.auto_shutdown_hours is not None,
         }
         if request.auto_shutdown_hours is not None:
-            body["autoShutdownTimeout"] = request.auto_shutdown_hours
+            body["autoShutdownTimeout"] = whole_hours(request.auto_shutdown_hours)
             body["autoShutdownForce"] = True
         if request.ssh_public_key:
             body["startupScriptId"] = await self._ssh_script(request.name, request.ssh_public_key)
@@ -151,7 +163,22 @@ class PaperspaceProvider:
         )
         if "create" in events:
             await self._wait_event(events["create"])
-        return await self._wait_state(machine_id, "ready", need_ip=(request.public_ip or "dynamic") != "none")
+        live = await self._wait_state(machine_id, "ready", need_ip=(request.public_ip or "dynamic") != "none")
+        # What the machine object never says again: gpujob records these at create (apply's launch record).
+        return live.model_copy(
+            update={
+                "template": template.id,
+                "volume_gb": disk,
+                "attributes": {**live.attributes, "template_name": template.name, "disk_gb_source": "create"},
+            }
+        )
+
+    async def template(self, ref: str) -> Template:
+        """machine.template (an id or a name) -> the template, looked up once per provider."""
+        found = self._templates.get(ref)
+        if found is None:
+            found = self._templates[ref] = await resolve_template(self.client, ref)
+        return found
 
     async def start(self, resource: LiveResource) -> LiveResource:
         change = await self._action(resource.id, "start")
@@ -186,6 +213,8 @@ class PaperspaceProvider:
 
     async def update(self, resource: LiveResource, changes: dict[str, Any]) -> LiveResource:
         """PUT /machines/{id} (machineType / diskSize need the machine off; region and template are fixed)."""
+        if changes.get("autoShutdownTimeout") is not None:
+            changes = {**changes, "autoShutdownTimeout": whole_hours(changes["autoShutdownTimeout"])}
         change = await self.client.update_machine(resource.id, changes)
         if change.event:
             await self._wait_event(change.event)
@@ -217,8 +246,24 @@ class PaperspaceProvider:
         raise ProviderError("Paperspace machines have no network volumes", platform=PLATFORM)
 
     async def grow_volume(self, resource: LiveResource, size_gb: int) -> LiveResource:
-        raise ProviderError(
-            "Paperspace disks grow with `update` (diskSize), not as volumes", platform=PLATFORM
+        """The machine's own disk: PUT /machines/{id} {"diskSize": N}, accepted only while the machine is
+        off (Metaphysic's provider stops it first) and only to one of the fixed sizes (checked in the spec)."""
+        if resource.kind != "machine":
+            raise ProviderError("Paperspace has no network volumes to grow", platform=PLATFORM)
+        machine = await self.client.get_machine(resource.id)
+        if machine.state != "off":
+            raise ProviderConflict(
+                f"machine {machine.id} is {machine.state}; its disk can grow only while it is off",
+                platform=PLATFORM,
+                call="PUT /v1/machines/{id}",
+                hint="stop it first (gpujob apply does this for you)",
+            )
+        change = await self.client.update_machine(resource.id, {"diskSize": size_gb})
+        if change.event:
+            await self._wait_event(change.event)
+        live = self._live(await self.client.get_machine(resource.id))
+        return live.model_copy(
+            update={"volume_gb": size_gb, "attributes": {**live.attributes, "disk_gb_source": "update"}}
         )
 
     async def delete_volume(self, resource: LiveResource) -> None:
@@ -268,9 +313,9 @@ class PaperspaceProvider:
                 cls = ProviderCapacityError if is_capacity_text(text) else ProviderError
                 raise cls(text, platform=PLATFORM, call=f"GET /v1/machine-events/{ev.id}")
 
+        check(event, 0)  # an answer may carry an event that already ended, well or badly
         if event.finished:
             return event
-        check(event, 0)
         ev, ok = await poll(
             self.clock,
             lambda: self.client.get_event(event.id),
@@ -320,6 +365,12 @@ class PaperspaceProvider:
                 hint="check it with `gpujob state`; it may be billing",
             )
         return self._live(machine)
+
+
+def whole_hours(hours: float) -> int:
+    """autoShutdownTimeout is a whole number of hours (Metaphysic's client sends it as int64); the spec
+    check refuses anything finer, so rounding up only guards against float noise."""
+    return max(1, math.ceil(float(hours) - 1e-9))
 
 
 def _machine_type(gpu_id: str, count: int) -> str:

@@ -46,7 +46,8 @@ class Machine(WireModel):
     ram: LenientInt = None
     usage_rate: LenientFloat = Field(None, alias="usageRate")
     storage_rate: LenientFloat = Field(None, alias="storageRate")
-    template_id: str | None = Field(None, alias="templateId")
+    # No templateId and no diskSize: a machine object does not say which template or disk size it was
+    # created with (Paperspace/cli api/openapi.ts "machines-get"); gpujob keeps both in its launch record.
     dt_created: datetime | None = Field(None, alias="dtCreated")
     dt_modified: datetime | None = Field(None, alias="dtModified")
     dt_deleted: datetime | None = Field(None, alias="dtDeleted")
@@ -66,8 +67,14 @@ class MachineEvent(WireModel):
 
     @property
     def failed(self) -> bool:
-        # An error-state event that also has dtFinished has usually still succeeded (REFERENCE §2.3).
-        return self.error is not None or (self.state == "error" and self.dt_finished is None)
+        # An error-state event that also has dtFinished has usually still succeeded (REFERENCE §2.3,
+        # Metaphysic event_handler.go). A cancelled one never did what was asked (state enum
+        # new | in progress | done | error | cancelled, Paperspace/cli api/openapi.ts).
+        return (
+            self.error is not None
+            or self.state == "cancelled"
+            or (self.state == "error" and self.dt_finished is None)
+        )
 
 
 class Change(WireModel):
@@ -92,13 +99,27 @@ class Snapshot(WireModel):
     dt_created: datetime | None = Field(None, alias="dtCreated")
 
 
-class CustomTemplate(WireModel):
+class TemplateMachineType(WireModel):
+    machine_type: str = Field(alias="machineTypeLabel")
+    available: bool = Field(True, alias="isAvailable")
+
+
+class OsTemplate(WireModel):
+    """GET /os-templates items (Paperspace/cli api/openapi.ts "osTemplates-list")."""
+
     id: str
     name: str = ""
+    operating_system: str | None = Field(None, alias="operatingSystemLabel")
+    default_size_gb: LenientInt = Field(None, alias="defaultSizeGb")
+    machine_types: list[TemplateMachineType] = Field(default_factory=list, alias="availableMachineTypes")
+    dt_created: datetime | None = Field(None, alias="dtCreated")
+
+
+class CustomTemplate(OsTemplate):
+    """GET /custom-templates items: an OS template's fields plus where it came from."""
+
     region: str | None = None
     parent_machine_id: str | None = Field(None, alias="parentMachineId")
-    default_size_gb: LenientInt = Field(None, alias="defaultSizeGb")
-    dt_created: datetime | None = Field(None, alias="dtCreated")
 
 
 class SharedDrive(WireModel):

@@ -186,6 +186,8 @@ class RunPodProvider:
         return volume_to_live(await self.client.get_volume(volume_id))
 
     async def grow_volume(self, resource: LiveResource, size_gb: int) -> LiveResource:
+        if resource.kind == "pod":
+            return await self._grow_pod_volume(resource, size_gb)
         current = await self.client.get_volume(resource.id)
         if size_gb < current.size:
             raise ProviderConflict(
@@ -196,6 +198,26 @@ class RunPodProvider:
         if size_gb == current.size:
             return volume_to_live(current)
         return volume_to_live(await self.client.grow_volume(resource.id, size_gb))
+
+    async def _grow_pod_volume(self, resource: LiveResource, size_gb: int) -> LiveResource:
+        """A pod's own volume disk: PATCH /v2/pods/{id} with the whole mounts.persistent {size, path} (the
+        spec refuses partial mounts with 422). Editing a pod resets it: a running one restarts, so wait
+        until it is running with SSH again."""
+        pod = await self.client.get_pod(resource.id)
+        current = pod.mounts.persistent if pod.mounts else None
+        if current is None:
+            raise ProviderConflict(
+                f"pod {pod.id} has no volume disk (mounts.persistent) to grow; the mount kind is fixed at create",
+                platform=PLATFORM,
+                hint="replace the pod to change its storage",
+            )
+        if size_gb <= current.size:
+            return pod_to_live(pod)
+        mounts = {"persistent": {"size": size_gb, "path": current.path}}
+        updated = await self.client.update_pod(pod.id, {"mounts": mounts})
+        if pod.status != "RUNNING":
+            return pod_to_live(updated)
+        return await self._wait_ready(pod.id)
 
     async def delete_volume(self, resource: LiveResource) -> None:
         try:
