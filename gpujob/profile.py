@@ -108,6 +108,9 @@ class AddonPrice(Sourced):
     price_gb_month: float | None = None
     monthly_cap_usd: float | None = None
     bills_while_stopped: bool = True
+    billing_granularity: Literal["second", "hour"] = Field(
+        "hour", description="hour: every started hour is billed in full; second: billed to the second."
+    )
     note: str = ""
 
     def hourly_price(self, gb: float = 0) -> float:
@@ -221,6 +224,10 @@ class Profile(Model):
     limits: Limits
     capacity: str = Field(description="How capacity shortages show up and what to do.")
     gotchas: list[Gotcha]
+    compute_billing_granularity: Literal["second", "hour"] = Field(
+        "second",
+        description="How GPU/compute time is billed: per second, or per hour (every started hour in full).",
+    )
     gpu_count_in_machine_type: bool = Field(
         False, description="True when a multi-GPU machine is a distinct machine type (Paperspace A4000x2)."
     )

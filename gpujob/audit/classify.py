@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from gpujob.audit.model import AuditItem, AuditReport, Owner, PlatformTotal, RateSource
-from gpujob.audit.rates import resource_meters
+from gpujob.cost.live import Pricing, resource_meters, resource_note
 from gpujob.live import LiveResource, LiveState
 from gpujob.model import PLATFORMS, Platform
 from gpujob.plan.model import MeterLine
@@ -33,6 +33,8 @@ def owner_of(
 
 
 def _status_change(r: LiveResource) -> tuple[datetime | None, str]:
+    """When a stopped machine stopped, if the platform says; otherwise (None, why). A last start or the
+    creation date is not a stop time: the machine may have stopped a minute after it, or a month."""
     for key in ("last_status_change", "stopped_at", "lastStatusChange"):
         value = r.attributes.get(key)
         if isinstance(value, str) and value:
@@ -40,9 +42,7 @@ def _status_change(r: LiveResource) -> tuple[datetime | None, str]:
                 return datetime.fromisoformat(value.replace("Z", "+00:00")), "last status change"
             except ValueError:
                 continue
-    if r.started_at is not None:
-        return r.started_at, "last started"
-    return r.created_at, "created"
+    return None, "stop time unknown"
 
 
 def _idle_since(
@@ -82,18 +82,23 @@ def _idle_since(
     return False, r.created_at, "created", ""
 
 
-def _gotcha(r: LiveResource, idle: bool, detail: str) -> str | None:
+# A stopped RunPod pod is removed after about this long unused (RP8); past it the data is at risk.
+STALE_POD_S = 25 * 86400.0
+
+
+def _gotcha(r: LiveResource, idle: bool, idle_s: float | None) -> str | None:
+    """The profile gotcha behind what an idle resource costs (ids as in profiles/*.yaml)."""
     if r.kind == "pod" and r.status == "stopped":
-        return "RP4"  # volume disk bills double while stopped
-    if r.kind == "network_volume" and idle:
-        return "RP8"  # storage keeps accruing with nothing running
+        # the cost is the 2× volume disk (RP4); once it has been stopped for weeks, the trap is that RunPod
+        # deletes stopped pods after ~30 days unused (RP8), data and all
+        return "RP8" if idle_s is not None and idle_s > STALE_POD_S else "RP4"
     if r.kind == "machine" and r.status == "stopped":
         return "PS1"  # off stops only the GPU meter
     if r.kind == "public_ip" and idle:
-        return "PS6"  # a static IP bills until released, machine on or off
+        return "PS1"  # a static IP bills until released, machine on, off or gone
     if r.kind == "snapshot" and idle:
         return "PS9"  # snapshots outlive their machine and keep billing
-    return None
+    return None  # an idle network volume is the price of a safe park, not a trap: its fix says what to do
 
 
 def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool) -> str:
@@ -116,9 +121,9 @@ def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool) -> str:
 def _rate(
     r: LiveResource, meters: list[MeterLine] | None
 ) -> tuple[float, float, RateSource, str, list[MeterLine]]:
-    """(usd/h, usd/month, source, note, meters). Both platforms' APIs report the compute rate only
-    (RunPod pod cost, Paperspace usageRate), and RunPod reports 0 for an exited pod whose volume disk
-    still bills (RP4); so an API rate > 0 replaces the GPU meter and storage stays priced by the profile."""
+    """(usd/h, usd/month, source, note, meters). The meters come from the cost engine (gpujob.cost.live),
+    which already prices a running pod's GPU at the API's own rate; RunPod reports 0 for an exited pod whose
+    volume disk still bills (RP4), which the note says."""
     api = r.cost_per_hour
     if meters is None:
         if api is not None and api > 0:
@@ -131,36 +136,12 @@ def _rate(
             return api, line.usd_per_month, "api", "", [line]
         return 0.0, 0.0, "none", "rate unknown: the profile cannot price this resource", []
     note = ""
-    source: RateSource = "profile"
-    if api is not None and api > 0:
-        gpu = [m for m in meters if m.what.startswith("GPU")]
-        what = gpu[0].what if gpu else "GPU compute (API rate)"  # cost.py reads "GPU" as a running-time meter
-        profile_gpu = sum(m.usd_per_hour for m in gpu)
-        if abs(api - profile_gpu) > 0.0005:
-            note = f"API compute rate; the profile lists ${profile_gpu:.4f}/h"
-        api_line = MeterLine(
-            what=what, usd_per_hour=api, usd_per_month=round(api * HOURS_PER_MONTH, 4), source="API"
-        )
-        meters = [api_line] + [m for m in meters if not m.what.startswith("GPU")]
-        source = "api"
-    elif api == 0 and any(m.usd_per_hour > 0 for m in meters):
+    source: RateSource = "api" if any(" API " in f" {m.source} " for m in meters) else "profile"
+    if api == 0 and any(m.usd_per_hour > 0 for m in meters):
         note = "API reports $0/h; storage still bills"
     hourly = round(sum(m.usd_per_hour for m in meters), 6)
     monthly = round(sum(m.usd_per_month for m in meters), 4)
     return hourly, monthly, source, note, meters
-
-
-def _with_snapshot_size(r: LiveResource, machines: dict[str, LiveResource]) -> tuple[LiveResource, str]:
-    """Paperspace lists snapshots without a size; a snapshot copies its machine's disk, so that size
-    prices it while the machine exists (an orphan's size stays unknown)."""
-    if r.kind != "snapshot" or r.volume_gb is not None or "size_gb" in r.attributes:
-        return r, ""
-    machine = machines.get(r.machine_id or "")
-    if machine is None or not machine.volume_gb:
-        return r, ""
-    return r.model_copy(
-        update={"volume_gb": machine.volume_gb}
-    ), f"size taken from {machine.name}'s {machine.volume_gb} GB disk"
 
 
 def _detail(r: LiveResource) -> str:
@@ -184,6 +165,7 @@ def classify(
     idle_threshold_s: float,
     profiles: ProfileLoader,
     platforms: Iterable[Platform] | None = None,
+    known_sizes: Mapping[str, int] | None = None,
 ) -> AuditReport:
     jobs = sorted(set(local_jobs))
     wanted = list(platforms) if platforms is not None else sorted({r.platform for r in live.resources})
@@ -199,15 +181,16 @@ def classify(
     for r in sorted(resources, key=lambda x: (x.platform, x.kind, x.name, x.id)):
         profile = profiles(r.platform)
         owner, job = owner_of(r, jobs, machines)
-        priced, size_note = _with_snapshot_size(r, machines)
-        meters = resource_meters(profile, priced, static_ip_listed=r.id in listed_ip_machines)
+        pricing = Pricing(profile=profile, machines=machines, known_sizes=known_sizes or {}, read_at=now)
+        meters = resource_meters(pricing, r, static_ip_listed=r.id in listed_ip_machines)
+        size_note = resource_note(pricing, r)
         hourly, monthly, source, note, meters = _rate(r, meters)
         note = "; ".join(x for x in (note, size_note) if x)
         idle, since, basis, where = _idle_since(r, machines, pods_by_volume)
         billable = hourly > 0 or (source == "none" and r.kind not in ("template", "registry_auth"))
         idle = idle and billable
         idle_s = (now - since).total_seconds() if idle and since is not None else None
-        gotcha = _gotcha(r, idle, where) if billable else None
+        gotcha = _gotcha(r, idle, idle_s) if billable else None
         title = ""
         if gotcha is not None:
             try:

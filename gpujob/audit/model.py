@@ -48,6 +48,14 @@ class AuditItem(Model):
     gotcha_title: str = ""
     fix: str = ""
 
+    @property
+    def label(self) -> str:
+        """What a person needs to find it in the console: an IP's address (it often has no name), else the
+        name, else the id."""
+        if self.kind == "public_ip":
+            return f"{self.id} ({self.name})" if self.name and self.name != self.id else self.id
+        return self.name or self.id
+
 
 class PlatformTotal(Model):
     platform: Platform

@@ -90,13 +90,16 @@ def _text(report: AuditReport) -> str:
             [
                 owner_label(i),
                 i.kind,
-                i.name,
+                i.label,
                 i.state,
                 f"{i.usd_per_hour:.4f}",
                 f"{i.usd_per_month:.2f}",
                 i.rate_source,
                 when(i.since),
-                ago(i.idle_seconds) + ("!" if i.over_threshold else "") if i.idle else "-",
+                (ago(i.idle_seconds) if i.idle_seconds is not None else "?")
+                + ("!" if i.over_threshold else "")
+                if i.idle
+                else "-",
                 i.gotcha or "-",
             ]
             for i in items
@@ -134,7 +137,7 @@ def _text(report: AuditReport) -> str:
     if flagged:
         out.append(
             f"{len(flagged)} billable resource(s) idle longer than {ago(report.idle_threshold_s)}: "
-            + ", ".join(f"{i.platform}/{i.name}" for i in flagged)
+            + ", ".join(f"{i.platform}/{i.label}" for i in flagged)
         )
     else:
         out.append(f"Nothing billable idle longer than {ago(report.idle_threshold_s)}.")

@@ -37,6 +37,7 @@ def plan_running(ctx: JobContext) -> None:
         container_disk_gb=spec.machine.container_disk_gb,
         volume_gb=spec.storage.volume_gb,
         static_ip=ctx.fp.static_ip or spec.machine.public_ip == "static",
+        dynamic_ip=spec.platform == "paperspace" and spec.machine.public_ip in (None, "dynamic"),
     )
     if m is None:
         evidence = [r.name for r in ([ctx.volume] if ctx.volume else []) + ctx.ips + ctx.snapshots]
@@ -150,7 +151,7 @@ def plan_absent(ctx: JobContext) -> None:
             v.name,
             resource_id=v.id,
             reasons=["state: absent; a network volume outlives its pods and bills until deleted"],
-            after=ctx.fp.with_(network_volume=None),
+            after=_without_volume(ctx, v),
             depends_on=[term_id, pull_id],
             index=v.id if len(ctx.stale_volumes) else "",
             findings=lambda aid: af.volume_without_pull(ctx, aid, pull_id),
@@ -181,6 +182,13 @@ def plan_absent(ctx: JobContext) -> None:
 
 
 # --- pieces --------------------------------------------------------------------------------
+
+
+def _without_volume(ctx: JobContext, v: LiveResource) -> Any:
+    """The footprint once volume `v` is deleted: the spec's volume, or one of the extras (orphans)."""
+    if v is ctx.volume:
+        return ctx.fp.with_(network_volume=None)
+    return ctx.fp.with_(extra_volumes=tuple(x for x in ctx.fp.extra_volumes if x[0] != v.name))
 
 
 def _network_volume(ctx: JobContext) -> str | None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpujob.cost.rates import Footprint, billing
 from gpujob.plan.context import JobContext, path_tier, tier_title, tiers_in_use
-from gpujob.plan.cost import Footprint, billing
 from gpujob.plan.findings import by_severity
 from gpujob.plan.model import GATED, Action, ActionKind, DataEffect, FieldChange, Finding
 

@@ -13,8 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpujob.cost.live import Pricing
+from gpujob.cost.live import gpu_rate as live_gpu_rate
+from gpujob.cost.rates import Footprint, GpuRate, gpu_rate, offer_for, quote_available
 from gpujob.live import LiveResource, LiveState
-from gpujob.plan.cost import Footprint, GpuRate, gpu_rate, offer_for, quote_available
 from gpujob.plan.model import Action, Finding, Severity, SourceRef
 from gpujob.profile import Profile
 from gpujob.spec.model import JobSpec
@@ -119,17 +121,16 @@ class JobContext:
         found = offer_for(self.profile, resource.gpu_id)
         return found[0].alias if found else resource.gpu_id
 
-    def live_gpu_rate(self, resource: LiveResource) -> GpuRate | None:
-        if resource.gpu_id is None:
-            return None
-        return gpu_rate(
-            self.profile,
-            self.live.quotes,
-            resource.gpu_id,
-            count=max(resource.gpu_count, 1),
-            cloud=resource.cloud,
-            spot=resource.spot,
+    def pricing(self) -> Pricing:
+        """The cost engine's view of this read: quotes, and every machine (snapshots are sized by theirs)."""
+        machines = {r.id: r for r in self.live.resources if r.kind in ("pod", "machine")}
+        return Pricing(
+            profile=self.profile, quotes=self.live.quotes, machines=machines, read_at=self.live.read_at
         )
+
+    def live_gpu_rate(self, resource: LiveResource) -> GpuRate | None:
+        """What a live machine's GPUs bill: the cost engine's rate (the API's own while it runs)."""
+        return live_gpu_rate(self.pricing(), resource)
 
 
 # --- storage tiers ---------------------------------------------------------------------------

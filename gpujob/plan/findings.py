@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext, path_tier, tier_title
-from gpujob.plan.cost import Footprint, meters, monthly_total, usd
 from gpujob.plan.model import Finding
 from gpujob.spec.model import format_duration
 

@@ -14,12 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from gpujob import __version__
+from gpujob.cost.live import footprint
+from gpujob.cost.rates import Footprint, GpuRate, hourly_total, meters, monthly_total
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan import actions as act
 from gpujob.plan import run_actions
 from gpujob.plan.cadence import cadence
 from gpujob.plan.context import JobContext, SpecSource
-from gpujob.plan.cost import Footprint, hourly_total, meters, monthly_total
 from gpujob.plan.findings import by_severity, spec_findings
 from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
 from gpujob.profile import load_profile
@@ -236,24 +237,16 @@ def _read_error_findings(ctx: JobContext) -> list[Finding]:
 
 
 def current_footprint(ctx: JobContext) -> Footprint:
-    m, v = ctx.machine, ctx.volume
-    fp = Footprint()
-    if m is not None:
-        status = "stopped" if m.status == "stopped" else "running"
-        fp = fp.with_(
-            machine=status,
-            gpu=ctx.live_gpu_rate(m),
-            container_disk_gb=m.container_disk_gb,
-            volume_gb=m.volume_gb,
-            static_ip=m.public_ip_kind == "static",
-        )
-    if v is not None:
-        fp = fp.with_(network_volume=(nv_label(ctx, v), v.volume_gb or 0, v.volume_tier or "standard"))
-    if ctx.ips:
-        fp = fp.with_(static_ip=True)
-    if ctx.snapshots:
-        fp = fp.with_(snapshots=tuple((s.id, s.volume_gb or 0) for s in ctx.snapshots))
-    return fp
+    """What the job's live resources bill now, priced by the cost engine exactly as status, cost and
+    audit price them (the GPU it really runs, its state, snapshot sizes from the machine's disk)."""
+    resources = [r for r in (ctx.machine, ctx.volume) if r is not None]
+    resources += ctx.stale_volumes + ctx.ips + ctx.snapshots
+    nv = ctx.spec.storage.network_volume
+    label = nv.name if nv and ctx.volume and ctx.volume.name == ctx.spec.volume_resource_name() else None
+    if ctx.volume is not None and label is None:
+        label = nv_label(ctx, ctx.volume)
+    volume = ctx.volume.name if ctx.volume is not None else None
+    return footprint(ctx.pricing(), resources, volume=volume, label=label)
 
 
 def desired_footprint(ctx: JobContext) -> Footprint:
@@ -270,15 +263,28 @@ def desired_footprint(ctx: JobContext) -> Footprint:
         size = ctx.machine.volume_gb  # grow-only: a larger live volume stays larger
     return Footprint(
         machine="running",
-        gpu=ctx.desired_gpu,
+        gpu=running_gpu(ctx),
         container_disk_gb=spec.machine.container_disk_gb,
         volume_gb=size,
         network_volume=(nv.name, max(nv.size_gb, (ctx.volume.volume_gb or 0) if ctx.volume else 0), nv.tier)
         if nv
         else None,
         static_ip=spec.machine.public_ip == "static",
+        dynamic_ip=spec.platform == "paperspace" and spec.machine.public_ip in (None, "dynamic"),
         snapshots=ctx.fp.snapshots,
     )
+
+
+def running_gpu(ctx: JobContext) -> GpuRate | None:
+    """The GPU the job runs on once the plan is applied: the live machine's own when the plan keeps it
+    (a fallback candidate that is running stays; its rate, not the first choice's, is what bills)."""
+    m = ctx.machine
+    replaced = any(a.kind in (ActionKind.REPLACE, ActionKind.CREATE) and a.resource_kind == ctx.machine_kind
+                   for a in ctx.actions)  # fmt: skip
+    if m is None or replaced or m.status == "terminating":
+        return ctx.desired_gpu
+    live = ctx.live_gpu_rate(m)
+    return live if live is not None else ctx.desired_gpu
 
 
 def nv_label(ctx: JobContext, volume: LiveResource) -> str:

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gpujob.plan.cost import rate, usd
+from gpujob.cost.rates import rate, usd
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, MeterLine, Plan
 from gpujob.render import summary as S
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpujob.plan.cost import usd
+from gpujob.cost.rates import usd
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
 
 K = ActionKind

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import click
 
-from gpujob.plan.cost import rate, usd
+from gpujob.cost.rates import rate, usd
 from gpujob.plan.model import Action, ActionKind, FieldChange, Finding, JobPlan, MeterLine, Plan
 from gpujob.render import summary as S
 

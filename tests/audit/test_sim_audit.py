@@ -83,7 +83,7 @@ def test_audit_figures_equal_simulator_meters(tmp_path: Path) -> None:
     assert by_name["gpujob-sweep"].gotcha == "RP4" and by_name["gpujob-sweep"].over_threshold
     assert by_name["gpujob-render"].gotcha == "PS1"
     ip = next(i for i in report.items if i.kind == "public_ip")
-    assert (ip.owner, ip.job, ip.gotcha) == ("this-repo", "render", "PS6")
+    assert (ip.owner, ip.job, ip.gotcha) == ("this-repo", "render", "PS1")
     assert report.exit_code == 2
 
     jobs = [FixJob(name=n, platform=p, spec_file=f"{n}.yaml", has_checkpoint=True)

@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gpujob.live import PriceQuote
-from gpujob.plan.cost import (
+from gpujob.cost.rates import (
     Footprint,
     GpuRate,
     billing,
@@ -19,6 +18,7 @@ from gpujob.plan.cost import (
     rate,
     usd,
 )
+from gpujob.live import PriceQuote
 from gpujob.profile import HOURS_PER_MONTH, load_profile
 
 RP = load_profile("runpod")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpujob.audit.rates import resource_meters
+from gpujob.cost import rates as cost
+from gpujob.cost.live import Pricing, resource_meters, resource_note
 from gpujob.live import LiveResource
-from gpujob.plan import cost
 from gpujob.profile import load_profile
 
 RP = load_profile("runpod")
@@ -69,7 +69,35 @@ def test_resources_the_profile_cannot_price() -> None:
     unsized = LiveResource(platform="paperspace", kind="snapshot", id="s", name="s", status="available")
     assert resource_meters(PS, ps_vol) is None  # Paperspace has no network volume tiers
     assert resource_meters(PS, drive) is None  # no shared-drive price in the profile
-    assert resource_meters(PS, unsized) is None  # size unknown
+    # PS9: a snapshot's size is never 0: unknown and machine gone -> the smallest disk, and the note says so
+    (line,) = resource_meters(PS, unsized) or []
+    smallest = PS.tier("block_storage").min_gb
+    assert line.what == f"snapshot {smallest} GB"
+    assert line.usd_per_month == pytest.approx(smallest * PS.addon("snapshot").price_gb_month, abs=1e-4)
+    assert "smallest disk" in resource_note(Pricing(profile=PS), unsized)
+
+
+def test_snapshot_is_priced_by_its_machine_disk_size() -> None:
+    """PS9: Paperspace never reports a snapshot's size; it copies the machine's disk."""
+    m = LiveResource(platform="paperspace", kind="machine", id="m", name="gpujob-x", status="stopped",
+                     gpu_id="A4000", volume_gb=500)  # fmt: skip
+    snap = LiveResource(
+        platform="paperspace", kind="snapshot", id="s", name="s", status="available", machine_id="m"
+    )
+    (line,) = resource_meters(Pricing(profile=PS, machines={"m": m}), snap) or []
+    assert line.usd_per_month == pytest.approx(500 * 0.29, abs=1e-4)
+    recorded = Pricing(profile=PS, known_sizes={"s": 250})  # machine gone, size seen before
+    (line,) = resource_meters(recorded, snap) or []
+    assert line.usd_per_month == pytest.approx(250 * 0.29, abs=1e-4)
+
+
+def test_dynamic_ip_bills_only_while_the_machine_runs() -> None:
+    up = LiveResource(platform="paperspace", kind="machine", id="m", name="m", status="running", gpu_id="A4000",
+                      volume_gb=50, public_ip_kind="dynamic")  # fmt: skip
+    ip = [m for m in resource_meters(PS, up) or [] if "dynamic" in m.what]
+    assert [m.usd_per_hour for m in ip] == [PS.addon("dynamic_ip").price_hour]
+    off = up.model_copy(update={"status": "stopped"})
+    assert not [m for m in resource_meters(PS, off) or [] if "dynamic" in m.what]
 
 
 def test_machine_static_ip_billed_on_the_machine_only_when_not_listed() -> None:

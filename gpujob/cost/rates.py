@@ -1,14 +1,16 @@
-"""Money maths for plans: what bills, at which rate, from the profile and the live quotes.
+"""Rates: what bills, at which rate, from the profile, the live quotes and the platform's own figures.
 
 Pure functions. A job's billable footprint is described by a `Footprint` (machine state and storage
 sizes); `meters()` turns it into MeterLines keyed by meter id ("gpu", "volume_disk", ...). The planner
-walks a job's actions over footprints and reads each action's billing off the before/after meters.
+walks a job's actions over footprints and reads each action's billing off the before/after meters;
+`gpujob.cost.live` maps live resources onto footprints, so plan, status, cost and audit share one rate.
 Amounts are computed in Decimal and stored as floats rounded to 9 places; renderers round to cents.
 A month is 720 hours, the convention both platforms bill storage by.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Literal
@@ -38,7 +40,10 @@ class Footprint:
     container_disk_gb: int | None = None
     volume_gb: int | None = None
     network_volume: tuple[str, int, str] | None = None  # (name, size_gb, tier)
+    # Volumes the job still owns but the spec no longer names (orphans): they bill like any other.
+    extra_volumes: tuple[tuple[str, int, str], ...] = field(default_factory=tuple)
     static_ip: bool = False
+    dynamic_ip: bool = False  # Paperspace: an address handed out at power-on, billed only while running
     snapshots: tuple[tuple[str, int], ...] = field(default_factory=tuple)  # (id, size_gb)
 
     def with_(self, **changes: object) -> Footprint:
@@ -112,6 +117,14 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
         out[f"network_volume:{size}"] = network_volume_line(
             profile, size, tier_name, what=f"network volume {name} {size} GB ({tier_name})"
         )
+    for name, size, tier_name in fp.extra_volumes:
+        out[f"network_volume:{name}:{size}"] = network_volume_line(
+            profile, size, tier_name, what=f"network volume {name} {size} GB ({tier_name})"
+        )
+    if fp.machine == "running" and fp.dynamic_ip and any(a.id == "dynamic_ip" for a in profile.addons):
+        line = addon_line(profile, "dynamic_ip", what="dynamic public IP (while running)")
+        if line.usd_per_hour > 0:
+            out["dynamic_ip"] = line
     if fp.static_ip:
         addon = profile.addon("static_ip")
         hourly = _d(addon.price_hour or 0)
@@ -220,8 +233,9 @@ def billing_summary(
 
 
 def rate(m: MeterLine) -> str:
-    """A meter's natural rate: compute by the hour, storage and add-ons by the month."""
-    if m.what.startswith("GPU"):
+    """A meter's natural rate: compute (and what bills only while running) by the hour, storage and
+    add-ons by the month."""
+    if m.what.startswith("GPU") or "while running" in m.what:
         return f"{usd(m.usd_per_hour)}/h"
     capped = m.monthly_cap_usd is not None and m.usd_per_month >= m.monthly_cap_usd
     return f"{usd(m.usd_per_month)}/mo" + (" (monthly cap)" if capped else "")
@@ -256,7 +270,7 @@ def offer_for(profile: Profile, gpu: str) -> tuple[GpuOffer, int | None] | None:
 
 def gpu_rate(
     profile: Profile,
-    quotes: list[PriceQuote],
+    quotes: Sequence[PriceQuote],
     gpu: str,
     *,
     count: int = 1,
@@ -290,7 +304,7 @@ def gpu_rate(
     return GpuRate(label, _f(_d(price) * count), profile_source(profile, offer.as_of))
 
 
-def quote_available(profile: Profile, quotes: list[PriceQuote], gpu: str, spot: bool) -> bool | None:
+def quote_available(profile: Profile, quotes: Sequence[PriceQuote], gpu: str, spot: bool) -> bool | None:
     found = offer_for(profile, gpu)
     if found is None:
         return None
