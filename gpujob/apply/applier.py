@@ -26,6 +26,7 @@ from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind, Plan
 from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
+from gpujob.state import StateRef
 
 
 class LoadedLike(Protocol):
@@ -55,7 +56,7 @@ class JobContext:
     spec: JobSpec
     spec_path: Path
     provider: Provider
-    state_dir: Path
+    state_dir: StateRef  # the project's store (a Path: a local state directory)
     journal: Journal
     ssh: SSHApi
     clock: Clock
@@ -112,13 +113,12 @@ class WaitedProvider:
         return waited
 
 
-def _state_dir_for(path: Path, override: Path | None) -> Path:
+def _state_dir_for(path: Path, override: StateRef | None) -> StateRef:
     if override is not None:
-        override.mkdir(mode=0o700, parents=True, exist_ok=True)
         return override
-    from gpujob.config import state_dir
+    from gpujob.state import open_store
 
-    return state_dir(path)
+    return open_store(path)
 
 
 async def apply_plan(
@@ -132,7 +132,7 @@ async def apply_plan(
     clock: Clock | None = None,
     env: Mapping[str, str] | None = None,
     ssh: SSHApi | None = None,
-    state_dir: Path | None = None,
+    state_dir: StateRef | None = None,
     command: str = "gpujob apply",
 ) -> ApplyResult:
     """Run every action of `plan`. `auto_approve` is the caller's confirmation of ordinary actions;

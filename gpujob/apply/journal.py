@@ -1,4 +1,5 @@
-"""The apply journal: <state>/journal/<job>.jsonl, one line per event, appended and fsynced.
+"""The apply journal: journal/<job>.jsonl in the project's store, one line per event, appended (fsynced
+locally, committed in PostgreSQL).
 
 An intent line is written before every step and an outcome line after it, so a killed apply leaves a
 record of the step that was in flight. Apply itself converges from live state (level-triggered); the
@@ -12,12 +13,14 @@ import json
 import os
 import uuid
 from datetime import datetime
-from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from gpujob.model import Model
+
+if TYPE_CHECKING:
+    from gpujob.state import StateRef
 
 Phase = Literal["begin", "intent", "done", "failed", "skipped", "end"]
 
@@ -36,8 +39,11 @@ class JournalEntry(Model):
 
 
 class Journal:
-    def __init__(self, state_dir: Path, job: str) -> None:
-        self.path = state_dir / "journal" / f"{job}.jsonl"
+    def __init__(self, state: StateRef, job: str) -> None:
+        from gpujob.state import as_store
+
+        self.store = as_store(state)
+        self.name = f"journal/{job}.jsonl"
         self.job = job
         self.run = uuid.uuid4().hex[:12]
 
@@ -49,24 +55,13 @@ class Journal:
             if isinstance(entry_or_phase, JournalEntry)
             else JournalEntry(at=at, run=self.run, phase=entry_or_phase, **fields)  # type: ignore[arg-type]
         )
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        line = (json.dumps(entry.model_dump(mode="json"), sort_keys=True) + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self.store.append(self.name, json.dumps(entry.model_dump(mode="json"), sort_keys=True).encode())
         return entry
 
     def entries(self) -> list[JournalEntry]:
         """Every readable line; a line torn by a kill mid-write is skipped, not fatal."""
-        try:
-            text = self.path.read_text()
-        except FileNotFoundError:
-            return []
         out: list[JournalEntry] = []
-        for raw in text.splitlines():
+        for raw in self.store.lines(self.name):
             try:
                 out.append(JournalEntry.model_validate_json(raw))
             except ValueError:

@@ -7,19 +7,19 @@ import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from gpujob.apply.records import PullRecord, load_pull_record
 from gpujob.apply.runtime import Target
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
+from gpujob.state import StateRef, Store, as_store
 
 
 @dataclass
 class JobView:
     loaded: Any  # LoadedSpec
-    state_dir: Path
+    state_dir: Store  # the project's store
     provider: Any
     machine: LiveResource | None
     volume: LiveResource | None
@@ -118,13 +118,14 @@ async def _size(remote: Any, path: str) -> int:
         return 0
 
 
-def known_hosts_line(pins_file: Path, resource_id: str, host: str, port: int) -> str | None:
+def known_hosts_line(state: StateRef, resource_id: str, host: str, port: int) -> str | None:
     """The pinned host key of a resource as an OpenSSH known_hosts line for this endpoint."""
-    import json
+    from gpujob.errors import SSHConnectError
+    from gpujob.ssh.session import HostKeyPins
 
     try:
-        pins: Mapping[str, Any] = json.loads(pins_file.read_text())
-    except (OSError, ValueError):
+        pins: Mapping[str, Any] = HostKeyPins(as_store(state)).load()
+    except SSHConnectError:
         return None
     entry = pins.get(resource_id)
     if not isinstance(entry, dict) or "key" not in entry:

@@ -1,22 +1,23 @@
 """Records gpujob keeps beside the job file, read by the planner.
 
-<state>/pulls/<job>.json holds the latest PullRecord of a job: what `pull` fetched, from where, and
-whether each file was verified. The teardown gate reads it, and the planner shows it next to
-destructive actions. <state>/launches/<job>.json holds the LaunchRecord: what the job's machine was
-created with that the platform does not report back.
+pulls/<job>.json in the project's store (gpujob.state) holds the latest PullRecord of a job: what `pull`
+fetched, from where, and whether each file was verified. The teardown gate reads it, and the planner
+shows it next to destructive actions. launches/<job>.json holds the LaunchRecord: what the job's machine
+was created with that the platform does not report back.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from gpujob.model import Model, Platform
+
+if TYPE_CHECKING:
+    from gpujob.state import StateRef
 
 
 class PulledFile(Model):
@@ -68,70 +69,57 @@ class PullRecord(Model):
         return not self.missing() and not self.unverified()
 
 
-def pulls_path(state_dir: Path, job: str) -> Path:
-    return state_dir / "pulls" / f"{job}.json"
+def pulls_name(job: str) -> str:
+    return f"pulls/{job}.json"
 
 
-def load_pull_record(state_dir: Path, job: str) -> PullRecord | None:
-    try:
-        return PullRecord.model_validate_json(pulls_path(state_dir, job).read_text())
-    except FileNotFoundError:
-        return None
+def load_pull_record(state: StateRef, job: str) -> PullRecord | None:
+    from gpujob.state import as_store
+
+    data = as_store(state).read(pulls_name(job))
+    return None if data is None else PullRecord.model_validate_json(data)
 
 
-def load_pull_records(state_dir: Path) -> dict[str, PullRecord]:
-    """Every job's latest pull record in a state dir, keyed by job name (for the planner)."""
+def load_pull_records(state: StateRef) -> dict[str, PullRecord]:
+    """Every job's latest pull record in a store, keyed by job name (for the planner)."""
+    from gpujob.state import as_store
+
+    store = as_store(state)
     out: dict[str, PullRecord] = {}
-    folder = state_dir / "pulls"
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.glob("*.json")):
+    for name in store.names("pulls/"):
+        data = store.read(name)
+        if data is None or not name.endswith(".json"):
+            continue
         try:
-            rec = PullRecord.model_validate_json(path.read_text())
+            rec = PullRecord.model_validate_json(data)
         except ValueError:
             continue  # an unreadable record proves nothing; the gate then refuses for lack of one
         out[rec.job] = rec
     return out
 
 
-def _state_dir_of(ls: Any) -> Path:
-    override = os.environ.get("GPUJOB_STATE_DIR")
-    return Path(override) if override else ls.path.resolve().parent / ".gpujob"
-
-
 def job_pull_records(loaded: Sequence[Any]) -> dict[str, PullRecord]:
-    """Each loaded job's pull record from its state dir, read-only (planning never creates .gpujob/)."""
+    """Each loaded job's pull record from its project's store, read-only (planning creates nothing)."""
+    from gpujob.state import open_store
+
     records: dict[str, PullRecord] = {}
     for ls in loaded:
-        state = _state_dir_of(ls)
-        if state.is_dir():
-            rec = load_pull_records(state).get(ls.spec.name)
-            if rec is not None:
-                records[ls.spec.name] = rec
+        rec = load_pull_records(open_store(ls.path)).get(ls.spec.name)
+        if rec is not None:
+            records[ls.spec.name] = rec
     return records
 
 
-def save_pull_record(state_dir: Path, record: PullRecord) -> Path:
-    return _write_atomic(pulls_path(state_dir, record.job), record.model_dump_json(indent=2))
+def save_pull_record(state: StateRef, record: PullRecord) -> None:
+    """Replaced atomically: a kill never leaves half a record."""
+    from gpujob.state import as_store
 
-
-def _write_atomic(path: Path, text: str) -> Path:
-    """Temp file, fsync, rename, so a kill never leaves half a record."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    return path
+    as_store(state).write(pulls_name(record.job), record.model_dump_json(indent=2).encode())
 
 
 class LaunchRecord(Model):
     """What gpujob created a job's machine with that the platform never reports back (Paperspace machine
-    objects carry no templateId and no diskSize): <state>/launches/<job>.json, written at create and at
+    objects carry no templateId and no diskSize): launches/<job>.json in the store, written at create and at
     every disk grow. The planner diffs template and disk size against it, never against storageTotal."""
 
     job: str
@@ -146,22 +134,27 @@ class LaunchRecord(Model):
         return wanted in (self.template, self.template_id)
 
 
-def launches_path(state_dir: Path, job: str) -> Path:
-    return state_dir / "launches" / f"{job}.json"
+def launches_name(job: str) -> str:
+    return f"launches/{job}.json"
 
 
-def save_launch_record(state_dir: Path, record: LaunchRecord) -> Path:
-    return _write_atomic(launches_path(state_dir, record.job), record.model_dump_json(indent=2))
+def save_launch_record(state: StateRef, record: LaunchRecord) -> None:
+    from gpujob.state import as_store
+
+    as_store(state).write(launches_name(record.job), record.model_dump_json(indent=2).encode())
 
 
-def load_launch_record(state_dir: Path, job: str) -> LaunchRecord | None:
+def load_launch_record(state: StateRef, job: str) -> LaunchRecord | None:
+    from gpujob.state import as_store
+
+    data = as_store(state).read(launches_name(job))
     try:
-        return LaunchRecord.model_validate_json(launches_path(state_dir, job).read_text())
-    except (FileNotFoundError, ValueError):
+        return None if data is None else LaunchRecord.model_validate_json(data)
+    except ValueError:
         return None  # an unreadable record proves nothing: the planner then does not diff those fields
 
 
-def note_launch(state_dir: Path, spec: Any, machine: Any, *, disk_gb: int | None = None) -> None:
+def note_launch(state_dir: StateRef, spec: Any, machine: Any, *, disk_gb: int | None = None) -> None:
     """Write the launch record of `spec`'s machine right after create (its template and disk), or with
     `disk_gb` after a disk grow (only the size changes)."""
     from datetime import UTC
@@ -188,10 +181,12 @@ def note_launch(state_dir: Path, spec: Any, machine: Any, *, disk_gb: int | None
 
 
 def job_launch_records(loaded: Sequence[Any]) -> dict[str, LaunchRecord]:
-    """Each loaded job's launch record, read-only (planning never creates .gpujob/)."""
+    """Each loaded job's launch record, read-only (planning creates nothing)."""
+    from gpujob.state import open_store
+
     out: dict[str, LaunchRecord] = {}
     for ls in loaded:
-        rec = load_launch_record(_state_dir_of(ls), ls.spec.name)
+        rec = load_launch_record(open_store(ls.path), ls.spec.name)
         if rec is not None:
             out[ls.spec.name] = rec
     return out

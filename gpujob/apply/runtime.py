@@ -24,6 +24,7 @@ from gpujob.errors import GpujobError, SSHConnectError
 from gpujob.live import LiveResource, SSHEndpoint
 from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
+from gpujob.state import StateRef, as_store
 
 ENDPOINT_WAIT_S = 600.0
 LAUNCH_ATTEMPTS = 3
@@ -38,7 +39,7 @@ class Target:
     spec_path: Path
     provider: Provider
     resource: LiveResource
-    state_dir: Path
+    state_dir: StateRef  # the project's store (a Path: a local state directory)
     moved: bool = False  # created or started by this apply: the host (and its key) may be new
 
 
@@ -109,7 +110,7 @@ async def open_remote(
 ) -> AsyncIterator[Any]:
     """Connect with the project key and the pinned host key, retrying while sshd comes up."""
     key_path, _ = ssh.ensure_project_key(target.state_dir)
-    known_hosts = target.state_dir / "known_hosts.json"
+    known_hosts = as_store(target.state_dir)
     started = clock.now()
     reporter = reporter_of(note)
     async with contextlib.AsyncExitStack() as waits:
@@ -150,21 +151,27 @@ async def read_status_once(
     spec: JobSpec,
     resource: LiveResource,
     provider: Provider,
-    state_dir: Path,
+    state_dir: StateRef,
     *,
     ssh: SSHApi | None = None,
     timeout: float = 8.0,
 ) -> Any:
     """One attempt at the run status for a plan: no waiting for the endpoint, no retries, no new key.
     Returns the SSH layer's RunStatus, or a string saying why there is none."""
+    from gpujob.ssh.keys import KEY_NAME
+
     endpoint = provider.ssh_endpoint(resource)
     if endpoint is None:
         return f"{resource.name} has no SSH endpoint yet"
+    store = as_store(state_dir)
+    key_path = store.secret_file(KEY_NAME)
+    if key_path is None:
+        return f"no project SSH key in {store.location} (the machine was not made from here)"
     ssh = ssh or SSHApi.default()
     cm = ssh.open(
         endpoint,
-        key_path=state_dir / "id_ed25519",
-        known_hosts=state_dir / "known_hosts.json",
+        key_path=key_path,
+        known_hosts=store,
         resource_id=resource.id,
         timeout=timeout,
     )

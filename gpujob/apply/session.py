@@ -21,6 +21,7 @@ from gpujob.apply.reconcile import mark_finished, record_launches
 from gpujob.apply.records import job_launch_records, job_pull_records
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan
+from gpujob.state import Store
 
 Ask = Callable[[str], str]
 
@@ -42,10 +43,11 @@ def job_files(args: Sequence[Path]) -> list[Path]:
     return resolve_job_files(args, command="apply")
 
 
-def state_dir_of(path: Path) -> Path:
-    from gpujob.config import state_dir
+def state_dir_of(path: Path) -> Store:
+    """The store of a job file's project (the name is older than the stores: it was .gpujob/)."""
+    from gpujob.state import open_store
 
-    return state_dir(path)
+    return open_store(path)
 
 
 def pull_records(loaded: Sequence[Any]) -> dict[str, Any]:
@@ -55,12 +57,10 @@ def pull_records(loaded: Sequence[Any]) -> dict[str, Any]:
 @contextlib.contextmanager
 def locked(loaded: Sequence[Any], command: str) -> Iterator[None]:
     """Every job's lock, in a fixed order so two applies over overlapping jobs cannot deadlock."""
-    from gpujob.lock import job_lock
-
-    keys = sorted({(str(state_dir_of(ls.path)), ls.spec.name) for ls in loaded})
+    stores = {(state_dir_of(ls.path).location, ls.spec.name): state_dir_of(ls.path) for ls in loaded}
     with contextlib.ExitStack() as stack:
-        for sdir, job in keys:
-            stack.enter_context(job_lock(Path(sdir), job, command=command))
+        for key in sorted(stores):
+            stack.enter_context(stores[key].lock(key[1], command=command))
         yield
 
 

@@ -16,7 +16,7 @@ from gpujob.live import SSHEndpoint
 
 @dataclass
 class SSHApi:
-    ensure_project_key: Callable[[Path], tuple[Path, str]]
+    ensure_project_key: Callable[[Any], tuple[Path, str]]  # (a Store or a local state dir) -> key
     connect: Callable[..., Any]
     sync_tree: Callable[..., Any]
     pull_checkpoints: Callable[..., Any]
@@ -41,7 +41,7 @@ class SSHApi:
         endpoint: SSHEndpoint,
         *,
         key_path: Path,
-        known_hosts: Path,
+        known_hosts: Any,  # a Store holding known_hosts.json, or a JSON file's path
         resource_id: str,
         expect_new_host: bool = False,
         timeout: float | None = None,

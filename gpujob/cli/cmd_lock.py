@@ -13,7 +13,8 @@ HELP = """Remove a job's apply lock left behind by a process that is gone.
 
 \b
 The lock is a file lock under the project's state dir (.gpujob/locks/JOB.lock, or $GPUJOB_STATE_DIR),
-with a note naming the holder. Removing a lock whose holder still runs lets two applies touch the
+with a note naming the holder; with a PostgreSQL state store (GPUJOB_STATE_URL) it is the holder's
+database session, which the server ends when that process dies. Removing a lock whose holder still runs lets two applies touch the
 same job at once: check first. In CI (CI=true) or without a terminal nothing prompts; pass --yes.
 
 \b
@@ -46,33 +47,16 @@ def _find_job_file(job: str) -> Path | None:
     return None
 
 
-def lock_is_held(state: Path, job: str) -> bool:
-    """Whether a live process holds the OS lock right now (the note alone proves nothing)."""
-    from filelock import FileLock, Timeout
-
-    path = state / "locks" / f"{job}.lock"
-    if not path.exists():
-        return False
-    probe = FileLock(str(path), timeout=0)
-    try:
-        probe.acquire()
-    except Timeout:
-        return True
-    probe.release()
-    return False
-
-
 def _run(job: str, yes: bool, job_file: Path | None) -> int:
     from gpujob.audit.cliutil import interactive
-    from gpujob.config import state_dir
     from gpujob.errors import GpujobError
-    from gpujob.lock import force_unlock, read_lock
+    from gpujob.state import open_store
 
-    state = state_dir(job_file or _find_job_file(job))
-    info = read_lock(state, job)
-    held = lock_is_held(state, job)
-    if info is None and not held and not (state / "locks" / f"{job}.lock").exists():
-        click.echo(f"Job '{job}' is not locked (looked in {state / 'locks'}).")
+    store = open_store(job_file or _find_job_file(job))
+    info = store.read_lock(job)
+    held = store.lock_held(job)
+    if info is None and not held and job not in store.locked_jobs():
+        click.echo(f"Job '{job}' is not locked (looked in {store.location}).")
         return 0
     who = info.describe() if info else "an unknown process (no holder note)"
     click.echo(f"Job '{job}' is locked by {who}.")
@@ -96,6 +80,6 @@ def _run(job: str, yes: bool, job_file: Path | None) -> int:
         if not click.confirm(f"Remove the lock of job '{job}'?", default=False):
             click.echo("Left the lock in place.")
             return 1
-    force_unlock(state, job)
+    store.force_unlock(job)
     click.echo(f"Removed the lock of job '{job}'.")
     return 0

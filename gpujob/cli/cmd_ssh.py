@@ -43,13 +43,23 @@ def _ssh(target: Path | None, remote_command: tuple[str, ...], print_only: bool)
     loaded = load_specs(job_files([target] if target else []))
     if len(loaded) != 1:
         raise GpujobError(f"ssh needs one job; {len(loaded)} job files found", hint="name the job file")
-    argv = asyncio.run(_argv(loaded))
+    argv, local = asyncio.run(_argv(loaded))
     argv += list(remote_command)
     if print_only:
         click.echo(shlex.join(argv))
         return 0
-    os.execvp(argv[0], argv)
-    return 0  # not reached
+    if local:
+        os.execvp(argv[0], argv)
+    # The key came from a database store into a temp file that must go when gpujob exits: run ssh as a
+    # child instead of replacing this process. Ctrl-C reaches ssh from the terminal too: ssh decides.
+    import subprocess
+
+    child = subprocess.Popen(argv)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 async def _argv(loaded):  # type: ignore[no-untyped-def]
@@ -58,26 +68,27 @@ async def _argv(loaded):  # type: ignore[no-untyped-def]
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
     from gpujob.errors import GpujobError
+    from gpujob.state.local import LocalStore
 
     ssh, clock = SSHApi.default(), SystemClock()
     async with job_views(loaded) as views:
         view = views[0]
         target = view.target()
         endpoint = await wait_for_endpoint(target, clock, lambda m: click.echo(m, err=True))
-        pins = view.state_dir / "known_hosts.json"
-        line = known_hosts_line(pins, target.resource.id, endpoint.host, endpoint.port)
+        store = view.state_dir
+        line = known_hosts_line(store, target.resource.id, endpoint.host, endpoint.port)
         if line is None:  # pin on first use through asyncssh, exactly as apply does
             async with open_remote(target, ssh, clock, lambda m: click.echo(m, err=True)) as remote:
                 await remote.run("true")
-            line = known_hosts_line(pins, target.resource.id, endpoint.host, endpoint.port)
+            line = known_hosts_line(store, target.resource.id, endpoint.host, endpoint.port)
         if line is None:
             raise GpujobError(f"no pinned host key for {target.resource.id}")
-        known = view.state_dir / "ssh_known_hosts"
+        known = store.scratch_dir() / "ssh_known_hosts"
         known.write_text(line + "\n")
         known.chmod(0o600)
-        key_path, _ = ssh.ensure_project_key(view.state_dir)
+        key_path, _ = ssh.ensure_project_key(store)
     return [
         "ssh", "-i", str(key_path), "-p", str(endpoint.port),
         "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}",
         f"{endpoint.user}@{endpoint.host}",
-    ]  # fmt: skip
+    ], isinstance(store, LocalStore)  # fmt: skip

@@ -22,7 +22,8 @@ NOT_REFRESHED = "not read over SSH (--no-refresh-runs)"
 
 
 def state_dir_readonly(job_file: Path) -> Path:
-    """gpujob.config.state_dir without creating it."""
+    """gpujob.config.state_dir without creating it (the local layout only: gpujob.state.open_store is
+    the way to the state)."""
     override = os.environ.get("GPUJOB_STATE_DIR")
     return Path(override) if override else job_file.resolve().parent / ".gpujob"
 
@@ -40,14 +41,14 @@ def running_machine(spec: Any, live: LiveState) -> LiveResource | None:
 
 
 def journal_facts(loaded: Any) -> dict[str, Any]:
-    """launch_pending, finished_for_digest and launched_digest from <state>/journal/<job>.jsonl."""
+    """launch_pending, finished_for_digest and launched_digest from the job's journal."""
     from gpujob.apply.journal import Journal
     from gpujob.apply.reconcile import finished_marker, launch_pending, launched_digest
+    from gpujob.state import open_store
 
-    sdir = state_dir_readonly(loaded.path)
-    if not sdir.is_dir():
+    entries = Journal(open_store(loaded.path), loaded.spec.name).entries()
+    if not entries:
         return {}
-    entries = Journal(sdir, loaded.spec.name).entries()
     return {
         "launch_pending": launch_pending(entries),
         "finished_for_digest": finished_marker(entries, loaded.digest) is not None,
@@ -116,7 +117,6 @@ async def _status(ls: Any, machine: LiveResource, provider: Any, ssh: Any, timeo
 
     if provider is None:
         return f"no {ls.spec.platform} provider open"
-    sdir = state_dir_readonly(ls.path)
-    if not (sdir / "id_ed25519").is_file():
-        return f"no project SSH key in {sdir} (the machine was not made from here)"
-    return await read_status_once(ls.spec, machine, provider, sdir, ssh=ssh, timeout=timeout)
+    from gpujob.state import open_store
+
+    return await read_status_once(ls.spec, machine, provider, open_store(ls.path), ssh=ssh, timeout=timeout)

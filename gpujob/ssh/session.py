@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from gpujob.live import SSHEndpoint
 from gpujob.model import Model
 from gpujob.ssh.deadline import CLOSE_GRACE_S, Limits, OutputTooLarge, SSHStalled, Watch
 from gpujob.ssh.quote import q
+from gpujob.state import Store
 
 # Measured on loopback (see the report of the SSH layer): AES-GCM is the fastest cipher asyncssh
 # offers through `cryptography`; chacha20 is kept as a fallback for servers without AES-GCM.
@@ -67,46 +67,56 @@ class _PinningClient(asyncssh.SSHClient):
 
 
 class HostKeyPins:
-    """gpujob's own known_hosts: a JSON file {resource_id: {key, fingerprint, host, port, pinned_at}}.
+    """gpujob's own known_hosts: a JSON document {resource_id: {key, fingerprint, host, port, pinned_at}},
+    known_hosts.json in the project's store (or any JSON file, given its path).
 
     Keyed by the platform's resource id, not host:port, because cloud hosts reuse addresses."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    NAME = "known_hosts.json"
+
+    def __init__(self, where: Path | Store) -> None:
+        from gpujob.state.local import LocalStore
+
+        if isinstance(where, str | Path):
+            self.store: Store = LocalStore(Path(where).parent)
+            self.name = Path(where).name
+        else:
+            self.store, self.name = where, self.NAME
+
+    @staticmethod
+    def parse(data: bytes | None, where: str = "pinned host keys") -> dict[str, dict[str, Any]]:
+        if data is None:
+            return {}
+        try:
+            parsed = json.loads(data)
+        except ValueError as exc:
+            raise SSHConnectError(f"cannot read {where}: {exc}") from exc
+        return parsed if isinstance(parsed, dict) else {}
 
     def load(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise SSHConnectError(f"cannot read pinned host keys {self.path}: {exc}") from exc
-        return data if isinstance(data, dict) else {}
+        return self.parse(
+            self.store.read(self.name), f"pinned host keys {self.name} in {self.store.location}"
+        )
 
     def get(self, resource_id: str) -> asyncssh.SSHKey | None:
         entry = self.load().get(resource_id)
         return asyncssh.import_public_key(entry["key"]) if entry else None
 
     def pin(self, resource_id: str, key: asyncssh.SSHKey, endpoint: SSHEndpoint) -> None:
-        from filelock import FileLock
+        entry = {
+            "key": key.export_public_key("openssh").decode().strip(),
+            "fingerprint": key.get_fingerprint("sha256"),
+            "host": endpoint.host,
+            "port": endpoint.port,
+            "pinned_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
 
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with FileLock(str(self.path) + ".lock"):
-            data = self.load()
-            data[resource_id] = {
-                "key": key.export_public_key("openssh").decode().strip(),
-                "fingerprint": key.get_fingerprint("sha256"),
-                "host": endpoint.host,
-                "port": endpoint.port,
-                "pinned_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            }
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                json.dump(data, fh, indent=2, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+        def change(old: bytes | None) -> bytes:
+            data = self.parse(old)
+            data[resource_id] = entry
+            return json.dumps(data, indent=2, sort_keys=True).encode()
+
+        self.store.update(self.name, change)
 
 
 class Remote:
@@ -337,7 +347,7 @@ async def connect(
     endpoint: SSHEndpoint,
     *,
     key_path: Path,
-    known_hosts: Path,
+    known_hosts: Path | Store,
     resource_id: str,
     timeout: float | None = None,
     expect_new_host: bool = False,
@@ -353,7 +363,7 @@ async def connect(
     conn = await _open(
         endpoint,
         Path(key_path),
-        HostKeyPins(known_hosts),
+        HostKeyPins(Path(known_hosts) if isinstance(known_hosts, str | Path) else known_hosts),
         resource_id,
         limits.connect_s if timeout is None else timeout,
         expect_new_host,

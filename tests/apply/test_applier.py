@@ -88,7 +88,7 @@ def test_create_launch_and_journal(tmp_path):
     phases = [(e.action_id, e.phase) for e in journal.entries() if e.action_id]
     assert phases == [(a, p) for a in res.done for p in ("intent", "done")]
     assert journal.in_flight() == {}
-    assert CANARY not in journal.path.read_text()
+    assert CANARY.encode() not in b"".join(journal.store.lines(journal.name))
 
 
 def test_rerun_adopts_instead_of_duplicating(tmp_path):

@@ -1,0 +1,122 @@
+"""Where gpujob keeps what it remembers: one Store per project, behind one small interface.
+
+Everything gpujob keeps between runs goes through a Store and nothing else touches its files:
+
+    journal/<job>.jsonl     apply journal (append-only log)
+    pulls/<job>.json        latest pull record (document)
+    known_hosts.json        pinned SSH host keys (document, changed under a lock)
+    events.jsonl            watch events (append-only log)
+    id_ed25519              the project's SSH private key (secret; public half beside it, readable)
+    the job locks           one writer per job
+
+Names are the local layout's relative paths, so the local directory store is the files themselves and
+any other store holds the same names (migration copies name by name). `.jsonl` names are logs, SECRETS
+are secrets, everything else is a document.
+
+Two stores: LocalStore (.gpujob/ beside the job file, or $GPUJOB_STATE_DIR: today's default, no
+database) and PgStore (PostgreSQL, chosen by $GPUJOB_STATE_URL or a `state:` block in gpujob.yaml).
+gpujob.state.config decides which one a job file uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from gpujob.lock import LockInfo
+
+SECRETS = ("id_ed25519",)  # names whose contents are secret: encrypted at rest outside the local dir
+PUBLIC_SUFFIX = ".pub"  # the readable half of a secret lives at <name>.pub
+
+
+def is_log(name: str) -> bool:
+    return name.endswith(".jsonl")
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A project's state. Every method is safe against other processes (and, for PgStore, other hosts)
+    using the same store at the same time."""
+
+    @property
+    def location(self) -> str:
+        """Where the state is, for messages (never carries a password)."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """A short name of the project (the SSH key's comment)."""
+        ...
+
+    # Documents: whole values, replaced atomically.
+    def read(self, name: str) -> bytes | None: ...
+    def write(self, name: str, data: bytes) -> None: ...
+    def update(self, name: str, change: Callable[[bytes | None], bytes]) -> bytes:
+        """Read-modify-write with every other updater of `name` excluded meanwhile."""
+        ...
+
+    def create(self, name: str, data: bytes) -> bytes:
+        """Write `data` unless `name` exists; return what is stored (the first writer wins)."""
+        ...
+
+    def names(self, prefix: str = "") -> list[str]:
+        """Every document, log and secret name under `prefix`, sorted."""
+        ...
+
+    # Logs: lines appended one at a time, never rewritten.
+    def append(self, name: str, line: bytes) -> None: ...
+    def lines(self, name: str, *, last: int | None = None) -> list[bytes]:
+        """Every line (or the last `last`), oldest first, without line ends."""
+        ...
+
+    # Secrets: stored encrypted outside the local directory; the public half stays readable.
+    def secret(self, name: str) -> bytes | None: ...
+    def public(self, name: str) -> bytes | None: ...
+    def create_secret(self, name: str, make: Callable[[], tuple[bytes, bytes]]) -> bytes:
+        """The secret `name`, made by `make() -> (secret, public)` on first use (one maker wins)."""
+        ...
+
+    def secret_file(self, name: str) -> Path | None:
+        """A file holding the secret, private to this user, for tools that need a path (ssh -i). None
+        when there is no such secret. Files made for a remote store are removed when gpujob exits."""
+        ...
+
+    def scratch_dir(self) -> Path:
+        """A private directory for files made from the state for other tools (ssh's known_hosts)."""
+        ...
+
+    # The job locks.
+    def lock(
+        self, job: str, *, timeout: float = 0, command: str | None = None
+    ) -> AbstractContextManager[LockInfo]:
+        """Hold the job's lock for the block; LockError naming the holder when it is taken."""
+        ...
+
+    def read_lock(self, job: str) -> LockInfo | None: ...
+    def lock_held(self, job: str) -> bool:
+        """Whether some live process holds the job's lock right now (the holder note proves nothing)."""
+        ...
+
+    def force_unlock(self, job: str) -> bool: ...
+    def locked_jobs(self) -> list[str]: ...
+
+
+StateRef = Path | Store  # a Path is a local state directory (tests and the SSH layer pass those)
+
+
+def as_store(ref: StateRef) -> Store:
+    if isinstance(ref, Path):
+        from gpujob.state.local import LocalStore
+
+        return LocalStore(ref)
+    return ref
+
+
+def open_store(job_file: Path | None = None) -> Store:
+    """The store of the project a job file belongs to (see gpujob.state.config), one per process."""
+    from gpujob.state.config import store_for
+
+    return store_for(job_file)
