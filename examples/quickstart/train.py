@@ -19,6 +19,8 @@ INTERVAL_S = float(os.environ.get("GPUJOB_CHECKPOINT_INTERVAL", "2"))
 KEEP = int(os.environ.get("GPUJOB_CHECKPOINT_KEEP", "3"))
 TOTAL_STEPS = int(os.environ.get("TOTAL_STEPS", "400"))
 STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0.1"))
+WRITE_SECONDS = float(os.environ.get("CKPT_WRITE_SECONDS", "0"))  # stands in for a big model's write time
+PROGRESS = os.environ.get("GPUJOB_PROGRESS_FILE")  # set by gpujob: where to report the current step
 
 
 def checkpoints() -> list[Path]:
@@ -38,8 +40,18 @@ def load_latest() -> dict:
     return {"format": "toy-v1", "step": 0, "loss": 10.0}
 
 
+def report(step: int) -> None:
+    """One line with the current step, replaced atomically; `gpujob watch` reads it for goodput."""
+    if PROGRESS:
+        tmp = f"{PROGRESS}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(f"{step}\n")
+        os.replace(tmp, PROGRESS)
+
+
 def save(state: dict) -> Path:
     CKPT_DIR.mkdir(parents=True, exist_ok=True)
+    time.sleep(WRITE_SECONDS)
     final = CKPT_DIR / f"step_{state['step']:06d}.json"
     tmp = final.with_suffix(".json.tmp")
     with open(tmp, "w") as fh:
@@ -70,6 +82,7 @@ def main() -> int:
         time.sleep(STEP_SECONDS)
         state["step"] += 1
         state["loss"] = round(state["loss"] * 0.99, 6)
+        report(state["step"])
         if time.monotonic() - last_save >= INTERVAL_S or stop["now"]:
             path = save(state)
             print(f"step {state['step']} loss {state['loss']} checkpoint {path.name}", flush=True)

@@ -22,6 +22,7 @@ from gpujob.plan.model import ActionKind, Plan
 JournalOf = Callable[[Any], Journal]
 FINISHED = "run.finished"
 LAUNCHED = "run.spec"
+HOST_LOST_GPU = "host-lost-gpu"  # <job>.<pod|machine>.host-lost-gpu: a start found no GPU on the host (RP1)
 
 
 def launch_pending(entries: Sequence[JournalEntry]) -> bool:
@@ -36,6 +37,21 @@ def launch_pending(entries: Sequence[JournalEntry]) -> bool:
         elif kind in ("launch", "terminate", "stop") and e.phase == "done":
             pending = False
     return pending
+
+
+def host_lost_gpu(entries: Sequence[JournalEntry]) -> str | None:
+    """Id of the machine whose last start failed because its host has no GPU for it any more (RP1),
+    unless that machine was started, replaced or terminated successfully since."""
+    lost: str | None = None
+    for e in entries:
+        aid = e.action_id or ""
+        if e.phase != "done" or ".network_volume" in aid:
+            continue
+        if aid.endswith("." + HOST_LOST_GPU):
+            lost = e.resource_id
+        elif aid.rsplit(".", 1)[-1] in ("start", "create", "replace", "terminate"):
+            lost = None
+    return lost
 
 
 def finished_marker(entries: Sequence[JournalEntry], digest: str) -> JournalEntry | None:

@@ -10,6 +10,7 @@ from gpujob.apply import runtime
 from gpujob.apply.capacity import candidates, create_with_fallback
 from gpujob.apply.gate import check_gate
 from gpujob.apply.journal import crashpoint
+from gpujob.apply.reconcile import HOST_LOST_GPU
 from gpujob.apply.records import load_pull_record, note_launch
 from gpujob.errors import GpujobError, ProviderNotFound
 from gpujob.live import LiveResource
@@ -189,7 +190,16 @@ async def start(ctx: JobContext, action: Action) -> Outcome:
     machine = _need_machine(ctx, action)
     if machine.status == "running":
         return Outcome(machine.id, "already running")
-    ctx.machine = await ctx.provider.start(machine)
+    try:
+        ctx.machine = await ctx.provider.start(machine)
+    except ZeroGpuError as exc:
+        # RP1: the host has no GPU for this pod any more. Recorded so the next plan replaces the pod on
+        # a fresh host instead of proposing the same start again (gpujob.apply.reconcile.host_lost_gpu).
+        ctx.journal.append(
+            "done", ctx.clock.now(), action_id=f"{ctx.spec.name}.{_machine_kind(ctx)}.{HOST_LOST_GPU}",
+            kind="start", resource_name=machine.name, resource_id=machine.id, detail=str(exc),
+        )  # fmt: skip
+        raise
     ctx.moved = True
     return Outcome(machine.id, f"started {machine.name}")
 

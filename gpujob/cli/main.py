@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ssh": ("cmd_ssh", "Open a shell on the job's machine.   e.g. gpujob ssh --print"),
     "audit": ("cmd_audit", "Find everything billing in the account.   e.g. gpujob audit --format json"),
     "cost": ("cmd_cost", "Spend so far, burn rate and projection.   e.g. gpujob cost"),
+    "watch": ("cmd_watch", "Keep jobs true to their files, unattended.   e.g. gpujob watch --once"),
     "force-unlock": ("cmd_lock", "Remove a stale apply lock.   e.g. gpujob force-unlock bert"),
     "sim": ("cmd_sim", "Local simulator of RunPod and Paperspace.   e.g. gpujob sim up"),
 }

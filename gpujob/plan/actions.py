@@ -64,20 +64,29 @@ def plan_running(ctx: JobContext) -> None:
         return
     changes = machine_changes(ctx, m)
     forcing = [c for c in changes if c.forces_replacement]
+    reasons = []
     if forcing:
-        pull_id = pull_checkpoints(ctx, "replace") if af.ckpts_on_machine(ctx, m) else None
         culprits = ", ".join(c.path for c in forcing)
+        reasons.append(
+            f"{culprits} cannot change on an existing {ctx.machine_kind}: terminate and create again"
+        )
+    elif m.status == "stopped" and m.attributes.get("host_lost_gpu"):
+        reasons.append(
+            f"RP1: the last start of {m.name} found no free GPU on its host (see .gpujob/journal), so starting "
+            "it again would fail the same way: replace it on a fresh host"
+        )
+    if reasons:
+        pull_id = pull_checkpoints(ctx, "replace") if af.ckpts_on_machine(ctx, m) else None
         a = add(
             ctx,
             K.REPLACE,
             ctx.machine_kind,
             m.name,
             resource_id=m.id,
-            reasons=[
-                f"{culprits} cannot change on an existing {ctx.machine_kind}: terminate and create again"
-            ],
+            reasons=reasons,
             after=machine_fp,
             changes=changes,
+            drift=not forcing,
             depends_on=[pull_id, nv_dep],
             findings=lambda aid: af.replace_findings(ctx, aid, forcing),
         )

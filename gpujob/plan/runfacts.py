@@ -56,6 +56,31 @@ def journal_facts(loaded: Any) -> dict[str, Any]:
     }
 
 
+def journal_machine_facts(loaded: Sequence[Any], live: LiveState) -> LiveState:
+    """What only the journal knows about a job's machine, as attributes on its live resource so the
+    planner reads it next to what the platform reports: `host_lost_gpu` (RP1) on a stopped machine
+    whose last start found no GPU on its host."""
+    from gpujob.apply.journal import Journal
+    from gpujob.apply.reconcile import host_lost_gpu
+
+    marked: set[str] = set()
+    for ls in loaded:
+        sdir = state_dir_readonly(ls.path)
+        if sdir.is_dir():
+            rid = host_lost_gpu(Journal(sdir, ls.spec.name).entries())
+            if rid is not None:
+                marked.add(rid)
+    if not marked:
+        return live
+    resources = [
+        r.model_copy(update={"attributes": {**r.attributes, "host_lost_gpu": True}})
+        if r.id in marked and r.status == "stopped"
+        else r
+        for r in live.resources
+    ]
+    return live.model_copy(update={"resources": resources})
+
+
 async def read_run_facts(
     loaded: Sequence[Any],
     live: LiveState,

@@ -237,6 +237,11 @@ class CheckpointSpec(Model):
     size_gb: float | None = Field(
         None, gt=0, description="Expected checkpoint size, for the flush-in-grace check."
     )
+    pull: Literal["continuous", "on_finish", "never"] = Field(
+        "on_finish",
+        description="When `gpujob watch` pulls: continuous (each new checkpoint, verified, while the run goes), "
+        "on_finish (once the run exits 0 or is parked) or never. A teardown still pulls first: the gate needs it.",
+    )
 
     @field_validator("dir")
     @classmethod

@@ -24,6 +24,13 @@ LOG_TAIL_LINES = 50
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
 
 
+class Progress(Model):
+    """A step the run reported in $GPUJOB_PROGRESS_FILE, and how long ago (remote clock) it was written."""
+
+    step: int
+    age_s: float
+
+
 class RunStatus(Model):
     alive: bool
     exit_code: int | None
@@ -34,6 +41,9 @@ class RunStatus(Model):
     finished_at: str | None = None
     setup_failed: bool = False
     detach: str | None = None  # tmux or nohup, as actually used
+    progress: Progress | None = None  # the newest step of this run
+    progress_first: Progress | None = None  # the first step of this run (its resume point + 1)
+    progress_prev: Progress | None = None  # the last step of the run before it (lost or exited)
 
     @property
     def state(self) -> Literal["running", "exited", "setup_failed", "lost", "not_started"]:
@@ -72,6 +82,9 @@ def run_env(spec: JobSpec) -> list[tuple[str, str]]:
     run = _run(spec)
     env: dict[str, str] = {env_name(k): v for k, v in run.env.items()}
     env["GPUJOB_JOB"] = spec.name
+    # Optional for the command: write the current step number here (one line, replaced each step);
+    # `gpujob watch` reads it to record goodput and the time from a preemption to the first new step.
+    env["GPUJOB_PROGRESS_FILE"] = f"{job_dir(spec)}/progress"
     if spec.checkpoint is not None:
         env["GPUJOB_CHECKPOINT_DIR"] = remote_path(spec.checkpoint.dir)
         env["GPUJOB_CHECKPOINT_INTERVAL"] = str(checkpoint_interval_s(spec))
@@ -178,6 +191,9 @@ echo "detach=$(cat "$J/detach" 2>/dev/null)"
 if [ -n "$C" ] && [ -d "$C" ]; then
   echo "checkpoint=$(cd "$C" && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' -printf '%T@ %P\\n' | sort -n | tail -n 1)"
 fi
+for f in progress progress.first progress.prev; do
+  [ -s "$J/$f" ] && echo "$f=$(head -c 64 "$J/$f" | head -n 1 | cut -d ' ' -f 1) $(date -r "$J/$f" +%s.%N)"
+done
 echo "now=$(date +%s.%N)"
 echo "--log--"
 tail -n {LOG_TAIL_LINES} "$J/run.log" 2>/dev/null
@@ -201,6 +217,9 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
             age = None
     code = kv.get("exit_code") or ""
     return RunStatus(
+        progress=_progress(kv.get("progress"), kv.get("now")),
+        progress_first=_progress(kv.get("progress.first"), kv.get("now")),
+        progress_prev=_progress(kv.get("progress.prev"), kv.get("now")),
         alive=kv.get("alive") == "1",
         exit_code=int(code) if code.lstrip("-").isdigit() else None,
         started_at=kv.get("started_at") or None,
@@ -211,3 +230,16 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
         setup_failed=kv.get("setup_failed") == "1",
         detach=kv.get("detach") or None,
     )
+
+
+def _progress(value: str | None, now: str | None) -> Progress | None:
+    """'STEP MTIME' from the status command; None for anything that is not a step number (the file is
+    written by the user's command, so it is untrusted text)."""
+    step, _, mtime = (value or "").partition(" ")
+    if not step.isdigit() or len(step) > 15:
+        return None
+    try:
+        age = max(0.0, float(now or "") - float(mtime))
+    except ValueError:
+        return None
+    return Progress(step=int(step), age_s=age)

@@ -261,3 +261,38 @@ def test_killed_run_is_not_alive_and_relaunches(sshd: SSHD, state: Path, tmp_pat
     finally:
         (tmp_path / "mount" / "code" / "release").touch()
     wait_for("exited", status, lambda st: st.exit_code == 0)
+
+
+def test_progress_first_and_previous_steps_are_recorded_per_run(
+    sshd: SSHD, state: Path, tmp_path: Path
+) -> None:
+    """$GPUJOB_PROGRESS_FILE: the newest step, the first step of this run and the last of the one before."""
+    report = 'for s in $(seq "$FROM" "$TO"); do echo "$s loss" > "$GPUJOB_PROGRESS_FILE"; sleep 0.2; done'
+    spec = make_spec(tmp_path, command=report, detach="nohup", env={"FROM": "3", "TO": "7"})
+    s = Session(sshd, state)
+    scratch = str(tmp_path / "c")
+
+    def status() -> RunStatus:
+        return s.do(lambda r: run_status(r, spec))  # type: ignore[no-any-return]
+
+    s.do(lambda r: launch_run(r, spec, secrets={}, scratch_root=scratch))
+    st = wait_for("first run done", status, lambda st: st.exit_code == 0)
+    assert st.progress is not None and st.progress.step == 7 and st.progress.age_s < 30
+    assert st.progress_first is not None and st.progress_first.step == 3
+    assert st.progress_prev is None
+
+    again = spec.model_copy(deep=True)
+    assert again.run is not None
+    again.run.env.update({"FROM": "6", "TO": "8"})
+    s.do(lambda r: launch_run(r, again, secrets={}, scratch_root=scratch))
+    st = wait_for(
+        "second run done",
+        status,
+        lambda st: st.exit_code == 0 and st.progress is not None and st.progress.step == 8,
+    )
+    assert st.progress_first is not None and st.progress_first.step == 6
+    assert st.progress_prev is not None and st.progress_prev.step == 7
+    assert st.progress_prev.age_s >= st.progress_first.age_s  # the old run's last step came first
+
+    (Path(job_dir(spec)) / "progress").write_text("$(id) not a step\n")
+    assert status().progress is None  # user-written text: anything but a number is ignored

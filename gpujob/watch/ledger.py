@@ -1,0 +1,273 @@
+"""What watch has seen of one job over its life: money and GPU time, the runs (one per launch) and
+their steps, the recoveries it made, and whether the job is parked or finished. Saved atomically to
+<state>/watch/<job>.json after every tick, so a killed watcher starts where it stopped.
+
+Goodput = useful steps ÷ the steps the billed GPU time could have done at the run's own pace.
+Steps come from $GPUJOB_PROGRESS_FILE (see gpujob.ssh.launcher): the launcher keeps the last step
+of the previous run (progress.prev) and the first step of the new one (progress.first), so the work
+redone after a loss and the time from the last old step to the first new one are exact, not sampled.
+The pace is the median step rate between two readings of one run, so a checkpoint write between two
+readings slows one sample, not the estimate. Money is integrated from the plan's hourly rate of what
+is live (gpujob.plan.cost) at each tick, and GPU time from the machine's state at each tick.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpujob.live import LiveResource
+
+MAX_SAMPLES = 200
+MIN_SAMPLE_S = 0.5  # two readings closer than this give a noisy rate
+
+
+class _Mutable(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class RunSegment(_Mutable):
+    """One launch of the command, known by the launcher's started_at stamp."""
+
+    started_at: str
+    first_step: int | None = None
+    first_at: datetime | None = None
+    last_step: int | None = None
+    last_at: datetime | None = None
+
+
+class Loss(_Mutable):
+    """A run that ended without finishing, and what its successor had to do again."""
+
+    at: datetime = Field(description="When the first new step was seen.")
+    last_step: int = Field(description="The last step the lost run reported.")
+    resumed_from: int = Field(description="The step the new run resumed from (its first step - 1).")
+    steps_redone: int
+    recovery_s: float = Field(description="Last step of the lost run -> first step of the new one.")
+
+
+class Recovery(_Mutable):
+    at: datetime
+    what: str
+    ok: bool = True
+
+
+class Park(_Mutable):
+    at: datetime
+    reason: str
+    digest: str = Field(description="The job file it was parked under; a changed file un-parks it.")
+
+
+class Goodput(BaseModel):
+    """The figures `status` and `cost` show."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    wall_s: float
+    gpu_hours: float
+    usd: float
+    steps_done: int | None
+    steps_executed: int | None
+    steps_redone: int
+    losses: int
+    recovery_s: list[float]
+    step_rate: float | None
+    goodput: float | None
+
+    def line(self) -> str:
+        parts = [f"{self.gpu_hours:.3f} GPU-h billed over {_hours(self.wall_s)}"]
+        if self.steps_done is not None:
+            parts.append(
+                f"{self.steps_done} steps done, {self.steps_redone} redone after {self.losses} loss(es)"
+            )
+        if self.recovery_s:
+            worst = max(self.recovery_s)
+            parts.append(f"recovery {statistics.median(self.recovery_s):.1f} s median, {worst:.1f} s worst")
+        head = f"goodput {self.goodput:.2f}" if self.goodput is not None else "goodput unknown"
+        return head + " (" + "; ".join(parts) + ")"
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+class Ledger(_Mutable):
+    job: str
+    first_seen: datetime
+    last_tick: datetime | None = None
+    usd: float = 0.0
+    usd_per_hour: float = 0.0
+    gpu_seconds: float = 0.0
+    gpu_billing: bool = False
+    run_started_at: datetime | None = Field(
+        None, description="When the run of this job was first seen going."
+    )
+    segments: list[RunSegment] = Field(default_factory=list)
+    losses: list[Loss] = Field(default_factory=list)
+    rates: list[float] = Field(default_factory=list)
+    recoveries: list[Recovery] = Field(default_factory=list)
+    last_pulled: str | None = Field(None, description="Newest checkpoint name in the last complete pull.")
+    last_pull_at: datetime | None = None
+    final_pull_for: str | None = Field(None, description="started_at of the finished run last pulled.")
+    parked: Park | None = None
+    finished_digest: str | None = None
+    warned: list[str] = Field(default_factory=list, description="One-time warnings already given.")
+
+    # --- observing
+    def observe_money(self, now: datetime, machine: LiveResource | None, usd_per_hour: float) -> None:
+        """Integrate what billed since the last tick at the rates seen then (a gap while watch was dead
+        is billed at the last rate: the resources most likely kept running)."""
+        if self.last_tick is not None:
+            dt = max(0.0, (now - self.last_tick).total_seconds())
+            self.usd += self.usd_per_hour * dt / 3600
+            if self.gpu_billing:
+                self.gpu_seconds += dt
+        elif machine is not None and machine.status == "running":
+            # First sight of a job already up: count its current run from the platform's start time.
+            start = machine.started_at or machine.created_at
+            if start is not None and start < now:
+                dt = (now - start).total_seconds()
+                self.usd += usd_per_hour * dt / 3600
+                self.gpu_seconds += dt if machine.gpu_count > 0 else 0.0
+        self.last_tick = now
+        self.usd_per_hour = usd_per_hour
+        self.gpu_billing = machine is not None and machine.status == "running" and machine.gpu_count > 0
+
+    def restate(self, now: datetime, usd_per_hour: float, gpu_billing: bool) -> None:
+        """After watch changed the machine itself: bill up to now as before, from now at the new rates
+        (so a pod created mid-tick is not counted as idle until the next tick)."""
+        if self.last_tick is not None:
+            dt = max(0.0, (now - self.last_tick).total_seconds())
+            self.usd += self.usd_per_hour * dt / 3600
+            self.gpu_seconds += dt if self.gpu_billing else 0.0
+        self.last_tick, self.usd_per_hour, self.gpu_billing = now, usd_per_hour, gpu_billing
+
+    def observe_run(self, now: datetime, status: object) -> None:
+        """Fold one RunStatus (gpujob.ssh.launcher) into the runs, steps and losses."""
+        started = getattr(status, "started_at", None)
+        if not started:
+            return
+        if getattr(status, "alive", False) and self.run_started_at is None:
+            self.run_started_at = now
+        seg = self.segments[-1] if self.segments else None
+        if seg is None or seg.started_at != started:
+            prev = getattr(status, "progress_prev", None)
+            if seg is not None and prev is not None:
+                at = now - timedelta(seconds=prev.age_s)
+                if seg.last_step is None or prev.step >= seg.last_step:
+                    seg.last_step, seg.last_at = prev.step, at
+            seg = RunSegment(started_at=started)
+            self.segments.append(seg)
+            del self.segments[:-MAX_SAMPLES]
+        first = getattr(status, "progress_first", None)
+        if first is not None and seg.first_step is None:
+            seg.first_step, seg.first_at = first.step, now - timedelta(seconds=first.age_s)
+            self._record_loss(seg)
+        cur = getattr(status, "progress", None)
+        if cur is not None:
+            at = now - timedelta(seconds=cur.age_s)
+            if seg.last_step is not None and seg.last_at is not None and cur.step > seg.last_step:
+                dt = (at - seg.last_at).total_seconds()
+                if dt >= MIN_SAMPLE_S:
+                    self.rates.append((cur.step - seg.last_step) / dt)
+                    del self.rates[:-MAX_SAMPLES]
+            if seg.last_step is None or cur.step >= seg.last_step:
+                seg.last_step, seg.last_at = cur.step, at
+
+    def _record_loss(self, seg: RunSegment) -> None:
+        """The new run's first step is known: what its predecessor lost, and how long the gap was."""
+        i = self.segments.index(seg)
+        prev = self.segments[i - 1] if i > 0 else None
+        if prev is None or prev.last_step is None or prev.last_at is None or seg.first_at is None:
+            return
+        assert seg.first_step is not None
+        resumed = seg.first_step - 1
+        self.losses.append(
+            Loss(
+                at=seg.first_at,
+                last_step=prev.last_step,
+                resumed_from=resumed,
+                steps_redone=max(0, prev.last_step - resumed),
+                recovery_s=max(0.0, (seg.first_at - prev.last_at).total_seconds()),
+            )
+        )
+        del self.losses[:-MAX_SAMPLES]
+
+    def recovered(self, now: datetime, what: str, ok: bool) -> None:
+        self.recoveries.append(Recovery(at=now, what=what, ok=ok))
+        del self.recoveries[:-MAX_SAMPLES]
+
+    def recoveries_since(self, since: datetime) -> int:
+        return sum(1 for r in self.recoveries if r.at >= since)
+
+    # --- figures
+    def goodput(self, now: datetime) -> Goodput:
+        done = max((s.last_step for s in self.segments if s.last_step is not None), default=None)
+        executed = None
+        if self.segments:
+            executed = 0
+            for s in self.segments:
+                if s.last_step is not None:
+                    start = (s.first_step - 1) if s.first_step is not None else s.last_step
+                    executed += max(0, s.last_step - start)
+        rate = statistics.median(self.rates) if self.rates else None
+        ratio = None
+        if done is not None and rate and self.gpu_seconds > 0:
+            useful = done - self._steps_before_watch()
+            ratio = max(0.0, min(1.0, useful / (self.gpu_seconds * rate)))
+        return Goodput(
+            wall_s=(now - self.first_seen).total_seconds(),
+            gpu_hours=self.gpu_seconds / 3600,
+            usd=self.usd,
+            steps_done=done,
+            steps_executed=executed,
+            steps_redone=sum(x.steps_redone for x in self.losses),
+            losses=len(self.losses),
+            recovery_s=[x.recovery_s for x in self.losses],
+            step_rate=rate,
+            goodput=ratio,
+        )
+
+    def _steps_before_watch(self) -> int:
+        """Steps done before the first run watch saw (it resumed from them: they cost no GPU time here)."""
+        first = self.segments[0] if self.segments else None
+        if first is None or first.first_step is None:
+            return 0
+        return max(0, first.first_step - 1)
+
+
+def ledger_path(state_dir: Path, job: str) -> Path:
+    return state_dir / "watch" / f"{job}.json"
+
+
+def load_ledger(state_dir: Path, job: str, now: datetime) -> Ledger:
+    try:
+        return Ledger.model_validate_json(ledger_path(state_dir, job).read_text())
+    except (OSError, ValueError):
+        return Ledger(job=job, first_seen=now)
+
+
+def read_ledger(state_dir: Path, job: str) -> Ledger | None:
+    """For `status` and `cost`: the ledger if watch ever kept one for this job."""
+    try:
+        return Ledger.model_validate_json(ledger_path(state_dir, job).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def save_ledger(state_dir: Path, ledger: Ledger) -> None:
+    """Temp file, fsync, rename: a kill never leaves half a ledger."""
+    path = ledger_path(state_dir, ledger.job)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, ledger.model_dump_json(indent=1).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

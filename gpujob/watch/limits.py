@@ -1,0 +1,72 @@
+"""The limits that stop watching a job and park it: run.max_runtime, budget.max_total_usd and a
+maximum number of recoveries per hour. Pure: the ledger and the burn rate in, a reason (or None) out.
+
+The budget is checked ahead of time: money so far plus what the current burn adds before watch can
+have parked the job (the next tick plus the time a park takes), so the limit is not crossed while
+watch sleeps.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from gpujob.spec.model import JobSpec, format_duration
+from gpujob.watch.ledger import Ledger
+
+PARK_TAKES_S = 120.0  # a final pull and a stop, with margin
+
+
+def horizon_s(interval_s: float) -> float:
+    return 2 * interval_s + PARK_TAKES_S
+
+
+def limit_reached(
+    spec: JobSpec,
+    ledger: Ledger,
+    now: datetime,
+    *,
+    burn_usd_per_hour: float,
+    interval_s: float,
+    max_recoveries_per_hour: int,
+    recovering: bool,
+) -> str | None:
+    """Why the job must be parked now, or None. `recovering`: the tick is about to make a recovery."""
+    run = spec.run
+    if run is not None and run.max_runtime is not None and ledger.run_started_at is not None:
+        took = now - ledger.run_started_at
+        if took >= run.max_runtime:
+            return (
+                f"run.max_runtime {format_duration(run.max_runtime)} reached: the run has been going since "
+                f"{ledger.run_started_at:%Y-%m-%d %H:%M} UTC ({took.total_seconds() / 3600:.2f} h)"
+            )
+    budget = spec.budget.max_total_usd
+    if budget is not None:
+        ahead = ledger.usd + burn_usd_per_hour * horizon_s(interval_s) / 3600
+        if ahead >= budget:
+            return (
+                f"budget.max_total_usd ${budget:,.2f}: ${ledger.usd:,.2f} spent so far at ${burn_usd_per_hour:,.2f}/h "
+                f"would cross it before the next check (${ahead:,.2f})"
+            )
+    if recovering:
+        recent = ledger.recoveries_since(now - timedelta(hours=1))
+        if recent >= max_recoveries_per_hour:
+            return (
+                f"{recent} recoveries in the last hour (the limit is {max_recoveries_per_hour}): "
+                "something keeps taking the job down; look at `gpujob status` and the events before resuming"
+            )
+    return None
+
+
+def projection_warning(spec: JobSpec, ledger: Ledger, now: datetime, burn_usd_per_hour: float) -> str | None:
+    """Spend so far plus the burn until run.max_runtime, when that crosses the budget (said once)."""
+    budget, run = spec.budget.max_total_usd, spec.run
+    if budget is None or run is None or run.max_runtime is None or ledger.run_started_at is None:
+        return None
+    left_s = max(0.0, (ledger.run_started_at + run.max_runtime - now).total_seconds())
+    projected = ledger.usd + burn_usd_per_hour * left_s / 3600
+    if projected <= budget:
+        return None
+    return (
+        f"at ${burn_usd_per_hour:,.2f}/h the run reaches ${projected:,.2f} by run.max_runtime, over "
+        f"budget.max_total_usd ${budget:,.2f}: it will be parked when the budget runs out"
+    )

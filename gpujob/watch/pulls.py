@@ -1,0 +1,106 @@
+"""Checkpoint pulls while watch runs: one background task per job (checkpoint.pull: continuous), and
+the final pull before a machine stops, parks or finishes.
+
+A pull is gpujob.apply.runtime.pull, the same resumable, checksummed and verified pull as `gpujob
+pull`, writing the same pull record the teardown gate reads. Files already pulled are not fetched
+again, so each background pull moves only the checkpoints that appeared since the last one. A failed
+pull is an event, never the end of the watch: the next tick tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from gpujob.apply.sshapi import SSHApi
+from gpujob.clock import Clock
+from gpujob.errors import GpujobError
+from gpujob.live import LiveResource
+
+SETTLE_S = 30.0  # how long a tick waits for a pull in flight before acting on the machine under it
+
+
+class Puller:
+    def __init__(self, *, clock: Clock, ssh: SSHApi, say: Callable[..., None]) -> None:
+        self.clock = clock
+        self.ssh = ssh
+        self.say = say
+        self.tasks: dict[str, asyncio.Task[bool]] = {}
+        self.failed_since_start = 0
+
+    def start(self, job: Any, machine: LiveResource, provider: Any, newest: str) -> None:
+        """A background pull for `job` (whose run status names `newest`), unless one is running."""
+        task = self.tasks.get(job.name)
+        if task is not None and not task.done():
+            return
+        coro = self.pull(job, machine, provider, newest=newest)
+        self.tasks[job.name] = asyncio.get_running_loop().create_task(coro)
+
+    async def final(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
+        """A pull now, waited for (before the machine stops, parks, or after the run finished)."""
+        spec = job.loaded.spec
+        if spec.checkpoint is None or spec.checkpoint.pull == "never":
+            return True
+        return await self.pull(job, machine, provider, reason=reason)
+
+    async def pull(
+        self, job: Any, machine: LiveResource, provider: Any, *, reason: str = "", newest: str | None = None
+    ) -> bool:
+        from gpujob.apply.records import load_pull_record
+        from gpujob.apply.runtime import Target, pull
+
+        spec = job.loaded.spec
+        before = load_pull_record(job.state_dir, spec.name)
+        known = {f.name: f.sha256 for f in before.files} if before is not None else {}
+        target = Target(
+            spec=spec, spec_path=job.loaded.path, provider=provider, resource=machine, state_dir=job.state_dir
+        )
+        try:
+            record = await pull(target, self.ssh, self.clock, lambda _text: None)
+        except (GpujobError, OSError) as exc:
+            self.failed_since_start += 1
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            self.say(job, "pull-failed", f"checkpoint pull failed: {first}", "trying again next tick",
+                     level="warning", topic="pull")  # fmt: skip
+            return False
+        new = [f.name for f in record.files if known.get(f.name) != f.sha256]
+        if not record.complete:
+            self.failed_since_start += 1
+            bad = record.missing() + record.unverified()
+            self.say(job, "pull-failed", f"pull incomplete: {', '.join(bad[:5])}", "trying again next tick",
+                     level="warning", topic="pull")  # fmt: skip
+            return False
+        job.said.pop("pull", None)
+        if newest is None or newest not in record.remote_files:
+            newest = max(record.remote_files, default=None)
+        job.ledger.last_pulled = newest
+        job.ledger.last_pull_at = record.at
+        if new or reason:
+            why = f" ({reason})" if reason else ""
+            self.say(job, "pulled", f"{len(new)} new checkpoint(s) pulled and verified{why}",
+                     f"{len(record.files)} on record, newest {newest or '-'}")  # fmt: skip
+        return True
+
+    async def settle(self, job: str) -> None:
+        """Let a pull in flight finish (bounded), then cancel it: the machine is about to change."""
+        task = self.tasks.pop(job, None)
+        if task is None or task.done():
+            return
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(task), SETTLE_S)
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def wait_all(self) -> None:
+        for name in list(self.tasks):
+            task = self.tasks.pop(name)
+            with contextlib.suppress(Exception):
+                await task
+
+    async def close(self) -> None:
+        for name in list(self.tasks):
+            await self.settle(name)
