@@ -69,8 +69,30 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["run"] = await _run_status(v, open_remote, SSHApi.default(), SystemClock())
             if v.pull is not None:
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
+            row.update(_watch_rows(v.state_dir, v.spec.name, now))
             rows.append(row)
     return rows
+
+
+def _watch_rows(state_dir, job, now):  # type: ignore[no-untyped-def]
+    """What `gpujob watch` recorded: its last events, goodput, and whether the job is parked or finished."""
+    from gpujob.watch.events import read_events
+    from gpujob.watch.ledger import read_ledger
+
+    out: dict = {
+        "events": [e.model_dump(mode="json") for e in read_events(state_dir, job, last=EVENTS_SHOWN)]
+    }
+    ledger = read_ledger(state_dir, job)
+    if ledger is not None:
+        out["watch"] = {
+            "goodput": ledger.goodput(now).model_dump(mode="json"),
+            "parked": ledger.parked.model_dump(mode="json") if ledger.parked else None,
+            "finished": ledger.finished_digest is not None,
+        }
+    return out
+
+
+EVENTS_SHOWN = 5
 
 
 async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
@@ -128,4 +150,17 @@ def _text(row: dict) -> str:
     if pull is not None:
         ok = "verified" if pull["complete"] else "INCOMPLETE"
         lines.append(f"  last pull: {pull['at']:%Y-%m-%d %H:%M:%S} UTC, {pull['files']} file(s), {ok}")
+    watch = row.get("watch")
+    if watch is not None:
+        from gpujob.watch.ledger import Goodput
+
+        g = Goodput.model_validate(watch["goodput"])
+        lines.append(f"  goodput:   {g.line()}, ${g.usd:,.2f} counted by watch")
+        if watch["parked"]:
+            lines.append(f"  parked:    {watch['parked']['reason']} (edit the job file to resume)")
+    if row.get("events"):
+        from gpujob.watch.events import Event
+
+        lines.append("  events:")
+        lines += [f"    {Event.model_validate(e).line()}" for e in row["events"]]
     return "\n".join(lines)

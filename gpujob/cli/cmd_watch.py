@@ -57,7 +57,7 @@ Examples:
 @click.option("--approve", "approvals", multiple=True, metavar="ACTION_ID", help="Approve one gated action.")
 @click.option(
     "--max-recoveries-per-hour",
-    default=6,
+    default=10,
     show_default=True,
     type=click.IntRange(1),
     help="Then park the job.",

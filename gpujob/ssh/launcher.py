@@ -13,6 +13,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from gpujob.errors import RemoteCommandError
 from gpujob.model import Model
 from gpujob.spec.model import JobSpec, RunSpec
@@ -31,6 +33,15 @@ class Progress(Model):
     age_s: float
 
 
+class PastRun(Model):
+    """An earlier run as the launcher recorded it when the next one started."""
+
+    started_at: str
+    first: Progress | None
+    last: Progress | None
+    exit_code: int | None
+
+
 class RunStatus(Model):
     alive: bool
     exit_code: int | None
@@ -43,7 +54,9 @@ class RunStatus(Model):
     detach: str | None = None  # tmux or nohup, as actually used
     progress: Progress | None = None  # the newest step of this run
     progress_first: Progress | None = None  # the first step of this run (its resume point + 1)
-    progress_prev: Progress | None = None  # the last step of the run before it (lost or exited)
+    history: list[PastRun] = Field(
+        default_factory=list
+    )  # earlier runs, oldest first (the launcher's $JOBDIR/runs)
 
     @property
     def state(self) -> Literal["running", "exited", "setup_failed", "lost", "not_started"]:
@@ -191,9 +204,10 @@ echo "detach=$(cat "$J/detach" 2>/dev/null)"
 if [ -n "$C" ] && [ -d "$C" ]; then
   echo "checkpoint=$(cd "$C" && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' -printf '%T@ %P\\n' | sort -n | tail -n 1)"
 fi
-for f in progress progress.first progress.prev; do
+for f in progress progress.first; do
   [ -s "$J/$f" ] && echo "$f=$(head -c 64 "$J/$f" | head -n 1 | cut -d ' ' -f 1) $(date -r "$J/$f" +%s.%N)"
 done
+tail -n 50 "$J/runs" 2>/dev/null | sed 's/^/run=/'
 echo "now=$(date +%s.%N)"
 echo "--log--"
 tail -n {LOG_TAIL_LINES} "$J/run.log" 2>/dev/null
@@ -204,9 +218,13 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
     out = (await remote.run(_status_command(spec), what=f"reading the run status of {spec.name}")).stdout
     head, _, log = out.partition("--log--\n")
     kv: dict[str, str] = {}
+    runs: list[str] = []
     for line in head.splitlines():
         key, _, value = line.partition("=")
-        kv[key] = value.strip()
+        if key == "run":
+            runs.append(value)
+        else:
+            kv[key] = value.strip()
     last, age = None, None
     if kv.get("checkpoint"):
         mtime, _, name = kv["checkpoint"].partition(" ")
@@ -219,7 +237,7 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
     return RunStatus(
         progress=_progress(kv.get("progress"), kv.get("now")),
         progress_first=_progress(kv.get("progress.first"), kv.get("now")),
-        progress_prev=_progress(kv.get("progress.prev"), kv.get("now")),
+        history=[r for r in (_past_run(line, kv.get("now")) for line in runs) if r is not None],
         alive=kv.get("alive") == "1",
         exit_code=int(code) if code.lstrip("-").isdigit() else None,
         started_at=kv.get("started_at") or None,
@@ -243,3 +261,17 @@ def _progress(value: str | None, now: str | None) -> Progress | None:
     except ValueError:
         return None
     return Progress(step=int(step), age_s=age)
+
+
+def _past_run(line: str, now: str | None) -> PastRun | None:
+    """'STARTED_AT FIRST FIRST_MTIME LAST LAST_MTIME EXIT' from $JOBDIR/runs ('-' for unknown)."""
+    fields = line.split()
+    if len(fields) != 6 or not fields[0]:
+        return None
+    code = fields[5]
+    return PastRun(
+        started_at=fields[0][:40],
+        first=_progress(f"{fields[1]} {fields[2]}", now),
+        last=_progress(f"{fields[3]} {fields[4]}", now),
+        exit_code=int(code) if code.lstrip("-").isdigit() and len(code) < 6 else None,
+    )

@@ -3,9 +3,10 @@ their steps, the recoveries it made, and whether the job is parked or finished. 
 <state>/watch/<job>.json after every tick, so a killed watcher starts where it stopped.
 
 Goodput = useful steps ÷ the steps the billed GPU time could have done at the run's own pace.
-Steps come from $GPUJOB_PROGRESS_FILE (see gpujob.ssh.launcher): the launcher keeps the last step
-of the previous run (progress.prev) and the first step of the new one (progress.first), so the work
-redone after a loss and the time from the last old step to the first new one are exact, not sampled.
+Steps come from $GPUJOB_PROGRESS_FILE (see gpujob.ssh.launcher): the launcher records each run's
+first and last step with their times ($JOBDIR/runs, progress.first), so the work redone after a loss
+and the time from the lost run's last step to the next run's first are exact, not sampled, even for
+a run that lived and died between two ticks.
 The pace is the median step rate between two readings of one run, so a checkpoint write between two
 readings slows one sample, not the estimate. Money is integrated from the plan's hourly rate of what
 is live (gpujob.plan.cost) at each tick, and GPU time from the machine's state at each tick.
@@ -38,16 +39,18 @@ class RunSegment(_Mutable):
     first_at: datetime | None = None
     last_step: int | None = None
     last_at: datetime | None = None
+    exit_code: int | None = None
 
 
-class Loss(_Mutable):
+class Loss(BaseModel):
     """A run that ended without finishing, and what its successor had to do again."""
 
-    at: datetime = Field(description="When the first new step was seen.")
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     last_step: int = Field(description="The last step the lost run reported.")
-    resumed_from: int = Field(description="The step the new run resumed from (its first step - 1).")
+    resumed_from: int = Field(description="The step the next run resumed from (its first step - 1).")
     steps_redone: int
-    recovery_s: float = Field(description="Last step of the lost run -> first step of the new one.")
+    recovery_s: float = Field(description="Last step of the lost run -> first step of the next one.")
 
 
 class Recovery(_Mutable):
@@ -107,7 +110,6 @@ class Ledger(_Mutable):
         None, description="When the run of this job was first seen going."
     )
     segments: list[RunSegment] = Field(default_factory=list)
-    losses: list[Loss] = Field(default_factory=list)
     rates: list[float] = Field(default_factory=list)
     recoveries: list[Recovery] = Field(default_factory=list)
     last_pulled: str | None = Field(None, description="Newest checkpoint name in the last complete pull.")
@@ -147,26 +149,25 @@ class Ledger(_Mutable):
         self.last_tick, self.usd_per_hour, self.gpu_billing = now, usd_per_hour, gpu_billing
 
     def observe_run(self, now: datetime, status: object) -> None:
-        """Fold one RunStatus (gpujob.ssh.launcher) into the runs, steps and losses."""
+        """Fold one RunStatus (gpujob.ssh.launcher) into the runs: the earlier ones exactly as the
+        launcher recorded them, the current one from its progress file (and a pace sample)."""
         started = getattr(status, "started_at", None)
         if not started:
             return
         if getattr(status, "alive", False) and self.run_started_at is None:
             self.run_started_at = now
-        seg = self.segments[-1] if self.segments else None
-        if seg is None or seg.started_at != started:
-            prev = getattr(status, "progress_prev", None)
-            if seg is not None and prev is not None:
-                at = now - timedelta(seconds=prev.age_s)
-                if seg.last_step is None or prev.step >= seg.last_step:
-                    seg.last_step, seg.last_at = prev.step, at
-            seg = RunSegment(started_at=started)
-            self.segments.append(seg)
-            del self.segments[:-MAX_SAMPLES]
+        for past in getattr(status, "history", []):
+            seg = self._segment(past.started_at)
+            seg.exit_code = past.exit_code
+            if past.first is not None:
+                seg.first_step, seg.first_at = past.first.step, now - timedelta(seconds=past.first.age_s)
+            if past.last is not None:
+                seg.last_step, seg.last_at = past.last.step, now - timedelta(seconds=past.last.age_s)
+        seg = self._segment(started)
+        seg.exit_code = getattr(status, "exit_code", None)
         first = getattr(status, "progress_first", None)
-        if first is not None and seg.first_step is None:
+        if first is not None:
             seg.first_step, seg.first_at = first.step, now - timedelta(seconds=first.age_s)
-            self._record_loss(seg)
         cur = getattr(status, "progress", None)
         if cur is not None:
             at = now - timedelta(seconds=cur.age_s)
@@ -175,27 +176,36 @@ class Ledger(_Mutable):
                 if dt >= MIN_SAMPLE_S:
                     self.rates.append((cur.step - seg.last_step) / dt)
                     del self.rates[:-MAX_SAMPLES]
-            if seg.last_step is None or cur.step >= seg.last_step:
-                seg.last_step, seg.last_at = cur.step, at
+            seg.last_step, seg.last_at = cur.step, at
 
-    def _record_loss(self, seg: RunSegment) -> None:
-        """The new run's first step is known: what its predecessor lost, and how long the gap was."""
-        i = self.segments.index(seg)
-        prev = self.segments[i - 1] if i > 0 else None
-        if prev is None or prev.last_step is None or prev.last_at is None or seg.first_at is None:
-            return
-        assert seg.first_step is not None
-        resumed = seg.first_step - 1
-        self.losses.append(
-            Loss(
-                at=seg.first_at,
-                last_step=prev.last_step,
-                resumed_from=resumed,
-                steps_redone=max(0, prev.last_step - resumed),
-                recovery_s=max(0.0, (seg.first_at - prev.last_at).total_seconds()),
+    def _segment(self, started_at: str) -> RunSegment:
+        found = next((s for s in self.segments if s.started_at == started_at), None)
+        if found is None:
+            found = RunSegment(started_at=started_at)
+            self.segments.append(found)
+            self.segments.sort(key=lambda s: s.started_at)  # ISO stamps sort in time order
+            del self.segments[:-MAX_SAMPLES]
+        return found
+
+    def losses(self) -> list[Loss]:
+        """Each run that ended short of exit 0, with what the next run redid and how long it took to
+        get from the lost run's last step to the next run's first."""
+        out = []
+        for a, b in zip(self.segments, self.segments[1:], strict=False):
+            if a.exit_code == 0 or a.last_step is None or a.last_at is None:
+                continue
+            if b.first_step is None or b.first_at is None:
+                continue
+            resumed = b.first_step - 1
+            out.append(
+                Loss(
+                    last_step=a.last_step,
+                    resumed_from=resumed,
+                    steps_redone=max(0, a.last_step - resumed),
+                    recovery_s=max(0.0, (b.first_at - a.last_at).total_seconds()),
+                )
             )
-        )
-        del self.losses[:-MAX_SAMPLES]
+        return out
 
     def recovered(self, now: datetime, what: str, ok: bool) -> None:
         self.recoveries.append(Recovery(at=now, what=what, ok=ok))
@@ -215,19 +225,24 @@ class Ledger(_Mutable):
                     start = (s.first_step - 1) if s.first_step is not None else s.last_step
                     executed += max(0, s.last_step - start)
         rate = statistics.median(self.rates) if self.rates else None
+        if (self.finished_digest or self.parked) and self.last_tick is not None:
+            now = self.last_tick  # the figures of a finished or parked job stop where watch stopped
+        since = max(0.0, (now - self.last_tick).total_seconds()) if self.last_tick is not None else 0.0
+        gpu_s = self.gpu_seconds + (since if self.gpu_billing else 0.0)
         ratio = None
-        if done is not None and rate and self.gpu_seconds > 0:
+        if done is not None and rate and gpu_s > 0:
             useful = done - self._steps_before_watch()
-            ratio = max(0.0, min(1.0, useful / (self.gpu_seconds * rate)))
+            ratio = max(0.0, min(1.0, useful / (gpu_s * rate)))
+        losses = self.losses()
         return Goodput(
             wall_s=(now - self.first_seen).total_seconds(),
-            gpu_hours=self.gpu_seconds / 3600,
-            usd=self.usd,
+            gpu_hours=gpu_s / 3600,
+            usd=self.usd + self.usd_per_hour * since / 3600,
             steps_done=done,
             steps_executed=executed,
-            steps_redone=sum(x.steps_redone for x in self.losses),
-            losses=len(self.losses),
-            recovery_s=[x.recovery_s for x in self.losses],
+            steps_redone=sum(x.steps_redone for x in losses),
+            losses=len(losses),
+            recovery_s=[x.recovery_s for x in losses],
             step_rate=rate,
             goodput=ratio,
         )

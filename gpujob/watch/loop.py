@@ -43,7 +43,7 @@ class Options:
     probe_s: float = 2.5
     once: bool = False
     approvals: set[str] = field(default_factory=set)
-    max_recoveries_per_hour: int = 6
+    max_recoveries_per_hour: int = 10
     run_timeout_s: float = 8.0
 
 
@@ -281,9 +281,10 @@ class Watcher:
             return ERROR  # a partial read proves nothing; the next tick reads again
         decision = decide(jp, spec, machine, approved=self.opt.approvals)
         burn = max(jp.current_usd_per_hour, jp.after_usd_per_hour if decision.actions else 0.0)
+        recovering = decision.recovery and j.ledger.run_started_at is not None
         reason = limits.limit_reached(
             spec, j.ledger, now, burn_usd_per_hour=burn, interval_s=self.opt.interval_s,
-            max_recoveries_per_hour=self.opt.max_recoveries_per_hour, recovering=decision.recovery,
+            max_recoveries_per_hour=self.opt.max_recoveries_per_hour, recovering=recovering,
         )  # fmt: skip
         if reason is not None:
             await self._park(j, jp, machine, live, reason)
@@ -327,7 +328,7 @@ class Watcher:
             if ok and kinds & {K.CREATE, K.START, K.REPLACE, K.STOP, K.TERMINATE}:
                 up = bool(kinds & {K.CREATE, K.START, K.REPLACE}) and not kinds & {K.STOP, K.TERMINATE}
                 j.ledger.restate(now, jp.after_usd_per_hour, gpu_billing=up)
-            if d.recovery:
+            if d.recovery and j.ledger.run_started_at is not None:  # creating a job never run is no recovery
                 j.ledger.recovered(now, ", ".join(a.id for a in d.actions), ok)
             if ok:
                 self.say(j, "finishing" if d.finishing else "recovered", detail, level="action")

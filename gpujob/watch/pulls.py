@@ -19,7 +19,7 @@ from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
 
-SETTLE_S = 30.0  # how long a tick waits for a pull in flight before acting on the machine under it
+CANCEL_S = 10.0  # a cancelled pull closes its channel and its writer thread within this
 
 
 class Puller:
@@ -84,16 +84,15 @@ class Puller:
         return True
 
     async def settle(self, job: str) -> None:
-        """Let a pull in flight finish (bounded), then cancel it: the machine is about to change."""
+        """Cancel a pull in flight: the machine is about to change under it (a pull of a machine that
+        went down would only wait for it to come back). Partial files stay and the next pull resumes
+        them; a final pull before a stop or a teardown is made afresh."""
         task = self.tasks.pop(job, None)
         if task is None or task.done():
             return
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), SETTLE_S)
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
+            await asyncio.wait_for(task, CANCEL_S)
 
     async def wait_all(self) -> None:
         for name in list(self.tasks):

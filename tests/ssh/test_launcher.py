@@ -266,7 +266,7 @@ def test_killed_run_is_not_alive_and_relaunches(sshd: SSHD, state: Path, tmp_pat
 def test_progress_first_and_previous_steps_are_recorded_per_run(
     sshd: SSHD, state: Path, tmp_path: Path
 ) -> None:
-    """$GPUJOB_PROGRESS_FILE: the newest step, the first step of this run and the last of the one before."""
+    """$GPUJOB_PROGRESS_FILE: the newest step, the first step of this run, and the earlier runs."""
     report = 'for s in $(seq "$FROM" "$TO"); do echo "$s loss" > "$GPUJOB_PROGRESS_FILE"; sleep 0.2; done'
     spec = make_spec(tmp_path, command=report, detach="nohup", env={"FROM": "3", "TO": "7"})
     s = Session(sshd, state)
@@ -279,7 +279,7 @@ def test_progress_first_and_previous_steps_are_recorded_per_run(
     st = wait_for("first run done", status, lambda st: st.exit_code == 0)
     assert st.progress is not None and st.progress.step == 7 and st.progress.age_s < 30
     assert st.progress_first is not None and st.progress_first.step == 3
-    assert st.progress_prev is None
+    assert st.history == []
 
     again = spec.model_copy(deep=True)
     assert again.run is not None
@@ -291,8 +291,10 @@ def test_progress_first_and_previous_steps_are_recorded_per_run(
         lambda st: st.exit_code == 0 and st.progress is not None and st.progress.step == 8,
     )
     assert st.progress_first is not None and st.progress_first.step == 6
-    assert st.progress_prev is not None and st.progress_prev.step == 7
-    assert st.progress_prev.age_s >= st.progress_first.age_s  # the old run's last step came first
+    (prev,) = st.history
+    assert prev.exit_code == 0 and prev.first is not None and prev.last is not None
+    assert (prev.first.step, prev.last.step) == (3, 7)
+    assert prev.last.age_s >= st.progress_first.age_s  # the old run's last step came first
 
     (Path(job_dir(spec)) / "progress").write_text("$(id) not a step\n")
     assert status().progress is None  # user-written text: anything but a number is ignored
