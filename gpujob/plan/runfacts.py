@@ -62,14 +62,13 @@ def journal_machine_facts(loaded: Sequence[Any], live: LiveState) -> LiveState:
     whose last start found no GPU on its host."""
     from gpujob.apply.journal import Journal
     from gpujob.apply.reconcile import host_lost_gpu
+    from gpujob.state import open_store
 
     marked: set[str] = set()
     for ls in loaded:
-        sdir = state_dir_readonly(ls.path)
-        if sdir.is_dir():
-            rid = host_lost_gpu(Journal(sdir, ls.spec.name).entries())
-            if rid is not None:
-                marked.add(rid)
+        rid = host_lost_gpu(Journal(open_store(ls.path), ls.spec.name).entries())
+        if rid is not None:
+            marked.add(rid)
     if not marked:
         return live
     resources = [

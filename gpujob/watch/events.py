@@ -1,7 +1,5 @@
-"""Watch events: one line each, on stdout and appended to <state>/events.jsonl.
-
-This module is the only place that writes or reads events, so they can be moved to another state
-backend by changing it alone. Every text passes gpujob.redact before it is shown or stored: events
+"""Watch events: one line each, on stdout and appended to events.jsonl in the project's store
+(gpujob.state: .gpujob/events.jsonl locally). This module is the only place that writes or reads them. Every text passes gpujob.redact before it is shown or stored: events
 are built from gpujob's own words, but a reason can quote an error message, and an error message can
 quote anything.
 """
@@ -9,20 +7,19 @@ quote anything.
 from __future__ import annotations
 
 import json
-import os
 from collections import deque
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from gpujob.model import Model
+from gpujob.state import StateRef, as_store
 
 Level = Literal["info", "action", "warning", "human"]
 
-EVENTS_FILE = "events.jsonl"
-READ_TAIL_BYTES = 256 << 10  # `status` reads the last events, never a whole long-running file
+EVENTS = "events.jsonl"
+READ_LINES = 2000  # `status` looks this far back for a job's last events
 
 
 class Event(Model):
@@ -72,36 +69,16 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:600]
 
 
-def events_path(state_dir: Path) -> Path:
-    return state_dir / EVENTS_FILE
+def append_event(state: StateRef, event: Event) -> None:
+    """One JSON line, appended to the project's store in one write."""
+    as_store(state).append(EVENTS, event.model_dump_json().encode())
 
 
-def append_event(state_dir: Path, event: Event) -> None:
-    """One JSON line, appended in one write (concurrent appenders never interleave within a line)."""
-    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    line = (event.model_dump_json() + "\n").encode()
-    fd = os.open(events_path(state_dir), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-
-
-def read_events(state_dir: Path, job: str | None = None, *, last: int = 5) -> list[Event]:
-    """The newest `last` events (of `job`, or of every job), oldest first. Torn or foreign lines are skipped."""
-    path = events_path(state_dir)
-    try:
-        with path.open("rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - READ_TAIL_BYTES))
-            tail = fh.read()
-    except FileNotFoundError:
-        return []
-    lines = tail.splitlines()
-    if size > READ_TAIL_BYTES:
-        lines = lines[1:]  # the first line is probably cut
+def read_events(state: StateRef, job: str | None = None, *, last: int = 5) -> list[Event]:
+    """The newest `last` events (of `job`, or of every job), oldest first. Torn or foreign lines are
+    skipped; only the newest READ_LINES lines are looked at, never a whole long-running log."""
     out: deque[Event] = deque(maxlen=max(0, last))
-    for raw in lines:
+    for raw in as_store(state).lines(EVENTS, last=READ_LINES):
         try:
             ev = Event.model_validate(json.loads(raw))
         except ValueError:

@@ -1,6 +1,6 @@
 """What watch has seen of one job over its life: money and GPU time, the runs (one per launch) and
-their steps, the recoveries it made, and whether the job is parked or finished. Saved atomically to
-<state>/watch/<job>.json after every tick, so a killed watcher starts where it stopped.
+their steps, the recoveries it made, and whether the job is parked or finished. Saved to the project's
+store (watch/<job>.json) after every tick, so a killed watcher starts where it stopped.
 
 Goodput = useful steps ÷ the steps the billed GPU time could have done at the run's own pace.
 Steps come from $GPUJOB_PROGRESS_FILE (see gpujob.ssh.launcher): the launcher records each run's
@@ -14,14 +14,13 @@ is live (gpujob.plan.cost) at each tick, and GPU time from the machine's state a
 
 from __future__ import annotations
 
-import os
 import statistics
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpujob.live import LiveResource
+from gpujob.state import StateRef, as_store
 
 MAX_SAMPLES = 200
 MIN_SAMPLE_S = 0.5  # two readings closer than this give a noisy rate
@@ -255,34 +254,25 @@ class Ledger(_Mutable):
         return max(0, first.first_step - 1)
 
 
-def ledger_path(state_dir: Path, job: str) -> Path:
-    return state_dir / "watch" / f"{job}.json"
+def _name(job: str) -> str:
+    return f"watch/{job}.json"
 
 
-def load_ledger(state_dir: Path, job: str, now: datetime) -> Ledger:
+def load_ledger(state: StateRef, job: str, now: datetime) -> Ledger:
+    return read_ledger(state, job) or Ledger(job=job, first_seen=now)
+
+
+def read_ledger(state: StateRef, job: str) -> Ledger | None:
+    """The ledger if watch ever kept one for this job (None for none, or an unreadable one)."""
+    raw = as_store(state).read(_name(job))
+    if raw is None:
+        return None
     try:
-        return Ledger.model_validate_json(ledger_path(state_dir, job).read_text())
-    except (OSError, ValueError):
-        return Ledger(job=job, first_seen=now)
-
-
-def read_ledger(state_dir: Path, job: str) -> Ledger | None:
-    """For `status` and `cost`: the ledger if watch ever kept one for this job."""
-    try:
-        return Ledger.model_validate_json(ledger_path(state_dir, job).read_text())
-    except (OSError, ValueError):
+        return Ledger.model_validate_json(raw)
+    except ValueError:
         return None
 
 
-def save_ledger(state_dir: Path, ledger: Ledger) -> None:
-    """Temp file, fsync, rename: a kill never leaves half a ledger."""
-    path = ledger_path(state_dir, ledger.job)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, ledger.model_dump_json(indent=1).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+def save_ledger(state: StateRef, ledger: Ledger) -> None:
+    """Replaced atomically by the store: a kill never leaves half a ledger."""
+    as_store(state).write(_name(ledger.job), ledger.model_dump_json(indent=1).encode())

@@ -25,6 +25,7 @@ from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, JobPlan, Plan
+from gpujob.state import Store
 from gpujob.watch import limits
 from gpujob.watch.apply import apply_decisions, describe
 from gpujob.watch.events import Event, make_event
@@ -51,7 +52,7 @@ class Options:
 class JobWatch:
     path: Path
     name: str
-    state_dir: Path
+    state_dir: Store  # the project's store (gpujob.state)
     ledger: Ledger
     loaded: Any = None
     done: bool = False
@@ -82,13 +83,13 @@ class StatusSpy:
 class Watcher:
     def __init__(
         self,
-        jobs: Sequence[tuple[Path, str, Path]],  # (job file, job name, state dir), locked by the caller
+        jobs: Sequence[tuple[Path, str, Store]],  # (job file, job name, its store), locked by the caller
         providers: Mapping[str, Any],
         *,
         clock: Clock,
         ssh: SSHApi,
         env: Mapping[str, str],
-        emit: Callable[[Event, Path], None],
+        emit: Callable[[Event, Store], None],
         options: Options,
     ) -> None:
         now = clock.now()

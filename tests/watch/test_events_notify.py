@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gpujob import redact
-from gpujob.watch.events import append_event, events_path, make_event, read_events
+from gpujob.watch.events import append_event, make_event, read_events
 from gpujob.watch.notify import Notifier
 from tests.apply.fakes import FakeClock
 
@@ -40,12 +40,12 @@ def test_secrets_never_reach_an_event() -> None:
 def test_events_file_appends_and_reads_the_newest_per_job(tmp_path: Path) -> None:
     for i in range(8):
         append_event(tmp_path, make_event(AT, "a" if i % 2 else "b", "note", f"n{i}"))
-    with events_path(tmp_path).open("a") as fh:
+    with (tmp_path / "events.jsonl").open("a") as fh:
         fh.write('{"torn": ')  # a watcher killed mid-write
     assert [e.happened for e in read_events(tmp_path, "a", last=3)] == ["n3", "n5", "n7"]
     assert [e.happened for e in read_events(tmp_path, last=2)] == ["n6", "n7"]
     assert read_events(tmp_path / "nowhere") == []
-    assert oct(events_path(tmp_path).stat().st_mode & 0o777) == "0o600"
+    assert oct((tmp_path / "events.jsonl").stat().st_mode & 0o777) == "0o600"
 
 
 class Hook:
