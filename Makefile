@@ -3,8 +3,11 @@ export PYTHONDONTWRITEBYTECODE=1
 
 .PHONY: install test test-fast lint schemas demo bench golden clean
 
-install:            ## install gpujob and the test tools (editable)
+install:            ## install gpujob and the test tools (editable); the system tools the tests use are checked
 	$(PY) -m pip install -q -e '.[test]'
+	@command -v sshd >/dev/null && command -v tmux >/dev/null && command -v rsync >/dev/null \
+	  && (ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null) \
+	  || echo "note: the tests also need openssh-server, tmux, rsync and postgresql (apt-get install them, as .ci/run does)"
 
 test:               ## the full suite (needs root for the simulator's namespaces; .ci/run installs sshd/tmux/rsync)
 	$(PY) -m pytest -n auto -q

@@ -17,6 +17,8 @@ GpujobError                   exit 1 (spec problems exit 1 too, from `validate`)
 ├── StalePlanError            live state or spec changed since the saved plan was made
 ├── GateError                 teardown refused: checkpoints not pulled/verified, or not approved
 ├── LockError                 another apply holds the job's lock
+├── StateError                the state store (PostgreSQL) cannot be reached or used
+│   └── StateKeyError         GPUJOB_STATE_KEY missing or wrong for an encrypted secret
 └── SimulatorError            the local simulator is not running / cannot run here
 """
 
@@ -126,6 +128,14 @@ class GateError(GpujobError):
 
 
 class LockError(GpujobError):
+    pass
+
+
+class StateError(GpujobError):
+    pass
+
+
+class StateKeyError(StateError):
     pass
 
 

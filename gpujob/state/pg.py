@@ -1,0 +1,453 @@
+"""The PostgreSQL store (psycopg 3): the same names as the local directory, in tables keyed by workspace.
+
+One connection per process and store carries both the data and the job locks. A job lock is a
+session-level advisory lock: the server drops it the moment the holder's connection ends (a kill -9
+closes the socket; a host that vanishes is noticed by TCP keepalives within about a minute), so a
+crashed holder never needs force-unlock. The holder's name, host, pid and start time are written
+beside the lock for the refusal message. Because the lock lives on the data connection, a holder whose
+lock was taken from it (force-unlock ends its session) fails at its next write instead of carrying on
+unlocked.
+
+Secrets are sealed with gpujob.state.crypto before they reach the server; the public half stays
+readable. Decrypted secrets that tools need as files go to a private temp dir removed at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpujob.lock import LockInfo
+from gpujob.state import PUBLIC_SUFFIX
+from gpujob.state.config import safe_url
+from gpujob.state.local import checked_name
+
+CONNECT_TIMEOUT_S = 10
+# The server notices a holder whose host vanished without closing its socket within ~idle+interval*count.
+KEEPALIVE = "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
+
+
+def lock_key(workspace: str, job: str) -> int:
+    """The advisory lock id of a job: 64 bits of a hash of workspace and job (a signed bigint)."""
+    digest = hashlib.blake2b(f"gpujob-lock\0{workspace}\0{job}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _doc_key(workspace: str, name: str) -> int:
+    digest = hashlib.blake2b(f"gpujob-doc\0{workspace}\0{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _me() -> str:
+    from gpujob.lock import _user
+
+    return f"{_user()}@{socket.gethostname()}"
+
+
+class PgStore:
+    def __init__(self, url: str, workspace: str) -> None:
+        self._url = url
+        self.workspace = workspace
+        self._conn: Any = None
+        self._pid = 0
+        self._salt = b""
+        self._held: set[str] = set()
+        self._mutex = threading.RLock()
+        self._scratch: Path | None = None
+        self._files: dict[str, Path] = {}
+
+    def __repr__(self) -> str:
+        return f"PgStore({self.location!r})"
+
+    @property
+    def location(self) -> str:
+        return f"{safe_url(self._url)} (workspace {self.workspace})"
+
+    @property
+    def label(self) -> str:
+        return self.workspace
+
+    # the connection
+
+    def _db(self) -> Any:
+        """The connection, made (and the schema checked) on first use; made again after a fork."""
+        with self._mutex:
+            if self._conn is not None and self._pid == os.getpid() and not self._conn.closed:
+                return self._conn
+            if self._conn is not None and self._pid == os.getpid() and self._held:
+                self._lost(None)
+            import psycopg
+
+            from gpujob.errors import StateError
+            from gpujob.state.pgschema import ensure_schema
+
+            try:
+                conn = psycopg.connect(
+                    self._url,
+                    autocommit=True,
+                    connect_timeout=CONNECT_TIMEOUT_S,
+                    application_name="gpujob",
+                    options=KEEPALIVE,
+                    keepalives=1,
+                    keepalives_idle=30,
+                    keepalives_interval=10,
+                    keepalives_count=3,
+                )
+                self._salt = ensure_schema(conn, self.location)
+            except psycopg.Error as exc:
+                raise StateError(
+                    f"cannot use the state database {self.location}: {_first_line(exc)}",
+                    hint="check GPUJOB_STATE_URL / the state: block of gpujob.yaml, and PGPASSWORD or ~/.pgpass",
+                ) from None
+            self._conn, self._pid = conn, os.getpid()
+            return conn
+
+    def _lost(self, exc: Exception | None) -> None:
+        from gpujob.errors import StateError
+
+        held = ", ".join(sorted(self._held))
+        self._held.clear()
+        self._conn = None
+        raise StateError(
+            f"lost the connection to the state database {self.location} while holding the lock of {held}"
+            + (f": {_first_line(exc)}" if exc else ""),
+            hint="the lock went with the connection, so gpujob stopped here; re-run once the database answers "
+            "(apply converges from live state)",
+        ) from None
+
+    def _run(self, sql: str, args: Any = (), *, many: bool = False) -> Any:
+        """Execute one statement; a broken connection is made again unless a lock rode on it. Every
+        database failure is a StateError naming the store (never a driver traceback)."""
+        import psycopg
+
+        from gpujob.errors import StateError
+
+        for attempt in (1, 2):
+            conn = self._db()
+            try:
+                with self._mutex:
+                    if many:
+                        with conn.cursor() as cur:
+                            cur.executemany(sql, args)
+                            return cur
+                    return conn.execute(sql, args)
+            except psycopg.OperationalError as exc:
+                if conn.closed and self._held:
+                    self._lost(exc)
+                if not conn.closed or attempt == 2:
+                    raise StateError(f"state database {self.location}: {_first_line(exc)}") from None
+            except psycopg.Error as exc:
+                raise StateError(
+                    f"state database {self.location}: {_first_line(exc)}",
+                    hint="a role that may only plan cannot write state; apply needs one that can",
+                ) from None
+        raise AssertionError("unreachable")
+
+    # documents
+
+    def read(self, name: str) -> bytes | None:
+        row = self._run(
+            "SELECT body FROM gpujob_documents WHERE workspace = %s AND name = %s",
+            (self.workspace, checked_name(name)),
+        ).fetchone()
+        return row[0].encode() if row else None
+
+    def write(self, name: str, data: bytes) -> None:
+        self._run(
+            """INSERT INTO gpujob_documents (workspace, name, body, updated_by) VALUES (%s, %s, %s, %s)
+               ON CONFLICT (workspace, name) DO UPDATE
+               SET body = EXCLUDED.body, updated_at = now(), updated_by = EXCLUDED.updated_by""",
+            (self.workspace, checked_name(name), data.decode(), _me()),
+        )
+
+    def update(self, name: str, change: Callable[[bytes | None], bytes]) -> bytes:
+        import psycopg
+
+        from gpujob.errors import StateError
+
+        conn = self._db()
+        try:
+            with self._mutex, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_doc_key(self.workspace, name),))
+                data = change(self.read(name))
+                self.write(name, data)
+        except psycopg.Error as exc:
+            if conn.closed and self._held:
+                self._lost(exc)
+            raise StateError(f"state database {self.location}: {_first_line(exc)}") from None
+        return data
+
+    def create(self, name: str, data: bytes) -> bytes:
+        self._run(
+            """INSERT INTO gpujob_documents (workspace, name, body, updated_by) VALUES (%s, %s, %s, %s)
+               ON CONFLICT (workspace, name) DO NOTHING""",
+            (self.workspace, checked_name(name), data.decode(), _me()),
+        )
+        found = self.read(name)
+        assert found is not None
+        return found
+
+    def names(self, prefix: str = "") -> list[str]:
+        rows = self._run(
+            """SELECT name FROM gpujob_documents WHERE workspace = %(w)s AND left(name, %(n)s) = %(p)s
+               UNION SELECT DISTINCT name FROM gpujob_logs WHERE workspace = %(w)s AND left(name, %(n)s) = %(p)s
+               UNION SELECT name FROM gpujob_secrets WHERE workspace = %(w)s AND left(name, %(n)s) = %(p)s""",
+            {"w": self.workspace, "n": len(prefix), "p": prefix},
+        ).fetchall()
+        return sorted(r[0] for r in rows if not r[0].endswith(PUBLIC_SUFFIX))
+
+    # logs
+
+    def append(self, name: str, line: bytes) -> None:
+        self.extend(name, [line])
+
+    def extend(self, name: str, lines: list[bytes]) -> None:
+        rows = [(self.workspace, checked_name(name), ln.rstrip(b"\n").decode()) for ln in lines]
+        self._run("INSERT INTO gpujob_logs (workspace, name, line) VALUES (%s, %s, %s)", rows, many=True)
+
+    def lines(self, name: str, *, last: int | None = None) -> list[bytes]:
+        if last is None:
+            rows = self._run(
+                "SELECT line FROM gpujob_logs WHERE workspace = %s AND name = %s ORDER BY seq",
+                (self.workspace, checked_name(name)),
+            ).fetchall()
+            return [r[0].encode() for r in rows]
+        rows = self._run(
+            "SELECT line FROM gpujob_logs WHERE workspace = %s AND name = %s ORDER BY seq DESC LIMIT %s",
+            (self.workspace, checked_name(name), max(0, last)),
+        ).fetchall()
+        return [r[0].encode() for r in reversed(rows)]
+
+    # secrets
+
+    def _sealed(self, name: str) -> bytes | None:
+        row = self._run(
+            "SELECT sealed FROM gpujob_secrets WHERE workspace = %s AND name = %s",
+            (self.workspace, checked_name(name)),
+        ).fetchone()
+        return bytes(row[0]) if row else None
+
+    def _unseal(self, name: str, sealed: bytes) -> bytes:
+        from gpujob.state.crypto import state_key, unseal
+
+        key = state_key(self.location, f"the project's secret {name} is needed")
+        return unseal(key, self._salt, self.workspace, name, sealed, self.location)
+
+    def secret(self, name: str) -> bytes | None:
+        sealed = self._sealed(name)
+        return None if sealed is None else self._unseal(name, sealed)
+
+    def public(self, name: str) -> bytes | None:
+        row = self._run(
+            "SELECT public FROM gpujob_secrets WHERE workspace = %s AND name = %s",
+            (self.workspace, checked_name(name)),
+        ).fetchone()
+        return row[0].encode() if row and row[0] is not None else None
+
+    def put_secret(self, name: str, secret: bytes, public: bytes | None, *, replace: bool = True) -> None:
+        from gpujob.state.crypto import seal, state_key
+
+        key = state_key(self.location, f"storing the project's secret {name}")
+        self._db()  # the salt comes with the connection
+        sealed = seal(key, self._salt, self.workspace, name, secret)
+        conflict = (
+            "DO UPDATE SET sealed = EXCLUDED.sealed, public = EXCLUDED.public" if replace else "DO NOTHING"
+        )
+        self._run(
+            f"""INSERT INTO gpujob_secrets (workspace, name, public, sealed, created_by)
+                VALUES (%s, %s, %s, %s, %s) ON CONFLICT (workspace, name) {conflict}""",
+            (self.workspace, checked_name(name), public.decode() if public else None, sealed, _me()),
+        )
+
+    def create_secret(self, name: str, make: Callable[[], tuple[bytes, bytes]]) -> bytes:
+        found = self.secret(name)
+        if found is not None:
+            return found
+        secret, public = make()
+        self.put_secret(name, secret, public, replace=False)  # a racing maker may have won: read back
+        stored = self.secret(name)
+        assert stored is not None
+        return stored
+
+    def secret_file(self, name: str) -> Path | None:
+        with self._mutex:
+            path = self._files.get(name)
+            if path is not None and path.exists():
+                return path
+            secret = self.secret(name)
+            if secret is None:
+                return None
+            path = self.scratch_dir() / name
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, secret)
+            finally:
+                os.close(fd)
+            self._files[name] = path
+            return path
+
+    def scratch_dir(self) -> Path:
+        with self._mutex:
+            if self._scratch is None or not self._scratch.is_dir():
+                # RAM-backed when the system has it: a decrypted key should not reach a disk.
+                base = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
+                self._scratch = Path(tempfile.mkdtemp(prefix="gpujob-state-", dir=base))
+                atexit.register(shutil.rmtree, self._scratch, True)
+            return self._scratch
+
+    # locks
+
+    @contextlib.contextmanager
+    def lock(self, job: str, *, timeout: float = 0, command: str | None = None) -> Iterator[LockInfo]:
+        from gpujob.lock import _command_line, _user
+
+        key = lock_key(self.workspace, checked_name(job))
+        if job in self._held:
+            self._refuse(job)
+        if not self._acquire(key, timeout):
+            self._refuse(job)
+        self._held.add(job)
+        info = LockInfo(
+            job=job,
+            user=_user(),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            since=datetime.now(UTC),
+            command=command or _command_line(),
+        )
+        try:
+            self._run(
+                """INSERT INTO gpujob_locks (workspace, job, holder, backend_pid)
+                   VALUES (%s, %s, %s, pg_backend_pid())
+                   ON CONFLICT (workspace, job) DO UPDATE SET holder = EXCLUDED.holder, backend_pid = EXCLUDED.backend_pid""",
+                (self.workspace, job, json.dumps(info.model_dump(mode="json"))),
+            )
+            yield info
+        finally:
+            self._release(job, key)
+
+    def _acquire(self, key: int, timeout: float) -> bool:
+        import psycopg
+
+        if timeout <= 0:
+            return bool(self._run("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
+        conn = self._db()
+        with self._mutex:
+            conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout * 1000)}ms",))
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+                return True
+            except psycopg.errors.LockNotAvailable:
+                return False
+            finally:
+                conn.execute("SELECT set_config('lock_timeout', '0', false)")
+
+    def _release(self, job: str, key: int) -> None:
+        if job not in self._held:
+            return  # the connection went, and the lock with it
+        self._held.discard(job)
+        conn = self._conn
+        if conn is None or conn.closed or self._pid != os.getpid():
+            return
+        with contextlib.suppress(Exception):  # a dead connection has released everything already
+            conn.execute(
+                "DELETE FROM gpujob_locks WHERE workspace = %s AND job = %s AND backend_pid = pg_backend_pid()",
+                (self.workspace, job),
+            )
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+    def _refuse(self, job: str) -> None:
+        from gpujob.errors import LockError
+
+        holder = self.read_lock(job)
+        who = holder.describe() if holder else "another gpujob (no holder note yet)"
+        raise LockError(
+            f"job '{job}' is locked by {who} (state: {self.location})",
+            hint=f"wait for it to finish; the lock frees itself when that process ends. Stuck: gpujob force-unlock {job}",
+        )
+
+    def _holder_row(self, job: str) -> tuple[LockInfo, int] | None:
+        row = self._run(
+            "SELECT holder, backend_pid FROM gpujob_locks WHERE workspace = %s AND job = %s",
+            (self.workspace, checked_name(job)),
+        ).fetchone()
+        if row is None:
+            return None
+        try:
+            return LockInfo.model_validate(row[0]), int(row[1])
+        except ValueError:
+            return None
+
+    def read_lock(self, job: str) -> LockInfo | None:
+        found = self._holder_row(job)
+        return found[0] if found else None
+
+    def lock_held(self, job: str) -> bool:
+        if job in self._held:
+            return True
+        key = lock_key(self.workspace, checked_name(job))
+        with self._mutex:
+            if self._run("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                self._run("SELECT pg_advisory_unlock(%s)", (key,))
+                return False
+        return True
+
+    def force_unlock(self, job: str) -> bool:
+        """End the holding session (its lock goes with it; its next write fails), then drop the note.
+        Refused while the holder runs on this host: it is plainly not stuck."""
+        from gpujob.errors import LockError
+
+        found = self._holder_row(job)
+        held = self.lock_held(job)
+        if held and found is not None and found[0].holder_alive():
+            raise LockError(
+                f"job '{job}' is locked by {found[0].describe()}, and that process is still running on this host",
+                hint=f"wait for it to finish, or stop it (kill {found[0].pid}); then the lock frees itself",
+            )
+        if held and found is not None:
+            ended = self._run("SELECT pg_terminate_backend(%s)", (found[1],)).fetchone()[0]
+            if not ended or not self._wait_free(job):
+                raise LockError(
+                    f"could not end the session holding job '{job}' (server pid {found[1]})",
+                    hint="the database's owner (or a member of pg_signal_backend) can: "
+                    f"SELECT pg_terminate_backend({found[1]})",
+                )
+        elif held:
+            raise LockError(
+                f"job '{job}' is locked by a session that left no holder note", hint="retry in a moment"
+            )
+        removed = self._run(
+            "DELETE FROM gpujob_locks WHERE workspace = %s AND job = %s", (self.workspace, job)
+        ).rowcount
+        return bool(removed) or held
+
+    def _wait_free(self, job: str, deadline_s: float = 5.0) -> bool:
+        """The server ends a terminated session asynchronously: wait (bounded) for its lock to go."""
+        import time
+
+        end = time.monotonic() + deadline_s
+        while self.lock_held(job):
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def locked_jobs(self) -> list[str]:
+        rows = self._run("SELECT job FROM gpujob_locks WHERE workspace = %s ORDER BY job", (self.workspace,))
+        return [r[0] for r in rows.fetchall()]
+
+
+def _first_line(exc: BaseException | None) -> str:
+    text = str(exc or "").strip()
+    return (text.splitlines() or [type(exc).__name__])[0]
