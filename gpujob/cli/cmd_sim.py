@@ -71,26 +71,37 @@ def command() -> None:
 @click.option(
     "--speed", type=float, default=1.0, show_default=True, help="Simulated seconds per real second."
 )
-@click.option("--no-pods", is_flag=True, help="Lifecycle only: no sshd pods (works without root).")
+@click.option(
+    "--pods",
+    "pod_mode",
+    type=click.Choice(["auto", "namespaces", "plain"]),
+    default="auto",
+    show_default=True,
+    envvar="GPUJOB_SIM_PODS",
+    help="How pods run: namespaces (root or user namespaces), plain local sshd processes, or auto "
+    "(namespaces where the kernel allows them).  [env: GPUJOB_SIM_PODS]",
+)
+@click.option("--no-pods", is_flag=True, help="Lifecycle only: no sshd pods, no SSH.")
 @click.option("--provision-seconds", type=float, default=1.0, show_default=True)
-def up(speed: float, no_pods: bool, provision_seconds: float) -> None:
+def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float) -> None:
     """Start the simulator in the background; prints its URLs and the env lines to export."""
 
     def body() -> None:
         from gpujob.errors import SimulatorError
         from gpujob.sim.daemon import read_daemon
-        from gpujob.sim.podproc import namespaces_available
+        from gpujob.sim.podproc import PodsUnavailable, choose
 
         data = _dir()
         info = read_daemon(data)
         if info is None:
             if not no_pods:
-                ok, why = namespaces_available()
-                if not ok:
+                try:
+                    choose(pod_mode)
+                except PodsUnavailable as exc:
                     raise SimulatorError(
-                        f"cannot run simulated pods here: {why}",
-                        hint="gpujob sim up --no-pods runs the APIs without SSH pods",
-                    )
+                        f"cannot run simulated pods here: {exc}",
+                        hint="gpujob sim up --no-pods runs the APIs and billing without SSH pods",
+                    ) from None
             data.mkdir(parents=True, exist_ok=True)
             log = open(data / "daemon.log", "ab")  # noqa: SIM115 - handed to the child
             cmd = [
@@ -103,6 +114,8 @@ def up(speed: float, no_pods: bool, provision_seconds: float) -> None:
                 str(speed),
                 "--provision-seconds",
                 str(provision_seconds),
+                "--pods",
+                pod_mode,
             ]
             proc = subprocess.Popen(
                 cmd + (["--no-pods"] if no_pods else []),
@@ -121,6 +134,7 @@ def up(speed: float, no_pods: bool, provision_seconds: float) -> None:
             click.echo(f"simulator started (pid {info['pid']}, data {data})", err=True)
         else:
             click.echo(f"simulator already running (pid {info['pid']})", err=True)
+        click.echo(f"# pods:       {_mode_line(info)}", err=True)
         click.echo(f"# RunPod:     {info['runpod_url']}/v2  (GraphQL {info['runpod_url']}/graphql)", err=True)
         click.echo(
             f"# Paperspace: {info['paperspace_url']}/v1  (SSH port {info['paperspace_ssh_port']})", err=True
@@ -155,21 +169,26 @@ def down() -> None:
                 time.sleep(0.05)
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
-        strays = podproc.find_strays(str(data.resolve()))
-        for unshare_pid in strays:  # a crashed daemon's pods
-            child = podproc.child_pid(unshare_pid, timeout=0.1)
-            if child is not None:
-                podproc.kill_pod(child)
-            if _alive(unshare_pid):
-                os.kill(unshare_pid, signal.SIGKILL)
+        strays = podproc.sweep(str(data.resolve()))  # a crashed daemon's pods
         (data / "daemon.json").unlink(missing_ok=True)
         click.echo(
             "simulator stopped"
             if info
-            else "simulator was not running" + (f"; killed {len(strays)} stray pod(s)" if strays else "")
+            else "simulator was not running" + (f"; killed {strays} stray pod(s)" if strays else "")
         )
 
     run_command(body)
+
+
+def _mode_line(info: dict[str, Any]) -> str:
+    """Which pod mode the running simulator uses, in words, and why (what ruled out the others)."""
+    from gpujob.sim.podproc import PodMode
+
+    name = info.get("pod_mode", "off")
+    if name == "off" or not info.get("pods", True):
+        return "off: APIs and billing only, no SSH (started with --no-pods)"
+    why = info.get("pod_mode_why", "")
+    return f"{name}: {PodMode(name, why).describe()}" + (f" ({why})" if why else "")
 
 
 def _alive(pid: int) -> bool:
@@ -198,7 +217,7 @@ def status() -> None:
         pods = [p for p in state["pods"].values() if p.get("ended_at") is None]
         machines = [m for m in state["machines"].values() if m.get("ended_at") is None]
         click.echo(
-            f"simulator: running (pid {info['pid']}, data dir {info['data_dir']}, ssh pods {'on' if info['pods'] else 'off'})"
+            f"simulator: running (pid {info['pid']}, data dir {info['data_dir']})\n  pods        {_mode_line(info)}"
         )
         click.echo(
             f"  RunPod      {info['runpod_url']}/v2   pods: "

@@ -18,6 +18,7 @@ class Endpoints:
     paperspace_ssh_port: int
     runpod_key: str
     paperspace_key: str
+    ssh_user: str = "root"
 
     @property
     def runpod_url(self) -> str:
@@ -36,7 +37,7 @@ class Endpoints:
             "RUNPOD_API_KEY": self.runpod_key,
             "PAPERSPACE_API_KEY": self.paperspace_key,
             "GPUJOB_PAPERSPACE_SSH_PORT": str(self.paperspace_ssh_port),
-            "GPUJOB_PAPERSPACE_SSH_USER": "root",
+            "GPUJOB_PAPERSPACE_SSH_USER": self.ssh_user,
         }
 
 
@@ -73,6 +74,7 @@ class SimServer:
             self.sim.ps_ssh_port,
             o.runpod_api_key,
             o.paperspace_api_key,
+            self.sim.ssh_user,
         )
 
     def close(self) -> None:

@@ -25,7 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed", type=float, default=1.0)
     ap.add_argument("--provision-seconds", type=float, default=1.0)
     ap.add_argument("--boot-seconds", type=float, default=0.5)
-    ap.add_argument("--no-pods", action="store_true", help="lifecycle only, no sshd pods (no root needed)")
+    ap.add_argument("--no-pods", action="store_true", help="lifecycle only, no sshd pods")
+    ap.add_argument(
+        "--pods", default="auto", help="pod mode: auto | namespaces | plain (gpujob/sim/podproc.py)"
+    )
     args = ap.parse_args(argv)
 
     options = SimOptions(
@@ -33,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         provision_seconds=args.provision_seconds,
         boot_seconds=args.boot_seconds,
         pods=not args.no_pods,
+        pod_mode=args.pods,
     )
     server = SimServer(args.data_dir, options, args.runpod_port, args.paperspace_port)
     done = threading.Event()
@@ -46,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         "paperspace_url": ep.paperspace_url,
         "paperspace_ssh_port": ep.paperspace_ssh_port,
         "pods": options.pods,
+        "pod_mode": server.sim.pod_mode.name if server.sim.pod_mode else "off",
+        "pod_mode_why": server.sim.pod_mode.why if server.sim.pod_mode else "",
         "env": ep.env(),
     }
     path = args.data_dir / DAEMON_FILE

@@ -33,7 +33,8 @@ class SimOptions:
     preempt_grace: float | None = None  # None: the profile's spot grace
     speed: float = 1.0  # simulated seconds per real second
     balance: float = 1_000_000.0  # USD; creates get 402 and pods auto-stop once the bill reaches it
-    pods: bool = True  # run real sshd pods (needs namespaces); False: lifecycle only, no SSH
+    pods: bool = True  # run real sshd pods; False: lifecycle only, no SSH
+    pod_mode: str = "auto"  # auto | namespaces | plain | a podproc.MODES name (see gpujob/sim/podproc.py)
     new_host_on_restart: bool = True  # a restart lands on a new host: new port and new host key
     rate_limit_per_minute: int = 6000
     runpod_api_key: str = "sim-runpod-key"
@@ -69,6 +70,8 @@ class Simulator:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.ps_ssh_port = self.options.paperspace_ssh_port or podproc.free_port()
+        # Raises PodsUnavailable (what to install) when no pod can run here.
+        self.pod_mode = podproc.choose(self.options.pod_mode) if self.options.pods else None
         self._recover()
         self._ticker = threading.Thread(target=self._tick_loop, name="sim-ticker", daemon=True)
         self._ticker.start()
@@ -122,18 +125,22 @@ class Simulator:
         ps_engine.auto_shutdown_due(self)
 
     # --- pod processes
+    @property
+    def ssh_user(self) -> str:
+        """The login name pods accept (root, or the local user for plain pods)."""
+        return self.pod_mode.ssh_user if self.pod_mode else "root"
+
     def pod_key(self, platform: str, rid: str) -> str:
         return f"{self.data_dir}:{platform}:{rid}"
 
     def launch(self, platform: str, rid: str, launch: podproc.PodLaunch, ready_host: str) -> int | None:
         """Start an sshd pod; returns its host pid once it accepts connections, None on failure."""
-        if not self.options.pods:
+        if self.pod_mode is None:
             return None
-        proc = podproc.spawn(launch)
-        pid = podproc.child_pid(proc.pid)
+        proc, pid = podproc.spawn(launch, self.pod_mode)
         if pid is None or not podproc.wait_ready(ready_host, launch.port, proc):
             if pid is not None:
-                podproc.kill_pod(pid)
+                podproc.kill_pod(pid, launch.key)
             proc.kill()
             proc.wait()
             return None
@@ -143,7 +150,7 @@ class Simulator:
     def kill(self, platform: str, rid: str, pid: int | None, grace: float = 0.0) -> None:
         key = self.pod_key(platform, rid)
         if pid is not None and podproc.is_pod_sshd(pid, key):
-            podproc.kill_pod(pid, grace)
+            podproc.kill_pod(pid, key, grace)
         proc = self.procs.pop(key, None)
         if proc is not None:
             proc.kill()
@@ -151,17 +158,7 @@ class Simulator:
 
     def _recover(self) -> None:
         """Kill pods left by a previous run and bring their resources back stopped."""
-        for pid in podproc.find_strays(str(self.data_dir)):
-            child = podproc.child_pid(pid, timeout=0.1)
-            if child is not None:
-                podproc.kill_pod(child)
-            try:
-                import os
-                import signal
-
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        podproc.sweep(str(self.data_dir))
         now = self.now()
         for pod in self.state.pods.values():
             if pod.ended_at is None and pod.status in ("PROVISIONING", "STARTING", "RUNNING"):
@@ -194,11 +191,8 @@ class Simulator:
         deadline = time.monotonic() + 5
         for t in self._threads:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
-        # a worker may have booted a pod while we were killing: sweep by command line marker
-        for pid in podproc.find_strays(str(self.data_dir)):
-            child = podproc.child_pid(pid, timeout=0.1)
-            if child is not None:
-                podproc.kill_pod(child)
+        # a worker may have booted a pod while we were killing: sweep by marker
+        podproc.sweep(str(self.data_dir))
         for proc in list(self.procs.values()):
             proc.kill()
             proc.wait()

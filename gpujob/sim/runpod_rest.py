@@ -28,8 +28,8 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
         direct = {
             "host": "127.0.0.1",
             "port": pod.ssh_port,
-            "username": "root",
-            "command": f"ssh root@127.0.0.1 -p {pod.ssh_port}",
+            "username": sim.ssh_user,
+            "command": f"ssh {sim.ssh_user}@127.0.0.1 -p {pod.ssh_port}",
         }
     rate = sim.rp_prices.gpu_hour(pod.gpu_id or "", cloud=pod.cloud, spot=pod.interruptible) * pod.gpu_count
     runtime = None

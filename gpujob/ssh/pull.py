@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from gpujob.errors import SSHError
+from gpujob.errors import RemoteCommandError, SSHError
 from gpujob.model import Model
 from gpujob.ssh.quote import q, remote_path
 from gpujob.ssh.session import Remote
@@ -82,6 +82,14 @@ async def _remote_sha256(remote: Remote, path: str, size: int) -> str:
     return out.split()[0] if out.split() else ""
 
 
+ROTATION_ROUNDS = 3
+
+
+async def _exists(remote: Remote, path: str) -> bool:
+    res = await remote.run(f"test -e {q(path)}", check=False, what=f"checking that {path} still exists")
+    return res.exit_status == 0
+
+
 async def _fetch(
     remote: Remote, path: str, part: Path, size: int, on_bytes: Callable[[int], None]
 ) -> tuple[str, int, int]:
@@ -147,11 +155,12 @@ async def pull_checkpoints(
     remote: Remote, remote_dir: str, local_dir: Path, *, verify: str | None, progress: Progress | None = None
 ) -> list[PulledCheckpoint]:
     """Pull every checkpoint under `remote_dir` into `local_dir`, resuming partial files, refusing a
-    checksum mismatch (ChecksumMismatch), and recording the verify command's result per file."""
+    checksum mismatch (ChecksumMismatch), and recording the verify command's result per file.
+    A running job keeps its newest N checkpoints: a file it deletes between the listing and its pull
+    was superseded, so the listing is read again and the newer files pulled (a few rounds at most)."""
     remote_dir = remote_path(remote_dir)
     local_dir = Path(local_dir)
     local_dir.mkdir(parents=True, exist_ok=True)
-    files = await list_checkpoints(remote, remote_dir)
 
     def present(name: str, size: int) -> int:
         final, part = local_dir / name, local_dir / f"{name}.part"
@@ -159,8 +168,7 @@ async def pull_checkpoints(
             return size
         return min(part.stat().st_size, size) if part.exists() else 0
 
-    total = sum(s - present(n, s) for n, s in files)
-    done = 0
+    total = done = 0
 
     def on_bytes(n: int) -> None:
         nonlocal done
@@ -168,51 +176,80 @@ async def pull_checkpoints(
         if progress is not None:
             progress(done, total)
 
-    results = []
-    for name, size in files:
-        path = f"{remote_dir}/{name}"
-        final, part = local_dir / name, local_dir / f"{name}.part"
-        final.parent.mkdir(parents=True, exist_ok=True)
-        remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))  # hashes while we transfer
-        transferred, resumed, local_sum = 0, 0, ""
-        try:
-            if final.exists():
-                if final.stat().st_size == size:
-                    local_sum = (await asyncio.to_thread(_sha256_file, final)).hexdigest()
-                if local_sum != await remote_sum:
-                    final.unlink()  # an older file under the same name: the remote one replaced it
-            if not final.exists():
-                for attempt in (1, 2):
-                    local_sum, got, offset = await _fetch(remote, path, part, size, on_bytes)
-                    transferred += got
-                    resumed = resumed or offset
-                    if local_sum == await remote_sum:
-                        break
-                    part.unlink()  # never promote a mismatching file
-                    if attempt == 2:
-                        raise ChecksumMismatch(
-                            f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {await remote_sum}",
-                            hint="the remote file may have been rewritten during the pull; run pull again",
-                        )
-                    remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))
-                os.replace(part, final)
-        finally:
-            if not remote_sum.done():
-                remote_sum.cancel()
-        verified: bool | None = None
-        verify_output = ""
-        if verify:
-            verified, verify_output = await _run_verify(verify, final)
-        results.append(
-            PulledCheckpoint(
-                name=name,
-                size=size,
-                sha256=local_sum,
-                remote_sha256=remote_sum.result(),
-                verified=verified,
-                verify_output=verify_output,
-                bytes_transferred=transferred,
-                resumed_from=resumed,
-            )
-        )
+    results: list[PulledCheckpoint] = []
+    seen: set[str] = set()
+    for _ in range(ROTATION_ROUNDS):
+        files = [(n, s) for n, s in await list_checkpoints(remote, remote_dir) if n not in seen]
+        seen.update(n for n, _ in files)
+        total += sum(s - present(n, s) for n, s in files)
+        rotated = False
+        for name, size in files:
+            got = await _pull_one(remote, f"{remote_dir}/{name}", name, size, local_dir, verify, on_bytes)
+            if got is None:
+                rotated = True
+            else:
+                results.append(got)
+        if not rotated:
+            break
     return results
+
+
+async def _pull_one(
+    remote: Remote,
+    path: str,
+    name: str,
+    size: int,
+    local_dir: Path,
+    verify: str | None,
+    on_bytes: Callable[[int], None],
+) -> PulledCheckpoint | None:
+    """One file, resumed and checksummed; None when the job deleted it before we could read it."""
+    final, part = local_dir / name, local_dir / f"{name}.part"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))  # hashes while we transfer
+    transferred, resumed, local_sum = 0, 0, ""
+    try:
+        if final.exists():
+            if final.stat().st_size == size:
+                local_sum = (await asyncio.to_thread(_sha256_file, final)).hexdigest()
+            if local_sum != await remote_sum:
+                final.unlink()  # an older file under the same name: the remote one replaced it
+        if not final.exists():
+            for attempt in (1, 2):
+                local_sum, got, offset = await _fetch(remote, path, part, size, on_bytes)
+                transferred += got
+                resumed = resumed or offset
+                if local_sum == await remote_sum:
+                    break
+                part.unlink()  # never promote a mismatching file
+                if attempt == 2:
+                    raise ChecksumMismatch(
+                        f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {await remote_sum}",
+                        hint="the remote file may have been rewritten during the pull; run pull again",
+                    )
+                remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))
+            os.replace(part, final)
+    except RemoteCommandError:
+        if await _exists(remote, path):
+            raise
+        part.unlink(missing_ok=True)  # rotated away after the listing: no checkpoint any more
+        return None
+    finally:
+        if not remote_sum.done():
+            remote_sum.cancel()
+        elif not remote_sum.cancelled():
+            remote_sum.exception()  # retrieved here: a failed hash is handled above, not logged later
+    verified: bool | None = None
+    verify_output = ""
+    if verify:
+        verified, verify_output = await _run_verify(verify, final)
+    return PulledCheckpoint(
+        name=name,
+        size=size,
+        sha256=local_sum,
+        remote_sha256=remote_sum.result(),
+        verified=verified,
+        verify_output=verify_output,
+        bytes_transferred=transferred,
+        resumed_from=resumed,
+    )

@@ -76,7 +76,7 @@ def wait_pod(rp: httpx.Client, pod_id: str, status: str = "RUNNING") -> dict[str
 
 
 def ssh(
-    key: Path, host: str, port: int, command: str, check: bool = True
+    key: Path, host: str, port: int, command: str, check: bool = True, user: str = "root"
 ) -> subprocess.CompletedProcess[str]:
     cmd = [
         "ssh",
@@ -92,7 +92,7 @@ def ssh(
         "BatchMode=yes",
         "-p",
         str(port),
-        f"root@{host}",
+        f"{user}@{host}",
         command,
     ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=check)

@@ -139,3 +139,30 @@ def test_interrupted_pull_resumes_without_resending(tmp_path: Path) -> None:
         assert p.bytes_transferred == size - arrived
         assert p.sha256 == sha(rdir / "big.pt") == sha(ldir / "big.pt")
         assert not part.exists()
+
+
+def test_a_checkpoint_rotated_away_during_the_pull_is_skipped_and_the_newer_one_pulled(
+    sshd: SSHD, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A running job keeps its newest N: between our listing and the fetch it deletes the oldest and
+    writes a newer one. The pull skips the deleted file (no error) and still gets the new one."""
+    rdir, ldir = tmp_path / "remote", tmp_path / "local"
+    rdir.mkdir()
+    (rdir / "step_1.pt").write_bytes(b"CKPT1")
+    (rdir / "step_2.pt").write_bytes(b"CKPT2")
+    real = pull_mod._remote_sha256
+    rotated: list[str] = []
+
+    async def rotate_then_hash(remote, path: str, size: int) -> str:  # type: ignore[no-untyped-def]
+        if path.endswith("step_1.pt") and not rotated:  # the job rotates, as the pull reaches step_1
+            (rdir / "step_1.pt").unlink()
+            (rdir / "step_3.pt").write_bytes(b"CKPT3")
+            rotated.append(path)
+        return await real(remote, path, size)
+
+    monkeypatch.setattr(pull_mod, "_remote_sha256", rotate_then_hash)
+    got = asyncio.run(_pull(sshd, state, rdir, ldir, verify=VERIFY))
+    assert rotated
+    assert sorted(p.name for p in got) == ["step_2.pt", "step_3.pt"]
+    assert all(p.verified and p.sha256 == sha(rdir / p.name) for p in got)
+    assert not list(ldir.glob("step_1.pt*"))  # no partial left of the deleted one
