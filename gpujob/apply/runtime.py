@@ -297,19 +297,22 @@ async def remote_listing(remote: Any, remote_dir: str) -> dict[str, str]:
 NAMES = "cd {dir} 2>/dev/null && find . -type f ! -name '*.tmp' ! -name '.*' -print0; true"
 
 
-async def _drop_rotated(
-    remote: Any, remote_dir: str, listing: dict[str, str], pulled: set[str]
+async def _settle_listing(
+    remote: Any, remote_dir: str, listing: dict[str, str], pulled: list[Any]
 ) -> dict[str, str]:
     """A running job keeps its newest N checkpoints: a file listed before the pull and deleted by the
-    run during it was superseded, not missed. Only files still on the remote stay in the listing."""
-    missing = set(listing) - pulled
-    if not missing:
-        return listing
-    out = await remote.run(
-        NAMES.format(dir=shlex.quote(remote_dir)), check=False, what=f"listing {remote_dir}"
-    )
-    present = {n.removeprefix("./") for n in str(getattr(out, "stdout", "") or "").split("\0") if n}
-    return {n: h for n, h in listing.items() if n in pulled or n in present}
+    run during it was superseded, not missed, and a newer one the pull went back for belongs in the
+    listing. So: what was pulled (with its remote checksum), plus listed files still on the remote."""
+    got = {str(_first(p, "name")): str(_first(p, "remote_sha256") or "") for p in pulled}
+    missing = set(listing) - set(got)
+    present: set[str] = set()
+    if missing:
+        out = await remote.run(
+            NAMES.format(dir=shlex.quote(remote_dir)), check=False, what=f"listing {remote_dir}"
+        )
+        present = {n.removeprefix("./") for n in str(getattr(out, "stdout", "") or "").split("\0") if n}
+    kept = {n: h for n, h in listing.items() if n in got or n in present}
+    return kept | {n: h for n, h in got.items() if n not in kept and h}
 
 
 async def pull(
@@ -336,7 +339,7 @@ async def pull(
             pulled = await ssh.pull_checkpoints(
                 remote, ck.dir, local_dir, verify=None, progress=progress or fallback
             )
-        listing = await _drop_rotated(remote, ck.dir, listing, {str(_first(p, "name")) for p in pulled})
+        listing = await _settle_listing(remote, ck.dir, listing, pulled)
     now = clock.now()
     cwd = target.spec_path.parent
     files = [_as_pulled_file(p, local_dir, listing, ck.verify, now, cwd) for p in pulled]
