@@ -1,4 +1,5 @@
-"""`gpujob state [JOBFILE]`: the job's resources as the platform reports them now, normalised."""
+"""`gpujob state [JOBFILE]`: the job's resources as the platform reports them now, normalised.
+`gpujob state migrate --to URL|DIR`: move the project's stored state (gpujob.state) to another store."""
 
 from __future__ import annotations
 
@@ -88,8 +89,105 @@ def _state(job_file: str | None, fmt: str) -> None:
         click.echo(render_text(resources, spec.name, spec.platform))
 
 
-@click.command(name="state", help="Print a job's normalised live state.   e.g. gpujob state --format json")
+class _StateGroup(click.Group):
+    """`gpujob state [JOBFILE]` (no subcommand) means `gpujob state show [JOBFILE]`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("-h", "--help")):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+HELP = """A job's live state (`gpujob state [JOBFILE]`), and where gpujob keeps its own.
+
+
+Examples:
+  gpujob state --format json
+  gpujob state migrate --to postgresql://gpujob@db.internal/gpujob
+  GPUJOB_STATE_URL=postgresql://gpujob@db.internal/gpujob gpujob state migrate --to .gpujob
+"""
+
+
+@click.group(name="state", cls=_StateGroup, help=HELP)
+def command() -> None:
+    pass
+
+
+@command.command(name="show", help="Print a job's normalised live state.   e.g. gpujob state --format json")
 @click.argument("job_file", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def command(job_file: str | None, fmt: str) -> None:
+def show(job_file: str | None, fmt: str) -> None:
     run_command(_state, job_file, fmt)
+
+
+MIGRATE_HELP = """Copy every record of the project's state (journal, pull and launch records, pinned host
+keys, events, the SSH key) into another store, then read each back to check it.
+
+
+The source is the store this project uses now (GPUJOB_STATE_URL, the state: block of gpujob.yaml, or
+.gpujob/ beside the job file); --from names another. TARGET is a postgresql:// URL or a directory.
+Secrets are sealed with GPUJOB_STATE_KEY on the way into PostgreSQL and written 0600 on the way out.
+A destination holding different records is refused; nothing is deleted from the source.
+
+
+Examples:
+  gpujob state migrate --to postgresql://gpujob@db.internal/gpujob
+  gpujob state migrate --from postgresql://gpujob@db.internal/gpujob --to .gpujob
+"""
+
+
+@command.command(
+    name="migrate",
+    help=MIGRATE_HELP,
+    short_help="Move gpujob's own state to PostgreSQL or a directory (and back).",
+)
+@click.option("--to", "target", required=True, help="postgresql://… URL or a directory.")
+@click.option("--from", "source", help="postgresql://… URL or a directory (default: this project's store).")
+@click.option(
+    "--workspace", help="Workspace in a PostgreSQL store (default: $GPUJOB_STATE_WORKSPACE or default)."
+)
+@click.option("-f", "--file", "job_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="A job file of the project (default: the current directory's).")  # fmt: skip
+def migrate(target: str, source: str | None, workspace: str | None, job_file: Path | None) -> None:
+    run_command(_migrate, target, source, workspace, job_file)
+
+
+def _open(where: str, workspace: str | None) -> Any:  # Store
+    import os
+
+    from gpujob.state.config import (
+        DEFAULT_WORKSPACE,
+        WORKSPACE_ENV,
+        Local,
+        Postgres,
+        checked_workspace,
+        open_config,
+        parse_url,
+    )
+
+    if "://" in where:
+        ws = workspace or os.environ.get(WORKSPACE_ENV, "").strip() or DEFAULT_WORKSPACE
+        return open_config(
+            Postgres(parse_url(where, "--to/--from"), checked_workspace(ws, "--workspace"), "cli")
+        )
+    return open_config(Local(Path(where).absolute()))
+
+
+def _migrate(target: str, source: str | None, workspace: str | None, job_file: Path | None) -> None:
+    from gpujob.state import open_store
+    from gpujob.state.migrate import migrate as run
+
+    src = _open(source, workspace) if source else open_store(job_file)
+    dst = _open(target, workspace)
+    done = run(src, dst)
+    click.echo(f"{src.location} -> {dst.location}: {done.summary()}; every record read back and compared.")
+    if "://" in target:
+        click.echo(
+            f"Use it: export GPUJOB_STATE_URL={dst.location.split(' ')[0]} (password: PGPASSWORD or ~/.pgpass),\n"
+            "  or commit a gpujob.yaml with  state: {url: ..., workspace: ...}.  Keep GPUJOB_STATE_KEY safe: "
+            "without it the SSH key cannot be read back."
+        )
+    if source is None and "://" not in src.location:
+        click.echo(
+            f"{src.location} is left as it was; it holds the SSH key in clear: remove it once you switched."
+        )

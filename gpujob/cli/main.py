@@ -32,7 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cmd_destroy",
         "Plan and run the gated teardown of a job.   e.g. gpujob destroy --approve ID",
     ),
-    "state": ("cmd_state", "Print a job's normalised live state.   e.g. gpujob state --format json"),
+    "state": (
+        "cmd_state",
+        "A job's live state; moving gpujob's own.   e.g. gpujob state migrate --to postgresql://…",
+    ),
     "status": ("cmd_status", "Run status: state, cost, last checkpoint.   e.g. gpujob status"),
     "logs": ("cmd_logs", "Show the run's log.   e.g. gpujob logs -f"),
     "pull": ("cmd_pull", "Pull and verify checkpoints (resumable).   e.g. gpujob pull"),

@@ -114,11 +114,15 @@ class LocalStore:
     # logs
 
     def append(self, name: str, line: bytes) -> None:
+        self.extend(name, [line])
+
+    def extend(self, name: str, lines: list[bytes]) -> None:
         path = self._path(name)
         self._dir_for(path)
+        data = b"".join(line.rstrip(b"\n") + b"\n" for line in lines)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, line.rstrip(b"\n") + b"\n")  # one write: concurrent appenders never interleave
+            os.write(fd, data)  # one write: concurrent appenders never interleave
             os.fsync(fd)
         finally:
             os.close(fd)

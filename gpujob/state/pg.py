@@ -15,33 +15,24 @@ readable. Decrypted secrets that tools need as files go to a private temp dir re
 from __future__ import annotations
 
 import atexit
-import contextlib
 import hashlib
-import json
 import os
 import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpujob.lock import LockInfo
 from gpujob.state import PUBLIC_SUFFIX
 from gpujob.state.config import safe_url
 from gpujob.state.local import checked_name
+from gpujob.state.pglock import PgLocks
 
 CONNECT_TIMEOUT_S = 10
 # The server notices a holder whose host vanished without closing its socket within ~idle+interval*count.
 KEEPALIVE = "-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3"
-
-
-def lock_key(workspace: str, job: str) -> int:
-    """The advisory lock id of a job: 64 bits of a hash of workspace and job (a signed bigint)."""
-    digest = hashlib.blake2b(f"gpujob-lock\0{workspace}\0{job}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 def _doc_key(workspace: str, name: str) -> int:
@@ -55,7 +46,7 @@ def _me() -> str:
     return f"{_user()}@{socket.gethostname()}"
 
 
-class PgStore:
+class PgStore(PgLocks):
     def __init__(self, url: str, workspace: str) -> None:
         self._url = url
         self.workspace = workspace
@@ -255,7 +246,7 @@ class PgStore:
         ).fetchone()
         return row[0].encode() if row and row[0] is not None else None
 
-    def put_secret(self, name: str, secret: bytes, public: bytes | None, *, replace: bool = True) -> None:
+    def put_secret(self, name: str, secret: bytes, public: bytes | None, replace: bool = True) -> None:
         from gpujob.state.crypto import seal, state_key
 
         key = state_key(self.location, f"storing the project's secret {name}")
@@ -305,147 +296,6 @@ class PgStore:
                 self._scratch = Path(tempfile.mkdtemp(prefix="gpujob-state-", dir=base))
                 atexit.register(shutil.rmtree, self._scratch, True)
             return self._scratch
-
-    # locks
-
-    @contextlib.contextmanager
-    def lock(self, job: str, *, timeout: float = 0, command: str | None = None) -> Iterator[LockInfo]:
-        from gpujob.lock import _command_line, _user
-
-        key = lock_key(self.workspace, checked_name(job))
-        if job in self._held:
-            self._refuse(job)
-        if not self._acquire(key, timeout):
-            self._refuse(job)
-        self._held.add(job)
-        info = LockInfo(
-            job=job,
-            user=_user(),
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            since=datetime.now(UTC),
-            command=command or _command_line(),
-        )
-        try:
-            self._run(
-                """INSERT INTO gpujob_locks (workspace, job, holder, backend_pid)
-                   VALUES (%s, %s, %s, pg_backend_pid())
-                   ON CONFLICT (workspace, job) DO UPDATE SET holder = EXCLUDED.holder, backend_pid = EXCLUDED.backend_pid""",
-                (self.workspace, job, json.dumps(info.model_dump(mode="json"))),
-            )
-            yield info
-        finally:
-            self._release(job, key)
-
-    def _acquire(self, key: int, timeout: float) -> bool:
-        import psycopg
-
-        if timeout <= 0:
-            return bool(self._run("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
-        conn = self._db()
-        with self._mutex:
-            conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout * 1000)}ms",))
-            try:
-                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-                return True
-            except psycopg.errors.LockNotAvailable:
-                return False
-            finally:
-                conn.execute("SELECT set_config('lock_timeout', '0', false)")
-
-    def _release(self, job: str, key: int) -> None:
-        if job not in self._held:
-            return  # the connection went, and the lock with it
-        self._held.discard(job)
-        conn = self._conn
-        if conn is None or conn.closed or self._pid != os.getpid():
-            return
-        with contextlib.suppress(Exception):  # a dead connection has released everything already
-            conn.execute(
-                "DELETE FROM gpujob_locks WHERE workspace = %s AND job = %s AND backend_pid = pg_backend_pid()",
-                (self.workspace, job),
-            )
-            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-
-    def _refuse(self, job: str) -> None:
-        from gpujob.errors import LockError
-
-        holder = self.read_lock(job)
-        who = holder.describe() if holder else "another gpujob (no holder note yet)"
-        raise LockError(
-            f"job '{job}' is locked by {who} (state: {self.location})",
-            hint=f"wait for it to finish; the lock frees itself when that process ends. Stuck: gpujob force-unlock {job}",
-        )
-
-    def _holder_row(self, job: str) -> tuple[LockInfo, int] | None:
-        row = self._run(
-            "SELECT holder, backend_pid FROM gpujob_locks WHERE workspace = %s AND job = %s",
-            (self.workspace, checked_name(job)),
-        ).fetchone()
-        if row is None:
-            return None
-        try:
-            return LockInfo.model_validate(row[0]), int(row[1])
-        except ValueError:
-            return None
-
-    def read_lock(self, job: str) -> LockInfo | None:
-        found = self._holder_row(job)
-        return found[0] if found else None
-
-    def lock_held(self, job: str) -> bool:
-        if job in self._held:
-            return True
-        key = lock_key(self.workspace, checked_name(job))
-        with self._mutex:
-            if self._run("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-                self._run("SELECT pg_advisory_unlock(%s)", (key,))
-                return False
-        return True
-
-    def force_unlock(self, job: str) -> bool:
-        """End the holding session (its lock goes with it; its next write fails), then drop the note.
-        Refused while the holder runs on this host: it is plainly not stuck."""
-        from gpujob.errors import LockError
-
-        found = self._holder_row(job)
-        held = self.lock_held(job)
-        if held and found is not None and found[0].holder_alive():
-            raise LockError(
-                f"job '{job}' is locked by {found[0].describe()}, and that process is still running on this host",
-                hint=f"wait for it to finish, or stop it (kill {found[0].pid}); then the lock frees itself",
-            )
-        if held and found is not None:
-            ended = self._run("SELECT pg_terminate_backend(%s)", (found[1],)).fetchone()[0]
-            if not ended or not self._wait_free(job):
-                raise LockError(
-                    f"could not end the session holding job '{job}' (server pid {found[1]})",
-                    hint="the database's owner (or a member of pg_signal_backend) can: "
-                    f"SELECT pg_terminate_backend({found[1]})",
-                )
-        elif held:
-            raise LockError(
-                f"job '{job}' is locked by a session that left no holder note", hint="retry in a moment"
-            )
-        removed = self._run(
-            "DELETE FROM gpujob_locks WHERE workspace = %s AND job = %s", (self.workspace, job)
-        ).rowcount
-        return bool(removed) or held
-
-    def _wait_free(self, job: str, deadline_s: float = 5.0) -> bool:
-        """The server ends a terminated session asynchronously: wait (bounded) for its lock to go."""
-        import time
-
-        end = time.monotonic() + deadline_s
-        while self.lock_held(job):
-            if time.monotonic() > end:
-                return False
-            time.sleep(0.05)
-        return True
-
-    def locked_jobs(self) -> list[str]:
-        rows = self._run("SELECT job FROM gpujob_locks WHERE workspace = %s ORDER BY job", (self.workspace,))
-        return [r[0] for r in rows.fetchall()]
 
 
 def _first_line(exc: BaseException | None) -> str:
