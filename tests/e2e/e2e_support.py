@@ -61,12 +61,21 @@ class Project:
     def state(self) -> Path:
         return self.dir / ".gpujob"
 
+    def store(self) -> Any:
+        """The project's state store as gpujob itself would open it with this environment."""
+        from gpujob.state.config import open_config, resolve
+
+        return open_config(resolve(self.dir / "job.yaml", env=self.env))
+
+    def record(self, name: str) -> dict[str, Any]:
+        """A JSON document of the state (e.g. pulls/quickstart.json), from whichever store is in use."""
+        data = self.store().read(name)
+        assert data is not None, f"no {name} in {self.store().location}"
+        return dict(json.loads(data))
+
     def journal(self) -> list[dict[str, Any]]:
-        path = self.state / "journal" / "quickstart.jsonl"
-        if not path.exists():
-            return []
         out = []
-        for line in path.read_text().splitlines():
+        for line in self.store().lines("journal/quickstart.jsonl"):
             try:
                 out.append(json.loads(line))
             except ValueError:

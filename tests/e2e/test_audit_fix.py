@@ -169,7 +169,7 @@ def test_audit_fix_plan_applies_through_the_gate_and_leaves_only_foreign_spend(p
     assert again.returncode == 2
     done = p.gj("apply", "fix2.json", *approvals(again.stdout + again.stderr))
     assert re.search(r"\b0 failed", done.stdout), done.stdout
-    record = json.loads((p.state / "pulls" / "rpjob.json").read_text())
+    record = p.record("pulls/rpjob.json")
     assert record["files"] and all(f["verified"] for f in record["files"])
 
     final = p.gj("audit", "--idle-threshold", "1s")

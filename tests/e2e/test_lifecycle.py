@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shlex
 import subprocess
+
+import pytest
 
 from tests.e2e.e2e_support import CANARY, CANARY_NAME, Project, poll
 
@@ -21,7 +22,19 @@ def last_step(p: Project) -> int:
     return int(m.group(1)) if m else 0
 
 
-def test_provision_preempt_resume_pull_destroy(project: Project) -> None:
+@pytest.fixture(params=["local", "postgresql"])
+def backend(request: pytest.FixtureRequest, project: Project) -> str:
+    """The same life with the state in .gpujob/ and in a PostgreSQL database (nothing kept locally)."""
+    if request.param == "postgresql":
+        project.env.update(
+            GPUJOB_STATE_URL=request.getfixturevalue("pg_url"),
+            GPUJOB_STATE_WORKSPACE="e2e",
+            GPUJOB_STATE_KEY="e2e-state-key-5f0c7d9b1e2a",
+        )
+    return str(request.param)
+
+
+def test_provision_preempt_resume_pull_destroy(project: Project, backend: str) -> None:
     p = project
     p.gj("validate", "job.yaml")
     plan = p.gj("plan", "-o", "plan.json", check=False)
@@ -64,7 +77,7 @@ def test_provision_preempt_resume_pull_destroy(project: Project) -> None:
     # Pull fetches, checksums and verifies.
     pulled = p.gj("pull").stdout
     assert "all verified" in pulled
-    record = json.loads((p.state / "pulls" / "quickstart.json").read_text())
+    record = p.record("pulls/quickstart.json")
     assert record["files"] and all(
         f["verified"] and f["sha256"] == record["remote_files"][f["name"]] for f in record["files"]
     )
@@ -104,6 +117,26 @@ def test_provision_preempt_resume_pull_destroy(project: Project) -> None:
 
     # The secret reached the run over SSH only: never in output, state, plan, logs or the pods' disks.
     assert_no_canary(p)
+    if backend == "postgresql":
+        # Everything lived in the database: nothing was kept beside the job file.
+        assert not p.state.exists()
+        store = p.store()
+        assert {"journal/quickstart.jsonl", "pulls/quickstart.json", "known_hosts.json", "id_ed25519"} <= set(
+            store.names()
+        )
+        assert any(e.get("action_id") == TERM and e.get("phase") == "done" for e in p.journal())
+        assert CANARY not in database_text(p.env["GPUJOB_STATE_URL"])
+
+
+def database_text(url: str) -> str:
+    """Every row of every gpujob table, as text."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        tables = [
+            r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'gpujob_%'")
+        ]
+        return "\n".join(str(r) for t in tables for r in conn.execute(f"SELECT t::text FROM {t} t"))
 
 
 def secret_seen_by_run(p: Project) -> bool:

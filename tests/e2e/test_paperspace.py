@@ -53,7 +53,7 @@ def test_paperspace_machine_with_static_ip_destroyed_through_the_gate(project: P
     args = [a for i in ids for a in ("--approve", i)]
     done = p.gj("destroy", "--auto-approve", *args)
     assert "0 failed" in done.stdout and "pulled and verified" in done.stderr
-    record = json.loads((p.state / "pulls" / "pscore.json").read_text())
+    record = p.record("pulls/pscore.json")
     assert record["tier"] == "block_storage" and record["files"]
     bill = p.sim.bill()
     assert all(i["rate_per_hour"] == 0 for i in bill["items"]), [
