@@ -47,6 +47,12 @@ def _ssh(target: Path | None, remote_command: tuple[str, ...], print_only: bool)
     argv += list(remote_command)
     if print_only:
         click.echo(shlex.join(argv))
+        if not local:
+            click.echo(
+                "note: the key file above exists only while gpujob runs (the state is in a database); "
+                "use `gpujob ssh` itself to connect",
+                err=True,
+            )
         return 0
     if local:
         os.execvp(argv[0], argv)

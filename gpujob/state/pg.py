@@ -141,7 +141,8 @@ class PgStore(PgLocks):
             except psycopg.Error as exc:
                 raise StateError(
                     f"state database {self.location}: {_first_line(exc)}",
-                    hint="a role that may only plan cannot write state; apply needs one that can",
+                    hint="a role that may only plan can read the records but not write them or read the "
+                    "sealed key; apply needs the full role (README: Team state)",
                 ) from None
         raise AssertionError("unreachable")
 

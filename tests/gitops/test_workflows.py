@@ -87,3 +87,18 @@ def test_pipeline_commands_parse_with_the_script(tmp_path: Path) -> None:
             [sys.executable, "-c", probe, str(CI), *args], capture_output=True, text=True, timeout=60
         )
         assert res.returncode == 0 and res.stdout.startswith("OK"), (call, res.stderr)
+
+
+def test_pipelines_keep_state_in_the_database_not_a_cache() -> None:
+    wf = load(CI / "github" / "gpujob.yml")
+    jobs = wf["jobs"]
+    assert jobs["apply"]["env"]["GPUJOB_STATE_URL"] == "${{ secrets.GPUJOB_STATE_URL }}"
+    assert "GPUJOB_STATE_KEY" in jobs["apply"]["env"]
+    for name in ("plan", "audit"):  # may read the records, may not write or unseal the SSH key
+        assert jobs[name]["env"]["GPUJOB_STATE_URL"] == "${{ secrets.GPUJOB_STATE_URL_READONLY }}"
+        assert "GPUJOB_STATE_KEY" not in jobs[name]["env"]
+    text = (CI / "github" / "gpujob.yml").read_text() + (CI / "gitlab" / ".gitlab-ci.yml").read_text()
+    assert "actions/cache" not in text and "cache:" not in text and ".gpujob" not in text
+    ci = load(CI / "gitlab" / ".gitlab-ci.yml")
+    assert ci["plan"]["variables"]["GPUJOB_STATE_URL"] == "$GPUJOB_STATE_URL_READONLY"
+    assert "GPUJOB_STATE_URL" not in ci["apply"].get("variables", {})  # the protected project variable

@@ -163,3 +163,41 @@ def test_force_unlock_refuses_a_live_holder_on_this_host(pg_url: str) -> None:
         assert PgStore(pg_url, "w").lock_held("bert")
     finally:
         child.kill()
+
+
+def readme_sql() -> list[str]:
+    """The role set-up the README gives, statement by statement."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("```sql\n", 1)[1].split("```", 1)[0]
+    lines = [ln for ln in block.splitlines() if not ln.startswith("--")]
+    return [s.strip().replace("'…'", "'pw'") for s in " ".join(lines).split(";") if s.strip()]
+
+
+def test_the_readme_planning_role_reads_records_but_not_the_key(
+    pg_server: PgServer, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUJOB_STATE_KEY", STATE_KEY)
+    admin = PgStore(pg_url, "w")
+    ensure_project_key(admin)
+    admin.write("pulls/bert.json", b'{"job": "bert"}')
+    admin.append("journal/bert.jsonl", b'{"phase": "begin"}')
+    db = pg_url.rsplit("/", 1)[1]
+    for statement in readme_sql():
+        if "CREATE ROLE" in statement and pg_server.sql(
+            f"SELECT 1 FROM pg_roles WHERE rolname = '{statement.split()[2]}'", db
+        ):
+            continue  # roles are per server; another test's database made them already
+        pg_server.sql(statement, db)
+    monkeypatch.delenv("GPUJOB_STATE_KEY")
+    planner = PgStore(pg_server.url(db, user="gpujob_plan"), "w")
+    assert planner.read("pulls/bert.json") == b'{"job": "bert"}'
+    assert planner.lines("journal/bert.jsonl") == [b'{"phase": "begin"}']
+    assert planner.public("id_ed25519") is not None and "id_ed25519" in planner.names()
+    assert not planner.lock_held("bert")
+    with pytest.raises(StateError, match="permission denied"):
+        planner.write("pulls/bert.json", b"{}")
+    monkeypatch.setenv("GPUJOB_STATE_KEY", STATE_KEY)  # even with the key: the role cannot read the column
+    with pytest.raises(StateError, match="permission denied"):
+        planner.secret("id_ed25519")
