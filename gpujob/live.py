@@ -83,6 +83,48 @@ class PriceQuote(Model):
     as_of: datetime
 
 
+class ResourceRef(Model):
+    """A resource gpujob knows of, live or gone (its id is all the platform's billing data needs)."""
+
+    platform: Platform
+    kind: ResourceKind
+    id: str
+    created_at: datetime | None = None
+
+
+class Span(Model):
+    """A stretch of time the platform reports a machine running (from its own events)."""
+
+    start: datetime
+    end: datetime | None = Field(None, description="None: still running.")
+
+
+class Metering(Model):
+    """What a platform itself reports about money billed or time metered, per resource id.
+
+    RunPod fills `billed` from its billing endpoints; Paperspace has none and fills `running` (on/off
+    history from machine events) and `ended` (when a machine was destroyed). A resource missing from
+    both is estimated by the cost engine and says so."""
+
+    billed: dict[str, float] = Field(default_factory=dict, description="resource id -> USD billed so far.")
+    billed_since: datetime | None = Field(None, description="Start of the billing window the amounts cover.")
+    source: str = Field("", description="The calls the figures came from, with the date they were read.")
+    running: dict[str, list[Span]] = Field(default_factory=dict, description="machine id -> running spans.")
+    ended: dict[str, datetime] = Field(default_factory=dict, description="machine id -> destroyed at.")
+    errors: list[str] = Field(default_factory=list)
+
+
+class Account(Model):
+    """Account-wide money facts, where the platform reports them (RunPod GraphQL `myself`)."""
+
+    platform: Platform
+    balance_usd: float | None = None
+    spend_per_hour_usd: float | None = Field(None, description="The platform's own current spend rate.")
+    spend_limit_usd: float | None = Field(None, description="Spend limit per hour, if the platform has one.")
+    read_at: datetime
+    source: str = ""
+
+
 RunState = Literal["running", "exited", "setup_failed", "lost", "not_started", "unknown"]
 
 

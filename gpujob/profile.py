@@ -7,6 +7,7 @@ non-GPU resource bills in one billing cycle (Paperspace).
 
 from __future__ import annotations
 
+import math
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -17,6 +18,17 @@ from pydantic import ConfigDict, Field
 from gpujob.model import Model, Platform
 
 HOURS_PER_MONTH = 720
+# Timestamps travel as ISO strings with milliseconds: a period this close to a whole hour is that hour.
+_HOUR_SLACK = 1e-5
+
+
+def billed_hours(seconds: float) -> int:
+    """Hours charged for a billing period of `seconds` when every started hour is billed in full
+    (Paperspace compute and storage, RunPod network volumes). The simulator and the cost engine share it."""
+    if seconds <= 0:
+        return 0
+    return max(0, math.ceil(seconds / 3600 - _HOUR_SLACK))
+
 
 Tier = str  # a StorageTier.id, e.g. "container_disk", "volume_disk", "network_volume", "block_storage"
 Verb = Literal["stop", "terminate", "restart_new_host", "destroy"]

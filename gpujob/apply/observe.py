@@ -6,7 +6,6 @@ import contextlib
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from gpujob.apply.records import PullRecord, load_pull_record
@@ -69,16 +68,6 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
                 )
             )
         yield views
-
-
-def cost_so_far(machine: LiveResource, now: datetime) -> tuple[float | None, float | None]:
-    """(hours since the current start, USD billed for them at the reported rate)."""
-    start = machine.started_at or machine.created_at
-    if start is None or machine.status != "running":
-        return None, None
-    hours = max(0.0, (now - start).total_seconds() / 3600)
-    rate = machine.cost_per_hour
-    return hours, (hours * rate if rate is not None else None)
 
 
 async def follow_log(

@@ -127,6 +127,7 @@ async def plan_and_apply(
     live = await read_live_state(
         [ls.spec for ls in loaded], providers, runs_for=None if saved_plan is not None else loaded
     )
+    record_seen(loaded, providers, live)
     if saved_plan is not None:
         check_saved_plan(saved_plan, loaded, live)
         plan = saved_plan
@@ -157,7 +158,43 @@ async def plan_and_apply(
         command=opts.command,
     )
     record_launches(result.done, loaded, journal_of, datetime.now(UTC))
+    record_deleted(plan, result.done, loaded, providers)
     return plan, result
+
+
+DELETES = ("terminate", "replace", "delete-volume", "release-ip", "delete-snapshot")
+
+
+def record_seen(loaded: Sequence[Any], providers: Mapping[str, Any], live: Any) -> None:
+    """Remember each job's resources as this read saw them (gpujob.cost.seen), so `gpujob cost` still
+    counts what a later apply deletes."""
+    from gpujob.cost import seen
+    from gpujob.plan.planner import assign_owners
+
+    owners = assign_owners(live.resources, [ls.spec.name for ls in loaded])
+    for ls in loaded:
+        p = ls.spec.platform
+        complete = not any(p in e for e in live.read_errors)
+        seen.record(state_dir_of(ls.path), ls.spec.name, owners.get(ls.spec.name, []),
+                    providers[p].platform_now(), complete=complete)  # fmt: skip
+
+
+def record_deleted(
+    plan: Plan, done: Sequence[str], loaded: Sequence[Any], providers: Mapping[str, Any]
+) -> None:
+    """Deletion times on the platform's clock, for the resources this apply deleted (their spend stops there)."""
+    from gpujob.cost import seen
+
+    finished = set(done)
+    for ls in loaded:
+        gone = {
+            a.resource_id: providers[a.platform].platform_now()
+            for a in plan.all_actions()
+            if a.job == ls.spec.name and a.id in finished and a.kind.value in DELETES and a.resource_id
+        }
+        if gone:
+            seen.record(state_dir_of(ls.path), ls.spec.name, [], providers[ls.spec.platform].platform_now(),
+                        complete=False, deleted=gone)  # fmt: skip
 
 
 def confirm(plan: Plan, opts: Options, ask: Ask | None, approvals: set[str]) -> None:

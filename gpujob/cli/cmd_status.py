@@ -45,26 +45,35 @@ def _status(targets: tuple[Path, ...], fmt: str) -> int:
 async def _collect(loaded):  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
-    from gpujob.apply.observe import cost_so_far, job_views
+    from gpujob.apply.observe import job_views
     from gpujob.apply.runtime import open_remote
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
+    from gpujob.cost.report import read_costs
 
     rows = []
     now = datetime.now(UTC)
     async with job_views(loaded) as views:
+        providers = {v.spec.platform: v.provider for v in views}
+        report = await read_costs(loaded, providers)
+        money = {j.job: j for j in report.jobs}
         for v in views:
             row: dict = {"job": v.spec.name, "platform": v.spec.platform, "desired": v.spec.state}
             m = v.machine
+            cost = money.get(v.spec.name)
             row["machine"] = None if m is None else {
                 "name": m.name, "id": m.id, "status": m.raw_status or m.status, "gpu": m.gpu_id,
-                "region": m.region, "usd_per_hour": m.cost_per_hour,
+                "gpu_billed": cost.gpu if cost else None, "region": m.region,
             }  # fmt: skip
             if v.volume is not None:
                 row["network_volume"] = {"name": v.volume.name, "id": v.volume.id, "gb": v.volume.volume_gb}
-            if m is not None:
-                hours, usd = cost_so_far(m, now)
-                row["runtime_h"], row["cost_usd"] = hours, usd
+            if cost is not None:
+                # the same figures as `gpujob cost`: every resource of the job, not only its machine
+                row["usd_per_hour"] = cost.burn_usd_per_hour
+                row["cost_usd"] = cost.spent_usd
+                row["cost_source"] = "estimate" if cost.estimate else "billing"
+                if cost.elapsed_s is not None:
+                    row["runtime_h"] = cost.elapsed_s / 3600
             if m is not None and m.status == "running" and v.spec.run is not None:
                 row["run"] = await _run_status(v, open_remote, SSHApi.default(), SystemClock())
             if v.pull is not None:
@@ -120,13 +129,18 @@ def _text(row: dict) -> str:
     if m is None:
         lines.append("  machine:   none")
     else:
-        rate = f", ${m['usd_per_hour']:.2f}/h" if m.get("usd_per_hour") is not None else ""
+        gpu = m.get("gpu_billed") or m["gpu"] or "-"
+        lines.append(f"  machine:   {m['name']} ({m['id']}) {m['status']}, {gpu} in {m['region'] or '-'}")
+    if row.get("usd_per_hour") is not None:
+        how = (
+            "estimate from metered time" if row.get("cost_source") == "estimate" else "billed by the platform"
+        )
         lines.append(
-            f"  machine:   {m['name']} ({m['id']}) {m['status']}, {m['gpu'] or '-'} in {m['region'] or '-'}{rate}"
+            f"  cost:      ${row['usd_per_hour']:,.2f}/h now (every resource of the job), "
+            f"${row['cost_usd']:,.2f} spent so far ({how}; details: gpujob cost)"
         )
     if row.get("runtime_h") is not None:
-        cost = f", ≈ ${row['cost_usd']:.2f} so far" if row.get("cost_usd") is not None else ""
-        lines.append(f"  runtime:   {row['runtime_h']:.2f} h since the last start{cost}")
+        lines.append(f"  runtime:   {row['runtime_h']:.2f} h since the last start")
     if "network_volume" in row:
         nv = row["network_volume"]
         lines.append(f"  volume:    {nv['name']} ({nv['id']}) {nv['gb']} GB")

@@ -20,6 +20,7 @@ __all__ = [
     "noop",
     "noop_reason",
     "plan_absent",
+    "plan_parked",
     "plan_running",
     "plan_stopped",
     "pull_checkpoints",
@@ -44,7 +45,8 @@ def plan_running(ctx: JobContext) -> None:
         reasons = [f"{ctx.machine_kind} {spec.resource_name} does not exist"]
         if evidence or ctx.pull_record is not None:
             reasons[0] += (
-                " but the job's other resources do: it was deleted outside gpujob (console, low balance or cleanup)"
+                " but the job's other resources do: it was parked (state: parked), or deleted outside gpujob "
+                "(console, low balance or cleanup)"
             )
         if ctx.desired_gpu_alias:
             reasons.append(
@@ -129,6 +131,37 @@ def plan_stopped(ctx: JobContext) -> None:
         reasons=[f"state: stopped; {ctx.machine_kind} {m.name} is {m.raw_status or m.status}"],
         after=ctx.fp.with_(machine="stopped"),
         findings=lambda aid: af.stop_findings(ctx, aid),
+    )
+
+
+def plan_parked(ctx: JobContext) -> None:
+    """The cheapest state that keeps the checkpoints on the platform. RunPod: terminate the pod (its GPU
+    and disks stop billing; a stopped pod would bill its volume disk at 2×, RP4, and be deleted after
+    ~30 days, RP8) and keep the network volume the checkpoints are on. Paperspace: power the machine
+    off; its disk and static IP go on billing (PS1), which is the price of keeping the data."""
+    m = ctx.machine
+    if ctx.spec.platform != "runpod":
+        plan_stopped(ctx)
+        return
+    if ctx.volume is None and ctx.spec.storage.network_volume is not None and m is None:
+        return  # nothing exists: nothing to park, and nothing is created to be parked
+    if m is None:
+        return
+    v = ctx.volume
+    where = f"network volume {v.name}" if v else "the network volume"
+    add(
+        ctx,
+        K.TERMINATE,
+        ctx.machine_kind,
+        m.name,
+        resource_id=m.id,
+        reasons=[
+            f"state: parked; terminate the {ctx.machine_kind} and keep {where}, which holds checkpoint.dir: "
+            "the meter of the pod stops for good, the data stays (the safe park, unlike stop: RP4, RP8)",
+            "state: running later creates a fresh pod on the same volume, in its data center",
+        ],
+        after=ctx.fp.with_(machine=None, gpu=None, container_disk_gb=None, volume_gb=None),
+        findings=lambda aid: af.teardown_findings(ctx, aid),
     )
 
 

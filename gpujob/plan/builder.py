@@ -64,9 +64,12 @@ def noop_reason(ctx: JobContext) -> str:
     m, state = ctx.machine, ctx.spec.state
     if state == "absent":
         return "nothing of this job exists; nothing to destroy"
+    if m is None and state == "parked":
+        kept = f"network volume {ctx.volume.name} keeps the checkpoints" if ctx.volume else "nothing exists"
+        return f"parked: no {ctx.machine_kind} runs; {kept}"
     if m is None:
-        return f"no {ctx.machine_kind} exists and state: stopped creates none"
-    if state == "stopped":
+        return f"no {ctx.machine_kind} exists and state: {state} creates none"
+    if state in ("stopped", "parked"):
         return f"{ctx.machine_kind} {m.name} is already stopped"
     return f"{ctx.machine_kind} {m.name} is running and matches the spec"
 

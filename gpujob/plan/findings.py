@@ -127,7 +127,9 @@ def _parking(ctx: JobContext) -> list[Finding]:
             f"a stopped pod is not a cheap park: its volume disk bills {usd(monthly)}/mo at the stopped rate",
             detail="RunPod bills a stopped pod's volume disk at twice the running rate, and the GPU may be taken "
             "by someone else while it is stopped, so the pod can come back with zero GPUs (RP1).",
-            fix="park with state: absent (terminate) and keep checkpoints on a network volume",
+            fix="state: parked (terminates the pod, keeps the network volume the checkpoints are on)"
+            if spec.storage.network_volume is not None
+            else "put checkpoint.dir on a storage.network_volume, then park with state: parked",
             key=key,
         )
     ]

@@ -143,6 +143,8 @@ def _plan_job(
                 run_actions.plan_run(ctx, fact)
     elif spec.state == "stopped":
         act.plan_stopped(ctx)
+    elif spec.state == "parked":
+        act.plan_parked(ctx)
     else:
         act.plan_absent(ctx)
     if not ctx.actions:
@@ -150,7 +152,7 @@ def _plan_job(
 
     desired = desired_footprint(ctx)
     running = hourly_total(meters(desired, ctx.profile)) if spec.state != "absent" else 0.0
-    parked_fp = desired.with_(machine="stopped") if spec.state != "absent" else ctx.fp
+    parked_fp = parked_footprint(ctx, desired)
     launch = any(a.kind is ActionKind.LAUNCH for a in ctx.actions)
     findings = by_severity(
         _read_error_findings(ctx)
@@ -273,6 +275,15 @@ def desired_footprint(ctx: JobContext) -> Footprint:
         dynamic_ip=spec.platform == "paperspace" and spec.machine.public_ip in (None, "dynamic"),
         snapshots=ctx.fp.snapshots,
     )
+
+
+def parked_footprint(ctx: JobContext, desired: Footprint) -> Footprint:
+    """What the job bills while it waits: stopped, or parked (on RunPod: the network volume alone)."""
+    if ctx.spec.state == "absent":
+        return ctx.fp
+    if ctx.spec.state == "parked" and ctx.spec.platform == "runpod":
+        return desired.with_(machine=None, gpu=None, container_disk_gb=None, volume_gb=None)
+    return desired.with_(machine="stopped")
 
 
 def running_gpu(ctx: JobContext) -> GpuRate | None:

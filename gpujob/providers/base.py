@@ -8,12 +8,14 @@ through the injected Clock.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
 from gpujob.errors import ProviderCapacityError, ProviderError
-from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
+from gpujob.live import Account, LiveResource, Metering, PriceQuote, ResourceRef, SSHEndpoint
 from gpujob.model import Model, Platform
 
 
@@ -60,6 +62,19 @@ class Provider(Protocol):
 
     async def quotes(self) -> list[PriceQuote]:
         """Live GPU prices (catalog), or the profile's table when the API has none."""
+        ...
+
+    def platform_now(self) -> datetime:
+        """The platform's clock (from its last HTTP Date header): what it bills is timed by it."""
+        ...
+
+    async def metering(self, refs: Sequence[ResourceRef]) -> Metering:
+        """What the platform itself reports about these resources' money or metered time (live or gone):
+        RunPod's billing records, Paperspace's machine events. Failures land in `Metering.errors`."""
+        ...
+
+    async def account(self) -> Account | None:
+        """Balance and spend rate where the platform reports them (RunPod GraphQL `myself`), else None."""
         ...
 
     async def create_machine(self, request: LaunchRequest) -> LiveResource:

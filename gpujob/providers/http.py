@@ -14,7 +14,8 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -133,6 +134,7 @@ class ApiClient:
         self.policy = policy or RetryPolicy()
         self._rng = rng or random.Random()
         self._pacer = _Pacer()
+        self._offset: timedelta | None = None  # platform clock - our clock, from the last Date header
         from gpujob.redact import register
 
         register(api_key)  # the other platform's messages and any shown text are scrubbed of it too
@@ -142,6 +144,22 @@ class ApiClient:
             "Accept": "application/json",
             "User-Agent": "gpujob",
         }
+
+    def platform_now(self) -> datetime:
+        """The platform's clock: ours, corrected by what the last response's Date header showed. What a
+        platform bills is timed by its clock (a laptop's may be off, a simulator's jumps ahead)."""
+        return self.clock.now() + (self._offset or timedelta(0))
+
+    def _observe_date(self, value: str | None) -> None:
+        if not value:
+            return
+        try:
+            server = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return
+        if server.tzinfo is None:
+            return
+        self._offset = server - self.clock.now()
 
     def scrub(self, text: str) -> str:
         from gpujob.redact import redact
@@ -201,6 +219,7 @@ class ApiClient:
                     raise self._unknown(call, None, reason) from None
             else:
                 self._pacer.observe(response.headers.get("RateLimit"), self.clock.now())
+                self._observe_date(response.headers.get("Date"))
                 self._pacer.spend()
                 status = response.status_code
                 if status < 400:

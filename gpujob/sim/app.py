@@ -61,7 +61,7 @@ class SimServer:
             rp = RunPodRest(self.sim)
             ps = PaperspaceApi(self.sim)
             for api, port in ((rp, runpod_port), (ps, paperspace_port)):
-                server, thread = serve("127.0.0.1", port, api.dispatch)
+                server, thread = serve("127.0.0.1", port, api.dispatch, self.sim.now)
                 self._servers.append(server)
                 self._threads.append(thread)
         except BaseException:

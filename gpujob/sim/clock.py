@@ -14,7 +14,9 @@ class SimClock:
 
     def __init__(self, start: float | None = None, speed: float = 1.0) -> None:
         self._lock = threading.Lock()
-        self._base_sim = time.time() if start is None else start
+        # A fresh clock starts on a whole second, so the HTTP Date header (whole seconds) tells a frozen
+        # clock (speed=0) exactly.
+        self._base_sim = float(int(time.time())) if start is None else start
         self._base_real = time.monotonic()
         self.speed = speed
 

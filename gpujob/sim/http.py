@@ -172,6 +172,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests and daemon logs stay clean
         return
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        # The Date header tells the simulated time, as a real platform's tells its own clock: clients time
+        # what bills against the server's clock, not the laptop's.
+        return super().date_time_string(self.server.now() if timestamp is None else timestamp)
+
     def _any(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -212,13 +217,18 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256
     allow_reuse_address = True
 
-    def __init__(self, addr: tuple[str, int], dispatch: Callable[[Request], Response]) -> None:
+    def __init__(
+        self, addr: tuple[str, int], dispatch: Callable[[Request], Response], now: Callable[[], float]
+    ) -> None:
         self.dispatch = dispatch
+        self.now = now
         super().__init__(addr, _Handler)
 
 
-def serve(host: str, port: int, dispatch: Callable[[Request], Response]) -> tuple[_Server, threading.Thread]:
-    server = _Server((host, port), dispatch)
+def serve(
+    host: str, port: int, dispatch: Callable[[Request], Response], now: Callable[[], float] = time.time
+) -> tuple[_Server, threading.Thread]:
+    server = _Server((host, port), dispatch, now)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     return server, thread

@@ -138,6 +138,21 @@ class Prices:
         }
         return fallback.get(word, AddonRate())
 
+    def granularity(self, item: str) -> str:
+        """How a meter line is billed: "second", or "hour" (every started hour of a billing period in full).
+        Items are the simulator's meter names: gpu / compute, a tier id, or an add-on word."""
+        if self.profile is None:
+            return "hour" if self.platform == "paperspace" or item == "network_volume" else "second"
+        if item in ("gpu", "compute"):
+            return self.profile.compute_billing_granularity
+        for t in self.profile.tiers:
+            if t.id == item:
+                return t.billing_granularity
+        for a in self.profile.addons:
+            if item in a.id:
+                return a.billing_granularity
+        return "second"
+
     def spot_grace(self) -> float:
         if self.profile is not None and self.profile.spot.grace_seconds is not None:
             return float(self.profile.spot.grace_seconds)

@@ -1,11 +1,10 @@
-"""RunPod v2 catalog and billing endpoints: GPU types with profile prices, data centers, and pod /
-network-volume billing records computed from the simulator's meters."""
+"""RunPod v2 catalog endpoints: GPU types with profile prices and data centers (billing lives in
+runpod_billing.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpujob.sim.clock import iso
 from gpujob.sim.engine import SimError
 from gpujob.sim.http import Request, Response
 
@@ -77,67 +76,6 @@ def add_catalog_routes(api: Any) -> None:
             out.append(dc)
         return Response(200, {"dataCenters": out})
 
-    def billing_pods(req: Request) -> Response:
-        bill = sim.bill()
-        pod_filter = req.arg("podId")
-        records: dict[str, dict[str, Any]] = {}
-        for item in bill["items"]:
-            if item["kind"] != "pod" or (pod_filter and item["id"] != pod_filter):
-                continue
-            rec = records.setdefault(
-                item["id"],
-                {
-                    "podId": item["id"],
-                    "totalAmount": 0.0,
-                    "gpuAmount": 0.0,
-                    "cpuAmount": 0.0,
-                    "diskAmount": 0.0,
-                },
-            )
-            rec["gpuAmount" if item["item"] == "gpu" else "diskAmount"] += item["usd"]
-            rec["totalAmount"] += item["usd"]
-        start, end = iso(0.0), iso(bill["now"])
-        rows = [{"startTime": start, "endTime": end, **r} for r in records.values()]
-        totals = {k: sum(r[k] for r in rows) for k in ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount")}
-        meta = {
-            "query": {
-                "startTime": start,
-                "endTime": end,
-                "bucketSize": req.arg("bucketSize", "day"),
-                "podId": pod_filter,
-            },
-            "recordCount": len(rows),
-            "uniquePodCount": len(rows),
-            "totals": totals,
-        }
-        return Response(200, {"records": rows, "metadata": meta})
-
-    def billing_volumes(req: Request) -> Response:
-        bill = sim.bill()
-        rows = []
-        for item in bill["items"]:
-            if item["kind"] == "network_volume":
-                rows.append(
-                    {
-                        "startTime": iso(0.0),
-                        "endTime": iso(bill["now"]),
-                        "networkVolumeId": item["id"],
-                        "totalAmount": item["usd"],
-                    }
-                )
-        return Response(
-            200,
-            {
-                "records": rows,
-                "metadata": {
-                    "recordCount": len(rows),
-                    "totals": {"totalAmount": sum(r["totalAmount"] for r in rows)},
-                },
-            },
-        )
-
     api.route("GET", "/v2/catalog/gpus", list_gpus)
     api.route("GET", "/v2/catalog/gpus/{id}", get_gpu)
     api.route("GET", "/v2/catalog/datacenters", datacenters)
-    api.route("GET", "/v2/billing/pods", billing_pods)
-    api.route("GET", "/v2/billing/network-volumes", billing_volumes)

@@ -97,9 +97,11 @@ class RunPodRest(Api):
         r("PUT", "/v2/account/ssh-keys", self.put_keys)
         r("POST", "/graphql", lambda q: runpod_graphql.handle(sim, q))
         from gpujob.sim.account_objects import add_runpod_routes
+        from gpujob.sim.runpod_billing import add_billing_routes
         from gpujob.sim.runpod_catalog import add_catalog_routes
 
         add_catalog_routes(self)
+        add_billing_routes(self)
         add_runpod_routes(self)
 
     # --- plumbing

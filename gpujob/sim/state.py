@@ -24,6 +24,10 @@ class Metered(SimModel):
     """Anything that bills: accrued USD per line item, metered up to `metered_to` (sim seconds)."""
 
     meter: dict[str, float] = Field(default_factory=dict)
+    # hour index (unix seconds // 3600) -> line item -> USD: what the billing endpoints report per bucket
+    buckets: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # hourly-billed line item -> [period start, per-second rate, hours billed so far]
+    sessions: dict[str, list[float]] = Field(default_factory=dict)
     metered_to: float = 0.0
     created_at: float = 0.0
     ended_at: float | None = None

@@ -363,7 +363,11 @@ class JobSpec(Model):
     version: Literal[1] = Field(description="File format version; always 1.")
     name: str = Field(pattern=NAME_PATTERN, description="Job name; resources are named gpujob-<name>[-...].")
     platform: Platform = Field(description="runpod or paperspace.")
-    state: Literal["running", "stopped", "absent"] = Field("running", description="Desired state.")
+    state: Literal["running", "stopped", "parked", "absent"] = Field(
+        "running",
+        description="Desired state. parked: the cheapest state that keeps the checkpoints on the platform "
+        "(RunPod: pod terminated, network volume kept; Paperspace: machine off).",
+    )
     machine: MachineSpec = Field(description="The GPU machine wanted.")
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Durable storage.")  # type: ignore[arg-type]
     checkpoint: CheckpointSpec | None = Field(
@@ -382,6 +386,23 @@ class JobSpec(Model):
         ck = self.checkpoint
         if ck is not None and ck.interval == "auto" and (ck.mtbf is None or ck.write_time is None):
             raise ValueError("checkpoint.interval: auto needs checkpoint.mtbf and checkpoint.write_time")
+        return self
+
+    @model_validator(mode="after")
+    def _parked_keeps_checkpoints(self) -> JobSpec:
+        if self.state != "parked" or self.platform != "runpod":
+            return self
+        if self.storage.network_volume is None:
+            raise ValueError(
+                "storage.network_volume: state: parked terminates the pod and keeps only a network volume, "
+                "and this job has none (add one, or use state: stopped or absent)"
+            )
+        ck, mount = self.checkpoint, self.storage.mount.rstrip("/") or "/"
+        if ck is not None and not (ck.dir == mount or ck.dir.startswith(mount + "/")):
+            raise ValueError(
+                f"checkpoint.dir: state: parked keeps only the network volume at {self.storage.mount}, and "
+                f"{ck.dir} is not under it: parking would erase the checkpoints"
+            )
         return self
 
     @property

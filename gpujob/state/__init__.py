@@ -4,6 +4,7 @@ Everything gpujob keeps between runs goes through a Store and nothing else touch
 
     journal/<job>.jsonl     apply journal (append-only log)
     pulls/<job>.json        latest pull record (document)
+    seen/<job>.json         the job's resources as last seen, for spend after they are gone (gpujob.cost.seen)
     known_hosts.json        pinned SSH host keys (document, changed under a lock)
     events.jsonl            watch events (append-only log)
     id_ed25519              the project's SSH private key (secret; public half beside it, readable)

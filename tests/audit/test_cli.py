@@ -91,11 +91,41 @@ def test_audit_fix_writes_gated_plan(repo: Path, monkeypatch: pytest.MonkeyPatch
 # --- cost -----------------------------------------------------------------------------------------
 
 
-def fake_cost_read(monkeypatch: pytest.MonkeyPatch, resources: list[LiveResource], billed: dict) -> None:
-    async def _read(platforms, names):  # type: ignore[no-untyped-def]
-        return LiveState(read_at=datetime.now(UTC), resources=resources), billed
+class MoneyProvider:
+    """A provider that lists resources and answers the billing reads `gpujob cost` makes."""
 
-    monkeypatch.setattr("gpujob.cli.cmd_cost._read", _read)
+    def __init__(self, resources: list[LiveResource], billed: dict[str, float], now: datetime) -> None:
+        self.platform = "runpod"
+        self.resources, self.billed, self.now = resources, billed, now
+        self.asked: list[list[str]] = []
+
+    async def list_resources(self) -> list[LiveResource]:
+        return list(self.resources)
+
+    def platform_now(self) -> datetime:
+        return self.now
+
+    async def metering(self, refs):  # type: ignore[no-untyped-def]
+        from gpujob.live import Metering
+
+        self.asked.append([r.id for r in refs])
+        return Metering(billed={k: v for k, v in self.billed.items() if k in {r.id for r in refs}},
+                        source="GET /v2/billing/pods (fake)")  # fmt: skip
+
+
+def fake_cost_read(
+    monkeypatch: pytest.MonkeyPatch, resources: list[LiveResource], billed: dict
+) -> MoneyProvider:
+    import contextlib
+
+    provider = MoneyProvider(resources, billed, datetime.now(UTC))
+
+    @contextlib.asynccontextmanager
+    async def open_providers(platforms, **_kw):  # type: ignore[no-untyped-def]
+        yield {p: provider for p in platforms}
+
+    monkeypatch.setattr("gpujob.providers.registry.open_providers", open_providers)
+    return provider
 
 
 def bert_pod(hours_up: float) -> LiveResource:
@@ -114,6 +144,7 @@ def test_cost_estimate_and_projection(repo: Path, monkeypatch: pytest.MonkeyPatc
     assert result.exit_code == 2, result.output
     job = json.loads(result.output)["jobs"][0]
     assert job["estimate"] is True and job["resources"][0]["source"] == "estimate"
+    assert "estimate from metered time" in job["resources"][0]["basis"]
     assert job["spent_usd"] == pytest.approx(1.6428 * 10, rel=1e-3)
     assert job["projected_at_max_runtime_usd"] == pytest.approx(1.6428 * 48, rel=1e-3)
     assert job["hours_to_budget"] == pytest.approx((50 - 1.6428 * 10) / 1.6428, rel=1e-2)
@@ -121,11 +152,32 @@ def test_cost_estimate_and_projection(repo: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_cost_uses_billing_when_offered(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_cost_read(monkeypatch, [bert_pod(1)], {"rp-bert": 3.5})
+    provider = fake_cost_read(monkeypatch, [bert_pod(1)], {"rp-bert": 3.5})
     result = CliRunner().invoke(cli, ["cost", "jobs/bert.yaml"])
     assert result.exit_code == 2  # 3.5 + 1.64 × 47 h still crosses $50
-    assert "spent $3.50  burn" in result.output and "billed: platform billing endpoint" in result.output
-    assert "(estimate)" not in result.output
+    assert (
+        "spent $3.50 (billed by the platform)" in result.output and "billed: runpod billing" in result.output
+    )
+    assert "estimate" not in result.output
+    assert provider.asked == [["rp-bert"]]
+
+
+def test_a_gone_pod_is_still_counted_never_zero(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After teardown the pod is not listed; gpujob remembers it (seen record) and asks billing for it."""
+    provider = fake_cost_read(monkeypatch, [bert_pod(2)], {"rp-bert": 3.2})
+    assert CliRunner().invoke(cli, ["cost", "jobs/bert.yaml"]).exit_code == 2
+    provider.resources = []  # terminated since
+    result = CliRunner().invoke(cli, ["cost", "jobs/bert.yaml", "--format", "json"])
+    job = json.loads(result.output)["jobs"][0]
+    assert [(r["id"], r["state"], r["usd"]) for r in job["resources"]] == [("rp-bert", "gone", 3.2)]
+    assert job["spent_usd"] == 3.2 and provider.asked[-1] == ["rp-bert"]
+    provider.billed = {}  # no billing data: an estimate up to when it was last seen, said so
+    job = json.loads(CliRunner().invoke(cli, ["cost", "jobs/bert.yaml", "--format", "json"]).output)["jobs"][
+        0
+    ]
+    (line,) = job["resources"]
+    assert line["source"] == "estimate" and line["usd"] == pytest.approx(1.6428 * 2, rel=1e-2)
+    assert "until last seen" in line["basis"]
 
 
 def test_cost_within_budget_exits_0(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,6 +185,7 @@ def test_cost_within_budget_exits_0(repo: Path, monkeypatch: pytest.MonkeyPatch)
     result = CliRunner().invoke(cli, ["cost"])
     assert result.exit_code == 0, result.output
     assert "TOTAL spent $0.00" in result.output
+    assert "nothing in the account, and nothing seen before" in result.output
 
 
 # --- force-unlock ---------------------------------------------------------------------------------

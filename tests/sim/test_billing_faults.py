@@ -37,7 +37,7 @@ def test_run_2h_stop_10h_start_terminate_bills_exactly_the_profile_prices(sim, r
     assert items == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert sim.bill()["totals"]["runpod"] == pytest.approx(sum(expected.values()), rel=1e-9)
     billing = rp.get("/billing/pods", params={"podId": pod["id"]}).json()
-    assert billing["records"][0]["totalAmount"] == pytest.approx(sum(expected.values()), rel=1e-9)
+    assert billing["metadata"]["totals"]["totalAmount"] == pytest.approx(sum(expected.values()), rel=1e-9)
 
 
 def test_capacity_and_create_500_and_low_balance(sim, rp, ssh_key):

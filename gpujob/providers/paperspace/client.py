@@ -127,6 +127,14 @@ class PaperspaceClient:
     async def get_event(self, event_id: str) -> wire.MachineEvent:
         return wire.MachineEvent.model_validate(await self._call("GET", f"/machine-events/{event_id}"))
 
+    async def list_events(self, machine_id: str) -> list[wire.MachineEvent]:
+        """GET /machine-events?machineId=: the machine's whole history (create, start, stop, ...)."""
+        return await self._list_all(
+            "/machine-events",
+            wire.MachineEvent,
+            {"machineId": machine_id, "orderBy": "dtCreated", "order": "asc"},
+        )
+
     async def availability(self, machine_type: str, region: str) -> bool:
         params = {"machineType": machine_type, "region": region}
         body = await self._call("GET", "/machine-availability", params=params) or {}

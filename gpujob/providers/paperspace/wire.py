@@ -59,6 +59,7 @@ class MachineEvent(WireModel):
     state: str | None = None
     machine_id: str | None = Field(None, alias="machineId")
     error: Any = None
+    dt_created: datetime | None = Field(None, alias="dtCreated")
     dt_finished: datetime | None = Field(None, alias="dtFinished")
 
     @property

@@ -57,6 +57,9 @@ mutation rent($input: PodRentInterruptableInput!) {
   podRentInterruptable(input: $input) { id name desiredStatus costPerHr }
 }"""
 
+MYSELF = """
+query myself { myself { id clientBalance currentSpendPerHr spendLimit } }"""
+
 BID_RESUME = """
 mutation resume($input: PodBidResumeInput!) {
   podBidResume(input: $input) { id desiredStatus costPerHr }
@@ -129,6 +132,21 @@ class RunPodClient:
         return wire.GpuTypeList.model_validate(
             await self.rest.request("GET", "/catalog/gpus", params=params)
         ).gpus
+
+    # billing (v2): time-bucketed amounts per pod / network volume; the totals are what gpujob reads
+    async def billing(self, what: str, start: str | None) -> wire.BillingList:
+        """GET /v2/billing/pods or /v2/billing/network-volumes for every resource, day buckets from
+        `start` (RFC 3339; the API defaults to 30 days ago) to now."""
+        params: dict[str, str] = {"bucketSize": "day"}
+        if start is not None:
+            params["startTime"] = start
+        return wire.BillingList.model_validate(
+            await self.rest.request("GET", f"/billing/{what}", params=params)
+        )
+
+    async def myself(self) -> wire.Myself:
+        data = await self.gql.graphql(MYSELF, {}, idempotent=True)
+        return wire.Myself.model_validate((data or {}).get("myself") or {})
 
     # GraphQL: spot
     async def rent_spot(self, variables: dict[str, Any]) -> wire.GraphQLPod:

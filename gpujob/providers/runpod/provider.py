@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -17,7 +17,7 @@ from gpujob.errors import (
     ProviderNotFound,
     ProviderUnavailable,
 )
-from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
+from gpujob.live import Account, LiveResource, Metering, PriceQuote, ResourceRef, SSHEndpoint
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, ZeroGpuError
@@ -94,6 +94,47 @@ class RunPodProvider:
                     )
         out += _profile_spot_quotes(now)
         return out
+
+    # ---- money
+    def platform_now(self) -> datetime:
+        return self.client.rest.platform_now()
+
+    async def metering(self, refs: Sequence[ResourceRef]) -> Metering:
+        """What RunPod billed each pod and network volume (v2 billing, day buckets from the earliest
+        creation gpujob knows of, else the API's default of the last 30 days)."""
+        pods = {r.id for r in refs if r.kind == "pod"}
+        volumes = {r.id for r in refs if r.kind == "network_volume"}
+        known = [r.created_at for r in refs if r.created_at is not None]
+        start = (
+            min(known).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0) if known else None
+        )
+        calls = [self.client.rest.call_name("GET", f"/billing/{w}") for w in ("pods", "network-volumes")]
+        out = Metering(billed_since=start, source=f"{', '.join(calls)} {self.platform_now():%Y-%m-%d}")
+        stamp = start.strftime("%Y-%m-%dT%H:%M:%SZ") if start else None
+        for what, ids, attr in (("pods", pods, "pod_id"), ("network-volumes", volumes, "network_volume_id")):
+            if not ids:
+                continue
+            try:
+                listing = await self.client.billing(what, stamp)
+            except ProviderError as exc:
+                out.errors.append(f"RunPod billing/{what}: {exc}")
+                continue
+            for rec in listing.records:
+                rid = getattr(rec, attr)
+                if rid in ids and rec.total_amount is not None:
+                    out.billed[rid] = out.billed.get(rid, 0.0) + rec.total_amount
+        return out
+
+    async def account(self) -> Account | None:
+        me = await self.client.myself()
+        return Account(
+            platform=PLATFORM,
+            balance_usd=me.client_balance,
+            spend_per_hour_usd=me.current_spend_per_hr,
+            spend_limit_usd=me.spend_limit,
+            read_at=self.platform_now(),
+            source=f"RunPod GraphQL myself {self.platform_now():%Y-%m-%d}",
+        )
 
     # ---- pods
     async def create_machine(self, request: LaunchRequest) -> LiveResource:

@@ -132,3 +132,26 @@ class GraphQLPod(WireModel):
     name: str | None = None
     desired_status: str | None = Field(None, alias="desiredStatus")
     cost_per_hr: LenientFloat = Field(None, alias="costPerHr")
+
+
+class BillingRecord(WireModel):
+    """One bucket of /v2/billing/pods or /v2/billing/network-volumes (PodBillingRecord and
+    NetworkVolumeBillingRecord of the v2 spec): the id it bills and its total."""
+
+    start_time: datetime | None = Field(None, alias="startTime")
+    pod_id: str | None = Field(None, alias="podId")
+    network_volume_id: str | None = Field(None, alias="networkVolumeId")
+    total_amount: LenientFloat = Field(None, alias="totalAmount")
+
+
+class BillingList(WireModel):
+    records: list[BillingRecord]  # required: a listing without it proves nothing
+
+
+class Myself(WireModel):
+    """GraphQL `myself`: the account's balance and its current spend rate."""
+
+    id: str | None = None
+    client_balance: LenientFloat = Field(None, alias="clientBalance")
+    current_spend_per_hr: LenientFloat = Field(None, alias="currentSpendPerHr")
+    spend_limit: LenientFloat = Field(None, alias="spendLimit")

@@ -1,0 +1,201 @@
+"""One truth for money: through a job's whole life against the simulator, `plan`, `status`, `cost`,
+`audit` and `sim bill` show the same dollars, to the cent, at every step.
+
+RunPod: create (the first-choice GPU has no capacity: it falls back to a cheaper one), run, stop, park
+(terminate the pod, keep the network volume), start again (a fresh pod on the volume), destroy.
+Paperspace: create (fallback to a cheaper machine type) with a static IP, run, a snapshot, stop, park,
+start, destroy (machine, IP and snapshot). The simulated clock is frozen between steps and moved by whole
+hours, so every figure is exact and the bill moves by known amounts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpujob.sim.podproc import namespaces_available
+from gpujob.sim.testing import Sim, running_simulator
+from tests.e2e.e2e_support import QUICKSTART, Project, poll
+
+HOUR = 3600
+
+
+@pytest.fixture
+def frozen(tmp_path: Path) -> Iterator[Sim]:
+    ok, why = namespaces_available()
+    if not ok:
+        pytest.fail(f"the money scenario needs the simulator's pods: {why}")
+    with running_simulator(tmp_path / "sim", speed=0, provision_seconds=0.02, boot_seconds=0.0) as s:
+        yield s
+
+
+def make_project(sim: Sim, tmp_path: Path, job_yaml: str) -> Project:
+    d = tmp_path / "proj"
+    d.mkdir()
+    for name in ("train.py", "verify_ckpt.py"):
+        shutil.copy(QUICKSTART / name, d / name)
+    (d / "job.yaml").write_text(job_yaml)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    env.update(sim.env)
+    env.update({"CI": "true", "NO_COLOR": "1"})
+    return Project(dir=d, env=env, sim=sim)
+
+
+def cents(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def run_all(p: Project, *commands: tuple[str, ...]) -> list[Any]:
+    """Run read-only gpujob commands side by side (the clock is frozen: they see the same moment) and
+    return their JSON outputs."""
+    procs = [p.popen(*c) for c in commands]
+    outs = []
+    for c, proc in zip(commands, procs, strict=True):
+        out, _ = proc.communicate(timeout=180)
+        p.outputs.append(out)
+        start = out.find("{") if c[0] != "status" else out.find("[")
+        assert start >= 0, f"gpujob {' '.join(c)} printed no JSON (exit {proc.returncode}):\n{out}"
+        outs.append(json.JSONDecoder().raw_decode(out[start:])[0])
+    return outs
+
+
+def figures(p: Project, job: str, platform: str) -> dict[str, dict[str, float]]:
+    """Every command's money for the job, read from their JSON outputs."""
+    plan, statuses, cost, audit = run_all(
+        p,
+        ("plan", "--format", "json"),
+        ("status", "--format", "json"),
+        ("cost", "--format", "json"),
+        ("audit", "--platform", platform, "--format", "json"),
+    )
+    (jp,) = [j for j in plan["jobs"] if j["job"] == job]
+    (status,) = [s for s in statuses if s["job"] == job]
+    (jc,) = [j for j in cost["jobs"] if j["job"] == job]
+    mine = [i for i in audit["items"] if i["owner"] == "this-repo" and i["job"] == job]
+    bill = p.sim.bill()
+    billing_now = [i for i in bill["items"] if i["platform"] == platform and not i["ended"]]
+    return {
+        "rate": {
+            "plan": jp["current_usd_per_hour"],
+            "status": status["usd_per_hour"],
+            "cost": jc["burn_usd_per_hour"],
+            "audit": sum(i["usd_per_hour"] for i in mine),
+            "sim bill": sum(i["rate_per_hour"] for i in billing_now),
+        },
+        "spent": {
+            "status": status["cost_usd"],
+            "cost": jc["spent_usd"],
+            "sim bill": bill["totals"][platform],
+        },
+    }
+
+
+def same_money(p: Project, job: str, platform: str, step: str) -> dict[str, dict[str, float]]:
+    f = figures(p, job, platform)
+    for what, by_cmd in f.items():
+        shown = {cmd: cents(v) for cmd, v in by_cmd.items()}
+        assert len(set(shown.values())) == 1, f"{step}: {what} disagrees: {shown}"
+        exact = list(by_cmd.values())
+        assert max(exact) - min(exact) < 1e-4, f"{step}: {what} disagrees beyond rounding: {by_cmd}"
+    return f
+
+
+RUNPOD_JOB = """
+version: 1
+name: money
+platform: runpod
+state: {state}
+machine:
+  gpu: [A100-80GB, RTX4090]
+  spot: true
+  regions: [EU-RO-1]
+  image: runpod/pytorch@sha256:{digest}
+  container_disk_gb: 20
+storage:
+  mount: /workspace
+  network_volume: {{name: ckpts, size_gb: 100}}
+checkpoint:
+  dir: /workspace/ckpt
+  interval: 2s
+  keep: 3
+  pull_to: ./checkpoints
+  verify: python3 verify_ckpt.py {{file}}
+run:
+  sync: {{src: ., dest: /workspace/code, exclude: [checkpoints, .gpujob]}}
+  command: python3 train.py
+  env: {{TOTAL_STEPS: "100000", STEP_SECONDS: "0.2"}}
+"""
+
+
+def runpod_job(p: Project, state: str) -> None:
+    (p.dir / "job.yaml").write_text(RUNPOD_JOB.format(state=state, digest="ab" * 32).lstrip())
+
+
+def test_runpod_money_agrees_at_every_step(frozen: Sim, tmp_path: Path) -> None:
+    p = make_project(frozen, tmp_path, RUNPOD_JOB.format(state="running", digest="ab" * 32).lstrip())
+    job = "money"
+
+    # create: no A100 anywhere, so the spot RTX4090 ($0.34/h) runs, and that is what every command bills
+    frozen.inject("capacity", gpu="NVIDIA A100 80GB PCIe", platform="runpod")
+    p.gj("apply", "--auto-approve")
+    pods = p.live("pods")
+    assert [x["gpu_id"] for x in pods] == ["NVIDIA GeForce RTX 4090"]
+    f = same_money(p, job, "runpod", "created")
+    assert f["rate"]["plan"] == pytest.approx(0.34 + (20 * 0.10 + 100 * 0.07) / 720, abs=1e-6)
+    assert f["spent"]["cost"] == 0
+
+    # run: 5 h at that rate
+    poll("a checkpoint", lambda: (p.status().get("run") or {}).get("last_checkpoint"))
+    frozen.advance(5 * HOUR)
+    f = same_money(p, job, "runpod", "after 5 h running")
+    assert f["spent"]["cost"] == pytest.approx(5 * f["rate"]["plan"], abs=1e-4)
+    cost_text = p.gj("cost").stdout
+    assert "billed by the platform" in cost_text and "GPU 1× RTX4090 (spot)" in cost_text
+
+    # stop: the GPU stops, the network volume goes on
+    runpod_job(p, "stopped")
+    p.gj("apply", "--auto-approve")
+    frozen.advance(10 * HOUR)
+    f = same_money(p, job, "runpod", "stopped 10 h")
+    assert f["rate"]["status"] == pytest.approx(100 * 0.07 / 720, abs=1e-6)
+
+    # park: the pod is terminated (gated), the volume with the checkpoints stays
+    runpod_job(p, "parked")
+    plan = p.gj("plan").stdout
+    assert "money.pod.terminate" in plan and "keep network volume" in plan
+    p.gj("apply", "--auto-approve", "--approve", "money.pod.terminate")
+    assert p.live("pods") == [] and len(p.live("volumes")) == 1
+    frozen.advance(24 * HOUR)
+    same_money(p, job, "runpod", "parked 24 h")
+
+    # start: a fresh pod on the same volume (capacity came back: the first choice is taken again)
+    frozen.inject("clear")
+    runpod_job(p, "running")
+    p.gj("apply", "--auto-approve")
+    assert [x["gpu_id"] for x in p.live("pods")] == ["NVIDIA A100 80GB PCIe"]
+    frozen.advance(2 * HOUR)
+    same_money(p, job, "runpod", "running again 2 h")
+
+    # destroy: nothing bills any more, and what was spent is still counted (two pods, one volume)
+    refused = p.gj("destroy", "--auto-approve", check=False)
+    ids = sorted(set(re.findall(r"--approve (\S+)", refused.stderr)))
+    assert ids, refused.stderr
+    p.gj("destroy", "--auto-approve", *[a for i in ids for a in ("--approve", i)])
+    frozen.advance(3 * HOUR)
+    f = same_money(p, job, "runpod", "destroyed")
+    assert all(v == 0 for v in f["rate"].values())
+    assert f["spent"]["cost"] > 2.0  # 5 h + 2 h of GPU and 41 h of volume, never $0.00
+    lines = json.loads(p.gj("cost", "--format", "json").stdout)["jobs"][0]["resources"]
+    assert sorted((x["kind"], x["state"], x["source"]) for x in lines) == [
+        ("network_volume", "gone", "billing"), ("pod", "gone", "billing"), ("pod", "gone", "billing"),
+    ]  # fmt: skip
+
+
+def _sim_state(p: Project) -> Any:
+    return p.sim.control("state")
