@@ -1,5 +1,5 @@
-"""Where gpujob talks to and where it keeps local state. Environment variables only name things;
-secret values (API keys) are read at the moment of use and never stored or printed."""
+"""Where gpujob talks to (where it keeps its own state is gpujob.state.config). Environment variables
+only name things; secret values (API keys) are read at the moment of use and never stored or printed."""
 
 from __future__ import annotations
 
@@ -48,15 +48,6 @@ def api_key(platform: str, env: dict[str, str] | None = None) -> str:
             hint=f'export {name}=... (or run against the local simulator: eval "$(gpujob sim env)")',
         )
     return value
-
-
-def state_dir(job_file: Path | None = None) -> Path:
-    """Per-project local state (SSH key, pinned host keys, pull records, journal, locks): .gpujob/ beside
-    the job file, or $GPUJOB_STATE_DIR. Created 0700 on first use."""
-    override = os.environ.get("GPUJOB_STATE_DIR")
-    base = Path(override) if override else (job_file.resolve().parent if job_file else Path.cwd()) / ".gpujob"
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return base
 
 
 def sim_dir() -> Path:

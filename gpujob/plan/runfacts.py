@@ -10,22 +10,13 @@ the state dir, a key or a pin that was not there.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from gpujob.live import LiveResource, LiveState, RunFact
 
 RUN_READ_TIMEOUT_S = 8.0
 NOT_REFRESHED = "not read over SSH (--no-refresh-runs)"
-
-
-def state_dir_readonly(job_file: Path) -> Path:
-    """gpujob.config.state_dir without creating it (the local layout only: gpujob.state.open_store is
-    the way to the state)."""
-    override = os.environ.get("GPUJOB_STATE_DIR")
-    return Path(override) if override else job_file.resolve().parent / ".gpujob"
 
 
 def wants_run_facts(spec: Any) -> bool:
