@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -45,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": sys.version.split()[0],
         "machine": platform.platform(),
+        "cores": os.cpu_count(),
+        # a busy machine skews every figure: the load is recorded so a reader can judge a run
+        "load_average": os.getloadavg(),
         "quick": args.quick,
         "results": [r.as_dict() for r in results],
     }
