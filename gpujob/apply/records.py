@@ -43,9 +43,17 @@ class PullRecord(Model):
     remote_dir: str
     local_dir: str
     remote_files: dict[str, str] = Field(
-        default_factory=dict, description="Remote listing taken before the pull: name -> sha256."
+        default_factory=dict,
+        description="Remote listing taken when the pull began (minus files rotated away meanwhile): name -> sha256.",
     )
     files: list[PulledFile] = Field(default_factory=list)
+    vanished: list[str] = Field(
+        default_factory=list,
+        description="Listed, then removed by the run (its `keep` rotation) before fetched.",
+    )
+    unpullable: dict[str, str] = Field(
+        default_factory=dict, description="Remote entries that cannot be pulled safely: name -> why."
+    )
     verify_command: str | None = None
     at: datetime
 
@@ -66,7 +74,7 @@ class PullRecord(Model):
 
     @property
     def complete(self) -> bool:
-        return not self.missing() and not self.unverified()
+        return not self.missing() and not self.unverified() and not self.unpullable
 
 
 def pulls_name(job: str) -> str:

@@ -5,10 +5,12 @@ Used by the applier (LAUNCH and PULL steps) and by `status`, `logs`, `pull` and 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import os
 import shlex
-import subprocess
+import stat
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +19,7 @@ from typing import Any
 
 from gpujob.apply.gate import checkpoint_tier
 from gpujob.apply.progress import reporter_of
-from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
+from gpujob.apply.records import PulledFile, PullRecord, load_pull_record, save_pull_record
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError
@@ -266,53 +268,13 @@ def _describe_stats(stats: Any) -> str:
     return f" ({files} file(s) sent)" if isinstance(files, int) else ""
 
 
-LISTING = "cd {dir} 2>/dev/null && find . -type f ! -name '*.tmp' ! -name '.*' -print0 | xargs -0 -r sha256sum || true"
-SIZES = "cd {dir} 2>/dev/null && find . -type f ! -name '*.tmp' ! -name '.*' -printf '%s\\n' | awk '{{s+=$1}} END {{print s+0}}'"
-
-
-async def remote_listing(remote: Any, remote_dir: str) -> dict[str, str]:
-    """name (relative to the dir) -> sha256 of every finished checkpoint file on the remote."""
-    where = shlex.quote(remote_dir)
-    what = f"listing checkpoints in {remote_dir}"
-    sizes = await remote.run(SIZES.format(dir=where), check=False, what=what, left="nothing was pulled yet")
-    total = str(getattr(sizes, "stdout", "") or "").strip()
-    # sha256sum is silent while it reads a file: the wait for its answer is sized from the data.
-    bound = remote.limits.for_bytes(int(total) if total.isdigit() else 0)
-    result = await remote.run(
-        LISTING.format(dir=where),
-        check=False,
-        timeout=bound,
-        idle=bound,
-        what=f"hashing the checkpoints in {remote_dir}",
-        left="nothing was pulled yet",
-    )
-    out: dict[str, str] = {}
-    for line in str(getattr(result, "stdout", "") or "").splitlines():
-        digest, _, name = line.partition("  ")
-        if len(digest) == 64 and name:
-            out[name.removeprefix("./")] = digest
-    return out
-
-
-NAMES = "cd {dir} 2>/dev/null && find . -type f ! -name '*.tmp' ! -name '.*' -print0; true"
-
-
-async def _settle_listing(
-    remote: Any, remote_dir: str, listing: dict[str, str], pulled: list[Any]
-) -> dict[str, str]:
-    """A running job keeps its newest N checkpoints: a file listed before the pull and deleted by the
-    run during it was superseded, not missed, and a newer one the pull went back for belongs in the
-    listing. So: what was pulled (with its remote checksum), plus listed files still on the remote."""
-    got = {str(_first(p, "name")): str(_first(p, "remote_sha256") or "") for p in pulled}
-    missing = set(listing) - set(got)
-    present: set[str] = set()
-    if missing:
-        out = await remote.run(
-            NAMES.format(dir=shlex.quote(remote_dir)), check=False, what=f"listing {remote_dir}"
-        )
-        present = {n.removeprefix("./") for n in str(getattr(out, "stdout", "") or "").split("\0") if n}
-    kept = {n: h for n, h in listing.items() if n in got or n in present}
-    return kept | {n: h for n, h in got.items() if n not in kept and h}
+def pull_dir(spec: JobSpec, spec_path: Path) -> Path:
+    """checkpoint.pull_to as an absolute path (relative ones start at the job file's directory)."""
+    assert spec.checkpoint is not None
+    local_dir = Path(spec.checkpoint.pull_to)
+    if not local_dir.is_absolute():
+        local_dir = (spec_path.parent / local_dir).resolve()
+    return local_dir
 
 
 async def pull(
@@ -320,29 +282,54 @@ async def pull(
 ) -> PullRecord:
     """List, pull, checksum and verify every checkpoint, then write the pull record."""
     spec = target.spec
-    ck = spec.checkpoint
-    if ck is None:
+    if spec.checkpoint is None:
         raise GpujobError(f"{spec.name}: no checkpoint section: nothing to pull")
     if target.resource.status != "running":
         raise GpujobError(
             f"{spec.name}: cannot pull: {target.resource.name} is {target.resource.status}",
             hint="set state: running and apply (the disks are kept), then pull",
         )
-    local_dir = Path(ck.pull_to)
-    if not local_dir.is_absolute():
-        local_dir = (target.spec_path.parent / local_dir).resolve()
-    local_dir.mkdir(parents=True, exist_ok=True)
     async with open_remote(target, ssh, clock, note) as remote:
-        listing = await remote_listing(remote, ck.dir)
-        # The load check runs here, from the job file's directory, where its relative paths point.
-        with transfer_reporting("pull", note) as fallback:
-            pulled = await ssh.pull_checkpoints(
-                remote, ck.dir, local_dir, verify=None, progress=progress or fallback
-            )
-        listing = await _settle_listing(remote, ck.dir, listing, pulled)
+        return await pull_over(remote, target, ssh, clock, note, progress=progress)
+
+
+async def pull_over(
+    remote: Any,
+    target: Target,
+    ssh: SSHApi,
+    clock: Clock,
+    note: Callable[[str], None],
+    *,
+    progress: Any = None,
+) -> PullRecord:
+    """The pull on an open connection (the teardown gate's final pull shares its connection)."""
+    spec = target.spec
+    ck = spec.checkpoint
+    assert ck is not None
+    local_dir = pull_dir(spec, target.spec_path)
+    local_dir.mkdir(parents=True, exist_ok=True)
+    with transfer_reporting("pull", note) as fallback:
+        outcome = await ssh.pull_checkpoints(
+            remote, ck.dir, local_dir, verify=None, progress=progress or fallback
+        )
+    if outcome.unpullable:
+        note(
+            f"not pullable, skipped: {_names(outcome.unpullable)} (rename or remove them on the "
+            f"{target.resource.kind}: gpujob ssh -- ls -la {shlex.quote(ck.dir)})"
+        )
+    if outcome.vanished:
+        note(f"removed by the run while pulling (its keep: {ck.keep} rotation): {_names(outcome.vanished)}")
     now = clock.now()
-    cwd = target.spec_path.parent
-    files = [_as_pulled_file(p, local_dir, listing, ck.verify, now, cwd) for p in pulled]
+    previous = load_pull_record(target.state_dir, spec.name)
+    # The load check runs here, from the job file's directory, where its relative paths point.
+    files = [
+        await _as_pulled_file(p, local_dir, ck.verify, now, target.spec_path.parent, previous)
+        for p in outcome.files
+    ]
+    listing = outcome.listing
+    remote_files = {} if listing is None else {n: f.sha256 for n, f in listing.files.items()}
+    for gone in outcome.vanished:
+        remote_files.pop(gone, None)
     record = PullRecord(
         job=spec.name,
         platform=spec.platform,
@@ -351,8 +338,10 @@ async def pull(
         tier=checkpoint_tier(spec) or "",
         remote_dir=ck.dir,
         local_dir=str(local_dir),
-        remote_files=listing,
+        remote_files=remote_files,
         files=files,
+        vanished=list(outcome.vanished),
+        unpullable=dict(outcome.unpullable),
         verify_command=ck.verify,
         at=now,
     )
@@ -360,45 +349,58 @@ async def pull(
     return record
 
 
-def _as_pulled_file(
-    item: Any, local_dir: Path, listing: Mapping[str, str], verify: str | None, now: datetime, cwd: Path
+def _names(names: Any, limit: int = 5) -> str:
+    """Untrusted remote names for one line: repr-escaped (a newline stays \\n), at most `limit`."""
+    shown = [repr(n) for n in list(names)[:limit]]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+async def _as_pulled_file(
+    item: Any, local_dir: Path, verify: str | None, now: datetime, cwd: Path, previous: PullRecord | None
 ) -> PulledFile:
-    """Normalise what the SSH layer returns; checksum the local copy here so the record is ours."""
-    name = str(_first(item, "name"))
-    local = local_dir / name
-    digest = _sha256(local) if local.is_file() else ""
-    remote_digest = _first(item, "remote_sha256") or listing.get(name)
-    verified = _first(item, "verified")
-    if not isinstance(verified, bool):
-        verified = bool(verify) and digest != "" and _run_verify(verify or "", local, cwd)
+    """Checksum the local copy here (the record is ours), then verify it, unless this very copy
+    already passed the same verify command in the previous record."""
+    from gpujob import verify as verify_cmd
+
+    local = local_dir / item.name
+    digest = await asyncio.to_thread(local_sha256, local)
+    size = local.lstat().st_size if digest else 0
+    before = previous.file(item.name) if previous is not None else None
+    if (
+        before is not None
+        and before.verified
+        and digest
+        and before.sha256 == digest
+        and previous is not None
+        and previous.verify_command == verify
+    ):
+        verified = True
+    elif verify and digest:
+        verified, _ = await verify_cmd.run_async(verify, local, cwd)
+    else:
+        verified = False
     return PulledFile(
-        name=name,
-        size=local.stat().st_size if local.is_file() else 0,
+        name=item.name,
+        size=size,
         sha256=digest,
-        remote_sha256=remote_digest,
-        verified=bool(verified) and digest != "",
+        remote_sha256=item.remote_sha256,
+        verified=verified and digest != "",
         at=now,
         local_path=str(local),
     )
 
 
-def _first(item: Any, *names: str) -> Any:
-    for n in names:
-        value = item.get(n) if isinstance(item, dict) else getattr(item, n, None)
-        if value is not None:
-            return value
-    return None
-
-
-def _sha256(path: Path) -> str:
+def local_sha256(path: Path) -> str:
+    """sha256 of a regular local file, never through a symlink in its last part; "" when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
     h = hashlib.sha256()
-    with path.open("rb") as f:
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return ""
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _run_verify(template: str, path: Path, cwd: Path) -> bool:
-    """The user's load check, run locally from the job file's directory."""
-    cmd = template.replace("{file}", shlex.quote(str(path)))
-    return subprocess.run(cmd, shell=True, capture_output=True, cwd=cwd).returncode == 0

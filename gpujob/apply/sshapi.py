@@ -1,4 +1,4 @@
-"""The SSH layer as the applier sees it: six functions, injectable so unit tests use fakes.
+"""The SSH layer as the applier sees it: a few functions, injectable so unit tests use fakes.
 
 The defaults are gpujob.ssh's (imported on first use: asyncssh is heavy). `expect_new_host` (the
 platform moved a pod, so its host key legitimately changes) reaches `connect` only when it is set.
@@ -7,11 +7,15 @@ platform moved a pod, so its host key legitimately changes) reaches `connect` on
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpujob.live import SSHEndpoint
+
+
+def _absent(name: str) -> Any:
+    raise NotImplementedError(f"this SSH layer has no {name}")
 
 
 @dataclass
@@ -22,6 +26,13 @@ class SSHApi:
     pull_checkpoints: Callable[..., Any]
     launch_run: Callable[..., Any]
     run_status: Callable[..., Any]
+    # The teardown gate's reads (fakes that never reach a gate may leave them out).
+    list_checkpoints: Callable[..., Any] = field(default=lambda *a, **k: _absent("list_checkpoints"))
+    quiesce_run: Callable[..., Any] = field(default=lambda *a, **k: _absent("quiesce_run"))
+    recorded_checkpoint_dir: Callable[..., Any] = field(
+        default=lambda *a, **k: _absent("recorded_checkpoint_dir")
+    )
+    push_checkpoints: Callable[..., Any] = field(default=lambda *a, **k: _absent("push_checkpoints"))
 
     @classmethod
     def default(cls) -> SSHApi:
@@ -34,6 +45,10 @@ class SSHApi:
             pull_checkpoints=pull.pull_checkpoints,
             launch_run=launcher.launch_run,
             run_status=launcher.run_status,
+            list_checkpoints=pull.list_remote,
+            quiesce_run=launcher.quiesce_run,
+            recorded_checkpoint_dir=launcher.recorded_checkpoint_dir,
+            push_checkpoints=pull.push_checkpoints,
         )
 
     def open(

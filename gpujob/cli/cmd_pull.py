@@ -55,7 +55,9 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False) -> int:
             )
             click.echo(f"  {mark} {f.name}  {f.size} B  sha256 {f.sha256[:16]}…")
         for name in rec.missing():
-            click.echo(f"  ✗ {name}: not pulled or checksum differs from the remote", err=True)
+            click.echo(f"  ✗ {name!r}: not pulled or checksum differs from the remote", err=True)
+        for name, why in sorted(rec.unpullable.items()):
+            click.echo(f"  ✗ {name!r}: not pullable ({why}); rename or remove it on the machine", err=True)
         bad += 0 if rec.complete else 1
     return 1 if bad else 0
 

@@ -139,6 +139,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
         mkdirs=mkdirs,
         setup=run.setup or "",
         command=run.command,
+        ckdir=remote_path(spec.checkpoint.dir) if spec.checkpoint else "",
     )
 
 
@@ -212,6 +213,73 @@ echo "now=$(date +%s.%N)"
 echo "--log--"
 tail -n {LOG_TAIL_LINES} "$J/run.log" 2>/dev/null
 true"""
+
+
+async def recorded_checkpoint_dir(remote: Remote, spec: JobSpec) -> str | None:
+    """The checkpoint dir the last run launched on this disk wrote to (its launcher's marker), if any."""
+    out = (await remote.run(f"cat {q(job_dir(spec) + '/checkpoint_dir')} 2>/dev/null; true")).stdout
+    try:
+        return remote_path(out.strip()) if out.strip() else None
+    except ValueError:
+        return None  # remote text: a marker that is not a clean absolute path is no evidence
+
+
+class Quiesce(Model):
+    """The run after quiesce_run: not-running (nothing to stop), stopped (exited within the grace),
+    killed (SIGKILL after the grace), stuck (still alive after SIGKILL: pids)."""
+
+    state: Literal["not-running", "stopped", "killed", "stuck"]
+    waited_s: float = 0.0
+    pids: list[int] = Field(default_factory=list)
+
+
+def _quiesce_command(spec: JobSpec, grace_s: float) -> str:
+    jobdir = q(job_dir(spec))
+    ticks = max(1, int(grace_s * 10))
+    # Every process of the run: the launcher's descendants, re-read while the launcher lives (a run may
+    # fork its saver), kept once seen (an orphan is reparented away from the tree but still writes).
+    return f"""J={jobdir}; SELF="$J/launcher.sh"; G={ticks}
+pid=$(cat "$J/pid" 2>/dev/null)
+gone() {{ [ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }}
+ours() {{ [ -n "$pid" ] && ! gone "$pid" && tr '\\0' '\\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$SELF"; }}
+tree() {{ cat /proc/[0-9]*/status 2>/dev/null | awk -v root="$1" '/^Pid:/{{p=$2}} /^PPid:/{{pp[p]=$2}} END{{n=1;q[1]=root;i=1;while(i<=n){{c=q[i];for(k in pp)if(pp[k]==c){{n++;q[n]=k}}i++}}for(j=1;j<=n;j++)print q[j]}}'; }}
+living() {{ for p in $all; do gone "$p" || echo "$p"; done; }}
+if ! ours; then echo "state=not-running"; exit 0; fi
+all=$(tree "$pid")
+kids=$(printf '%s\\n' $all | grep -vx "$pid")
+if [ -n "$kids" ]; then kill -TERM $kids 2>/dev/null; else kill -TERM "$pid" 2>/dev/null; fi
+t=0
+while [ -n "$(living)" ] && [ "$t" -lt "$G" ]; do
+  gone "$pid" || all=$(printf '%s\\n' $all $(tree "$pid") | sort -un)
+  sleep 0.1; t=$((t+1))
+done
+state=stopped
+if [ -n "$(living)" ]; then
+  state=killed
+  kill -KILL $(living) 2>/dev/null
+  k=0; while [ -n "$(living)" ] && [ "$k" -lt 50 ]; do sleep 0.1; k=$((k+1)); done
+  if [ -n "$(living)" ]; then echo "state=stuck"; echo "pids=$(living | tr '\\n' ' ')"; exit 0; fi
+fi
+rm -f "$J/exit_code" "$J/finished_at"
+echo "gpujob: run stopped by gpujob before a teardown ($state after $t tenths of a second)" >> "$J/run.log"
+echo "state=$state"; echo "waited=$t"
+"""
+
+
+async def quiesce_run(remote: Remote, spec: JobSpec, *, grace_s: float) -> Quiesce:
+    """Stop the run the way a platform stop would: SIGTERM to every process of the run, wait up to
+    `grace_s` for them to exit (the final save), SIGKILL what is left, and confirm all are gone.
+
+    The run's exit code is not kept: it was stopped, not finished, so a later apply with state:
+    running relaunches it (it resumes from its newest checkpoint) instead of reporting a failure."""
+    out = (await remote.run(_quiesce_command(spec, grace_s), timeout=grace_s + 60)).stdout
+    kv = dict(line.partition("=")[::2] for line in out.splitlines() if "=" in line)
+    state = kv.get("state", "")
+    if state not in ("not-running", "stopped", "killed", "stuck"):
+        raise RemoteCommandError(f"stop the run of {spec.name}", 0, f"unexpected answer: {out[-200:]!r}")
+    ticks = kv.get("waited", "0")
+    pids = [int(p) for p in kv.get("pids", "").split() if p.isdigit()]
+    return Quiesce(state=state, waited_s=int(ticks) / 10 if ticks.isdigit() else 0.0, pids=pids)  # type: ignore[arg-type]
 
 
 async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:

@@ -1,6 +1,9 @@
 """Checkpoint pulls: resumable (a local `.part` continues from its size), checksummed on both ends,
 then checked by the user's local verify command. A `.part` is only promoted once its sha256 matches
-the remote file's."""
+the remote file's. A file that disappears mid-pull (the run's `keep` rotation) is reported as
+vanished, not as an error. What is pulled comes from listing.list_remote; local writes go through
+confined.LocalDir. Also the reverse: pushing verified copies onto a new machine's disk.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +11,31 @@ import asyncio
 import hashlib
 import os
 import queue
-import shlex
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from gpujob.errors import RemoteCommandError, SSHError
 from gpujob.model import Model
+from gpujob.ssh.confined import PART, LocalDir, UnsafeLocalPath
+from gpujob.ssh.listing import RemoteFile, RemoteListing, list_remote, name_problem, remote_state
 from gpujob.ssh.quote import q, remote_path
 from gpujob.ssh.session import Remote
 
+__all__ = [
+    "ChecksumMismatch",
+    "PullOutcome",
+    "PulledCheckpoint",
+    "RemoteFile",
+    "RemoteListing",
+    "list_remote",
+    "pull_checkpoints",
+    "push_checkpoints",
+]
 Progress = Callable[[int, int], object]
 QUEUED_CHUNKS = 16  # at most this many received chunks wait for the disk writer
-VERIFY_OUTPUT_MAX = 4000
 
 
 class ChecksumMismatch(SSHError):
@@ -38,73 +53,47 @@ class PulledCheckpoint(Model):
     resumed_from: int = 0
 
 
-async def list_checkpoints(remote: Remote, remote_dir: str) -> list[tuple[str, int]]:
-    """(relative name, size) of complete checkpoint files; temp files of atomic writers are skipped."""
-    d = q(remote_path(remote_dir))
-    cmd = (
-        f"[ -d {d} ] || exit 0; cd {d} && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' "
-        "-printf '%P\\0%s\\0'"
-    )
-    fields = (
-        await remote.run(cmd, what=f"listing checkpoints in {remote_dir}", left="nothing was pulled yet")
-    ).stdout.split("\0")
-    out = []
-    for i in range(0, len(fields) - 1, 2):
-        name, size = fields[i], int(fields[i + 1])
-        if name.startswith("/") or ".." in name.split("/"):
-            raise SSHError(f"refusing remote checkpoint name {name!r}: it would escape the local directory")
-        out.append((name, size))
-    return sorted(out)
+@dataclass
+class PullOutcome:
+    """What a pull did. Iterates over the pulled files."""
 
+    files: list[PulledCheckpoint] = field(default_factory=list)
+    listing: RemoteListing | None = None  # taken when the pull began
+    vanished: list[str] = field(default_factory=list)  # listed, then gone before it was fetched
+    unpullable: dict[str, str] = field(default_factory=dict)  # remote or local reason, by name
 
-def _sha256_file(path: Path, upto: int | None = None) -> hashlib._Hash:
-    h = hashlib.sha256()
-    left = upto
-    with open(path, "rb") as fh:
-        while left is None or left > 0:
-            block = fh.read(1 << 20 if left is None else min(1 << 20, left))
-            if not block:
-                break
-            h.update(block)
-            if left is not None:
-                left -= len(block)
-    return h
+    def __iter__(self) -> Iterator[PulledCheckpoint]:
+        return iter(self.files)
 
-
-async def _remote_sha256(remote: Remote, path: str, size: int) -> str:
-    # sha256sum prints nothing until it has read the whole file: its silence is sized from the data.
-    bound = remote.limits.for_bytes(size)
-    out = (
-        await remote.run(
-            f"sha256sum -- {q(path)}", timeout=bound, idle=bound, what=f"remote sha256 of {path}"
-        )
-    ).stdout
-    return out.split()[0] if out.split() else ""
-
-
-ROTATION_ROUNDS = 3
-
-
-async def _exists(remote: Remote, path: str) -> bool:
-    res = await remote.run(f"test -e {q(path)}", check=False, what=f"checking that {path} still exists")
-    return res.exit_status == 0
+    def __len__(self) -> int:
+        return len(self.files)
 
 
 async def _fetch(
-    remote: Remote, path: str, part: Path, size: int, on_bytes: Callable[[int], None]
+    remote: Remote,
+    path: str,
+    local: LocalDir,
+    dfd: int,
+    base: str,
+    size: int,
+    on_bytes: Callable[[int], None],
 ) -> tuple[str, int, int]:
-    """Continue `part` from its current size; returns (sha256 hex, bytes transferred, resumed_from)."""
-    offset = part.stat().st_size if part.exists() else 0
-    if offset > size:  # the remote file was replaced by a smaller one: start over
-        part.unlink()
-        offset = 0
-    h = _sha256_file(part) if offset else hashlib.sha256()
+    """Continue `<base>.part` from its current size; returns (sha256 hex, bytes transferred, resumed_from)."""
+    fd, offset = local.open_part(dfd, base, size)
+    h = hashlib.sha256()
+    pos = 0
+    while pos < offset:  # the kept prefix, read through the very fd we append to
+        block = os.pread(fd, min(1 << 20, offset - pos), pos)
+        if not block:
+            break
+        h.update(block)
+        pos += len(block)
     got = 0
     # Writing and hashing run in a thread (both release the GIL on large buffers), so they overlap with
     # decryption on the event loop instead of taking turns with it. The queue is bounded: when the disk
     # is slower than the network, the transfer waits instead of buffering the checkpoint in memory.
     chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_CHUNKS)
-    with open(part, "ab") as fh:
+    with os.fdopen(fd, "ab") as fh:
 
         def drain() -> None:
             while (chunk := chunks.get()) is not None:
@@ -130,7 +119,7 @@ async def _fetch(
                     sink,
                     size=size - offset,
                     what=f"pull of {path}",
-                    left=f"the partial file {part} is kept; the next pull resumes it",
+                    left=f"the partial file {base}{PART} in {local.root} is kept; the next pull resumes it",
                 )
         finally:
             await asyncio.to_thread(chunks.put, None)
@@ -138,37 +127,41 @@ async def _fetch(
     return h.hexdigest(), got, offset
 
 
-async def _run_verify(verify: str, file: Path) -> tuple[bool, str]:
-    cmd = verify.replace("{file}", shlex.quote(str(file)))
-    proc = await asyncio.create_subprocess_shell(
-        cmd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        stdin=asyncio.subprocess.DEVNULL,
-    )
-    out, _ = await proc.communicate()
-    text = out.decode("utf-8", "replace")[-VERIFY_OUTPUT_MAX:]
-    return proc.returncode == 0, text
+ROTATION_ROUNDS = 3
 
 
 async def pull_checkpoints(
-    remote: Remote, remote_dir: str, local_dir: Path, *, verify: str | None, progress: Progress | None = None
-) -> list[PulledCheckpoint]:
+    remote: Remote,
+    remote_dir: str,
+    local_dir: Path,
+    *,
+    verify: str | None,
+    progress: Progress | None = None,
+    cwd: Path | None = None,
+) -> PullOutcome:
     """Pull every checkpoint under `remote_dir` into `local_dir`, resuming partial files, refusing a
     checksum mismatch (ChecksumMismatch), and recording the verify command's result per file.
-    A running job keeps its newest N checkpoints: a file it deletes between the listing and its pull
-    was superseded, so the listing is read again and the newer files pulled (a few rounds at most)."""
+
+    A running job keeps its newest N checkpoints: a file it deletes between the listing and its fetch
+    was superseded, not missed. When that happens the dir is listed again and the newer files pulled
+    too (ROTATION_ROUNDS at most). The outcome's listing is the first one plus those newer files."""
+    from gpujob import verify as verify_cmd
+
     remote_dir = remote_path(remote_dir)
-    local_dir = Path(local_dir)
-    local_dir.mkdir(parents=True, exist_ok=True)
-
-    def present(name: str, size: int) -> int:
-        final, part = local_dir / name, local_dir / f"{name}.part"
-        if final.exists() and final.stat().st_size == size:
-            return size
-        return min(part.stat().st_size, size) if part.exists() else 0
-
+    listing = await list_remote(remote, remote_dir)
+    outcome = PullOutcome(listing=listing, unpullable=dict(listing.unpullable))
+    local = LocalDir(Path(local_dir))
+    seen: dict[str, RemoteFile] = {}
     total = done = 0
+
+    def present(name: str, want: RemoteFile) -> int:
+        try:
+            dfd, base = local.parent(name)
+        except UnsafeLocalPath:
+            return 0
+        if local.regular_size(dfd, base) == want.size:
+            return want.size
+        return min(local.regular_size(dfd, base + PART) or 0, want.size)
 
     def on_bytes(n: int) -> None:
         nonlocal done
@@ -176,80 +169,137 @@ async def pull_checkpoints(
         if progress is not None:
             progress(done, total)
 
-    results: list[PulledCheckpoint] = []
-    seen: set[str] = set()
-    for _ in range(ROTATION_ROUNDS):
-        files = [(n, s) for n, s in await list_checkpoints(remote, remote_dir) if n not in seen]
-        seen.update(n for n, _ in files)
-        total += sum(s - present(n, s) for n, s in files)
-        rotated = False
-        for name, size in files:
-            got = await _pull_one(remote, f"{remote_dir}/{name}", name, size, local_dir, verify, on_bytes)
-            if got is None:
-                rotated = True
-            else:
-                results.append(got)
-        if not rotated:
-            break
-    return results
+    try:
+        for round_ in range(ROTATION_ROUNDS):
+            if round_:
+                listing = await list_remote(remote, remote_dir)
+                outcome.unpullable.update(listing.unpullable)
+            files = sorted((n, f) for n, f in listing.files.items() if n not in seen)
+            seen.update(files)
+            total += sum(f.size - present(n, f) for n, f in files)
+            rotated = False
+            for name, want in files:
+                try:
+                    got = await _pull_one(remote, f"{remote_dir}/{name}", name, want, local, on_bytes)
+                except UnsafeLocalPath as exc:
+                    outcome.unpullable[name] = f"local path not writable safely: {exc}"
+                    continue
+                if got is None:
+                    outcome.vanished.append(name)
+                    rotated = True
+                    continue
+                if verify:
+                    ok, text = await verify_cmd.run_async(verify, local.root / name, cwd)
+                    got = got.model_copy(update={"verified": ok, "verify_output": text})
+                outcome.files.append(got)
+            if not rotated:
+                break
+    finally:
+        local.close()
+    first = outcome.listing
+    assert first is not None
+    outcome.listing = first.model_copy(update={"files": {**seen, **first.files}})
+    return outcome
 
 
 async def _pull_one(
-    remote: Remote,
-    path: str,
-    name: str,
-    size: int,
-    local_dir: Path,
-    verify: str | None,
-    on_bytes: Callable[[int], None],
+    remote: Remote, path: str, name: str, want: RemoteFile, local: LocalDir, on_bytes: Callable[[int], None]
 ) -> PulledCheckpoint | None:
-    """One file, resumed and checksummed; None when the job deleted it before we could read it."""
-    final, part = local_dir / name, local_dir / f"{name}.part"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))  # hashes while we transfer
-    transferred, resumed, local_sum = 0, 0, ""
-    try:
-        if final.exists():
-            if final.stat().st_size == size:
-                local_sum = (await asyncio.to_thread(_sha256_file, final)).hexdigest()
-            if local_sum != await remote_sum:
-                final.unlink()  # an older file under the same name: the remote one replaced it
-        if not final.exists():
-            for attempt in (1, 2):
-                local_sum, got, offset = await _fetch(remote, path, part, size, on_bytes)
-                transferred += got
-                resumed = resumed or offset
-                if local_sum == await remote_sum:
-                    break
-                part.unlink()  # never promote a mismatching file
-                if attempt == 2:
-                    raise ChecksumMismatch(
-                        f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {await remote_sum}",
-                        hint="the remote file may have been rewritten during the pull; run pull again",
-                    )
-                remote_sum = asyncio.create_task(_remote_sha256(remote, path, size))
-            os.replace(part, final)
-    except RemoteCommandError:
-        if await _exists(remote, path):
+    """One file; None when it vanished from the remote before it was fetched whole."""
+    dfd, base = local.parent(name)
+    if local.regular_size(dfd, base) == want.size:
+        local_sum = await asyncio.to_thread(local.sha256, dfd, base)
+        if local_sum == want.sha256:
+            return PulledCheckpoint(
+                name=name, size=want.size, sha256=local_sum, remote_sha256=want.sha256,
+                verified=None, verify_output="",
+            )  # fmt: skip
+    transferred, resumed = 0, 0
+    for attempt in (1, 2):
+        try:
+            local_sum, got, offset = await _fetch(remote, path, local, dfd, base, want.size, on_bytes)
+        except RemoteCommandError:
+            if await remote_state(remote, path, want.size) is None:
+                local.discard(dfd, base + PART)
+                return None  # rotated away while we read it
             raise
-        part.unlink(missing_ok=True)  # rotated away after the listing: no checkpoint any more
-        return None
+        transferred += got
+        resumed = resumed or offset
+        if local_sum == want.sha256:
+            local.promote(dfd, base)
+            return PulledCheckpoint(
+                name=name, size=want.size, sha256=local_sum, remote_sha256=want.sha256,
+                verified=None, verify_output="", bytes_transferred=transferred, resumed_from=resumed,
+            )  # fmt: skip
+        local.discard(dfd, base + PART)  # never promote a mismatching file
+        now = await remote_state(remote, path, want.size)
+        if now is None:
+            return None
+        if attempt == 2:
+            raise ChecksumMismatch(
+                f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {now.sha256}",
+                hint="the remote file may have been rewritten during the pull; run pull again",
+            )
+        want = now  # rewritten since the listing: fetch it whole against its current checksum
+    raise AssertionError("unreachable")
+
+
+async def push_checkpoints(
+    remote: Remote,
+    local_dir: Path,
+    names: list[str],
+    remote_dir: str,
+    *,
+    progress: Progress | None = None,
+) -> int:
+    """Copy local checkpoints (the verified copies of a pull) into `remote_dir`, each written to a
+    dotfile and renamed (a run starting meanwhile never sees half a file), keeping its mtime so
+    "newest" means the same on the new disk. Returns the bytes sent."""
+    rdir = remote_path(remote_dir)
+    local = LocalDir(Path(local_dir))
+    sent = 0
+    try:
+        sizes = {}
+        for name in names:
+            if name_problem(name) is not None:
+                raise SSHError(f"refusing to push {name!r}: {name_problem(name)}")
+            dfd, base = local.parent(name)
+            size = local.regular_size(dfd, base)
+            if size is None:
+                raise SSHError(f"cannot push {name!r}: no regular file in {local.root}")
+            sizes[name] = size
+        total = sum(sizes.values())
+        for name in names:
+            dfd, base = local.parent(name)
+            fd = os.open(base, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
+            with os.fdopen(fd, "rb") as fh:
+                mtime = os.fstat(fh.fileno()).st_mtime
+                sub, _, leaf = f"{rdir}/{name}".rpartition("/")
+                tmp = f"{sub}/.{leaf}.gpujob-push"
+                cmd = (
+                    f"mkdir -p {q(sub)} && cat > {q(tmp)} && touch -m -d @{mtime:.6f} {q(tmp)} "
+                    f"&& mv -f {q(tmp)} {q(sub + '/' + leaf)}"
+                )
+
+                def count(n: int) -> None:
+                    nonlocal sent
+                    sent += n
+                    if progress is not None:
+                        progress(sent, total)
+
+                await remote.stream_in(
+                    cmd,
+                    _blocks(fh, count),
+                    size=sizes[name],
+                    what=f"push of {name} to {rdir}",
+                    left="the file goes to a temporary name first: the checkpoint dir is unchanged",
+                )
     finally:
-        if not remote_sum.done():
-            remote_sum.cancel()
-        elif not remote_sum.cancelled():
-            remote_sum.exception()  # retrieved here: a failed hash is handled above, not logged later
-    verified: bool | None = None
-    verify_output = ""
-    if verify:
-        verified, verify_output = await _run_verify(verify, final)
-    return PulledCheckpoint(
-        name=name,
-        size=size,
-        sha256=local_sum,
-        remote_sha256=remote_sum.result(),
-        verified=verified,
-        verify_output=verify_output,
-        bytes_transferred=transferred,
-        resumed_from=resumed,
-    )
+        local.close()
+    return sent
+
+
+def _blocks(fh: BinaryIO, on_bytes: Callable[[int], None]) -> Iterator[bytes]:
+    while block := fh.read(1 << 20):
+        on_bytes(len(block))
+        yield block

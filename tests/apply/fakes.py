@@ -18,6 +18,8 @@ from gpujob.plan.model import Action, ActionKind, JobPlan, Plan
 from gpujob.providers.base import LaunchRequest, VolumeRequest
 from gpujob.spec.model import JobSpec
 from gpujob.ssh.deadline import Limits
+from gpujob.ssh.launcher import Quiesce
+from gpujob.ssh.pull import PulledCheckpoint, PullOutcome, RemoteFile, RemoteListing
 
 
 class FakeClock:
@@ -145,12 +147,6 @@ class FakeRemote:
         self, cmd: str, *, check: bool = True, input: str | None = None, **bounds: Any
     ) -> FakeResult:
         self.ssh.commands.append(cmd)
-        if "sha256sum" in cmd:
-            lines = [
-                f"{hashlib.sha256(data).hexdigest()}  ./{name}"
-                for name, data in sorted(self.ssh.remote_files.items())
-            ]
-            return FakeResult(0, "\n".join(lines) + "\n")
         return FakeResult(0, "")
 
 
@@ -173,6 +169,10 @@ class FakeSSH:
     connects: list[tuple[SSHEndpoint, dict[str, Any]]] = field(default_factory=list)
     launches: list[dict[str, str]] = field(default_factory=list)
     synced: list[tuple[Path, str]] = field(default_factory=list)
+    remote_dir: str = "/workspace/ckpt"  # where remote_files live
+    mount: str = "/workspace"
+    listed: list[str] = field(default_factory=list)
+    quiesced: list[float] = field(default_factory=list)
 
     def api(self) -> SSHApi:
         return SSHApi(
@@ -182,6 +182,9 @@ class FakeSSH:
             pull_checkpoints=self.pull_checkpoints,
             launch_run=self.launch_run,
             run_status=self.run_status,
+            list_checkpoints=self.list_checkpoints,
+            quiesce_run=self.quiesce_run,
+            recorded_checkpoint_dir=self.recorded_checkpoint_dir,
         )
 
     def ensure_project_key(self, state_dir: Path) -> tuple[Path, str]:
@@ -198,6 +201,28 @@ class FakeSSH:
         self.synced.append((src, dest))
         return None
 
+    def listing(self, remote_dir: str) -> RemoteListing:
+        files = {
+            name: RemoteFile(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+            for name, data in self.remote_files.items()
+        }
+        return RemoteListing(
+            dir=remote_dir, exists=bool(files), real_dir=remote_dir, mount=self.mount, files=files
+        )
+
+    async def list_checkpoints(self, remote: FakeRemote, remote_dir: str) -> RemoteListing:
+        self.listed.append(remote_dir)
+        return self.listing(remote_dir) if remote_dir == self.remote_dir else RemoteListing(dir=remote_dir)
+
+    async def quiesce_run(self, remote: FakeRemote, spec: JobSpec, *, grace_s: float) -> Quiesce:
+        was = self.alive
+        self.alive = False
+        self.quiesced.append(grace_s)
+        return Quiesce(state="stopped" if was else "not-running")
+
+    async def recorded_checkpoint_dir(self, remote: FakeRemote, spec: JobSpec) -> str | None:
+        return self.remote_dir
+
     async def pull_checkpoints(
         self,
         remote: FakeRemote,
@@ -206,14 +231,20 @@ class FakeSSH:
         *,
         verify: str | None,
         progress: Any = None,
-    ) -> list[dict[str, Any]]:
+    ) -> PullOutcome:
         out = []
         for name, data in self.remote_files.items():
             local = local_dir / name
             local.parent.mkdir(parents=True, exist_ok=True)
             local.write_bytes(data + b"X" if name in self.corrupt else data)
-            out.append({"name": name, "local_path": str(local), "verified": name not in self.corrupt})
-        return out
+            digest = hashlib.sha256(data).hexdigest()
+            out.append(
+                PulledCheckpoint(
+                    name=name, size=len(data), sha256=digest, remote_sha256=digest, verified=None,
+                    verify_output="",
+                )
+            )  # fmt: skip
+        return PullOutcome(files=out, listing=self.listing(remote_dir))
 
     async def launch_run(self, remote: FakeRemote, spec: JobSpec, *, secrets: dict[str, str]) -> None:
         self.launches.append(dict(secrets))

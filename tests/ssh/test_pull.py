@@ -86,12 +86,18 @@ def test_checksum_mismatch_is_refused(
     rdir.mkdir()
     (rdir / "model.pt").write_bytes(b"CKPT" * 1000)
 
-    async def lying_remote(
-        remote: object, path: str, size: int
-    ) -> str:  # the bytes differ from what the remote holds
-        return "0" * 64
+    real_list = pull_mod.list_remote
 
-    monkeypatch.setattr(pull_mod, "_remote_sha256", lying_remote)
+    async def lying_list(remote: object, rdir: str) -> pull_mod.RemoteListing:  # bytes differ from the sums
+        got = await real_list(remote, rdir)  # type: ignore[arg-type]
+        fake = {n: f.model_copy(update={"sha256": "0" * 64}) for n, f in got.files.items()}
+        return got.model_copy(update={"files": fake})
+
+    async def lying_state(remote: object, path: str, size: int = 0) -> pull_mod.RemoteFile:
+        return pull_mod.RemoteFile(size=4000, sha256="0" * 64)
+
+    monkeypatch.setattr(pull_mod, "list_remote", lying_list)
+    monkeypatch.setattr(pull_mod, "remote_state", lying_state)
     with pytest.raises(ChecksumMismatch) as err:
         asyncio.run(_pull(sshd, state, rdir, ldir, verify=None))
     assert "model.pt" in str(err.value)
@@ -150,19 +156,21 @@ def test_a_checkpoint_rotated_away_during_the_pull_is_skipped_and_the_newer_one_
     rdir.mkdir()
     (rdir / "step_1.pt").write_bytes(b"CKPT1")
     (rdir / "step_2.pt").write_bytes(b"CKPT2")
-    real = pull_mod._remote_sha256
+    real = pull_mod.list_remote
     rotated: list[str] = []
 
-    async def rotate_then_hash(remote, path: str, size: int) -> str:  # type: ignore[no-untyped-def]
-        if path.endswith("step_1.pt") and not rotated:  # the job rotates, as the pull reaches step_1
+    async def list_then_rotate(remote, d):  # type: ignore[no-untyped-def]
+        listing = await real(remote, d)
+        if not rotated:  # the job rotates right after our first listing
             (rdir / "step_1.pt").unlink()
             (rdir / "step_3.pt").write_bytes(b"CKPT3")
-            rotated.append(path)
-        return await real(remote, path, size)
+            rotated.append(d)
+        return listing
 
-    monkeypatch.setattr(pull_mod, "_remote_sha256", rotate_then_hash)
+    monkeypatch.setattr(pull_mod, "list_remote", list_then_rotate)
     got = asyncio.run(_pull(sshd, state, rdir, ldir, verify=VERIFY))
-    assert rotated
+    assert rotated and got.vanished == ["step_1.pt"]
     assert sorted(p.name for p in got) == ["step_2.pt", "step_3.pt"]
+    assert got.listing is not None and sorted(got.listing.files) == ["step_1.pt", "step_2.pt", "step_3.pt"]
     assert all(p.verified and p.sha256 == sha(rdir / p.name) for p in got)
     assert not list(ldir.glob("step_1.pt*"))  # no partial left of the deleted one

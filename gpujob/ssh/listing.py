@@ -1,0 +1,156 @@
+"""The one listing of a remote checkpoint dir: every finished file with its size and sha256, the entries
+that cannot be pulled (with why), the dir's real path and the mount it lives on. Pulls start from it
+and the teardown gate reads it as the truth right before a destructive call.
+
+Remote names are untrusted text. A name is pullable only when every `/`-separated part is a plain name:
+not empty, not `.` or `..`, no backslash, no control character (newline included); and it does not end
+in `.part` (gpujob's own temporary suffix). Dotfiles and `*.tmp` (atomic writers' temp files) are not
+checkpoints and are not listed. Everything else that is not a regular file or a directory (symlinks,
+FIFOs, sockets, devices) is listed as not pullable.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+
+from gpujob.errors import SSHError
+from gpujob.model import Model
+from gpujob.ssh.quote import q, remote_path
+from gpujob.ssh.session import Remote
+
+PART = ".part"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class RemoteFile(Model):
+    size: int
+    sha256: str
+
+
+class RemoteListing(Model):
+    """A checkpoint dir as the remote showed it at one moment."""
+
+    dir: str
+    exists: bool = False
+    real_dir: str | None = None  # the dir with symlinks resolved
+    mount: str | None = None  # mount point the real dir lives on
+    files: dict[str, RemoteFile] = Field(default_factory=dict)
+    unpullable: dict[str, str] = Field(default_factory=dict)  # name -> why it cannot be pulled
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files.values())
+
+
+def name_problem(name: str) -> str | None:
+    """Why a remote name cannot become a local path below local_dir, or None when it can."""
+    if not name:
+        return "empty name"
+    if _CONTROL.search(name):
+        return "control character (newline, tab, ...) in the name"
+    if "\\" in name:
+        return "backslash in the name"
+    parts = name.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "'.', '..', an empty part or a leading/trailing '/'"
+    if name.endswith(PART):
+        return f"ends in {PART}, gpujob's temporary suffix"
+    return None
+
+
+# One remote pass: R<real dir>, M<mount>, then per entry F<size> <name> (+ H<sha256>) or N<type> <name>.
+_LIST = r"""d={dir}
+[ -d "$d" ] || {{ printf 'A\0'; exit 0; }}
+cd "$d" || exit 3
+printf 'R%s\0' "$(pwd -P)"
+printf 'M%s\0' "$(findmnt -n -o TARGET -T . 2>/dev/null || df -P . 2>/dev/null | awk 'NR==2{{sub(/^.*% /, ""); print}}')"
+find . -mindepth 1 -name '.*' -prune -o -name '*.tmp' -prune -o \
+  -type f -printf 'F%s %P\0' -exec sh -c 'h=$(sha256sum < "$1") && printf "H%.64s\0" "$h"' sh {{}} \; -o \
+  ! -type d -printf 'N%y %P\0'
+true"""
+
+
+_TOTAL = r"""cd {dir} 2>/dev/null || {{ echo 0; exit 0; }}
+find . -mindepth 1 -name '.*' -prune -o -type f -printf '%s\n' | awk '{{s+=$1}} END {{print s+0}}'"""
+
+
+async def list_remote(remote: Remote, remote_dir: str) -> RemoteListing:
+    """Every finished checkpoint file under `remote_dir` with size and sha256. The remote hashes them
+    all; the wait for that is sized from their total (a quick first pass sums the sizes)."""
+    rdir = remote_path(remote_dir)
+    what = f"listing checkpoints in {rdir}"
+    total = (await remote.run(_TOTAL.format(dir=q(rdir)), what=what, left="nothing was pulled yet")).stdout
+    bound = remote.limits.for_bytes(int(total.strip()) if total.strip().isdigit() else 0)
+    out = await remote.run(
+        _LIST.format(dir=q(rdir)),
+        timeout=bound,
+        idle=bound,  # silent while it hashes a large file
+        what=f"hashing the checkpoints in {rdir}",
+        left="nothing was pulled yet",
+    )
+    return parse_listing(rdir, out.stdout)
+
+
+def parse_listing(rdir: str, out: str) -> RemoteListing:
+    """The listing from the remote's output, which is untrusted: anything malformed is refused."""
+    fields = out.split("\0")
+    if fields and fields[-1] == "":
+        fields.pop()
+    if fields == ["A"] or not fields:
+        return RemoteListing(dir=rdir)
+    real: str | None = None
+    mount: str | None = None
+    files: dict[str, RemoteFile] = {}
+    unpullable: dict[str, str] = {}
+    pending: tuple[str, int] | None = None
+    for item in fields:
+        tag, body = item[:1], item[1:]
+        if tag == "R":
+            real = body
+        elif tag == "M":
+            mount = body or None
+        elif tag == "H" and pending is not None and _HEX64.match(body):
+            name, size = pending
+            pending = None
+            why = name_problem(name)
+            if why is None:
+                files[name] = RemoteFile(size=size, sha256=body)
+            else:
+                unpullable[name] = why
+        elif tag in ("F", "N"):
+            pending = None  # an F without its H: the file vanished between the two reads
+            head, sep, name = body.partition(" ")
+            if not sep:
+                raise _malformed(rdir, item)
+            if tag == "N":
+                unpullable[name] = f"not a regular file ({_KINDS.get(head, head)})"
+            elif head.isdigit():
+                pending = (name, int(head))
+            else:
+                raise _malformed(rdir, item)
+        else:
+            raise _malformed(rdir, item)
+    return RemoteListing(
+        dir=rdir, exists=True, real_dir=real, mount=mount, files=files, unpullable=unpullable
+    )
+
+
+_KINDS = {"l": "symbolic link", "p": "FIFO", "s": "socket", "c": "device", "b": "device"}
+
+
+def _malformed(rdir: str, item: str) -> SSHError:
+    return SSHError(f"unexpected listing of {rdir} from the remote: {item[:80]!r}")
+
+
+async def remote_state(remote: Remote, path: str, size_hint: int = 0) -> RemoteFile | None:
+    """Size and sha256 of one remote file now, or None when it is gone."""
+    cmd = f'[ -f {q(path)} ] || exit 0; s=$(stat -c %s -- {q(path)}) && h=$(sha256sum < {q(path)}) && printf \'%s %.64s\' "$s" "$h"'
+    bound = remote.limits.for_bytes(size_hint)
+    answer = await remote.run(cmd, timeout=bound, idle=bound, what=f"remote sha256 of {path}")
+    size, _, digest = answer.stdout.strip().partition(" ")
+    if not size.isdigit() or not _HEX64.match(digest):
+        return None
+    return RemoteFile(size=int(size), sha256=digest)
