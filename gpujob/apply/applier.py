@@ -67,6 +67,9 @@ class JobContext:
     volume: LiveResource | None = None
     moved: bool = False
     in_flight: set[str] = field(default_factory=set)  # steps a previous, killed apply left unfinished
+    todo: list[Action] = field(default_factory=list)  # this apply's steps for the job, in order
+    evidence: dict[str, Any] = field(default_factory=dict)  # volume id -> teardown.Evidence
+    replaced: str | None = None  # id of the machine a REPLACE of this apply terminated
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -182,6 +185,7 @@ async def apply_plan(
 
 
 async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> None:
+    ctx.todo = list(todo)
     ctx.in_flight = set(ctx.journal.in_flight())
     if ctx.in_flight:
         ctx.note(

@@ -1,39 +1,48 @@
-"""The teardown gate. A gated action (terminate, replace, delete volume, release a static IP, delete a
-snapshot) runs only when:
+"""The teardown gate: what it requires, as pure checks. teardown.py runs it against the machine.
 
-  1. every checkpoint on the storage tier it destroys was pulled to checkpoint.pull_to,
-  2. each pulled file passed checkpoint.verify and its checksum matched the remote copy,
-  3. the user approved that exact action id (--approve ID, or typing the id at the prompt).
-
---auto-approve never satisfies (3): approvals are explicit ids only. Tier-awareness: a checkpoint dir
-on a RunPod network volume survives pod terminate, so terminating the pod needs only the approval,
-while deleting the volume needs the pull as well.
+A gated action (terminate, replace, delete a volume, release a static IP, delete a snapshot) runs only
+when its exact id was approved (--approve ID, or typed at the prompt; --auto-approve never is one) and,
+when it erases a disk that holds checkpoint files, only when every file the remote lists there right
+before the call has a local copy in checkpoint.pull_to with the same size and sha256 that passed
+checkpoint.verify. The pull record is evidence of what was pulled; the remote listing is the truth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
 from gpujob.apply.records import PullRecord, load_pull_record, load_pull_records
 from gpujob.errors import GateError
-from gpujob.plan.model import Action, ActionKind
+from gpujob.plan.model import Action
 from gpujob.spec.model import JobSpec
 
 __all__ = [
     "PullRecord",
-    "check_gate",
     "checkpoint_tier",
     "load_pull_record",
     "load_pull_records",
+    "quiesce_grace_s",
     "require_approvals",
+    "require_approved",
+    "unsafe_files",
 ]
 
-# What each gated verb erases. A machine's own disks go with it; only a network volume outlives it.
-_MACHINE_TIERS = frozenset({"container_disk", "volume_disk", "block_storage"})
+
+QUIESCE_GRACE_S = 30.0  # at least; checkpoint.write_time stretches it (a big final save takes long)
+
+
+def quiesce_grace_s(spec: JobSpec) -> float:
+    """How long the gate waits, after SIGTERM, for the run's final save before SIGKILL."""
+    ck = spec.checkpoint
+    write = ck.write_time.total_seconds() if ck is not None and ck.write_time is not None else 0.0
+    return max(QUIESCE_GRACE_S, 2 * write + 5)
 
 
 def checkpoint_tier(spec: JobSpec) -> str | None:
-    """The storage tier holding checkpoint.dir, or None when the job has no checkpoints."""
+    """The storage tier the job file puts checkpoint.dir on, or None when it has no checkpoint block.
+    (What the spec says; the gate itself looks at the disk.)"""
     ck = spec.checkpoint
     if ck is None:
         return None
@@ -44,14 +53,6 @@ def checkpoint_tier(spec: JobSpec) -> str | None:
     if on_mount and spec.storage.network_volume is not None:
         return "network_volume"
     return "volume_disk" if on_mount else "container_disk"
-
-
-def destroyed_tiers(action: Action) -> frozenset[str]:
-    if action.kind in (ActionKind.TERMINATE, ActionKind.REPLACE):
-        return _MACHINE_TIERS
-    if action.kind is ActionKind.DELETE_VOLUME:
-        return frozenset({"network_volume"})
-    return frozenset()
 
 
 def require_approvals(
@@ -68,20 +69,8 @@ def require_approvals(
         )
 
 
-def check_gate(
-    action: Action,
-    spec: JobSpec,
-    record: PullRecord | None,
-    approvals: set[str],
-    *,
-    pull_command: str = "gpujob pull",
-) -> None:
-    """Raise GateError naming the first unmet condition and what to run next; return when all hold."""
-    if not action.gated:
-        return
-    tier = checkpoint_tier(spec)
-    if tier is not None and tier in destroyed_tiers(action):
-        _check_checkpoints(action, spec, tier, record, pull_command)
+def require_approved(action: Action, approvals: set[str]) -> None:
+    """Checked first at run time: nothing (not even stopping the run) happens for an unapproved action."""
     if action.id not in approvals:
         raise GateError(
             f"{action.id}: not approved; irreversible actions need their exact id approved "
@@ -90,42 +79,25 @@ def check_gate(
         )
 
 
-def _check_checkpoints(
-    action: Action, spec: JobSpec, tier: str, record: PullRecord | None, pull_command: str
-) -> None:
-    ck = spec.checkpoint
-    assert ck is not None
-    where = f"{ck.dir} ({tier.replace('_', ' ')} of {action.resource_name})"
-    if ck.verify is None:
-        raise GateError(
-            f"{action.id}: would erase checkpoints in {where}, and checkpoint.verify is not set, "
-            "so no pulled copy can be verified",
-            hint="set checkpoint.verify in the job file (e.g. python verify_ckpt.py {file}), then pull",
-        )
-    if record is None or not _same_source(action, tier, record):
-        raise GateError(
-            f"{action.id}: would erase checkpoints in {where} that were never pulled",
-            hint=f"{pull_command}  (fetches, checksums and verifies them into {ck.pull_to})",
-        )
-    missing = record.missing()
-    if missing:
-        raise GateError(
-            f"{action.id}: {len(missing)} checkpoint file(s) in {where} not pulled or checksum mismatch: "
-            + ", ".join(missing[:5]),
-            hint=f"{pull_command}  (resumes and re-checks them)",
-        )
-    bad = record.unverified()
-    if bad:
-        raise GateError(
-            f"{action.id}: pulled checkpoint(s) failed `{ck.verify}`: " + ", ".join(bad[:5]),
-            hint="inspect the local copies in " + ck.pull_to + f", fix the cause, then {pull_command}",
-        )
+def unsafe_files(remote: Mapping[str, Any], record: PullRecord | None, local_dir: Path) -> list[str]:
+    """Every remote file (name -> object with .size and .sha256) without a verified local twin, each
+    with the reason. The local copy is read again: it must be a regular file under local_dir (no
+    symlink in its last part) with the remote's size and sha256, and the record must say that very
+    copy passed checkpoint.verify."""
+    from gpujob.apply.runtime import local_sha256
 
-
-def _same_source(action: Action, tier: str, record: PullRecord) -> bool:
-    """A record counts only for the resource it was pulled from (a replaced pod is a different disk)."""
-    if action.resource_id is None:
-        return True
-    if tier == "network_volume":
-        return record.network_volume_id == action.resource_id
-    return record.resource_id == action.resource_id
+    out = []
+    for name, want in sorted(remote.items()):
+        got = record.file(name) if record is not None else None
+        if got is None:
+            out.append(f"{name!r} (not pulled)")
+            continue
+        if got.sha256 != want.sha256 or got.size != want.size:
+            out.append(f"{name!r} (the remote copy changed after the pull)")
+            continue
+        if not got.verified:
+            out.append(f"{name!r} (failed checkpoint.verify)")
+            continue
+        if local_sha256(local_dir / name) != want.sha256:
+            out.append(f"{name!r} (the local copy in {local_dir} is missing or differs)")
+    return out

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpujob.apply import runtime
+from gpujob.apply import runtime, teardown
 from gpujob.apply.capacity import candidates, create_with_fallback
-from gpujob.apply.gate import check_gate
+from gpujob.apply.gate import unsafe_files
 from gpujob.apply.journal import crashpoint
 from gpujob.apply.reconcile import HOST_LOST_GPU
 from gpujob.apply.records import load_pull_record, note_launch
 from gpujob.errors import GpujobError, ProviderNotFound
 from gpujob.live import LiveResource
+from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
-from gpujob.providers.base import LaunchRequest, VolumeRequest, ZeroGpuError
+from gpujob.providers.base import LaunchRequest, VolumeRequest
 
 if TYPE_CHECKING:
     from gpujob.apply.applier import JobContext
@@ -72,10 +74,19 @@ async def _look_harder(ctx: JobContext, action: Action) -> None:
 async def run(ctx: JobContext, action: Action) -> Outcome:
     kind = action.kind
     gone = (kind in (ActionKind.TERMINATE, ActionKind.REPLACE) and ctx.machine is None) or (
-        kind is ActionKind.DELETE_VOLUME and ctx.volume is None
+        kind is ActionKind.DELETE_VOLUME and await teardown.volume_of(ctx, action) is None
     )
+    checked = ""
     if action.gated and not gone:
-        check_gate(action, ctx.spec, load_pull_record(ctx.state_dir, ctx.spec.name), ctx.approvals)
+        checked = await teardown.guard(ctx, action)
+    outcome = await _dispatch(ctx, action)
+    if checked:
+        outcome.detail += f" (gate: {checked})"
+    return outcome
+
+
+async def _dispatch(ctx: JobContext, action: Action) -> Outcome:
+    kind = action.kind
     if kind is ActionKind.CREATE:
         if action.resource_kind == "network_volume":
             return await create_volume(ctx, action)
@@ -83,6 +94,8 @@ async def run(ctx: JobContext, action: Action) -> Outcome:
             return await static_ip(ctx, action)
         return await create_machine(ctx, action)
     if kind is ActionKind.REPLACE:
+        if ctx.machine is not None:
+            ctx.replaced = ctx.machine.id  # a PUSH after it carries what the gate pulled from this one
         await terminate(ctx, action)
         return await create_machine(ctx, action)
     handlers = {
@@ -94,6 +107,7 @@ async def run(ctx: JobContext, action: Action) -> Outcome:
         ActionKind.DELETE_SNAPSHOT: delete_snapshot,
         ActionKind.UPDATE: update,
         ActionKind.PULL: pull,
+        ActionKind.PUSH: push,
         ActionKind.LAUNCH: launch,
     }
     handler = handlers.get(kind)
@@ -222,9 +236,7 @@ async def terminate(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def delete_volume(ctx: JobContext, action: Action) -> Outcome:
-    vol = ctx.volume
-    if action.resource_id is not None and (vol is None or vol.id != action.resource_id):
-        vol = await ctx.provider.get("network_volume", action.resource_id)  # e.g. a stale volume of the job
+    vol = await teardown.volume_of(ctx, action)
     if vol is None:
         return Outcome(action.resource_id, "already gone")
     await _wait_detached(ctx, vol)
@@ -396,20 +408,9 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
     machine = _need_machine(ctx, action)
     if machine.status != "stopped":
         return await _pull(ctx, action)
-    # A stopped machine's disks are reachable only while it runs: start it for the pull (the teardown
-    # this pull guards follows), and stop it again when the pull fails so it does not bill the GPU.
-    ctx.note(f"starting {machine.name} to pull its checkpoints")
-    try:
-        ctx.machine = await ctx.provider.start(machine)
-    except ZeroGpuError:
-        # RP1: its host re-rented the GPU. A zero-GPU pod still runs and can hand over its disks,
-        # which is all a pull needs.
-        current = await ctx.provider.get(machine.kind, machine.id)
-        if current is None or current.status != "running" or ctx.provider.ssh_endpoint(current) is None:
-            raise
-        ctx.note(f"{machine.name} came back with zero GPUs (RP1): enough to copy its checkpoints")
-        ctx.machine = current
-    ctx.moved = True
+    # Started for the pull (the teardown this pull guards follows), and stopped again when the pull
+    # fails so it does not bill the GPU.
+    ctx.machine = await teardown.start_for_disk(ctx, machine, "to pull its checkpoints")
     try:
         return await _pull(ctx, action)
     except GpujobError:
@@ -425,12 +426,51 @@ async def _pull(ctx: JobContext, action: Action) -> Outcome:
     if not record.complete:
         problems = [f"not pulled or checksum mismatch: {n}" for n in record.missing()]
         problems += [f"failed verification: {n}" for n in record.unverified()]
+        problems += [f"not pullable: {n!r} ({why})" for n, why in sorted(record.unpullable.items())]
         raise GpujobError(
             f"{action.id}: pull incomplete: " + "; ".join(problems[:5]),
-            hint=f"inspect {record.local_dir}, then gpujob pull again",
+            hint=f"inspect {record.local_dir}, rename or remove what is not pullable on the machine "
+            "(gpujob ssh), then gpujob pull again",
         )
     return Outcome(
         target.resource.id, f"pulled and verified {len(record.files)} file(s) into {record.local_dir}"
+    )
+
+
+async def push(ctx: JobContext, action: Action) -> Outcome:
+    """Carry the replaced machine's checkpoints (the gate's final pull, verified) onto the new one."""
+    ck = ctx.spec.checkpoint
+    if ck is None:
+        return Outcome(detail="no checkpoint block: nothing to carry across")
+    record = load_pull_record(ctx.state_dir, ctx.spec.name)
+    if record is None or ctx.replaced is None or record.resource_id != ctx.replaced:
+        return Outcome(detail="the replaced machine held no checkpoint files: nothing to carry across")
+    local_dir = runtime.pull_dir(ctx.spec, ctx.spec_path)
+    files = {n: f for n in record.remote_files if (f := record.file(n)) is not None}
+    bad = await asyncio.to_thread(unsafe_files, files, record, local_dir)
+    if bad or set(files) != set(record.remote_files):
+        raise GpujobError(
+            f"{action.id}: the final pull's copies in {local_dir} are not all verified: {'; '.join(bad[:5])}",
+            hint=f"the old machine is gone; copy them by hand into {ck.dir} (gpujob ssh) before the run starts",
+        )
+    target = _target(ctx, action)
+    names = sorted(files)
+    async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
+        with runtime.transfer_reporting("push", ctx.note) as progress:
+            await ctx.ssh.push_checkpoints(remote, local_dir, names, ck.dir, progress=progress)
+        landed = await ctx.ssh.list_checkpoints(remote, ck.dir)
+    ctx.machine = target.resource
+    wrong = [n for n in names if (got := landed.files.get(n)) is None or got.sha256 != files[n].sha256]
+    if wrong:
+        raise GpujobError(
+            f"{action.id}: {len(wrong)} pushed checkpoint(s) read back differently on {target.resource.name}: "
+            + ", ".join(repr(n) for n in wrong[:5]),
+            hint="re-run apply: the push is repeated before the run starts",
+        )
+    size = sum(f.size for f in files.values())
+    return Outcome(
+        target.resource.id,
+        f"pushed {len(names)} verified checkpoint file(s) ({human_bytes(size)}) into {ck.dir} and read them back",
     )
 
 

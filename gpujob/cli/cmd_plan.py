@@ -20,7 +20,7 @@ HELP = """Show what `gpujob apply` would do, what it costs and keeps costing, an
 
 \b
 Symbols:  + create   ~ update in place   -/+ replace   - terminate/destroy/delete/release
-          ▶ start   ⏸ stop   ⇣ pull checkpoints   » launch the run   · no change
+          ▶ start   ⏸ stop   ⇣ pull checkpoints   ⇡ push checkpoints   » launch the run   · no change
 
 \b
 Examples:

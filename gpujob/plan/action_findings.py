@@ -15,6 +15,74 @@ def ckpts_on_machine(ctx: JobContext, m: LiveResource) -> bool:
     return ck_lost_by(ctx, "terminate") or (ctx.spec.platform == "runpod" and m.network_volume_id is None)
 
 
+def live_ck_tier(ctx: JobContext) -> str | None:
+    """The tier checkpoint.dir is on for the machine that exists now (the spec may already describe
+    the machine that replaces it: a new network volume holds nothing yet)."""
+    ck, m = ctx.spec.checkpoint, ctx.machine
+    if ck is None:
+        return None
+    tier = path_tier(ctx.spec, ck.dir)
+    if m is None or ctx.spec.platform != "runpod" or tier == "container_disk":
+        return tier
+    if tier.startswith("network_volume") and m.network_volume_id is None:
+        return "volume_disk" if m.volume_gb else "container_disk"
+    if not tier.startswith("network_volume") and m.network_volume_id is not None:
+        return "network_volume"
+    return tier
+
+
+def gate_reason(ctx: JobContext, m: LiveResource, *, volume_goes: bool) -> str:
+    """What the teardown gate does right before this terminate / replace (it looks at the disk)."""
+    from gpujob.apply.gate import quiesce_grace_s
+
+    stop = f"the run is stopped first (SIGTERM, up to {quiesce_grace_s(ctx.spec):.0f}s for its final save)"
+    ck = ctx.spec.checkpoint
+    if ck is None:
+        return (
+            f"gate: {stop}, then the disk is listed: files left in the last run's checkpoint dir refuse "
+            "it (the gate looks at the disk, not at the job file)"
+        )
+    on_volume = (live_ck_tier(ctx) or "").startswith("network_volume") and m.network_volume_id is not None
+    if on_volume and not volume_goes:
+        return (
+            f"gate: {stop}; {ck.dir} must list on the network volume's mount, where its checkpoints "
+            "stay: no pull needed"
+        )
+    return (
+        f"gate: {stop}, then a final pull of {ck.dir} and a new listing right before the call: every "
+        "file there must match a verified local copy (name, size, sha256)"
+    )
+
+
+def volume_gate_reason(ctx: JobContext, v: LiveResource, through: str | None) -> str:
+    """How the gate looks into a network volume before deleting it."""
+    if through is not None:
+        return f"gate: checked against the final pull the terminate above makes through {through}"
+    price = helper_price(ctx, v.region)
+    cost = f", about ${price:.2f}/h for a few minutes" if price is not None else ""
+    where = f" in {v.region}" if v.region else ""
+    return (
+        f"gate: no pod mounts it: a temporary pod (the cheapest GPU{where}{cost}) mounts it to list it "
+        "and pull its checkpoints, and is terminated after"
+    )
+
+
+def helper_price(ctx: JobContext, region: str | None) -> float | None:
+    from gpujob import gpus
+
+    any_gpu = ctx.spec.machine.model_copy(
+        update={
+            "gpu": [g.alias for g in ctx.profile.gpus],
+            "gpu_count": 1,
+            "regions": [region] if region else [],
+            "spot": False,
+            "max_price_per_hour": None,
+        }
+    )
+    prices = [c.price_hour for c in gpus.candidates(ctx.profile, any_gpu, ctx.live.quotes)]
+    return min(prices) if prices else None
+
+
 def ck_lost_by(ctx: JobContext, verb: str) -> bool:
     ck = ctx.spec.checkpoint
     return ck is not None and not ctx.profile.survives(path_tier(ctx.spec, ck.dir), verb)
@@ -143,9 +211,11 @@ def volume_without_pull(ctx: JobContext, aid: str, pull_id: str | None) -> list[
     return [
         ctx.finding(
             "RP3",
-            "warning",
-            "checkpoints on this network volume cannot be pulled: no pod is running to pull them through",
-            fix="set state: running and `gpujob pull`, then state: absent",
+            "info",
+            "no pod mounts this network volume: its checkpoints are pulled through a temporary pod "
+            "before it is deleted",
+            detail="The cheapest pod that can mount it in its data center; terminated right after the pull.",
+            fix="to pull through the job's own pod instead: state: running, `gpujob apply`, then destroy",
             key="state",
             action_id=aid,
         )

@@ -24,6 +24,7 @@ __all__ = [
     "plan_running",
     "plan_stopped",
     "pull_checkpoints",
+    "push_checkpoints",
 ]
 
 # --- rules per desired state -----------------------------------------------------------------
@@ -85,14 +86,15 @@ def plan_running(ctx: JobContext) -> None:
             ctx.machine_kind,
             m.name,
             resource_id=m.id,
-            reasons=reasons,
+            reasons=[*reasons, af.gate_reason(ctx, m, volume_goes=False)],
             after=machine_fp,
             changes=changes,
             drift=not forcing,
             depends_on=[pull_id, nv_dep],
             findings=lambda aid: af.replace_findings(ctx, aid, forcing),
         )
-        launch_run(ctx, a.id)
+        push_id = push_checkpoints(ctx, a.id) if pull_id is not None else None
+        launch_run(ctx, push_id or a.id)
         return
     if m.status == "stopped":
         reasons, fired = _stopped_reason(ctx, m)
@@ -172,13 +174,17 @@ def plan_absent(ctx: JobContext) -> None:
     )
     term_id = None
     if m is not None:
+        volume_goes = ctx.volume is not None and m.network_volume_id == ctx.volume.id
         term_id = add(
             ctx,
             K.TERMINATE,
             ctx.machine_kind,
             m.name,
             resource_id=m.id,
-            reasons=[f"state: absent; {ctx.teardown_verb} stops the {ctx.machine_kind}'s meters for good"],
+            reasons=[
+                f"state: absent; {ctx.teardown_verb} stops the {ctx.machine_kind}'s meters for good",
+                af.gate_reason(ctx, m, volume_goes=volume_goes),
+            ],
             after=ctx.fp.with_(
                 machine=None, gpu=None, container_disk_gb=None, volume_gb=None, static_ip=bool(ctx.ips)
             ),
@@ -192,7 +198,12 @@ def plan_absent(ctx: JobContext) -> None:
             "network_volume",
             v.name,
             resource_id=v.id,
-            reasons=["state: absent; a network volume outlives its pods and bills until deleted"],
+            reasons=[
+                "state: absent; a network volume outlives its pods and bills until deleted",
+                af.volume_gate_reason(
+                    ctx, v, m.name if m is not None and m.network_volume_id == v.id else None
+                ),
+            ],
             after=_without_volume(ctx, v),
             depends_on=[term_id, pull_id],
             index=v.id if len(ctx.stale_volumes) else "",
@@ -534,6 +545,36 @@ def pull_checkpoints(ctx: JobContext, before_what: str, *, first: str | None = N
         reasons.append(_describe_record(rec))
     m = ctx.machine
     return add(ctx, K.PULL, "checkpoints", ck.dir, resource_id=m.id if m else None, reasons=reasons).id
+
+
+def push_checkpoints(ctx: JobContext, replace_id: str) -> str:
+    """After a replace erased the checkpoints' disk: carry the final pull's verified copies onto the new
+    machine's checkpoint.dir before its run starts, so training continues from its step."""
+    ck = ctx.spec.checkpoint
+    assert ck is not None
+    kind = ctx.machine_kind
+    reasons = [
+        f"carry the checkpoints across: the verified copies of the final pull go from {ck.pull_to} into "
+        f"{ck.dir} on the new {kind} before its run starts, so training continues from its step",
+    ]
+    rec = ctx.pull_record
+    files = [f for f in (_get(rec, "files") or []) if f.name in (_get(rec, "remote_files") or {})]
+    if files:
+        size = sum(f.size for f in files)
+        reasons.append(
+            f"{len(files)} file(s), {human_bytes(size)} as of the last pull; the final pull before the "
+            "replace decides the exact set"
+        )
+    else:
+        reasons.append("size known after the final pull before the replace (no pull on record yet)")
+    return add(ctx, K.PUSH, "checkpoints", ck.dir, reasons=reasons, depends_on=[replace_id]).id
+
+
+def human_bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
 
 
 def _get(rec: object, name: str) -> Any:

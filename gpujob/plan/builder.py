@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpujob.cost.rates import Footprint, billing
+from gpujob.plan.action_findings import live_ck_tier
 from gpujob.plan.context import JobContext, path_tier, tier_title, tiers_in_use
 from gpujob.plan.findings import by_severity
 from gpujob.plan.model import GATED, Action, ActionKind, DataEffect, FieldChange, Finding
@@ -83,6 +84,7 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
     ck_tier = path_tier(spec, ck.dir) if ck else None
     verb = {K.STOP: "stop", K.TERMINATE: "terminate", K.REPLACE: "terminate"}.get(kind)
     if verb is not None:
+        ck_tier = live_ck_tier(ctx)  # the machine that exists now, not the one the spec describes
         wipes = [t for t in tiers_in_use(spec, before) if not profile.survives(t, verb)]
         safe = profile.survives(ck_tier, verb) if ck_tier else None
         names = [tier_title(profile, t) for t in wipes]
@@ -118,6 +120,10 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
         return DataEffect(summary="the container disk starts empty; only the volume mount kept its files")
     if kind is K.PULL and ck is not None:
         return DataEffect(summary=f"copies {ck.dir} to {ck.pull_to} and verifies each file; deletes nothing")
+    if kind is K.PUSH and ck is not None:
+        return DataEffect(
+            summary=f"copies the verified checkpoints from {ck.pull_to} into {ck.dir}; deletes nothing"
+        )
     if kind is K.LAUNCH and spec.run is not None:
         return DataEffect(summary=f"writes code to {spec.run.sync.dest}; deletes nothing")
     return DataEffect()

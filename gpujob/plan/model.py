@@ -24,6 +24,7 @@ class ActionKind(StrEnum):
     RELEASE_IP = "release-ip"
     DELETE_SNAPSHOT = "delete-snapshot"
     PULL = "pull"  # pull + verify checkpoints before a destructive step
+    PUSH = "push"  # carry pulled checkpoints onto a replaced machine's new storage, before its run starts
     LAUNCH = "launch"  # sync code and (re)start the run over SSH
 
 

@@ -117,7 +117,11 @@ def _on_finish(ctx: JobContext, reason: str) -> None:
         ctx.machine_kind,
         m.name,
         resource_id=m.id,
-        reasons=[reason, f"{ctx.teardown_verb} stops the {ctx.machine_kind}'s meters for good"],
+        reasons=[
+            reason,
+            f"{ctx.teardown_verb} stops the {ctx.machine_kind}'s meters for good",
+            af.gate_reason(ctx, m, volume_goes=False),
+        ],
         after=ctx.fp.with_(
             machine=None, gpu=None, container_disk_gb=None, volume_gb=None, static_ip=bool(ctx.ips)
         ),

@@ -4,7 +4,7 @@ Symbols (documented in `gpujob plan --help` and the README):
     +    create                 ~    update in place         -/+  replace (terminate, then create)
     -    terminate / destroy / delete volume / release IP / delete snapshot
     ▶    start                  ⏸    stop                    ⇣    pull checkpoints
-    »    launch the run         ·    no-op
+    ⇡    push checkpoints       »    launch the run          ·    no-op
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ SYMBOL: dict[ActionKind, str] = {
     K.START: "▶",
     K.STOP: "⏸",
     K.PULL: "⇣",
+    K.PUSH: "⇡",
     K.LAUNCH: "»",
     K.NOOP: "·",
 }
@@ -42,6 +43,7 @@ VERB: dict[ActionKind, str] = {
     K.START: "start",
     K.STOP: "stop",
     K.PULL: "pull checkpoints",
+    K.PUSH: "push checkpoints",
     K.LAUNCH: "launch run",
     K.NOOP: "no change",
 }
@@ -65,7 +67,7 @@ KIND_LABEL = {"public_ip": "static IP", "network_volume": "network volume"}
 
 def resource_label(action: Action) -> str:
     kind = KIND_LABEL.get(action.resource_kind, action.resource_kind.replace("_", " "))
-    if action.kind in (K.PULL, K.LAUNCH):
+    if action.kind in (K.PULL, K.PUSH, K.LAUNCH):
         return action.resource_name
     return f"{kind} {action.resource_name}"
 
@@ -94,12 +96,17 @@ def totals(plan: Plan) -> Totals:
 
 
 def counts(actions: list[Action]) -> dict[str, int]:
-    c = {"create": 0, "update": 0, "replace": 0, "start": 0, "stop": 0, "destroy": 0, "pull": 0, "launch": 0}
+    c = {"create": 0, "update": 0, "replace": 0, "start": 0, "stop": 0, "destroy": 0, "pull": 0, "push": 0}
+    c["launch"] = 0
     for a in actions:
         if a.kind in DESTROY:
             c["destroy"] += 1
         elif a.kind is not K.NOOP:
-            c[{K.UPDATE: "update", K.PULL: "pull", K.LAUNCH: "launch"}.get(a.kind, a.kind.value)] += 1
+            c[
+                {K.UPDATE: "update", K.PULL: "pull", K.PUSH: "push", K.LAUNCH: "launch"}.get(
+                    a.kind, a.kind.value
+                )
+            ] += 1
     return c
 
 
@@ -113,7 +120,7 @@ def summary_line(plan: Plan) -> str:
     parts = [f"{c['create']} to create"]
     parts += [f"{c[k]} to {k}" for k in ("update", "replace", "start", "stop") if c[k]]
     parts.append(f"{c['destroy']} to destroy")
-    parts += [f"{c[k]} to {k}" for k in ("pull", "launch") if c[k]]
+    parts += [f"{c[k]} to {k}" for k in ("pull", "push", "launch") if c[k]]
     return f"Plan: {', '.join(parts)}. {money}"
 
 

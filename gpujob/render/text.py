@@ -24,6 +24,7 @@ COLOUR: dict[ActionKind, str] = {
     K.START: "green",
     K.STOP: "yellow",
     K.PULL: "cyan",
+    K.PUSH: "cyan",
     K.LAUNCH: "cyan",
     K.NOOP: "bright_black",
 }
@@ -122,7 +123,7 @@ def _value(v: object) -> str:
 
 def _meters(a: Action, style: Style, pad: str) -> list[str]:
     b = a.billing
-    if a.kind in (K.NOOP, K.PULL, K.LAUNCH):
+    if a.kind in (K.NOOP, K.PULL, K.PUSH, K.LAUNCH):
         return []
     rows: list[tuple[str, MeterLine]] = [("starts", m) for m in b.starts]
     rows += [("stops", m) for m in b.stops]

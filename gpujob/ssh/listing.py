@@ -61,14 +61,15 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-# One remote pass: R<real dir>, M<mount>, then per entry F<size> <name> (+ H<sha256>) or N<type> <name>.
+# One remote pass: R<real dir>, M<mount>, then per entry F<size> <name> (+ H<sha256>, absent when the
+# file vanished before it was hashed) or N<type> <name> for what is neither a regular file nor a dir.
 _LIST = r"""d={dir}
 [ -d "$d" ] || {{ printf 'A\0'; exit 0; }}
 cd "$d" || exit 3
 printf 'R%s\0' "$(pwd -P)"
 printf 'M%s\0' "$(findmnt -n -o TARGET -T . 2>/dev/null || df -P . 2>/dev/null | awk 'NR==2{{sub(/^.*% /, ""); print}}')"
 find . -mindepth 1 -name '.*' -prune -o -name '*.tmp' -prune -o \
-  -type f -printf 'F%s %P\0' -exec sh -c 'h=$(sha256sum < "$1") && printf "H%.64s\0" "$h"' sh {{}} \; -o \
+  -type f \( -printf 'F%s %P\0' -exec sh -c 'h=$(sha256sum < "$1") && printf "H%.64s\0" "$h"' sh {{}} \; -o -true \) -o \
   ! -type d -printf 'N%y %P\0'
 true"""
 

@@ -106,11 +106,15 @@ def test_gpu_change_forces_replacement_naming_the_field(write_job: Write) -> Non
 
 def test_attaching_a_network_volume_replaces_the_pod_after_a_pull(write_job: Write) -> None:
     plan = plan_for(write_job, live(pod(volume_gb=20)))
-    assert [a.kind for a in plan.all_actions()] == [K.CREATE, K.PULL, K.REPLACE, K.LAUNCH]
-    replace = plan.all_actions()[2]
+    assert [a.kind for a in plan.all_actions()] == [K.CREATE, K.PULL, K.REPLACE, K.PUSH, K.LAUNCH]
+    replace, push, launch = plan.all_actions()[2:]
     assert any(c.path == "network_volume" and c.forces_replacement for c in replace.changes)
     assert "RP7" in [f.code for f in replace.findings]
     assert set(replace.depends_on) == {"job.checkpoints.pull", "job.network_volume.create"}
+    # the checkpoints are on the old pod's volume disk (not on the new volume yet): carried across
+    assert replace.data.checkpoint_safe is False and "LOST unless pulled" in replace.data.summary
+    assert push.depends_on == [replace.id] and launch.depends_on == [push.id]
+    assert any("final pull" in r for r in replace.reasons)
 
 
 def test_volume_growth_is_in_place(write_job: Write) -> None:

@@ -219,5 +219,8 @@ def test_case9_a_forged_listing_cannot_name_a_path_outside(tmp_path: Path) -> No
     listing = parse_listing("/w/ckpt", out)
     assert list(listing.files) == ["ok.json"]
     assert set(listing.unpullable) == {"../../etc/passwd", "/abs", ".", "sub/", "a//b"}
+    # a file that vanished between find's stat and its hash has an F and no H: neither pulled nor "unpullable"
+    gone = parse_listing("/w/ckpt", "\0".join(["R/w/ckpt", "M/w", "F5 gone.json", "F1 ok.json", f"H{h}", ""]))
+    assert list(gone.files) == ["ok.json"] and gone.unpullable == {}
     with pytest.raises(Exception, match="unexpected listing"):
         parse_listing("/w/ckpt", "Fnot-a-size name\0")
