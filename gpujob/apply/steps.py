@@ -17,7 +17,7 @@ from gpujob.errors import GpujobError, ProviderNotFound
 from gpujob.live import LiveResource
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
-from gpujob.providers.base import LaunchRequest, VolumeRequest
+from gpujob.providers.base import LaunchRequest, VolumeRequest, ZeroGpuError
 
 if TYPE_CHECKING:
     from gpujob.apply.applier import JobContext
