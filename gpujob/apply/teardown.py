@@ -76,6 +76,15 @@ async def _machine_gate(ctx: JobContext, action: Action) -> str:
         a.kind is ActionKind.DELETE_VOLUME and a.resource_id == vol_id for a in ctx.todo
     )
 
+    if machine.status == "stopped" and vol_id is not None and not volume_dies:
+        # A stopped pod runs nothing, its container disk was reset by the stop, and its mount is the
+        # network volume, which stays: nothing it holds is erased, so it is not started (RP1: it may
+        # not even start) just to be looked at.
+        return (
+            f"{machine.name} is stopped (no run alive; the stop reset its container disk); its mount is "
+            f"network volume {vol_id}, which stays"
+        )
+
     def erased(listing: Any) -> bool:
         return volume_dies or not (vol_id is not None and _on_mount(listing, ctx.machine, ctx))
 

@@ -77,6 +77,7 @@ async def _fetch(
     base: str,
     size: int,
     on_bytes: Callable[[int], None],
+    shown: Path,
 ) -> tuple[str, int, int]:
     """Continue `<base>.part` from its current size; returns (sha256 hex, bytes transferred, resumed_from)."""
     fd, offset = local.open_part(dfd, base, size)
@@ -119,7 +120,7 @@ async def _fetch(
                     sink,
                     size=size - offset,
                     what=f"pull of {path}",
-                    left=f"the partial file {base}{PART} in {local.root} is kept; the next pull resumes it",
+                    left=f"the partial file {shown}{PART} is kept; the next pull resumes it",
                 )
         finally:
             await asyncio.to_thread(chunks.put, None)
@@ -217,7 +218,9 @@ async def _pull_one(
     transferred, resumed = 0, 0
     for attempt in (1, 2):
         try:
-            local_sum, got, offset = await _fetch(remote, path, local, dfd, base, want.size, on_bytes)
+            local_sum, got, offset = await _fetch(
+                remote, path, local, dfd, base, want.size, on_bytes, local.root / name
+            )
         except RemoteCommandError:
             if await remote_state(remote, path, want.size) is None:
                 local.discard(dfd, base + PART)

@@ -224,3 +224,17 @@ def test_records_roundtrip(tmp_path):
     assert got["toy"].complete and got["toy"].files[0].checksum_ok
     (tmp_path / "pulls" / "junk.json").write_text("{not json")
     assert list(load_pull_records(tmp_path)) == ["toy"]
+
+
+def test_stopped_network_volume_pod_is_not_started_just_to_be_looked_at(tmp_path: Path) -> None:
+    """RP1: a stopped pod may not start at all; what it holds is on the network volume, which stays."""
+    ctx, prov, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, volume=True)
+    assert ctx.machine is not None
+    ctx.machine = prov._save(ctx.machine.model_copy(update={"status": "stopped", "ssh": None}))
+    detail = guard(ctx, action("toy", ActionKind.REPLACE, resource_id="pod1"))
+    assert "is stopped" in detail and "which stays" in detail
+    assert prov.calls == [] and ssh.connects == []
+    # The same pod about to lose its volume too (destroy) is started and pulled through.
+    ctx.todo = [action("toy", ActionKind.DELETE_VOLUME, "network_volume", resource_id="vol1")]
+    assert "final pull: 1" in guard(ctx, action("toy", ActionKind.TERMINATE, resource_id="pod1"))
+    assert prov.calls[0] == ("start", "pod1")

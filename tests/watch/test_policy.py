@@ -61,7 +61,12 @@ def test_rp1_replace_that_would_erase_a_volume_disk_waits_for_a_person(write_job
     lost = pod(status="stopped", raw_status="EXITED", volume_gb=50, attributes={"host_lost_gpu": True})
     d = decision(write_job, lost, text=VOLUME_DISK_JOB, resources=[])
     assert d.actions == []  # not even the pull: starting the pod for it would bill the GPU meanwhile
-    assert [a.id for a in d.held] == ["job.checkpoints.pull", "job.pod.replace", "job.run.launch"]
+    assert [a.id for a in d.held] == [
+        "job.checkpoints.pull",
+        "job.pod.replace",
+        "job.checkpoints.push",  # the checkpoints carried onto the new pod before its run starts
+        "job.run.launch",
+    ]
     assert len(d.human) == 1
     assert (
         "job.pod.replace needs your approval" in d.human[0] and "erase the machine's own disk" in d.human[0]
