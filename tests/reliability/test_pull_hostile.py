@@ -86,7 +86,8 @@ def test_case7_a_file_rotated_away_after_the_listing_is_vanished_not_an_error(
 
     async def list_then_rotate(remote, d):  # type: ignore[no-untyped-def]
         listing = await real(remote, d)
-        (rdir / "step_1.json").unlink()  # the run's keep rotation, between the listing and the fetch
+        # the run's keep rotation, between the (first) listing and the fetch
+        (rdir / "step_1.json").unlink(missing_ok=True)
         return listing
 
     monkeypatch.setattr(pull_mod, "list_remote", list_then_rotate)
