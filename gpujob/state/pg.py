@@ -78,6 +78,8 @@ class PgStore(PgLocks):
                 return self._conn
             if self._conn is not None and self._pid == os.getpid() and self._held:
                 self._lost(None)
+            if self._pid != os.getpid():
+                self._held = set()  # a forked child holds none of its parent's locks
             import psycopg
 
             from gpujob.errors import StateError

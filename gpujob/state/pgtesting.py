@@ -81,7 +81,8 @@ class PgServer:
 def local_postgres() -> Iterator[PgServer]:
     binary = pg_bin()
     prefix, user = _runner()
-    root = Path(tempfile.mkdtemp(prefix="gpujob-pg-"))  # /tmp: reachable by the unprivileged user
+    # Under root, in /tmp whatever $TMPDIR says: the unprivileged user must be able to reach it.
+    root = Path(tempfile.mkdtemp(prefix="gpujob-pg-", dir="/tmp" if user is not None else None))
     if user is not None:
         pw = pwd.getpwnam(user)
         os.chown(root, pw.pw_uid, pw.pw_gid)
