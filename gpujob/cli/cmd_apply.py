@@ -97,7 +97,7 @@ def run(
         _plan, result = asyncio.run(go())
     except KeyboardInterrupt:
         click.echo(
-            f"{name} interrupted: the step in flight is recorded in .gpujob/journal; "
+            f"{name} interrupted: the step in flight is recorded in the job's journal (gpujob's state); "
             f"re-run `{name}` to converge from live state.",
             err=True,
         )

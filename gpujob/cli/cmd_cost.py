@@ -16,7 +16,7 @@ HELP = """Spend so far per job, the current burn and where it is heading.
 Spent: from the platform's billing data where it has one (RunPod /v2/billing), else an estimate
 from metered time (Paperspace machine events, when gpujob saw each resource), priced by the same rates
 as plan, status and audit and billed as the platform bills (Paperspace: every started hour). Resources
-that are gone are still counted (gpujob records what it saw in .gpujob/seen/); what could not be seen
+that are gone are still counted (gpujob records what it saw in its state, seen/); what could not be seen
 is said, never shown as $0.00.
 Projection: spend at run.max_runtime, and how long budget.max_total_usd lasts at the current burn.
 

@@ -11,7 +11,7 @@ from gpujob.cli.main import run_command
 
 HELP = """Pull every checkpoint of checkpoint.dir into checkpoint.pull_to, resuming partial files,
 checking each SHA-256 against the remote and running checkpoint.verify on it. The record
-(.gpujob/pulls/JOB.json) is what the teardown gate reads.
+(pulls/JOB.json in gpujob's state: .gpujob/ or the state database) is what the teardown gate reads.
 
 \b
 Examples:

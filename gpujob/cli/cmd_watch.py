@@ -26,7 +26,7 @@ run.max_runtime, budget.max_total_usd (money so far plus the burn until the next
 --max-recoveries-per-hour. A parked job is watched again once its file changes.
 
 \b
-Events: one line each on stdout and in .gpujob/events.jsonl; --notify URL also posts them as JSON
+Events: one line each on stdout and in events.jsonl of gpujob's state; --notify URL also posts them as JSON
 (Slack-compatible `text`). One watcher per job: the job's lock is held for the watcher's lifetime.
 
 \b
@@ -128,7 +128,7 @@ def _watch(
                 with _suppress():
                     loop.run_until_complete(main)
                 click.echo(
-                    "watch stopped; the job's state is in .gpujob/ and the next watch converges from it",
+                    "watch stopped; its journal and ledger are kept, and the next watch converges from them",
                     err=True,
                 )
                 return 130

@@ -75,7 +75,7 @@ def plan_running(ctx: JobContext) -> None:
         )
     elif m.status == "stopped" and m.attributes.get("host_lost_gpu"):
         reasons.append(
-            f"RP1: the last start of {m.name} found no free GPU on its host (see .gpujob/journal), so starting "
+            f"RP1: the last start of {m.name} found no free GPU on its host (see the journal in gpujob's state), so starting "
             "it again would fail the same way: replace it on a fresh host"
         )
     if reasons:
@@ -377,8 +377,8 @@ def _live_disk(ctx: JobContext, m: LiveResource, wanted: int | None) -> int | No
                 f"machine {m.name} reports about {m.volume_gb} GB of storage; gpujob has no record of the disk "
                 f"size it was created with, so storage.volume_gb: {wanted} is not applied",
                 detail="Paperspace machine objects carry no diskSize; gpujob records it when it creates the "
-                "machine (.gpujob/launches/). This machine was created elsewhere or that record is gone.",
-                fix="grow the disk in the Paperspace console, or keep the .gpujob directory between runs",
+                "machine (launches/ in gpujob's state). This machine was created elsewhere or that record is gone.",
+                fix="grow the disk in the Paperspace console, or keep gpujob's state between runs (README: Team state)",
                 key="storage.volume_gb",
             )
         )

@@ -37,7 +37,7 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
             launch_run(
                 ctx,
                 None,
-                first="a previous apply stopped before the run was launched (see .gpujob/journal): launch it now",
+                first="a previous apply stopped before the run was launched (see the journal in gpujob's state): launch it now",
             )
         return
     if fact.state == "running":
