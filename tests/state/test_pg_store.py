@@ -201,3 +201,32 @@ def test_the_readme_planning_role_reads_records_but_not_the_key(
     monkeypatch.setenv("GPUJOB_STATE_KEY", STATE_KEY)  # even with the key: the role cannot read the column
     with pytest.raises(StateError, match="permission denied"):
         planner.secret("id_ed25519")
+
+
+def test_force_unlock_command_frees_a_job_held_from_another_host(pg_url: str, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    env = {**_env(pg_url), "PATH": os.environ["PATH"], "CI": "true"}
+    unshare = shutil.which("unshare")
+    assert unshare
+    code = f"import socket; socket.sethostname('ci-runner-9'); exec({HOLDER!r})"
+    child = Child(code, env, prefix=(unshare, "--uts"))
+    try:
+        assert child.line() == "ready"
+        done = subprocess.run(
+            [sys.executable, "-m", "gpujob", "force-unlock", "bert", "--yes"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "ci-runner-9" in done.stdout  # it said whose lock it removed
+        store = PgStore(pg_url, "w")
+        assert not store.lock_held("bert") and store.read_lock("bert") is None
+        child.say("go")
+        assert child.line().startswith("refused: StateError")
+    finally:
+        child.kill()
