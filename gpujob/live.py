@@ -142,6 +142,10 @@ class RunFact(Model):
     started_at: str | None = None
     last_checkpoint: str | None = None
     last_checkpoint_age_s: float | None = None
+    checkpoint_dir: str | None = Field(
+        None,
+        description="Where the last run launched on this disk writes checkpoints (its launcher's record).",
+    )
     launch_pending: bool = Field(
         False, description="Journal: a machine was created or started and no launch finished since."
     )

@@ -26,6 +26,7 @@ from gpujob.errors import GpujobError, SSHConnectError
 from gpujob.live import LiveResource, SSHEndpoint
 from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
+from gpujob.ssh.quote import remote_path
 from gpujob.state import StateRef, as_store
 
 ENDPOINT_WAIT_S = 600.0
@@ -227,10 +228,27 @@ async def _launch_once(
         for warning in getattr(stats, "warnings", None) or []:
             note(f"warning: {warning}")
         note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
+        await _carry_to_new_dir(remote, spec, ssh, note)
         started = await ssh.launch_run(remote, spec, secrets=secrets)
     if started is False:
         return "run already alive: not relaunched"
     return f"run launched on {target.resource.name}"
+
+
+async def _carry_to_new_dir(remote: Any, spec: JobSpec, ssh: SSHApi, note: Callable[[str], None]) -> None:
+    """checkpoint.dir changed since the last run on this disk: its checkpoints move to the new dir
+    before the run starts (only into an empty one), so training continues from its step."""
+    if spec.checkpoint is None:
+        return
+    old = await ssh.recorded_checkpoint_dir(remote, spec)
+    if not old or old == remote_path(spec.checkpoint.dir):
+        return
+    moved = await ssh.move_checkpoints(remote, old, spec.checkpoint.dir)
+    if moved is not None:
+        note(
+            f"checkpoint.dir changed: moved {len(moved.files)} checkpoint file(s) "
+            f"({moved.total_bytes} B) from {old} to {spec.checkpoint.dir}, read back before removing"
+        )
 
 
 LARGE_TRANSFER = 8 << 20

@@ -33,10 +33,11 @@ class SSHApi:
         default=lambda *a, **k: _absent("recorded_checkpoint_dir")
     )
     push_checkpoints: Callable[..., Any] = field(default=lambda *a, **k: _absent("push_checkpoints"))
+    move_checkpoints: Callable[..., Any] = field(default=lambda *a, **k: _absent("move_checkpoints"))
 
     @classmethod
     def default(cls) -> SSHApi:
-        from gpujob.ssh import keys, launcher, pull, session, sync
+        from gpujob.ssh import carry, keys, launcher, pull, session, sync
 
         return cls(
             ensure_project_key=keys.ensure_project_key,
@@ -48,7 +49,8 @@ class SSHApi:
             list_checkpoints=pull.list_remote,
             quiesce_run=launcher.quiesce_run,
             recorded_checkpoint_dir=launcher.recorded_checkpoint_dir,
-            push_checkpoints=pull.push_checkpoints,
+            push_checkpoints=carry.push_checkpoints,
+            move_checkpoints=carry.move_checkpoints,
         )
 
     def open(

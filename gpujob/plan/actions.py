@@ -519,6 +519,13 @@ def launch_run(
         reasons.append(resume)
     elif ck is not None:
         reasons.append(f"the command resumes from the latest checkpoint in {ck.dir}")
+    old = previous_ck_dir(ctx)
+    if ck is not None and old is not None:
+        reasons.append(
+            f"checkpoint.dir changed from {old}: checkpoints still there move into {ck.dir} before the run "
+            "starts (only into an empty dir; each copy read back before the original goes), so training "
+            "continues from its step"
+        )
     if run.secrets:
         reasons.append(f"secrets passed over SSH by name: {', '.join(run.secrets)}")
     m = ctx.machine if machine_action is None else None
@@ -531,6 +538,16 @@ def launch_run(
         reasons=reasons,
         depends_on=[machine_action],
     )
+
+
+def previous_ck_dir(ctx: JobContext) -> str | None:
+    """The checkpoint dir the last run wrote, when the job file now names another one."""
+    ck = ctx.spec.checkpoint
+    if ck is None:
+        return None
+    fact = ctx.live.runs.get(ctx.job)
+    old = (fact.checkpoint_dir if fact is not None else None) or _get(ctx.pull_record, "remote_dir")
+    return str(old) if old and str(old).rstrip("/") != ck.dir.rstrip("/") else None
 
 
 def pull_checkpoints(ctx: JobContext, before_what: str, *, first: str | None = None) -> str:

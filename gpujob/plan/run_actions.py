@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gpujob.live import RunFact
 from gpujob.plan import action_findings as af
-from gpujob.plan.actions import launch_run, pull_checkpoints
+from gpujob.plan.actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
@@ -32,6 +32,17 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
         return
     changed = fact.launched_digest is not None and fact.launched_digest != ctx.loaded.digest
     _fact_findings(ctx, fact, changed)
+    old = previous_ck_dir(ctx)
+    if fact.state == "running" and old is not None and ctx.spec.checkpoint is not None:
+        ctx.findings.append(
+            ctx.finding(
+                "checkpoint-dir",
+                "info",
+                f"checkpoint.dir is now {ctx.spec.checkpoint.dir}, but the run alive writes {old}: it keeps "
+                "doing so until it is launched again, and that launch first moves its checkpoints over",
+                key="checkpoint.dir",
+            )
+        )
     if m.status != "running" or fact.state is None or fact.state == "unknown":
         if fact.launch_pending:
             launch_run(

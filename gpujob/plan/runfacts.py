@@ -119,6 +119,7 @@ async def _read_one(ls: Any, machine: LiveResource, provider: Any, ssh: Any, tim
         started_at=status.started_at,
         last_checkpoint=status.last_checkpoint,
         last_checkpoint_age_s=status.last_checkpoint_age_s,
+        checkpoint_dir=status.checkpoint_dir,
     )
 
 

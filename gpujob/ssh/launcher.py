@@ -52,6 +52,7 @@ class RunStatus(Model):
     finished_at: str | None = None
     setup_failed: bool = False
     detach: str | None = None  # tmux or nohup, as actually used
+    checkpoint_dir: str | None = None  # where the last run launched on this disk writes (its marker)
     progress: Progress | None = None  # the newest step of this run
     progress_first: Progress | None = None  # the first step of this run (its resume point + 1)
     history: list[PastRun] = Field(
@@ -201,6 +202,7 @@ echo "exit_code=$(cat "$J/exit_code" 2>/dev/null)"
 echo "started_at=$(cat "$J/started_at" 2>/dev/null)"
 echo "finished_at=$(cat "$J/finished_at" 2>/dev/null)"
 echo "detach=$(cat "$J/detach" 2>/dev/null)"
+echo "checkpoint_dir=$(head -n 1 "$J/checkpoint_dir" 2>/dev/null)"
 [ -e "$J/setup_failed" ] && echo "setup_failed=1"
 if [ -n "$C" ] && [ -d "$C" ]; then
   echo "checkpoint=$(cd "$C" && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' -printf '%T@ %P\\n' | sort -n | tail -n 1)"
@@ -217,11 +219,11 @@ true"""
 
 async def recorded_checkpoint_dir(remote: Remote, spec: JobSpec) -> str | None:
     """The checkpoint dir the last run launched on this disk wrote to (its launcher's marker), if any."""
-    out = (await remote.run(f"cat {q(job_dir(spec) + '/checkpoint_dir')} 2>/dev/null; true")).stdout
-    try:
-        return remote_path(out.strip()) if out.strip() else None
-    except ValueError:
-        return None  # remote text: a marker that is not a clean absolute path is no evidence
+    out = await remote.run(
+        f"head -n 1 {q(job_dir(spec) + '/checkpoint_dir')} 2>/dev/null; true",
+        what=f"reading where the last run of {spec.name} wrote checkpoints",
+    )
+    return _clean_dir(out.stdout.strip())
 
 
 class Quiesce(Model):
@@ -315,7 +317,15 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
         log_tail=_CONTROL.sub("", log),  # remote text is untrusted: no terminal escapes
         setup_failed=kv.get("setup_failed") == "1",
         detach=kv.get("detach") or None,
+        checkpoint_dir=_clean_dir(kv.get("checkpoint_dir") or ""),
     )
+
+
+def _clean_dir(text: str) -> str | None:
+    try:
+        return remote_path(text) if text else None
+    except ValueError:
+        return None  # remote text that is not a clean absolute path is no evidence
 
 
 def _progress(value: str | None, now: str | None) -> Progress | None:

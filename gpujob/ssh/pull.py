@@ -2,7 +2,7 @@
 then checked by the user's local verify command. A `.part` is only promoted once its sha256 matches
 the remote file's. A file that disappears mid-pull (the run's `keep` rotation) is reported as
 vanished, not as an error. What is pulled comes from listing.list_remote; local writes go through
-confined.LocalDir. Also the reverse: pushing verified copies onto a new machine's disk.
+confined.LocalDir. The other direction (carrying checkpoints onto a new disk) is carry.py.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from gpujob.errors import RemoteCommandError, SSHError
 from gpujob.model import Model
 from gpujob.ssh.confined import PART, LocalDir, UnsafeLocalPath
-from gpujob.ssh.listing import RemoteFile, RemoteListing, list_remote, name_problem, remote_state
+from gpujob.ssh.listing import RemoteFile, RemoteListing, list_remote, remote_state
 from gpujob.ssh.quote import q, remote_path
 from gpujob.ssh.session import Remote
 
@@ -32,7 +31,6 @@ __all__ = [
     "RemoteListing",
     "list_remote",
     "pull_checkpoints",
-    "push_checkpoints",
 ]
 Progress = Callable[[int, int], object]
 QUEUED_CHUNKS = 16  # at most this many received chunks wait for the disk writer
@@ -245,64 +243,3 @@ async def _pull_one(
             )
         want = now  # rewritten since the listing: fetch it whole against its current checksum
     raise AssertionError("unreachable")
-
-
-async def push_checkpoints(
-    remote: Remote,
-    local_dir: Path,
-    names: list[str],
-    remote_dir: str,
-    *,
-    progress: Progress | None = None,
-) -> int:
-    """Copy local checkpoints (the verified copies of a pull) into `remote_dir`, each written to a
-    dotfile and renamed (a run starting meanwhile never sees half a file), keeping its mtime so
-    "newest" means the same on the new disk. Returns the bytes sent."""
-    rdir = remote_path(remote_dir)
-    local = LocalDir(Path(local_dir))
-    sent = 0
-    try:
-        sizes = {}
-        for name in names:
-            if name_problem(name) is not None:
-                raise SSHError(f"refusing to push {name!r}: {name_problem(name)}")
-            dfd, base = local.parent(name)
-            size = local.regular_size(dfd, base)
-            if size is None:
-                raise SSHError(f"cannot push {name!r}: no regular file in {local.root}")
-            sizes[name] = size
-        total = sum(sizes.values())
-        for name in names:
-            dfd, base = local.parent(name)
-            fd = os.open(base, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
-            with os.fdopen(fd, "rb") as fh:
-                mtime = os.fstat(fh.fileno()).st_mtime
-                sub, _, leaf = f"{rdir}/{name}".rpartition("/")
-                tmp = f"{sub}/.{leaf}.gpujob-push"
-                cmd = (
-                    f"mkdir -p {q(sub)} && cat > {q(tmp)} && touch -m -d @{mtime:.6f} {q(tmp)} "
-                    f"&& mv -f {q(tmp)} {q(sub + '/' + leaf)}"
-                )
-
-                def count(n: int) -> None:
-                    nonlocal sent
-                    sent += n
-                    if progress is not None:
-                        progress(sent, total)
-
-                await remote.stream_in(
-                    cmd,
-                    _blocks(fh, count),
-                    size=sizes[name],
-                    what=f"push of {name} to {rdir}",
-                    left="the file goes to a temporary name first: the checkpoint dir is unchanged",
-                )
-    finally:
-        local.close()
-    return sent
-
-
-def _blocks(fh: BinaryIO, on_bytes: Callable[[int], None]) -> Iterator[bytes]:
-    while block := fh.read(1 << 20):
-        on_bytes(len(block))
-        yield block

@@ -219,3 +219,31 @@ def test_case5_removed_checkpoint_block_still_protects_the_files_on_the_disk(
     assert "no checkpoint block" in text and "/workspace/ckpt" in text and "gpujob ssh -- rm -r" in text, text
     assert [c for c in calls.calls if c[0] == "terminate"] == []
     assert p.pods() and steps_on(ck)  # nothing was erased
+
+
+def test_case4_checkpoint_dir_change_moves_the_checkpoints_and_training_continues(
+    sim: Sim, tmp_path: Path, calls: CallSnapshots
+) -> None:
+    """checkpoint.dir edited on a job whose disk stays: the next launch moves the checkpoints into the
+    new dir (read back first), the run resumes from its step, and a destroy then pulls the new dir."""
+    p = make_project(sim, tmp_path, job_text("cd"))
+    old = running(p)
+    moved = job_text("cd").replace("dir: /workspace/ckpt", "dir: /workspace/ckpt2")
+    p.write_job(moved)
+    plan = p.ok("plan").stdout  # the run alive still writes the old dir: the plan says what happens
+    assert "checkpoint.dir is now /workspace/ckpt2, but the run alive writes /workspace/ckpt" in plan, plan
+    p.write_job(moved.replace("state: running", "state: stopped"))
+    p.ok("apply", "--auto-approve")
+    before = steps_on(old)
+    assert before
+    p.write_job(moved)
+    out = p.ok("apply", "--auto-approve")
+    assert "moved 3 checkpoint file(s)" in out.stderr, out.stderr
+    new = old.parent / "ckpt2"
+    log = old.parent / ".gpujob" / "cd" / "run.log"
+    poll("the run to resume in the new dir", lambda: f"resumed from step {before[-1]}" in log.read_text())
+    assert steps_on(old) == []  # moved, not copied: nothing left behind for the gate to trip over
+    poll("checkpoints in the new dir", lambda: steps_on(new) and steps_on(new)[-1] > before[-1])
+    calls.disk_of = lambda what, rid: new  # type: ignore[method-assign]
+    p.ok("destroy", "--auto-approve", "--approve", "cd.pod.terminate")
+    assert_nothing_lost(p, calls, "cd", "terminate")
