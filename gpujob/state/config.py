@@ -165,6 +165,13 @@ def store_for(job_file: Path | None) -> Store:
     store = _STORES.get(where)
     if store is None:
         store = _STORES[where] = open_config(where)
+    if isinstance(where, Postgres):
+        # A .gpujob/ left beside the job file after switching: the database must not make a second SSH
+        # key while the machines made from there trust the first (PgStore.create_secret refuses).
+        left = (job_file.resolve().parent if job_file is not None else Path.cwd()) / ".gpujob"
+        left_behind = getattr(store, "left_behind", None)
+        if left.is_dir() and left_behind is not None:
+            left_behind.add(left)
     return store
 
 

@@ -57,6 +57,7 @@ class PgStore(PgLocks):
         self._mutex = threading.RLock()
         self._scratch: Path | None = None
         self._files: dict[str, Path] = {}
+        self.left_behind: set[Path] = set()  # local state dirs beside the job files (see create_secret)
 
     def __repr__(self) -> str:
         return f"PgStore({self.location!r})"
@@ -268,11 +269,25 @@ class PgStore(PgLocks):
         found = self.secret(name)
         if found is not None:
             return found
+        self._refuse_a_second_secret(name)
         secret, public = make()
         self.put_secret(name, secret, public, replace=False)  # a racing maker may have won: read back
         stored = self.secret(name)
         assert stored is not None
         return stored
+
+    def _refuse_a_second_secret(self, name: str) -> None:
+        from gpujob.errors import StateError
+        from gpujob.state.local import LocalStore
+
+        for left in sorted(self.left_behind):
+            if name in LocalStore(left).names():
+                raise StateError(
+                    f"{self.location} has no {name} yet, but {left} has one, and the machines made from "
+                    "there trust it: gpujob will not make a second one",
+                    hint=f"move that state into the database first: gpujob state migrate --from {left} "
+                    f"--to <the database URL> (with GPUJOB_STATE_KEY set); or delete {left} if it is stale",
+                )
 
     def secret_file(self, name: str) -> Path | None:
         with self._mutex:

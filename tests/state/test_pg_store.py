@@ -230,3 +230,20 @@ def test_force_unlock_command_frees_a_job_held_from_another_host(pg_url: str, tm
         assert child.line().startswith("refused: StateError")
     finally:
         child.kill()
+
+
+def test_switching_without_migrating_does_not_make_a_second_ssh_key(
+    pg_url: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpujob.state import open_store
+
+    (tmp_path / ".git").mkdir()
+    job = tmp_path / "job.yaml"
+    ensure_project_key(tmp_path / ".gpujob")  # months of local use: pods trust this key
+    monkeypatch.setenv("GPUJOB_STATE_URL", pg_url)
+    monkeypatch.setenv("GPUJOB_STATE_WORKSPACE", "switched")
+    monkeypatch.setenv("GPUJOB_STATE_KEY", STATE_KEY)
+    with pytest.raises(StateError, match=r"has one, and the machines made from there trust it") as err:
+        ensure_project_key(open_store(job))
+    assert "gpujob state migrate --from" in err.value.render()
+    assert PgStore(pg_url, "switched").names() == []
