@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpujob.apply import runtime, teardown
 from gpujob.apply.capacity import candidates, create_with_fallback
-from gpujob.apply.gate import unsafe_files
 from gpujob.apply.journal import crashpoint
 from gpujob.apply.reconcile import HOST_LOST_GPU
-from gpujob.apply.records import load_pull_record, note_launch
+from gpujob.apply.records import note_launch
 from gpujob.errors import GpujobError, ProviderNotFound
 from gpujob.live import LiveResource
-from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import LaunchRequest, VolumeRequest, ZeroGpuError
 
@@ -438,40 +435,10 @@ async def _pull(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def push(ctx: JobContext, action: Action) -> Outcome:
-    """Carry the replaced machine's checkpoints (the gate's final pull, verified) onto the new one."""
-    ck = ctx.spec.checkpoint
-    if ck is None:
-        return Outcome(detail="no checkpoint block: nothing to carry across")
-    record = load_pull_record(ctx.state_dir, ctx.spec.name)
-    if record is None or ctx.replaced is None or record.resource_id != ctx.replaced:
-        return Outcome(detail="the replaced machine held no checkpoint files: nothing to carry across")
-    local_dir = runtime.pull_dir(ctx.spec, ctx.spec_path)
-    files = {n: f for n in record.remote_files if (f := record.file(n)) is not None}
-    bad = await asyncio.to_thread(unsafe_files, files, record, local_dir)
-    if bad or set(files) != set(record.remote_files):
-        raise GpujobError(
-            f"{action.id}: the final pull's copies in {local_dir} are not all verified: {'; '.join(bad[:5])}",
-            hint=f"the old machine is gone; copy them by hand into {ck.dir} (gpujob ssh) before the run starts",
-        )
-    target = _target(ctx, action)
-    names = sorted(files)
-    async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
-        with runtime.transfer_reporting("push", ctx.note) as progress:
-            await ctx.ssh.push_checkpoints(remote, local_dir, names, ck.dir, progress=progress)
-        landed = await ctx.ssh.list_checkpoints(remote, ck.dir)
-    ctx.machine = target.resource
-    wrong = [n for n in names if (got := landed.files.get(n)) is None or got.sha256 != files[n].sha256]
-    if wrong:
-        raise GpujobError(
-            f"{action.id}: {len(wrong)} pushed checkpoint(s) read back differently on {target.resource.name}: "
-            + ", ".join(repr(n) for n in wrong[:5]),
-            hint="re-run apply: the push is repeated before the run starts",
-        )
-    size = sum(f.size for f in files.values())
-    return Outcome(
-        target.resource.id,
-        f"pushed {len(names)} verified checkpoint file(s) ({human_bytes(size)}) into {ck.dir} and read them back",
-    )
+    from gpujob.apply.carry import push_after_replace
+
+    resource_id, detail = await push_after_replace(ctx, action, _target(ctx, action))
+    return Outcome(resource_id, detail)
 
 
 async def launch(ctx: JobContext, action: Action) -> Outcome:

@@ -1,0 +1,53 @@
+"""The PUSH step: after a replace erased the checkpoints' disk, the verified copies of the gate's final
+pull go onto the new machine's checkpoint.dir before its run starts, and are read back there."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from gpujob.apply import runtime
+from gpujob.apply.gate import unsafe_files
+from gpujob.apply.records import load_pull_record
+from gpujob.errors import GpujobError
+from gpujob.plan.actions import human_bytes
+from gpujob.plan.model import Action
+
+if TYPE_CHECKING:
+    from gpujob.apply.applier import JobContext
+
+
+async def push_after_replace(
+    ctx: JobContext, action: Action, target: runtime.Target
+) -> tuple[str | None, str]:
+    """(resource id, outcome detail). Only the files the final pull listed on the replaced machine."""
+    ck = ctx.spec.checkpoint
+    if ck is None:
+        return None, "no checkpoint block: nothing to carry across"
+    record = load_pull_record(ctx.state_dir, ctx.spec.name)
+    if record is None or ctx.replaced is None or record.resource_id != ctx.replaced:
+        return None, "the replaced machine held no checkpoint files: nothing to carry across"
+    local_dir = runtime.pull_dir(ctx.spec, ctx.spec_path)
+    files = {n: f for n in record.remote_files if (f := record.file(n)) is not None}
+    bad = await asyncio.to_thread(unsafe_files, files, record, local_dir)
+    if bad or set(files) != set(record.remote_files):
+        raise GpujobError(
+            f"{action.id}: the final pull's copies in {local_dir} are not all verified: {'; '.join(bad[:5])}",
+            hint=f"the old machine is gone; copy them by hand into {ck.dir} (gpujob ssh) before the run starts",
+        )
+    names = sorted(files)
+    async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
+        with runtime.transfer_reporting("push", ctx.note) as progress:
+            await ctx.ssh.push_checkpoints(remote, local_dir, names, ck.dir, progress=progress)
+        landed = await ctx.ssh.list_checkpoints(remote, ck.dir)
+    ctx.machine = target.resource
+    wrong = [n for n in names if (got := landed.files.get(n)) is None or got.sha256 != files[n].sha256]
+    if wrong:
+        raise GpujobError(
+            f"{action.id}: {len(wrong)} pushed checkpoint(s) read back differently on {target.resource.name}: "
+            + ", ".join(repr(n) for n in wrong[:5]),
+            hint="re-run apply: the push is repeated before the run starts",
+        )
+    size = sum(f.size for f in files.values())
+    detail = f"pushed {len(names)} verified checkpoint file(s) ({human_bytes(size)}) into {ck.dir} and read them back"
+    return target.resource.id, detail
