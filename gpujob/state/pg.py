@@ -48,6 +48,13 @@ def _me() -> str:
 
 class PgStore(PgLocks):
     def __init__(self, url: str, workspace: str) -> None:
+        from urllib.parse import unquote, urlsplit
+
+        from gpujob.redact import register
+
+        password = urlsplit(url).password
+        if password:  # from GPUJOB_STATE_URL (files may not carry one): masked in anything gpujob prints
+            register(unquote(password))
         self._url = url
         self.workspace = workspace
         self._conn: Any = None

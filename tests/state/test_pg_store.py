@@ -60,6 +60,9 @@ def test_unreachable_database_is_one_clear_error() -> None:
     text = err.value.render()
     assert "cannot use the state database postgresql://nobody@127.0.0.1:1/x" in text
     assert "hunter2pw" not in text
+    from gpujob.redact import redact
+
+    assert redact("echo hunter2pw") == "echo ***"  # masked wherever gpujob shows text
 
 
 def test_secrets_are_sealed_and_nothing_secret_is_in_the_tables(
