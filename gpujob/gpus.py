@@ -7,6 +7,7 @@ plan time replace the list price when one matches. Pure functions: no I/O beyond
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Literal
 
@@ -95,7 +96,7 @@ def candidates(
             continue
         for region in _regions(profile, offer, machine.regions):
             for cloud in _clouds(profile, machine):
-                found = _price(profile, offer, platform_id, cloud, machine.spot, quotes or [])
+                found = _price(profile, offer, platform_id, cloud, machine, quotes or [])
                 if found is None:
                     continue
                 per_gpu, source, as_of = found
@@ -146,17 +147,20 @@ def _price(
     offer: GpuOffer,
     platform_id: str,
     cloud: Cloud | None,
-    spot: bool,
+    machine: MachineSpec,
     quotes: list[PriceQuote],
 ) -> tuple[float, str, datetime] | None:
     """(USD per GPU-hour, source, as_of), or None when a live quote says the offer is unavailable."""
-    for q in quotes:
-        if q.platform != profile.platform or q.spot != spot:
-            continue
-        if q.gpu_id not in (offer.platform_id, platform_id):
-            continue
-        if q.cloud is not None and cloud is not None and q.cloud != cloud:
-            continue
+    spot = machine.spot
+    q = matching_quote(
+        quotes,
+        profile.platform,
+        (offer.platform_id, platform_id),
+        spot=spot,
+        cloud=cloud,
+        count=machine.gpu_count,
+    )
+    if q is not None:
         if q.available is False:
             return None
         return q.price_hour, q.source, _aware(q.as_of)
@@ -172,6 +176,28 @@ def _price(
             return offer.price_hour_community, listed, as_of
         return offer.price_hour, f"{listed} (secure price; no community list price)", as_of
     return offer.price_hour, listed, as_of
+
+
+def matching_quote(
+    quotes: Sequence[PriceQuote],
+    platform: str,
+    gpu_ids: tuple[str, ...],
+    *,
+    spot: bool,
+    cloud: str | None,
+    count: int,
+) -> PriceQuote | None:
+    """The live quote for an offer: same platform, GPU, spot-ness and cloud; the one whose stock was asked
+    for this GPU count when there is one (8 GPUs can be out while 1 is in), else any (prices are per GPU)."""
+    found = [
+        q
+        for q in quotes
+        if q.platform == platform
+        and q.spot == spot
+        and q.gpu_id in gpu_ids
+        and (q.cloud is None or cloud is None or q.cloud == cloud)
+    ]
+    return next((q for q in found if q.gpu_count == count), found[0] if found else None)
 
 
 def _aware(value: date | datetime) -> datetime:

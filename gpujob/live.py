@@ -77,6 +77,9 @@ class PriceQuote(Model):
     gpu_id: str
     cloud: Literal["secure", "community"] | None = None
     spot: bool = False
+    gpu_count: int = Field(
+        1, description="The GPU count the availability was asked for (prices are per GPU)."
+    )
     price_hour: float = Field(description="USD per GPU-hour.")
     available: bool | None = None
     source: str = Field(description="API call or profile the price came from.")

@@ -58,15 +58,29 @@ async def create_with_fallback(
     started = clock.now()
     delay = BACKOFF_START_S
     while True:
+        refused: list[str] = []
         for i, cand in enumerate(cands):
             req = base.model_copy(
                 update={"gpu_id": cand.platform_id, "region": cand.region, "cloud": cand.cloud or "secure"}
             )
             try:
                 return await provider.create_machine(req)
-            except ProviderCapacityError:
+            except ProviderCapacityError as exc:
                 nxt = f"; next: {cands[i + 1].describe()}" if i + 1 < len(cands) else ""
-                note(f"no capacity for {cand.describe()}{nxt}")
+                if getattr(exc, "status", None) == 403:
+                    refused.append(cand.describe())
+                    note(f"{cand.describe()} is not offered to this account (403){nxt}")
+                else:
+                    note(f"no capacity for {cand.describe()}{nxt}")
+        if len(refused) == len(cands):
+            # Every pool said 403: waiting for capacity cannot change that.
+            raise ProviderCapacityError(
+                f"every candidate was refused to this account (403): {', '.join(refused)}",
+                platform=provider.platform,
+                call="create",
+                hint="check the account's access (verification, spend limit, pool eligibility) in the "
+                "console, or list other GPUs / regions / clouds in machine.gpu / machine.regions / machine.cloud",
+            )
         waited = (clock.now() - started).total_seconds()
         if waited + delay > max_wait_s:
             raise ProviderCapacityError(

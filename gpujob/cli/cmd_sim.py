@@ -268,7 +268,8 @@ def _value(text: str) -> Any:
 @click.argument("params", nargs=-1, type=click.UNPROCESSED)
 def inject(fault: str, params: tuple[str, ...]) -> None:
     """Inject a fault, e.g.  gpujob sim inject capacity --count 2 --gpu A40   |   preempt --pod-id ID
-    Faults: preempt capacity http_error latency drop create_500_but_created low_balance auto_shutdown zero_gpu clear."""
+    Faults: preempt capacity http_error latency drop create_500_but_created low_balance auto_shutdown zero_gpu
+    no_direct_ssh bid_too_low spot_floor clear (a 403 on create: http_error --status 403 --path /v2/pods --method POST)."""
 
     def body() -> None:
         from gpujob.errors import SimulatorError

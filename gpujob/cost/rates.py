@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Literal
 
+from gpujob.gpus import matching_quote
 from gpujob.live import PriceQuote
 from gpujob.plan.model import Billing, MeterLine
 from gpujob.profile import HOURS_PER_MONTH, GpuOffer, Profile, StorageTier
@@ -288,11 +289,10 @@ def gpu_rate(
     label = f"GPU {count}× {offer.alias}" + (
         f" ({cloud_name}, {kind})" if profile.platform == "runpod" else ""
     )
-    for q in quotes:
-        if q.platform != profile.platform or q.gpu_id != offer.platform_id or q.spot != spot:
-            continue
-        if q.cloud is not None and cloud_name is not None and q.cloud != cloud_name:
-            continue
+    q = matching_quote(
+        quotes, profile.platform, (offer.platform_id,), spot=spot, cloud=cloud_name, count=count
+    )
+    if q is not None:
         return GpuRate(label, _f(_d(q.price_hour) * count), f"{q.source} {q.as_of.date().isoformat()}")
     price: float | None = offer.price_hour
     if spot:
@@ -304,11 +304,18 @@ def gpu_rate(
     return GpuRate(label, _f(_d(price) * count), profile_source(profile, offer.as_of))
 
 
-def quote_available(profile: Profile, quotes: Sequence[PriceQuote], gpu: str, spot: bool) -> bool | None:
+def quote_available(
+    profile: Profile,
+    quotes: Sequence[PriceQuote],
+    gpu: str,
+    spot: bool,
+    *,
+    cloud: str | None = None,
+    count: int = 1,
+) -> bool | None:
     found = offer_for(profile, gpu)
     if found is None:
         return None
-    for q in quotes:
-        if q.platform == profile.platform and q.gpu_id == found[0].platform_id and q.spot == spot:
-            return q.available
-    return None
+    cloud = cloud or ("secure" if profile.platform == "runpod" else None)
+    q = matching_quote(quotes, profile.platform, (found[0].platform_id,), spot=spot, cloud=cloud, count=count)
+    return q.available if q is not None else None

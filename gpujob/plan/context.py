@@ -106,7 +106,12 @@ class JobContext:
             if r is not None:
                 rates.append((alias, r))
         for alias, r in rates:
-            if quote_available(self.profile, self.live.quotes, alias, m.spot) is False:
+            if (
+                quote_available(
+                    self.profile, self.live.quotes, alias, m.spot, cloud=m.cloud, count=m.gpu_count
+                )
+                is False
+            ):
                 continue
             if m.max_price_per_hour is not None and r.usd_per_hour > m.max_price_per_hour:
                 continue

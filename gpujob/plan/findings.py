@@ -325,6 +325,28 @@ def _spot(ctx: JobContext) -> list[Finding]:
     spec = ctx.spec
     if not spec.machine.spot or spec.state == "absent":
         return []
+    return _spot_api(ctx) + _spot_checkpoints(ctx)
+
+
+def _spot_api(ctx: JobContext) -> list[Finding]:
+    if ctx.spec.platform != "runpod":
+        return []
+    return [
+        ctx.finding(
+            "spot-graphql",
+            "info",
+            "spot pods go through RunPod's legacy GraphQL API (podRentInterruptable, podBidResume): REST v2 "
+            "has no spot",
+            detail="gpujob bids the live minimum bid (gpuTypes.lowestPrice.minimumBidPrice) read at apply "
+            "time; a bid the market has moved past is refused and the next candidate is tried. RunPod "
+            "removed its spot documentation in May 2026: this API may go away.",
+            key="machine.spot",
+        )
+    ]
+
+
+def _spot_checkpoints(ctx: JobContext) -> list[Finding]:
+    spec = ctx.spec
     ck = spec.checkpoint
     if ck is None:
         return [

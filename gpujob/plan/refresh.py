@@ -31,14 +31,16 @@ async def read_live_state(
     (the loaded job files), then the run facts: the journal of each job that wants a run and, unless
     `refresh_runs` is False, the run status over SSH of those whose machine is running (all at once,
     `run_timeout` seconds at most; an unreachable machine is an "unknown" fact)."""
+    specs = list(specs)
     platforms = sorted({s.platform for s in specs})
     missing = [p for p in platforms if p not in providers]
     if missing:
         raise GpujobError(f"no provider open for {', '.join(missing)}")
     calls = []
     for p in platforms:
+        counts = {s.machine.gpu_count for s in specs if s.platform == p}
         calls.append(providers[p].list_resources())
-        calls.append(providers[p].quotes())
+        calls.append(providers[p].quotes(counts=counts))
     results = await asyncio.gather(*calls, return_exceptions=True)
 
     resources: list[LiveResource] = []

@@ -8,7 +8,7 @@ through the injected Clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
@@ -60,8 +60,9 @@ class Provider(Protocol):
         """One resource by id, or None when it no longer exists."""
         ...
 
-    async def quotes(self) -> list[PriceQuote]:
-        """Live GPU prices (catalog), or the profile's table when the API has none."""
+    async def quotes(self, counts: Iterable[int] = (1,)) -> list[PriceQuote]:
+        """Live GPU prices (catalog), or the profile's table when the API has none. Stock is asked for
+        each GPU count in `counts` (the counts the jobs want), on every cloud."""
         ...
 
     def platform_now(self) -> datetime:

@@ -18,6 +18,7 @@ class Timeouts:
     gone: float = 600.0  # terminate / destroy until the resource is gone
     stuck: float = 120.0  # an accepted start/stop that has not moved by then did nothing
     adopt: float = 30.0  # after an ambiguous create, look the name up for this long (listing lag)
+    no_ssh_grace: float = 60.0  # RUNNING with its container up but no public port 22: give up after this
     interval: float = 5.0
     # State waits poll at first_interval, doubling up to interval: a resource that is ready in a
     # second (the local simulator, a quick stop) is seen in a second, a slow one costs few requests.

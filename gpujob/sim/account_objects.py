@@ -84,8 +84,10 @@ def add_runpod_routes(api: Any) -> None:
         return t
 
     def list_templates(req: Request) -> Response:
+        from gpujob.sim.runpod_rest import v2_page
+
         with sim.lock:
-            return Response(200, {"templates": [template_json(t) for t in sim.state.templates.values()]})
+            return v2_page(req, "templates", [template_json(t) for t in sim.state.templates.values()])
 
     def create_template(req: Request) -> Response:
         body = req.json()
@@ -120,9 +122,11 @@ def add_runpod_routes(api: Any) -> None:
         return Response(204)
 
     def list_registries(req: Request) -> Response:
+        from gpujob.sim.runpod_rest import v2_page
+
         with sim.lock:
             rows = [{"id": r.id, "name": r.name} for r in sim.state.registries.values()]
-        return Response(200, {"registries": rows})
+        return v2_page(req, "registries", rows)
 
     def create_registry(req: Request) -> Response:
         body = req.json()

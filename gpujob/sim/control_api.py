@@ -24,7 +24,7 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
         return {"fault": "clear", "active": []}
     fault = Fault.model_validate(params)
     if (
-        kind in ("capacity", "http_error", "drop", "create_500_but_created", "zero_gpu")
+        kind in ("capacity", "http_error", "drop", "create_500_but_created", "zero_gpu", "bid_too_low")
         and "count" not in params
     ):
         fault.count = 1

@@ -19,9 +19,25 @@ FAULTS = (
     "low_balance",
     "auto_shutdown",
     "zero_gpu",
+    "no_direct_ssh",
+    "bid_too_low",
+    "spot_floor",
     "clear",
 )
-QUEUED = {"capacity", "http_error", "latency", "drop", "create_500_but_created", "zero_gpu"}
+# no_direct_ssh: the next pod(s) created never get ssh.direct (a community host); with public_port false
+#   their port 22 is not published at all. bid_too_low: the next spot rent / bid resume is refused as
+#   under the floor. spot_floor: the minimum bid of matching GPUs is multiplied by `factor` until cleared.
+QUEUED = {
+    "capacity",
+    "http_error",
+    "latency",
+    "drop",
+    "create_500_but_created",
+    "zero_gpu",
+    "no_direct_ssh",
+    "bid_too_low",
+    "spot_floor",
+}
 
 
 class Fault(BaseModel):
@@ -38,6 +54,9 @@ class Fault(BaseModel):
     retry_after: float | None = None
     seconds: float = 0.0
     pod_id: str | None = None
+    cloud: str | None = Field(None, description="SECURE / COMMUNITY: only requests or pods on that cloud.")
+    public_port: bool = True
+    factor: float = 1.0
 
 
 class FaultBook:
@@ -85,5 +104,7 @@ def _matches(f: Fault, event: dict[str, Any]) -> bool:
     if f.gpu and event.get("gpu") is not None and f.gpu.lower() not in str(event["gpu"]).lower():
         return False
     if f.region and event.get("region") is not None and f.region.lower() != str(event["region"]).lower():
+        return False
+    if f.cloud and event.get("cloud") is not None and f.cloud.upper() != str(event["cloud"]).upper():
         return False
     return not (f.pod_id and event.get("pod_id") and f.pod_id != event["pod_id"])

@@ -61,6 +61,9 @@ def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpP
                 raise SimError(400, f"network volume {vol_id} not found", "bad_request")
             pod.data_center = vol.data_center
         fail_after = sim.faults.take("create_500_but_created", platform="runpod") is not None
+        hidden = sim.faults.take("no_direct_ssh", platform="runpod", gpu=pod.gpu_id, cloud=pod.cloud)
+        if hidden is not None:
+            pod.direct_ssh, pod.public_22 = False, hidden.public_port
         pod.created_at = pod.metered_to = sim.now()
         pod.status = "PROVISIONING"
         sim.state.pods[pod.id] = pod

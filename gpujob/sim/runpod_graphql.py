@@ -106,7 +106,7 @@ def handle(sim: Simulator, req: Request) -> Response:
     raw_input = variables.get("input") if isinstance(variables, dict) else None
     data_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else inline_input(query)
     try:
-        result = _run(sim, op, data_input)
+        result = _run(sim, op, data_input, query)
     except SimError as exc:
         message = CAPACITY if exc.kind == "capacity" else exc.message
         code = "INTERNAL_SERVER_ERROR" if exc.status >= 500 else "RUNPOD"
@@ -120,7 +120,7 @@ def handle(sim: Simulator, req: Request) -> Response:
     return Response(200, {"data": {op: result}})
 
 
-def _run(sim: Simulator, op: str | None, inp: dict[str, Any]) -> Any:
+def _run(sim: Simulator, op: str | None, inp: dict[str, Any], query: str = "") -> Any:
     if op in ("podRentInterruptable", "podFindAndDeployOnDemand"):
         return _create(sim, inp, spot=op == "podRentInterruptable")
     if op in ("podResume", "podBidResume"):
@@ -168,26 +168,57 @@ def _run(sim: Simulator, op: str | None, inp: dict[str, Any]) -> Any:
                 "networkVolumes": vols,
             }
     if op == "gpuTypes":
-        return [_gpu_type(sim, g) for g in sim.rp_prices.gpus() if not inp.get("id") or inp.get("id") == g.id]
+        lowest = _lowest_input(query)
+        return [
+            _gpu_type(sim, g, lowest)
+            for g in sim.rp_prices.gpus()
+            if not inp.get("id") or inp.get("id") == g.id
+        ]
     raise SimError(400, f"Cannot query field '{op}' (not simulated)")
 
 
-def _gpu_type(sim: Simulator, g: Any) -> dict[str, Any]:
-    stock = "None" if sim.faults.peek("capacity", platform="runpod", gpu=g.id) else "High"
+def _lowest_input(query: str) -> dict[str, Any]:
+    """The arguments of `lowestPrice(input: {gpuCount: 2, secureCloud: true})`, inline as RunPod's clients
+    write them (runpod-python queries/gpus.py)."""
+    m = re.search(r"lowestPrice\s*\(\s*input\s*:\s*\{(.*?)\}\s*\)", query, re.S)
+    return inline_input(f"(input: {{{m.group(1)}}})") if m else {}
+
+
+def spot_floor(sim: Simulator, gpu_id: str) -> float:
+    """The minimum bid per GPU now: the profile's spot price, times a spot_floor fault's factor."""
+    floor = sim.rp_prices.gpu_hour(gpu_id, spot=True)
+    moved = sim.faults.peek("spot_floor", platform="runpod", gpu=gpu_id)
+    return round(floor * (moved.factor if moved is not None else 1.0), 6)
+
+
+def _gpu_type(sim: Simulator, g: Any, lowest: dict[str, Any]) -> dict[str, Any]:
+    secure = lowest.get("secureCloud", True) is not False
+    count = int(lowest.get("gpuCount") or 1)
+    cloud = "SECURE" if secure else "COMMUNITY"
+    offered = secure or g.community is not None
+    out_of_stock = sim.faults.peek("capacity", platform="runpod", gpu=g.id, cloud=cloud) or count > 8
+    stock = "None" if out_of_stock or not offered else "High"
     return {
         "id": g.id, "displayName": g.alias, "manufacturer": "Nvidia", "memoryInGb": g.vram, "maxGpuCount": 8,
         "secureCloud": True, "communityCloud": g.community is not None, "securePrice": g.secure,
         "communityPrice": g.community, "secureSpotPrice": g.spot, "communitySpotPrice": g.spot,
-        "lowestPrice": {"minimumBidPrice": g.spot, "uninterruptablePrice": g.secure, "stockStatus": stock},
+        "lowestPrice": {
+            "minimumBidPrice": spot_floor(sim, g.id) if offered else None,
+            "uninterruptablePrice": (g.secure if secure else g.community),
+            "stockStatus": stock,
+        },
     }  # fmt: skip
 
 
 def _check_bid(sim: Simulator, gpu_id: Any, bid: Any) -> None:
-    floor = sim.rp_prices.gpu_hour(str(gpu_id or ""), spot=True)
+    floor = spot_floor(sim, str(gpu_id or ""))
     if bid is None:
         raise SimError(400, "bidPerGpu is required")
-    if float(bid) + 1e-9 < floor:
-        raise SimError(400, f"Your bid price ({bid}) is below the minimum bid price ({floor}).")
+    raced = sim.faults.take("bid_too_low", platform="runpod", gpu=str(gpu_id or "")) is not None
+    if raced or float(bid) + 1e-9 < floor:
+        # The wording is the simulator's own: no public source quotes RunPod's (tests/fixtures/README.md).
+        shown = round(floor * 1.05, 4) if raced else floor  # a race: the floor moved past the bid just now
+        raise SimError(400, f"Your bid price ({bid}) is below the minimum bid price ({shown}).")
 
 
 def _create(sim: Simulator, inp: dict[str, Any], *, spot: bool) -> dict[str, Any]:

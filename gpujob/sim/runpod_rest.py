@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from http import HTTPStatus
 from typing import Any
 
@@ -23,8 +25,9 @@ from gpujob.sim.state import RpPod, RpVolume, new_id
 
 def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
     running = pod.status == "RUNNING"
+    published = running and bool(pod.ssh_port) and "22/tcp" in pod.ports
     direct = None
-    if running and pod.ssh_port and "22/tcp" in pod.ports:
+    if published and pod.direct_ssh:
         direct = {
             "host": "127.0.0.1",
             "port": pod.ssh_port,
@@ -35,7 +38,17 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
     runtime = None
     if running:
         now = sim.now()
-        ports = [{"private": 22, "public": pod.ssh_port, "type": "tcp", "ip": "127.0.0.1"}] if direct else []
+        ports = []
+        if published:  # a community host without a public address publishes nothing: public/ip null
+            public = pod.public_22
+            ports = [
+                {
+                    "private": 22,
+                    "public": pod.ssh_port if public else None,
+                    "type": "tcp",
+                    "ip": "127.0.0.1" if public else None,
+                }
+            ]
         runtime = {
             "uptime": int(now - (pod.started_at or now)),
             "gpus": [{"util": 0, "memoryUtil": 0} for _ in range(pod.gpu_count)],
@@ -68,6 +81,49 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
         "createdAt": iso(pod.created_at),
         "startedAt": iso(pod.started_at),
     }
+
+
+def v2_page(req: Request, key: str, rows: list[dict[str, Any]]) -> Response:
+    """One page of a v2 list, as the production spec pages them (runpod/typescript-api-sdk
+    spec/openapi.yaml: `cursor`, `limit` 1-1000 default 1000, `pagination {nextCursor, hasNextPage}`; a
+    malformed or foreign cursor is a 422). The cursor is opaque: the list it belongs to and an offset."""
+    problems: list[str] = []
+    limit = 1000
+    if req.arg("limit") is not None:
+        try:
+            limit = int(req.arg("limit") or "")
+        except ValueError:
+            problems.append("$.limit: expected integer")
+        else:
+            if not 1 <= limit <= 1000:
+                problems.append("$.limit: must be between 1 and 1000")
+    start = 0
+    cursor = req.arg("cursor")
+    if cursor is not None:
+        try:
+            scope, _, offset = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+            start = int(offset)
+            if scope != key or start < 0:
+                raise ValueError(scope)
+        except (ValueError, UnicodeDecodeError, binascii.Error):
+            problems.append("$.cursor: malformed or foreign cursor")
+    if problems:
+        resp = Response(
+            422,
+            {
+                "title": "Unprocessable Entity",
+                "status": 422,
+                "detail": "Request validation failed.",
+                "errors": problems,
+            },
+            content_type="application/problem+json",
+        )
+        return resp
+    more = start + limit < len(rows)
+    nxt = base64.urlsafe_b64encode(f"{key}:{start + limit}".encode()).decode() if more else None
+    return Response(
+        200, {key: rows[start : start + limit], "pagination": {"nextCursor": nxt, "hasNextPage": more}}
+    )
 
 
 def volume_json(vol: RpVolume) -> dict[str, Any]:
@@ -141,7 +197,7 @@ class RunPodRest(Api):
     def list_pods(self, req: Request) -> Response:
         with self.sim.lock:
             pods = [pod_json(self.sim, p) for p in self.sim.state.pods.values() if p.ended_at is None]
-        return Response(200, {"pods": pods})
+        return v2_page(req, "pods", pods)
 
     def get_pod(self, req: Request) -> Response:
         with self.sim.lock:
@@ -230,7 +286,7 @@ class RunPodRest(Api):
     def list_volumes(self, req: Request) -> Response:
         with self.sim.lock:
             vols = [volume_json(v) for v in self.sim.state.volumes.values() if v.ended_at is None]
-        return Response(200, {"networkVolumes": vols})
+        return v2_page(req, "networkVolumes", vols)
 
     def get_volume(self, req: Request) -> Response:
         with self.sim.lock:

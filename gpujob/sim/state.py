@@ -54,6 +54,8 @@ class RpPod(Metered):
     data_center: str = "US-KS-2"
     locked: bool = False
     authorized_keys: list[str] = Field(default_factory=list)
+    direct_ssh: bool = True  # False: ssh.direct stays null (a community host; fault no_direct_ssh)
+    public_22: bool = True  # False: port 22 is not published on a public address either
     started_at: float | None = None
     ssh_port: int | None = None
     sshd_pid: int | None = None

@@ -57,7 +57,7 @@ class FakeProvider:
     async def get(self, kind: str, resource_id: str) -> LiveResource | None:
         return self.resources.get(resource_id)
 
-    async def quotes(self) -> list[PriceQuote]:
+    async def quotes(self, counts: object = (1,)) -> list[PriceQuote]:
         return []
 
     async def create_machine(self, request: LaunchRequest) -> LiveResource:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpujob.spec.load import LoadedSpec, load_specs
-from tests.providers.conftest import anyio_backend, clock, router  # noqa: F401  (fixtures)
+from tests.providers.conftest import anyio_backend, clock, router, simb  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

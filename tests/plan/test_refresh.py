@@ -54,7 +54,7 @@ class FakeProvider:
             )
         ]
 
-    async def quotes(self) -> list[PriceQuote]:
+    async def quotes(self, counts: object = (1,)) -> list[PriceQuote]:
         await self.gate.enter(f"{self.platform}.quotes")
         return [PriceQuote(platform=self.platform, gpu_id="A6000", price_hour=1.0, source="test", as_of=NOW)]  # type: ignore[arg-type]
 

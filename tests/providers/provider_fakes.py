@@ -31,6 +31,7 @@ class RunPodFake:
         self.start_noop = False  # a start that answers 200 and does nothing
         self.terminate_noop = False  # a terminate that answers 204 and leaves the pod
         self.zero_gpu_on_start = False
+        self.min_bid = 0.2  # GraphQL lowestPrice.minimumBidPrice
         b = f"{RUNPOD}/v2"
         router.get(f"{b}/pods").mock(
             side_effect=lambda r: httpx.Response(200, json={"pods": list(self.pods.values())})
@@ -162,7 +163,7 @@ class RunPodFake:
     def graphql(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         self.gql_calls.append(body)
-        inp = body["variables"]["input"]
+        inp = body["variables"].get("input") or {}
         if "podRentInterruptable" in body["query"]:
             env = {e["key"]: e["value"] for e in inp.get("env", [])}
             pod = self.new_pod(
@@ -187,6 +188,10 @@ class RunPodFake:
                     }
                 },
             )
+        if "gpuTypes" in body["query"]:  # the spot floor (runpod-python queries/gpus.py selection)
+            floor = {"minimumBidPrice": self.min_bid, "uninterruptablePrice": 0.44, "stockStatus": "High"}
+            gpus = [{"id": g["id"], "lowestPrice": floor} for g in CATALOG["gpus"]]
+            return httpx.Response(200, json={"data": {"gpuTypes": gpus}})
         if "podBidResume" in body["query"]:
             pod = self.pods[inp["podId"]]
             pod["status"] = "PROVISIONING"

@@ -19,6 +19,7 @@ from gpujob.errors import (
 )
 from gpujob.providers.base import LaunchRequest, NoEffectError, ZeroGpuError
 from gpujob.providers.registry import open_providers
+from gpujob.providers.runpod.client import PoolRefused
 from tests.providers.conftest import FAKE_ENV, PS_CANARY, RP_CANARY, FakeClock
 from tests.providers.provider_fakes import PAPERSPACE, RUNPOD, PaperspaceFake, RunPodFake, problem
 
@@ -140,7 +141,7 @@ async def test_connect_error_on_create_is_safe_to_retry(router: respx.Router, cl
         (400, "gpu.count exceeds maxCount for this cloud", ProviderError),
         (402, "insufficient balance", ProviderBalanceError),
         (401, "missing bearer token", ProviderAuthError),
-        (403, "access denied", ProviderAuthError),
+        (403, "access denied", PoolRefused),  # v2 create guidance: "skip this candidate, keep going"
         (404, "resource not found", ProviderNotFound),
         (409, "action not valid for current pod status", ProviderConflict),
     ],
@@ -156,7 +157,7 @@ async def test_v2_errors_are_typed(
     text = str(info.value)
     assert text.startswith(f"runpod POST /v2/pods: HTTP {status}: ") and detail in text
     assert info.value.hint
-    if status in (401, 403):
+    if status == 401:
         assert "RUNPOD_API_KEY" in info.value.hint
 
 

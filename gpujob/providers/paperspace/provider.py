@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import math
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -121,7 +121,7 @@ class PaperspaceProvider:
     async def account(self) -> Account | None:
         return None  # Paperspace exposes no balance or spend rate through its API
 
-    async def quotes(self) -> list[PriceQuote]:
+    async def quotes(self, counts: Iterable[int] = (1,)) -> list[PriceQuote]:
         """Paperspace has no price API: prices come from the profile table, and say so."""
         from gpujob.profile import load_profile
 

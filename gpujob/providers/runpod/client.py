@@ -3,15 +3,26 @@ for spot pods, which v2 does not offer."""
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import httpx
 
+from gpujob.errors import ProviderAuthError, ProviderCapacityError, ProviderError
 from gpujob.providers.http import ApiClient, ErrorInfo, text_snippet
 from gpujob.providers.runpod import wire
 
 PLATFORM: Final = "runpod"
+V2_PAGE_LIMIT: int | None = None  # None: the server's default page (1000 in the production spec)
+MAX_PAGES = 500
+L = TypeVar("L", bound=wire.Page)
+
+
+class PoolRefused(ProviderCapacityError):
+    """403 on POST /v2/pods: this GPU pool is not offered to the account. Like no capacity, the next
+    candidate may well work; unlike it, waiting does not help (create_with_fallback knows)."""
+
 
 # v2 reports "no capacity" as a 400 told apart only by its detail; GraphQL as a 200 with errors.
 _CAPACITY = re.compile(
@@ -19,10 +30,18 @@ _CAPACITY = re.compile(
     r"could not be placed|out of (stock|capacity)|insufficient capacity|no available",
     re.IGNORECASE,
 )
+# A spot bid under the current floor: the market moved between the price read and the rent. Like no
+# capacity, the next candidate (or a fresh read of the floor) may work. No public source quotes the
+# exact wording, so this matches the words any such message needs.
+_BID = re.compile(r"\bbid\b.*\b(too low|below|lower than|less than|minimum|outbid)", re.IGNORECASE)
+
+
+def is_bid_text(text: str) -> bool:
+    return bool(_BID.search(text or ""))
 
 
 def is_capacity_text(text: str) -> bool:
-    return bool(_CAPACITY.search(text or ""))
+    return bool(_CAPACITY.search(text or "")) or is_bid_text(text)
 
 
 def parse_error(response: httpx.Response | None, body: Any) -> ErrorInfo:
@@ -52,6 +71,14 @@ def _gql_error_text(error: dict[str, Any]) -> str:
     return message
 
 
+LOWEST_PRICE = """
+query lowestPrice {
+  gpuTypes(input: {id: %s}) {
+    id
+    lowestPrice(input: {gpuCount: %d, secureCloud: %s}) { minimumBidPrice uninterruptablePrice stockStatus }
+  }
+}"""
+
 RENT_SPOT = """
 mutation rent($input: PodRentInterruptableInput!) {
   podRentInterruptable(input: $input) { id name desiredStatus costPerHr }
@@ -71,15 +98,54 @@ class RunPodClient:
         self.rest = rest
         self.gql = graphql
 
+    async def _list_all(self, path: str, model: type[L], params: dict[str, Any] | None = None) -> list[L]:
+        """Every page of a v2 list: follow pagination.nextCursor while hasNextPage (the production spec's
+        cursor pagination; an answer without the block is one complete page). A repeating cursor leaves
+        the listing incomplete, which is an error: absence in a partial list proves nothing."""
+        pages: list[L] = []
+        query: dict[str, Any] = dict(params or {})
+        if V2_PAGE_LIMIT:
+            query["limit"] = V2_PAGE_LIMIT
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            page = model.model_validate(await self.rest.request("GET", path, params=query or None) or {})
+            pages.append(page)
+            cursor = page.pagination.next_cursor if page.pagination else None
+            if not (page.pagination and page.pagination.has_next_page and cursor):
+                return pages
+            if cursor in seen:
+                break
+            seen.add(cursor)
+            query = {**query, "cursor": cursor}
+        raise ProviderError(
+            f"listing {path} did not finish (cursor repeated or more than {MAX_PAGES} pages)",
+            platform=PLATFORM,
+            call=self.rest.call_name("GET", path),
+            hint="the listing is incomplete, so gpujob will not conclude anything is absent; re-run later",
+        )
+
     # pods
     async def list_pods(self) -> list[wire.Pod]:
-        return wire.PodList.model_validate(await self.rest.request("GET", "/pods") or {}).pods
+        return [p for page in await self._list_all("/pods", wire.PodList) for p in page.pods]
 
     async def get_pod(self, pod_id: str) -> wire.Pod:
         return wire.Pod.model_validate(await self.rest.request("GET", f"/pods/{pod_id}"))
 
     async def create_pod(self, body: dict[str, Any]) -> wire.Pod:
-        return wire.Pod.model_validate(await self.rest.request("POST", "/pods", json_body=body))
+        try:
+            return wire.Pod.model_validate(await self.rest.request("POST", "/pods", json_body=body))
+        except ProviderAuthError as exc:
+            if exc.status != 403:
+                raise
+            # The v2 spec's create guidance: 403 = "your account cannot access the requested pool: skip
+            # this candidate, keep going". Not a bad key (that is 401): the lists answered with it.
+            raise PoolRefused(
+                f"{exc} (RunPod does not offer this pool to the account)",
+                platform=PLATFORM,
+                call=exc.call,
+                status=403,
+                hint="gpujob tries the next GPU / region / cloud candidate",
+            ) from None
 
     async def update_pod(self, pod_id: str, body: dict[str, Any]) -> wire.Pod:
         return wire.Pod.model_validate(await self.rest.request("PATCH", f"/pods/{pod_id}", json_body=body))
@@ -96,8 +162,8 @@ class RunPodClient:
 
     # network volumes
     async def list_volumes(self) -> list[wire.NetworkVolume]:
-        body = await self.rest.request("GET", "/network-volumes") or {}
-        return wire.NetworkVolumeList.model_validate(body).network_volumes
+        pages = await self._list_all("/network-volumes", wire.NetworkVolumeList)
+        return [v for page in pages for v in page.network_volumes]
 
     async def get_volume(self, volume_id: str) -> wire.NetworkVolume:
         return wire.NetworkVolume.model_validate(
@@ -119,19 +185,31 @@ class RunPodClient:
 
     # leftovers that do not bill but belong to the audit
     async def list_templates(self) -> list[wire.Template]:
-        return wire.TemplateList.model_validate(await self.rest.request("GET", "/templates") or {}).templates
+        return [t for page in await self._list_all("/templates", wire.TemplateList) for t in page.templates]
 
     async def list_registries(self) -> list[wire.Registry]:
-        return wire.RegistryList.model_validate(
-            await self.rest.request("GET", "/registries") or {}
-        ).registries
+        return [r for page in await self._list_all("/registries", wire.RegistryList) for r in page.registries]
 
     # catalog and account
-    async def catalog_gpus(self) -> list[wire.GpuType]:
-        params = {"include": "AVAILABILITY", "product": "POD"}
-        return wire.GpuTypeList.model_validate(
-            await self.rest.request("GET", "/catalog/gpus", params=params)
-        ).gpus
+    async def catalog_gpus(self, *, cloud: str = "SECURE", count: int = 1) -> list[wire.GpuType]:
+        """Prices and stock for `count` GPUs on one cloud: the availability filters default to SECURE and
+        1 GPU (v2 spec GpuCloudFilter / GpuCountFilter), which says nothing of community or of 8 GPUs."""
+        params = {"include": "AVAILABILITY", "product": "POD", "cloud": cloud, "count": count}
+        body = await self.rest.request("GET", "/catalog/gpus", params=params)
+        return wire.GpuTypeList.model_validate(body).gpus
+
+    async def lowest_price(self, gpu_id: str, gpu_count: int, *, secure: bool) -> wire.LowestPrice | None:
+        """The spot floor now: GraphQL gpuTypes { lowestPrice { minimumBidPrice } } (runpod-python
+        queries/gpus.py). Inline literals, as RunPod's clients write it: the input type names are not
+        published. A read-only query."""
+        query = LOWEST_PRICE % (json.dumps(gpu_id), int(gpu_count), "true" if secure else "false")
+        data = await self.gql.graphql(query, {}, idempotent=True)
+        types = data.get("gpuTypes") if isinstance(data, dict) else None
+        for item in types or []:
+            gpu = wire.GraphQLGpuType.model_validate(item)
+            if gpu.id == gpu_id:
+                return gpu.lowest_price
+        return None
 
     # billing (v2): time-bucketed amounts per pod / network volume; the totals are what gpujob reads
     async def billing(self, what: str, start: str | None) -> wire.BillingList:
@@ -160,8 +238,6 @@ class RunPodClient:
 
 
 def _field(data: Any, name: str) -> Any:
-    from gpujob.errors import ProviderError
-
     value = data.get(name) if isinstance(data, dict) else None
     if not isinstance(value, dict):
         raise ProviderError(f"GraphQL {name} returned no pod", platform=PLATFORM, call="POST /graphql")

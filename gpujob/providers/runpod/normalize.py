@@ -23,11 +23,23 @@ _STATUS: dict[str, Status] = {
 }
 
 
+def ssh_of(pod: wire.Pod) -> wire.SshEndpoint | None:
+    """Where to SSH: ssh.direct, else the runtime's published mapping of private port 22 (community
+    hosts may never fill ssh.direct; runtime.ports still says ip + public port). None when port 22 is
+    not published on a public address: the proxy carries no scp/sftp/rsync (v2 spec PodSsh)."""
+    if pod.ssh and pod.ssh.direct:
+        return pod.ssh.direct
+    for port in pod.runtime.ports if pod.runtime else []:
+        if port.private == 22 and port.public and port.ip and (port.type or "tcp").lower() == "tcp":
+            return wire.SshEndpoint(host=port.ip, port=port.public, username="root")
+    return None
+
+
 def pod_to_live(pod: wire.Pod) -> LiveResource:
     status = _STATUS.get(pod.status.upper(), "unknown")
     mounts = pod.mounts or wire.Mounts()
     network = mounts.network[0] if mounts.network else None
-    direct = pod.ssh.direct if pod.ssh else None
+    direct = ssh_of(pod)
     gpu_count = pod.gpu.count if pod.gpu else 0
     attributes: dict[str, str | int | float | bool | None] = {}
     if pod.cpu is None and gpu_count == 0 and status == "running":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -22,12 +22,13 @@ from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, ZeroGpuError
 from gpujob.providers.runpod import wire
-from gpujob.providers.runpod.client import PLATFORM, RunPodClient
+from gpujob.providers.runpod.client import PLATFORM, RunPodClient, is_bid_text
 from gpujob.providers.runpod.normalize import (
     SPOT_TAG,
     is_spot,
     pod_to_live,
     registry_to_live,
+    ssh_of,
     template_to_live,
     volume_to_live,
 )
@@ -70,28 +71,36 @@ class RunPodProvider:
             return None
         raise ProviderError(f"RunPod has no resource kind '{kind}'", platform=PLATFORM)
 
-    async def quotes(self) -> list[PriceQuote]:
+    async def quotes(self, counts: Iterable[int] = (1,)) -> list[PriceQuote]:
+        """The v2 catalog per cloud and per GPU count: its availability filters default to SECURE and one
+        GPU, so community stock and 8-GPU stock must each be asked for (v2 spec GpuCloudFilter,
+        GpuCountFilter). Prices are per GPU whatever the count."""
         now = self.clock.now()
-        out: list[PriceQuote] = []
         source = f"{self.client.rest.call_name('GET', '/catalog/gpus')} {now:%Y-%m-%d}"
-        for gpu in await self.client.catalog_gpus():
-            available = None if gpu.availability is None else gpu.availability.upper() != "NONE"
-            for cloud, offered, price in (
-                ("secure", gpu.secure, gpu.price.secure),
-                ("community", gpu.community, gpu.price.community),
-            ):
-                if offered and price is not None:
-                    out.append(
-                        PriceQuote(
-                            platform=PLATFORM,
-                            gpu_id=gpu.id,
-                            cloud=cloud,
-                            price_hour=price,  # type: ignore[arg-type]
-                            available=available,
-                            source=source,
-                            as_of=now,
-                        )
+        asks = [(cloud, n) for cloud in ("secure", "community") for n in sorted(set(counts) or {1})]
+        answers = await asyncio.gather(
+            *(self.client.catalog_gpus(cloud=cloud.upper(), count=n) for cloud, n in asks)
+        )
+        out: list[PriceQuote] = []
+        for (cloud, n), gpus in zip(asks, answers, strict=True):
+            for gpu in gpus:
+                offered = gpu.secure if cloud == "secure" else gpu.community
+                price = gpu.price.secure if cloud == "secure" else gpu.price.community
+                if not offered or price is None:
+                    continue
+                available = None if gpu.availability is None else gpu.availability.upper() != "NONE"
+                out.append(
+                    PriceQuote(
+                        platform=PLATFORM,
+                        gpu_id=gpu.id,
+                        cloud=cloud,  # type: ignore[arg-type]
+                        gpu_count=n,
+                        price_hour=price,
+                        available=available,
+                        source=source,
+                        as_of=now,
                     )
+                )
         out += _profile_spot_quotes(now)
         return out
 
@@ -146,17 +155,20 @@ class RunPodProvider:
 
     async def start(self, resource: LiveResource) -> LiveResource:
         pod = await self.client.get_pod(resource.id)
-        if pod.status == "RUNNING" and pod.ssh and pod.ssh.direct:
+        if pod.status == "RUNNING" and ssh_of(pod):
             return self._checked(pod)
         try:
             if resource.spot or is_spot(pod):
-                bid = _stored_bid(pod.env) or await self._bid(
-                    pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud
-                )
                 count = pod.gpu.count if pod.gpu and pod.gpu.count else max(resource.gpu_count, 1)
+                # The floor may have risen since the pod was rented: bid the stored price or today's
+                # minimum, whichever is higher (a lower bid is refused as too low).
+                floor = await self._bid(pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud, count)
+                bid = max(_stored_bid(pod.env) or 0.0, floor)
                 try:
                     await self.client.bid_resume(pod.id, bid, count)
                 except ProviderCapacityError as exc:
+                    if is_bid_text(str(exc)):
+                        raise
                     # A stopped pod resumes only on its old host: no free GPUs there is RP1.
                     raise ZeroGpuError(
                         f"pod {pod.id} cannot resume: its host has no free GPUs for it any more",
@@ -300,7 +312,7 @@ class RunPodProvider:
         return (await self.client.create_pod(body)).id
 
     async def _rent_spot(self, r: LaunchRequest) -> str:
-        bid = r.bid_per_gpu or await self._bid(r.gpu_id, r.cloud)
+        bid = r.bid_per_gpu or await self._bid(r.gpu_id, r.cloud, r.gpu_count)
         # The bid rides along in env so a resume bids the same price, not the on-demand one.
         env = {**_env(r), SPOT_TAG: "1", BID_TAG: f"{bid:g}"}
         variables: dict[str, Any] = {
@@ -326,24 +338,25 @@ class RunPodProvider:
         variables.update({k: v for k, v in optional.items() if v is not None})
         return (await self.client.rent_spot(variables)).id
 
-    async def _bid(self, gpu_id: str, cloud: str | None) -> float:
-        """The spot list price from the profile (the v2 catalog has no spot price), else the catalog's
-        on-demand price as the ceiling a bid may reach."""
+    async def _bid(self, gpu_id: str, cloud: str | None, count: int) -> float:
+        """The live spot floor for `count` GPUs on this cloud (GraphQL lowestPrice.minimumBidPrice): spot
+        rents only through the legacy GraphQL API (REST v2 has none), and a bid under the floor is
+        refused. The profile's spot price is only a fallback when the API gives no floor."""
+        secure = (cloud or "secure").lower() != "community"
+        lowest = await self.client.lowest_price(gpu_id, count, secure=secure)
+        floor = lowest.minimum_bid_price if lowest is not None else None
+        if floor:
+            return floor
         from gpujob.profile import load_profile
 
         offer = load_profile(PLATFORM).gpu(gpu_id)
         if offer is not None and offer.price_hour_spot:
             return offer.price_hour_spot
-        community = (cloud or "").lower() == "community"
-        for gpu in await self.client.catalog_gpus():
-            if gpu.id == gpu_id:
-                price = gpu.price.community if community else gpu.price.secure
-                if price:
-                    return price
-        raise ProviderError(
-            f"no catalog price for '{gpu_id}' to bid with",
+        raise ProviderCapacityError(
+            f"RunPod gives no spot floor (minimumBidPrice) for {count}x '{gpu_id}' now",
             platform=PLATFORM,
-            hint="set a bid explicitly or pick a GPU listed by the RunPod catalog",
+            call="POST /graphql",
+            hint="no spot offer for this candidate; gpujob tries the next one (or set spot: false)",
         )
 
     async def _pods_named(self, name: str) -> list[str]:
@@ -382,14 +395,39 @@ class RunPodProvider:
                     hint="check the image and start command; the pod is not billing GPU time",
                 )
 
+        bare_since: datetime | None = None
+
+        def no_public_ssh(pod: wire.Pod) -> None:
+            # RUNNING with its container up (runtime set) but port 22 not published on a public
+            # address: community hosts without a public IP stay like this for good, and bill meanwhile.
+            nonlocal bare_since
+            if not (pod.status == "RUNNING" and pod.runtime is not None and ssh_of(pod) is None):
+                bare_since = None
+                return
+            bare_since = bare_since or self.clock.now()
+            waited = (self.clock.now() - bare_since).total_seconds()
+            if waited >= self.t.no_ssh_grace:
+                raise ProviderError(
+                    f"pod {pod_id} is RUNNING but publishes no public port 22 (no ssh.direct, no public "
+                    f"22/tcp in runtime.ports) after {waited:.0f}s; gpujob needs direct SSH and stops waiting",
+                    platform=PLATFORM,
+                    call="GET /v2/pods/{id}",
+                    hint="it is billing now: remove it (gpujob destroy, or the RunPod console) and use "
+                    "machine.cloud: secure (community hosts may have no public IP)",
+                )
+
+        def check_all(pod: wire.Pod, elapsed: float) -> None:
+            check(pod, elapsed)
+            no_public_ssh(pod)
+
         pod, ok = await poll(
             self.clock,
             lambda: self.client.get_pod(pod_id),
-            lambda p: p.status == "RUNNING" and bool(p.ssh and p.ssh.direct),
+            lambda p: p.status == "RUNNING" and ssh_of(p) is not None,
             timeout=self.t.ready,
             interval=self.t.interval,
             first=self.t.first_interval,
-            check=check,
+            check=check_all,
         )
         if not ok:
             raise ProviderUnavailable(

@@ -43,6 +43,20 @@ class Mounts(WireModel):
     network: list[NetworkMount] | None = None
 
 
+class RuntimePort(WireModel):
+    """PodRuntimePort: a live port mapping. `public` and `ip` are null when the port is not published."""
+
+    private: int | None = None
+    public: int | None = None
+    type: str | None = None
+    ip: str | None = None
+
+
+class PodRuntime(WireModel):
+    uptime: int | None = None
+    ports: list[RuntimePort] = Field(default_factory=list)
+
+
 class Pod(WireModel):
     """A v2 pod. v2 has no interruptible flag: gpujob marks the spot pods it rents through GraphQL with
     the env var GPUJOB_SPOT=1 (see provider.SPOT_TAG), which v2 reports back in `env`."""
@@ -64,12 +78,24 @@ class Pod(WireModel):
     template: str | None = None
     cost: LenientFloat = None
     locked: bool = False
-    runtime: dict[str, Any] | None = None
+    runtime: PodRuntime | None = None
     created_at: datetime | None = Field(None, alias="createdAt")
     started_at: datetime | None = Field(None, alias="startedAt")
 
 
-class PodList(WireModel):
+class Pagination(WireModel):
+    """The production spec's cursor block on list responses (runpod/typescript-api-sdk spec/openapi.yaml
+    components.schemas.Pagination); absent from older answers, which are then one complete page."""
+
+    next_cursor: str | None = Field(None, alias="nextCursor")
+    has_next_page: bool = Field(False, alias="hasNextPage")
+
+
+class Page(WireModel):
+    pagination: Pagination | None = None
+
+
+class PodList(Page):
     pods: list[Pod]  # required: a listing without it proves nothing about absence
 
 
@@ -81,7 +107,7 @@ class NetworkVolume(WireModel):
     type: str | None = None
 
 
-class NetworkVolumeList(WireModel):
+class NetworkVolumeList(Page):
     network_volumes: list[NetworkVolume] = Field(alias="networkVolumes")
 
 
@@ -92,7 +118,7 @@ class Template(WireModel):
     public: bool = False
 
 
-class TemplateList(WireModel):
+class TemplateList(Page):
     templates: list[Template]
 
 
@@ -101,7 +127,7 @@ class Registry(WireModel):
     name: str = ""
 
 
-class RegistryList(WireModel):
+class RegistryList(Page):
     registries: list[Registry]
 
 
@@ -121,8 +147,21 @@ class GpuType(WireModel):
     data_centers: list[dict[str, Any]] = Field(default_factory=list, alias="dataCenters")
 
 
-class GpuTypeList(WireModel):
+class GpuTypeList(Page):
     gpus: list[GpuType] = Field(default_factory=list)
+
+
+class LowestPrice(WireModel):
+    """gpuTypes { lowestPrice(input: {gpuCount, secureCloud}) { ... } } (runpod-python queries/gpus.py)."""
+
+    minimum_bid_price: LenientFloat = Field(None, alias="minimumBidPrice")
+    uninterruptable_price: LenientFloat = Field(None, alias="uninterruptablePrice")
+    stock_status: str | None = Field(None, alias="stockStatus")
+
+
+class GraphQLGpuType(WireModel):
+    id: str
+    lowest_price: LowestPrice | None = Field(None, alias="lowestPrice")
 
 
 class GraphQLPod(WireModel):
