@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from typing import Any, Literal, Self, Union, get_args, get_origin
+from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -24,6 +24,9 @@ class WireModel(BaseModel):
     commands print one line, and an unknown outcome after a create), never a pydantic traceback."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # Keys the API may leave out of an object of this kind (the spec does not require them); every other
+    # field is expected on the wire, and `gpujob doctor` reports a missing one as drift.
+    wire_optional: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
     @classmethod

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cost": ("cmd_cost", "Spend so far, burn rate and projection.   e.g. gpujob cost"),
     "watch": ("cmd_watch", "Keep jobs true to their files, unattended.   e.g. gpujob watch --once"),
     "force-unlock": ("cmd_lock", "Remove a stale apply lock.   e.g. gpujob force-unlock bert"),
+    "doctor": ("cmd_doctor", "Check every API read against your account (read-only).   e.g. gpujob doctor"),
     "sim": ("cmd_sim", "Local simulator of RunPod and Paperspace.   e.g. gpujob sim up"),
 }
 

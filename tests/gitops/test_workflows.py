@@ -36,6 +36,7 @@ def test_github_workflow_shape() -> None:
     assert "gpujob plan" not in runs(apply_)
     assert apply_["concurrency"] == {"group": "gpujob-apply", "cancel-in-progress": False}
     assert "gpujob audit" in runs(audit)
+    assert "gpujob doctor" in runs(audit)  # nightly: API drift shows up before an apply trips on it
 
 
 def test_gitlab_pipeline_shape() -> None:
@@ -49,6 +50,7 @@ def test_gitlab_pipeline_shape() -> None:
     assert ci["apply"]["resource_group"] == "gpujob-apply"
     assert "gpujob apply plan.json" in "\n".join(ci["apply"]["script"])
     assert "gpujob validate" in ci["validate"]["script"]
+    assert any("gpujob doctor" in line for line in ci["audit"]["script"])
 
 
 def _script_calls(text: str) -> list[list[str]]:

@@ -137,8 +137,8 @@ class PaperspaceClient:
 
     async def availability(self, machine_type: str, region: str) -> bool:
         params = {"machineType": machine_type, "region": region}
-        body = await self._call("GET", "/machine-availability", params=params) or {}
-        return bool(body.get("available", True))
+        body = await self._call("GET", "/machine-availability", params=params)
+        return wire.Availability.model_validate(body).available
 
     # startup scripts (how the SSH key reaches a machine)
     async def create_startup_script(self, name: str, script: str) -> wire.StartupScript:

@@ -29,6 +29,7 @@ class Accelerator(WireModel):
 
 
 class Machine(WireModel):
+    wire_optional = frozenset({"accelerators"})  # "accelerators?" in the CLI spec
     id: str
     name: str = ""
     state: str = ""
@@ -81,11 +82,13 @@ class MachineEvent(WireModel):
 class Change(WireModel):
     """Every mutation answers {data, event}."""
 
+    wire_optional = frozenset({"event"})  # "event?" on PUT answers
     data: dict[str, Any] | None = None
     event: MachineEvent | None = None
 
 
 class PublicIp(WireModel):
+    wire_optional = frozenset({"assignedMachineId"})
     ip: str
     region: str | None = None
     assigned_machine_id: str | None = Field(None, alias="assignedMachineId")
@@ -93,6 +96,7 @@ class PublicIp(WireModel):
 
 
 class Snapshot(WireModel):
+    wire_optional = frozenset({"dtCreated"})  # not in the 2024 spec
     id: str
     name: str = ""
     machine_id: str | None = Field(None, alias="machineId")
@@ -119,6 +123,7 @@ class OsTemplate(WireModel):
 class CustomTemplate(OsTemplate):
     """GET /custom-templates items: an OS template's fields plus where it came from."""
 
+    wire_optional = frozenset({"dtDeleted"})
     region: str | None = None
     parent_machine_id: str | None = Field(None, alias="parentMachineId")
 
@@ -136,3 +141,9 @@ class StartupScript(WireModel):
     id: str
     name: str = ""
     is_run_once: bool = Field(False, alias="isRunOnce")
+
+
+class Availability(WireModel):
+    """GET /machine-availability?machineType=&region= (DO API reference, operation machineAvailability-list)."""
+
+    available: bool

@@ -24,6 +24,7 @@ class PodSsh(WireModel):
 
 
 class GpuConfig(WireModel):
+    wire_optional = frozenset({"count"})
     id: str
     count: int = 1
 
@@ -39,6 +40,7 @@ class NetworkMount(WireModel):
 
 
 class Mounts(WireModel):
+    wire_optional = frozenset({"persistent", "network"})
     persistent: PersistentMount | None = None
     network: list[NetworkMount] | None = None
 
@@ -46,6 +48,7 @@ class Mounts(WireModel):
 class RuntimePort(WireModel):
     """PodRuntimePort: a live port mapping. `public` and `ip` are null when the port is not published."""
 
+    wire_optional = frozenset({"private", "public", "type", "ip"})  # PodRuntimePort requires none
     private: int | None = None
     public: int | None = None
     type: str | None = None
@@ -53,6 +56,7 @@ class RuntimePort(WireModel):
 
 
 class PodRuntime(WireModel):
+    wire_optional = frozenset({"uptime", "ports"})  # PodRuntime requires none; runtime may be {}
     uptime: int | None = None
     ports: list[RuntimePort] = Field(default_factory=list)
 
@@ -61,6 +65,7 @@ class Pod(WireModel):
     """A v2 pod. v2 has no interruptible flag: gpujob marks the spot pods it rents through GraphQL with
     the env var GPUJOB_SPOT=1 (see provider.SPOT_TAG), which v2 reports back in `env`."""
 
+    wire_optional = frozenset({"gpu", "cpu"})  # one of the two, by pod kind
     id: str
     name: str = ""
     status: str = ""
@@ -92,6 +97,7 @@ class Pagination(WireModel):
 
 
 class Page(WireModel):
+    wire_optional = frozenset({"pagination"})  # only in the production spec's answers
     pagination: Pagination | None = None
 
 
@@ -137,6 +143,7 @@ class GpuPrice(WireModel):
 
 
 class GpuType(WireModel):
+    wire_optional = frozenset({"availability", "dataCenters"})  # only with include=AVAILABILITY
     id: str
     name: str = ""
     memory: int | None = None
@@ -154,6 +161,7 @@ class GpuTypeList(Page):
 class LowestPrice(WireModel):
     """gpuTypes { lowestPrice(input: {gpuCount, secureCloud}) { ... } } (runpod-python queries/gpus.py)."""
 
+    wire_optional = frozenset({"uninterruptablePrice", "stockStatus"})
     minimum_bid_price: LenientFloat = Field(None, alias="minimumBidPrice")
     uninterruptable_price: LenientFloat = Field(None, alias="uninterruptablePrice")
     stock_status: str | None = Field(None, alias="stockStatus")
@@ -167,6 +175,7 @@ class GraphQLGpuType(WireModel):
 class GraphQLPod(WireModel):
     """What podRentInterruptable / podBidResume return (GraphQL field names)."""
 
+    wire_optional = frozenset({"name", "desiredStatus", "costPerHr"})  # whatever the query selected
     id: str
     name: str | None = None
     desired_status: str | None = Field(None, alias="desiredStatus")
@@ -177,6 +186,7 @@ class BillingRecord(WireModel):
     """One bucket of /v2/billing/pods or /v2/billing/network-volumes (PodBillingRecord and
     NetworkVolumeBillingRecord of the v2 spec): the id it bills and its total."""
 
+    wire_optional = frozenset({"podId", "networkVolumeId"})  # the one its endpoint bills
     start_time: datetime | None = Field(None, alias="startTime")
     pod_id: str | None = Field(None, alias="podId")
     network_volume_id: str | None = Field(None, alias="networkVolumeId")
@@ -189,6 +199,8 @@ class BillingList(WireModel):
 
 class Myself(WireModel):
     """GraphQL `myself`: the account's balance and its current spend rate."""
+
+    wire_optional = frozenset({"id"})
 
     id: str | None = None
     client_balance: LenientFloat = Field(None, alias="clientBalance")
