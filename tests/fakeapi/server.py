@@ -106,9 +106,15 @@ class FakeApis:
             if path == f"/v2/{list_path}" and method == "GET":
                 return _v2_page(key, [], query)
         if path in ("/v2/billing/pods", "/v2/billing/network-volumes") and method == "GET":
-            window = {"startTime": "2026-07-21T00:00:00Z", "endTime": "2026-08-21T00:00:00Z", "bucketSize": "day"}
+            window = {
+                "startTime": "2026-07-21T00:00:00Z",
+                "endTime": "2026-08-21T00:00:00Z",
+                "bucketSize": "day",
+            }
             totals = {"totalAmount": 0.0}
-            return Reply(200, {"records": [], "metadata": {"query": window, "recordCount": 0, "totals": totals}})
+            return Reply(
+                200, {"records": [], "metadata": {"query": window, "recordCount": 0, "totals": totals}}
+            )
         if path == "/v2/catalog/gpus" and method == "GET":
             return Reply(200, v2_example("GET", "/v2/catalog/gpus"))
         return _problem(404, f"no route {method} {path}")

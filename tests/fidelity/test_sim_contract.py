@@ -126,6 +126,7 @@ def _scenario(c: httpx.Client, sim: Sim) -> None:
     c.get("/v2/catalog/gpus/NVIDIA A40", params={"include": "AVAILABILITY", "product": "POD"})
     c.get("/v2/catalog/gpus", params={"include": "AVAILABILITY"})  # product missing: 400
     c.get("/v2/catalog/datacenters", params={"include": "GPU_AVAILABILITY"})
+    c.get("/v2/billing")
     c.get("/v2/billing/pods")
     c.get("/v2/billing/network-volumes")
     c.get("/v2/network-volumes")
