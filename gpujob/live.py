@@ -158,6 +158,10 @@ class RunFact(Model):
     launched_digest: str | None = Field(
         None, description="Journal: digest of the job file the last launch was made from, if recorded."
     )
+    push_from: str | None = Field(
+        None,
+        description="Journal: a replaced machine whose pulled checkpoints were not pushed onto its successor yet.",
+    )
 
 
 class LiveState(Model):

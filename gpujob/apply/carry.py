@@ -25,7 +25,8 @@ async def push_after_replace(
     if ck is None:
         return None, "no checkpoint block: nothing to carry across"
     record = load_pull_record(ctx.state_dir, ctx.spec.name)
-    if record is None or ctx.replaced is None or record.resource_id != ctx.replaced:
+    replaced = ctx.replaced or _pending(ctx, action)
+    if record is None or replaced is None or record.resource_id != replaced:
         return None, "the replaced machine held no checkpoint files: nothing to carry across"
     local_dir = runtime.pull_dir(ctx.spec, ctx.spec_path)
     files = {n: f for n in record.remote_files if (f := record.file(n)) is not None}
@@ -51,3 +52,10 @@ async def push_after_replace(
     size = sum(f.size for f in files.values())
     detail = f"pushed {len(names)} verified checkpoint file(s) ({human_bytes(size)}) into {ck.dir} and read them back"
     return target.resource.id, detail
+
+
+def _pending(ctx: JobContext, action: Action) -> str | None:
+    """The replaced machine of an earlier apply that died before this push (from the journal)."""
+    from gpujob.apply.reconcile import push_pending
+
+    return push_pending(ctx.journal.entries())

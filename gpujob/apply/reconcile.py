@@ -4,7 +4,8 @@ Reading (gpujob.plan.runfacts puts these into LiveState.runs for the planner):
 - launch_pending: a machine was created or started and no launch finished since (a killed apply);
 - finished_marker: the run was marked finished (exit 0) for this exact job file, so it is not
   started again until the job file changes;
-- launched_digest: the job file digest the last launch was made from.
+- launched_digest: the job file digest the last launch was made from;
+- push_pending: a replace's checkpoints not yet pushed onto its successor.
 
 Writing (gpujob.apply.session, around apply_plan): the finished mark, when a plan carries the
 teardown.on_finish of a run that exited 0; the launch digest, after a launch step is done.
@@ -36,6 +37,22 @@ def launch_pending(entries: Sequence[JournalEntry]) -> bool:
             pending = True
         elif kind in ("launch", "terminate", "stop") and e.phase == "done":
             pending = False
+    return pending
+
+
+def push_pending(entries: Sequence[JournalEntry]) -> str | None:
+    """Id of the machine a replace terminated whose checkpoints were never pushed onto its successor
+    (the apply died, or the push failed, between the two): the next launch pushes them first."""
+    pending: str | None = None
+    for e in entries:
+        aid = e.action_id or ""
+        if aid.endswith(".checkpoints.push"):
+            if e.phase == "done":
+                pending = None
+            elif e.resource_id:  # the replace's own line names the machine; the step's lines do not
+                pending = e.resource_id
+        elif e.phase == "done" and aid.rsplit(".", 1)[-1] == "terminate":
+            pending = None  # the machine that would have received them is gone too
     return pending
 
 

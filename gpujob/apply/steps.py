@@ -82,6 +82,18 @@ async def run(ctx: JobContext, action: Action) -> Outcome:
     return outcome
 
 
+def _push_intent(ctx: JobContext, old_id: str) -> None:
+    """A PUSH after this replace carries what the gate pulled from `old_id`. Journalled before the
+    terminate, so an apply that dies before the push leaves it pending for the next one."""
+    ctx.replaced = old_id
+    push = next((a for a in ctx.todo if a.kind is ActionKind.PUSH), None)
+    if push is not None:
+        ctx.journal.append(
+            "intent", ctx.clock.now(), action_id=push.id, kind=str(push.kind), resource_name=push.resource_name,
+            resource_id=old_id, detail=f"carry the checkpoints pulled from {old_id} onto its successor",
+        )  # fmt: skip
+
+
 async def _dispatch(ctx: JobContext, action: Action) -> Outcome:
     kind = action.kind
     if kind is ActionKind.CREATE:
@@ -92,7 +104,7 @@ async def _dispatch(ctx: JobContext, action: Action) -> Outcome:
         return await create_machine(ctx, action)
     if kind is ActionKind.REPLACE:
         if ctx.machine is not None:
-            ctx.replaced = ctx.machine.id  # a PUSH after it carries what the gate pulled from this one
+            _push_intent(ctx, ctx.machine.id)
         await terminate(ctx, action)
         return await create_machine(ctx, action)
     handlers = {

@@ -195,7 +195,6 @@ async def _create_helper(ctx: JobContext, vol: LiveResource) -> LiveResource:
             "volume_gb": None,
             "network_volume_id": vol.id,
             "public_ip": None,
-            "auto_shutdown_hours": 1.0,
         }
     )
     return await create_with_fallback(

@@ -528,7 +528,20 @@ def launch_run(
         )
     if run.secrets:
         reasons.append(f"secrets passed over SSH by name: {', '.join(run.secrets)}")
-    m = ctx.machine if machine_action is None else None
+    m = ctx.machine if machine_action is None else None  # launched on the machine there is now
+    fact = ctx.live.runs.get(ctx.job)
+    if (
+        ck is not None
+        and fact is not None
+        and fact.push_from
+        and not any(a.kind is K.PUSH for a in ctx.actions)
+    ):
+        # A replace of an earlier apply erased the checkpoints' disk and the apply died before the push.
+        machine_action = push_checkpoints(
+            ctx,
+            machine_action,
+            first=f"an earlier apply replaced {fact.push_from} and stopped before this push",
+        )
     add(
         ctx,
         K.LAUNCH,
@@ -564,13 +577,14 @@ def pull_checkpoints(ctx: JobContext, before_what: str, *, first: str | None = N
     return add(ctx, K.PULL, "checkpoints", ck.dir, resource_id=m.id if m else None, reasons=reasons).id
 
 
-def push_checkpoints(ctx: JobContext, replace_id: str) -> str:
+def push_checkpoints(ctx: JobContext, replace_id: str | None, *, first: str | None = None) -> str:
     """After a replace erased the checkpoints' disk: carry the final pull's verified copies onto the new
     machine's checkpoint.dir before its run starts, so training continues from its step."""
     ck = ctx.spec.checkpoint
     assert ck is not None
     kind = ctx.machine_kind
-    reasons = [
+    reasons = [first] if first else []
+    reasons += [
         f"carry the checkpoints across: the verified copies of the final pull go from {ck.pull_to} into "
         f"{ck.dir} on the new {kind} before its run starts, so training continues from its step",
     ]

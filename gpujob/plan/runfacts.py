@@ -32,9 +32,9 @@ def running_machine(spec: Any, live: LiveState) -> LiveResource | None:
 
 
 def journal_facts(loaded: Any) -> dict[str, Any]:
-    """launch_pending, finished_for_digest and launched_digest from the job's journal."""
+    """launch_pending, finished_for_digest, launched_digest and push_from from the job's journal."""
     from gpujob.apply.journal import Journal
-    from gpujob.apply.reconcile import finished_marker, launch_pending, launched_digest
+    from gpujob.apply.reconcile import finished_marker, launch_pending, launched_digest, push_pending
     from gpujob.state import open_store
 
     entries = Journal(open_store(loaded.path), loaded.spec.name).entries()
@@ -44,6 +44,7 @@ def journal_facts(loaded: Any) -> dict[str, Any]:
         "launch_pending": launch_pending(entries),
         "finished_for_digest": finished_marker(entries, loaded.digest) is not None,
         "launched_digest": launched_digest(entries),
+        "push_from": push_pending(entries),
     }
 
 

@@ -204,3 +204,23 @@ def test_read_live_state_keeps_its_old_call_and_adds_runs(tmp_path: Path, monkey
     full = asyncio.run(read_live_state([ls.spec], {"runpod": prov}, runs_for=[ls], ssh=ssh_api(status)))
     assert full.runs["toy"].state == "running"
     assert full.fingerprint() == plain.fingerprint()
+
+
+def test_push_pending_names_the_replaced_machine_until_a_push_or_a_terminate_is_done(tmp_path: Path) -> None:
+    from gpujob.apply.reconcile import push_pending
+
+    j = Journal(tmp_path, "toy")
+    at = datetime(2026, 11, 29, tzinfo=UTC)
+    j.append(
+        "intent", at, action_id="toy.checkpoints.push", kind="push", resource_id="old-pod"
+    )  # the replace's line
+    j.append("done", at, action_id="toy.pod.replace", kind="replace", resource_id="new-pod")
+    assert push_pending(j.entries()) == "old-pod"
+    j.append("intent", at, action_id="toy.checkpoints.push", kind="push")  # the step's own line
+    j.append("failed", at, action_id="toy.checkpoints.push", kind="push", detail="lost the connection")
+    assert push_pending(j.entries()) == "old-pod"
+    j.append("done", at, action_id="toy.checkpoints.push", kind="push")
+    assert push_pending(j.entries()) is None
+    j.append("intent", at, action_id="toy.checkpoints.push", kind="push", resource_id="pod-2")
+    j.append("done", at, action_id="toy.pod.terminate", kind="terminate", resource_id="pod-3")
+    assert push_pending(j.entries()) is None

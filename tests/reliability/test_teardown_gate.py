@@ -207,6 +207,26 @@ def test_case4_tier_change_carries_the_checkpoints_across_and_training_continues
     assert "starting fresh" not in log.read_text()
 
 
+def test_case4_an_apply_killed_between_the_replace_and_the_push_pushes_on_the_next_apply(
+    sim: Sim, tmp_path: Path, calls: CallSnapshots
+) -> None:
+    p = make_project(sim, tmp_path, job_text("kp"))
+    running(p)
+    p.write_job(job_text("kp", storage=NETWORK_VOLUME))
+    p.env["GPUJOB_TEST_CRASHPOINT"] = "after:kp.pod.replace"  # dies with the new pod made, nothing pushed
+    killed = p.gj("apply", "--auto-approve", "--approve", "kp.pod.replace")
+    del p.env["GPUJOB_TEST_CRASHPOINT"]
+    assert killed.returncode == 137, killed.stdout + killed.stderr
+    snap = assert_nothing_lost(p, calls, "kp", "terminate")
+    plan = p.ok("plan").stdout
+    assert "stopped before this push" in plan and "push checkpoints" in plan, plan
+    p.ok("apply", "--auto-approve")
+    final_step = int(max(snap)[5:11])
+    log = p.ck_dir_of(p.pod()).parent / ".gpujob" / "kp" / "run.log"
+    poll("the run to resume", lambda: log.exists() and f"resumed from step {final_step}" in log.read_text())
+    assert "push checkpoints" not in p.ok("plan").stdout  # done: no longer pending
+
+
 def test_case5_removed_checkpoint_block_still_protects_the_files_on_the_disk(
     sim: Sim, tmp_path: Path, calls: CallSnapshots
 ) -> None:
