@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 
 from gpujob.clock import Clock
 from gpujob.errors import (
-    ProviderCapacityError,
     ProviderConflict,
     ProviderError,
     ProviderNotFound,
@@ -21,10 +20,9 @@ from gpujob.live import Account, LiveResource, Metering, PriceQuote, ResourceRef
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, ZeroGpuError
-from gpujob.providers.runpod import wire
-from gpujob.providers.runpod.client import PLATFORM, RunPodClient, is_bid_text
+from gpujob.providers.runpod import spot, wire
+from gpujob.providers.runpod.client import PLATFORM, RunPodClient
 from gpujob.providers.runpod.normalize import (
-    SPOT_TAG,
     is_spot,
     pod_to_live,
     registry_to_live,
@@ -101,7 +99,7 @@ class RunPodProvider:
                         as_of=now,
                     )
                 )
-        out += _profile_spot_quotes(now)
+        out += spot.profile_quotes()
         return out
 
     # ---- money
@@ -159,23 +157,7 @@ class RunPodProvider:
             return self._checked(pod)
         try:
             if resource.spot or is_spot(pod):
-                count = pod.gpu.count if pod.gpu and pod.gpu.count else max(resource.gpu_count, 1)
-                # The floor may have risen since the pod was rented: bid the stored price or today's
-                # minimum, whichever is higher (a lower bid is refused as too low).
-                floor = await self._bid(pod.gpu.id if pod.gpu else resource.gpu_id or "", pod.cloud, count)
-                bid = max(_stored_bid(pod.env) or 0.0, floor)
-                try:
-                    await self.client.bid_resume(pod.id, bid, count)
-                except ProviderCapacityError as exc:
-                    if is_bid_text(str(exc)):
-                        raise
-                    # A stopped pod resumes only on its old host: no free GPUs there is RP1.
-                    raise ZeroGpuError(
-                        f"pod {pod.id} cannot resume: its host has no free GPUs for it any more",
-                        platform=PLATFORM,
-                        call=exc.call,
-                        hint="replace it: terminate and create a new pod (data on a network volume survives)",
-                    ) from None
+                await spot.resume(self.client, pod, resource)
             else:
                 await self.client.pod_action(pod.id, "start")
         except ProviderConflict:
@@ -312,52 +294,8 @@ class RunPodProvider:
         return (await self.client.create_pod(body)).id
 
     async def _rent_spot(self, r: LaunchRequest) -> str:
-        bid = r.bid_per_gpu or await self._bid(r.gpu_id, r.cloud, r.gpu_count)
-        # The bid rides along in env so a resume bids the same price, not the on-demand one.
-        env = {**_env(r), SPOT_TAG: "1", BID_TAG: f"{bid:g}"}
-        variables: dict[str, Any] = {
-            "name": r.name,
-            "gpuTypeId": r.gpu_id,
-            "gpuCount": r.gpu_count,
-            "cloudType": r.cloud.upper(),
-            "bidPerGpu": bid,
-            "ports": "22/tcp",
-            "env": [{"key": k, "value": v} for k, v in env.items()],
-            "startSsh": True,
-            "supportPublicIp": True,
-            "volumeMountPath": r.mount_path,
-        }
-        optional = {
-            "imageName": r.image,
-            "templateId": r.template,
-            "dataCenterId": r.region,
-            "containerDiskInGb": r.container_disk_gb,
-            "networkVolumeId": r.network_volume_id,
-            "volumeInGb": None if r.network_volume_id else r.volume_gb,
-        }
-        variables.update({k: v for k, v in optional.items() if v is not None})
-        return (await self.client.rent_spot(variables)).id
-
-    async def _bid(self, gpu_id: str, cloud: str | None, count: int) -> float:
-        """The live spot floor for `count` GPUs on this cloud (GraphQL lowestPrice.minimumBidPrice): spot
-        rents only through the legacy GraphQL API (REST v2 has none), and a bid under the floor is
-        refused. The profile's spot price is only a fallback when the API gives no floor."""
-        secure = (cloud or "secure").lower() != "community"
-        lowest = await self.client.lowest_price(gpu_id, count, secure=secure)
-        floor = lowest.minimum_bid_price if lowest is not None else None
-        if floor:
-            return floor
-        from gpujob.profile import load_profile
-
-        offer = load_profile(PLATFORM).gpu(gpu_id)
-        if offer is not None and offer.price_hour_spot:
-            return offer.price_hour_spot
-        raise ProviderCapacityError(
-            f"RunPod gives no spot floor (minimumBidPrice) for {count}x '{gpu_id}' now",
-            platform=PLATFORM,
-            call="POST /graphql",
-            hint="no spot offer for this candidate; gpujob tries the next one (or set spot: false)",
-        )
+        bid = r.bid_per_gpu or await spot.floor(self.client, r.gpu_id, r.cloud, r.gpu_count)
+        return (await self.client.rent_spot(spot.rent_input(r, bid, _env(r)))).id
 
     async def _pods_named(self, name: str) -> list[str]:
         return [p.id for p in await self.client.list_pods() if p.name == name and p.status != "TERMINATED"]
@@ -452,37 +390,3 @@ def _env(r: LaunchRequest) -> dict[str, str]:
     if r.ssh_public_key:
         env["PUBLIC_KEY"] = r.ssh_public_key
     return env
-
-
-def _profile_spot_quotes(now: Any) -> list[PriceQuote]:
-    """The v2 catalog has no spot prices; the profile's table supplies them, marked as such."""
-    try:
-        from gpujob.profile import load_profile
-
-        profile = load_profile(PLATFORM)
-    except Exception:  # the bundled profile is missing or broken: no spot prices rather than a crash
-        return []
-    return [
-        PriceQuote(
-            platform=PLATFORM,
-            gpu_id=g.platform_id,
-            cloud="secure",
-            spot=True,
-            price_hour=g.price_hour_spot,
-            # Dated by the profile fact, not by now: the catalog has no spot price to read live.
-            source="profile runpod (the catalog has no spot price)",
-            as_of=datetime(g.as_of.year, g.as_of.month, g.as_of.day, tzinfo=UTC),
-        )
-        for g in profile.gpus
-        if g.price_hour_spot is not None
-    ]
-
-
-BID_TAG = "GPUJOB_BID"
-
-
-def _stored_bid(env: Any) -> float | None:
-    try:
-        return float(env.get(BID_TAG)) if env and env.get(BID_TAG) else None
-    except (TypeError, ValueError):
-        return None
