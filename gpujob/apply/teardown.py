@@ -329,7 +329,7 @@ async def _listings(ctx: JobContext, remote: Any) -> dict[str, Any]:
         except ValueError:
             continue
         if clean not in out:
-            out[clean] = await ctx.ssh.list_checkpoints(remote, clean)
+            out[clean] = await ctx.ssh.list_checkpoints(remote, clean, hashes=False)  # hashed by the pull
     return out
 
 

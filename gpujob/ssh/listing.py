@@ -69,24 +69,33 @@ cd "$d" || exit 3
 printf 'R%s\0' "$(pwd -P)"
 printf 'M%s\0' "$(findmnt -n -o TARGET -T . 2>/dev/null || df -P . 2>/dev/null | awk 'NR==2{{sub(/^.*% /, ""); print}}')"
 find . -mindepth 1 -name '.*' -prune -o -name '*.tmp' -prune -o \
-  -type f \( -printf 'F%s %P\0' -exec sh -c 'h=$(sha256sum < "$1") && printf "H%.64s\0" "$h"' sh {{}} \; -o -true \) -o \
+  -type f \( -printf 'F%s %P\0' {hash} -o -true \) -o \
   ! -type d -printf 'N%y %P\0'
 true"""
 
+
+_HASH = r"""-exec sh -c 'h=$(sha256sum < "$1") && printf "H%.64s\0" "$h"' sh {} \;"""
+_NO_HASH = r"""-printf 'H-\0'"""
 
 _TOTAL = r"""cd {dir} 2>/dev/null || {{ echo 0; exit 0; }}
 find . -mindepth 1 -name '.*' -prune -o -type f -printf '%s\n' | awk '{{s+=$1}} END {{print s+0}}'"""
 
 
-async def list_remote(remote: Remote, remote_dir: str) -> RemoteListing:
+async def list_remote(remote: Remote, remote_dir: str, *, hashes: bool = True) -> RemoteListing:
     """Every finished checkpoint file under `remote_dir` with size and sha256. The remote hashes them
-    all; the wait for that is sized from their total (a quick first pass sums the sizes)."""
+    all; the wait for that is sized from their total (a quick first pass sums the sizes). With
+    hashes=False only names and sizes (sha256 ""): enough to see whether a dir holds anything."""
     rdir = remote_path(remote_dir)
     what = f"listing checkpoints in {rdir}"
+    if not hashes:
+        out = await remote.run(
+            _LIST.format(dir=q(rdir), hash=_NO_HASH), what=what, left="nothing was pulled yet"
+        )
+        return parse_listing(rdir, out.stdout)
     total = (await remote.run(_TOTAL.format(dir=q(rdir)), what=what, left="nothing was pulled yet")).stdout
     bound = remote.limits.for_bytes(int(total.strip()) if total.strip().isdigit() else 0)
     out = await remote.run(
-        _LIST.format(dir=q(rdir)),
+        _LIST.format(dir=q(rdir), hash=_HASH),
         timeout=bound,
         idle=bound,  # silent while it hashes a large file
         what=f"hashing the checkpoints in {rdir}",
@@ -113,12 +122,12 @@ def parse_listing(rdir: str, out: str) -> RemoteListing:
             real = body
         elif tag == "M":
             mount = body or None
-        elif tag == "H" and pending is not None and _HEX64.match(body):
+        elif tag == "H" and pending is not None and (_HEX64.match(body) or body == "-"):
             name, size = pending
             pending = None
             why = name_problem(name)
             if why is None:
-                files[name] = RemoteFile(size=size, sha256=body)
+                files[name] = RemoteFile(size=size, sha256="" if body == "-" else body)
             else:
                 unpullable[name] = why
         elif tag in ("F", "N"):

@@ -210,7 +210,9 @@ class FakeSSH:
             dir=remote_dir, exists=bool(files), real_dir=remote_dir, mount=self.mount, files=files
         )
 
-    async def list_checkpoints(self, remote: FakeRemote, remote_dir: str) -> RemoteListing:
+    async def list_checkpoints(
+        self, remote: FakeRemote, remote_dir: str, *, hashes: bool = True
+    ) -> RemoteListing:
         self.listed.append(remote_dir)
         return self.listing(remote_dir) if remote_dir == self.remote_dir else RemoteListing(dir=remote_dir)
 

@@ -223,5 +223,30 @@ def test_case9_a_forged_listing_cannot_name_a_path_outside(tmp_path: Path) -> No
     # a file that vanished between find's stat and its hash has an F and no H: neither pulled nor "unpullable"
     gone = parse_listing("/w/ckpt", "\0".join(["R/w/ckpt", "M/w", "F5 gone.json", "F1 ok.json", f"H{h}", ""]))
     assert list(gone.files) == ["ok.json"] and gone.unpullable == {}
+    # names and sizes only (the gate's first look): sha256 ""
+    quick = parse_listing("/w/ckpt", "\0".join(["R/w/ckpt", "M/w", "F7 a.json", "H-", ""]))
+    assert quick.files["a.json"].size == 7 and quick.files["a.json"].sha256 == ""
     with pytest.raises(Exception, match="unexpected listing"):
         parse_listing("/w/ckpt", "Fnot-a-size name\0")
+
+
+def test_the_quick_listing_has_names_sizes_and_what_is_not_pullable(
+    sshd: SSHD, state: Path, tmp_path: Path
+) -> None:
+    from gpujob.ssh.listing import list_remote
+
+    rdir = tmp_path / "r"
+    (rdir / "sub").mkdir(parents=True)
+    (rdir / "sub" / "a.json").write_bytes(b"12345")
+    (rdir / "link").symlink_to("/etc/hostname")
+
+    async def go() -> tuple[object, object]:
+        async with connect(
+            sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
+        ) as remote:
+            return await list_remote(remote, str(rdir), hashes=False), await list_remote(remote, str(rdir))
+
+    quick, full = asyncio.run(go())
+    assert {n: (f.size, f.sha256) for n, f in quick.files.items()} == {"sub/a.json": (5, "")}  # type: ignore[attr-defined]
+    assert full.files["sub/a.json"].sha256 == sha(b"12345")  # type: ignore[attr-defined]
+    assert set(quick.unpullable) == set(full.unpullable) == {"link"}  # type: ignore[attr-defined]
