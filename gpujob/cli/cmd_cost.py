@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -52,12 +53,28 @@ def _run(jobfiles: list[Path], fmt: str) -> int:
         )
     loaded = load_specs(files)
 
-    async def read() -> object:
+    async def read() -> Any:
         async with open_providers({ls.spec.platform for ls in loaded}) as providers:
             return await read_costs(loaded, providers)
 
-    report = asyncio.run(read())
-    click.echo(render_cost(report, fmt), nl=False)  # type: ignore[arg-type]
+    report = _with_goodput(asyncio.run(read()), loaded)
+    click.echo(render_cost(report, fmt), nl=False)
     if report.read_errors:  # type: ignore[attr-defined]
         return 1
     return int(report.exit_code)  # type: ignore[attr-defined]
+
+
+def _with_goodput(report: Any, loaded: Any) -> Any:
+    """Goodput next to the money, for the jobs `gpujob watch` kept a ledger of."""
+    from gpujob.state import open_store
+    from gpujob.watch.ledger import read_ledger
+
+    paths = {ls.spec.name: ls.path for ls in loaded}
+    jobs = []
+    for job in report.jobs:
+        ledger = read_ledger(open_store(paths[job.job]), job.job) if job.job in paths else None
+        if ledger is not None:
+            g = ledger.goodput(report.generated_at)
+            job = job.model_copy(update={"goodput": g.goodput, "goodput_detail": g.line()})
+        jobs.append(job)
+    return report.model_copy(update={"jobs": jobs})

@@ -45,6 +45,10 @@ class JobCost(Model):
     as_of: datetime | None = Field(None, description="The platform's clock when this was read.")
     sources: list[str] = Field(default_factory=list, description="Billing calls and price sources used.")
     findings: list[Finding] = Field(default_factory=list)
+    goodput: float | None = Field(
+        None, description="gpujob watch: useful steps / the steps the billed GPU time could have done."
+    )
+    goodput_detail: str = Field("", description="gpujob watch: GPU-hours, steps done and redone, recoveries.")
 
 
 class CostReport(Model):
@@ -286,6 +290,8 @@ def render_cost(report: CostReport, fmt: str = "text") -> str:
         if j.budget_usd is not None and j.budget_left_usd is not None:
             when = f", lasts {j.hours_to_budget:g} h at this burn" if j.hours_to_budget is not None else ""
             out.append(f"    budget {usd2(j.budget_usd)}: {usd2(j.budget_left_usd)} left{when}")
+        if j.goodput_detail:
+            out.append(f"    {j.goodput_detail}")
         for f in j.findings:
             out.append(f"    {f.severity}: {f.summary}")
         for s in j.sources:

@@ -149,6 +149,10 @@ class Watcher:
                 code = await self.tick()
                 if self.opt.once:
                     await self.pulls.wait_all()
+                    if any(j.ledger.parked is not None for j in self.jobs.values()):
+                        code = max(
+                            code, HUMAN
+                        )  # a parked job waits for a person, even when nothing else does
                     return max(code, ERROR) if self.pulls.failed_since_start and code == HEALTHY else code
                 watching = [j for j in self.jobs.values() if j.watching]
                 if not watching:

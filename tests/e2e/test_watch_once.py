@@ -1,0 +1,109 @@
+"""`gpujob watch --once` against the real simulator, as cron or a CI schedule drives it: the exit codes
+(0 healthy, 2 recovered, 3 needs a human), one watcher per job, a budget that parks the job safely
+and a changed file that resumes it, and the webhook (real HTTP, no secret in any body)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.e2e.e2e_support import CANARY, Project, poll
+from tests.e2e.watch_support import POD, events, remote_checkpoints, sim_state, start_watch, watch_job
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    bodies: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/hook", bodies
+    server.shutdown()
+
+
+def once(p: Project, *extra: str) -> tuple[int, str]:
+    r = p.gj("watch", "--once", *extra, check=False)
+    return r.returncode, r.stdout + r.stderr
+
+
+def pods(p: Project) -> list[dict[str, Any]]:
+    return [x for x in sim_state(p)["pods"].values() if x["name"] == POD and x["ended_at"] is None]
+
+
+def test_once_exit_codes_one_watcher_budget_park_and_webhook(
+    project: Project, webhook: tuple[str, list[dict[str, Any]]]
+) -> None:
+    p = project
+    url, bodies = webhook
+    watch_job(p, steps=100000)
+    p.env["GPUJOB_NOTIFY_URL"] = url
+
+    code, out = once(p)
+    assert code == 2, out  # it made the job: recovered from "nothing exists"
+    assert "create: pod gpujob-quickstart does not exist" in out
+    poll("a checkpoint", lambda: remote_checkpoints(p))
+    code, out = once(p)
+    assert code == 0, out
+
+    # One watcher per job: a second watcher (and an apply) is refused while the first holds the lock.
+    proc = start_watch(p)
+    try:
+        poll("the watcher to start", lambda: any(e["event"] == "watch-start" for e in events(p)[-3:]))
+        code, out = once(p)
+        assert code == 1 and "is locked by" in out and "gpujob watch" in out, out
+        applied = p.gj("apply", "--auto-approve", check=False)
+        assert applied.returncode != 0 and "is locked by" in applied.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+    p.sim.inject("preempt", pod_id=pods(p)[0]["id"])
+    code, out = once(p)
+    assert code == 2 and "preempted:" in out and "run launched" in out, out
+
+    # A budget it would cross before the next check parks the job: checkpoints pulled, then (the file's
+    # on_finish is terminate) the pod terminated; parked until the file changes.
+    job = p.dir / "job.yaml"
+    job.write_text(
+        job.read_text().replace("max_hourly_usd: 1.0", "max_hourly_usd: 1.0\n  max_total_usd: 0.01")
+    )
+    code, out = once(p)
+    assert code == 3 and "limit: budget.max_total_usd $0.01" in out and "parked:" in out, out
+    assert pods(p) == []
+    pulled = {f.name for f in (p.dir / "checkpoints").glob("step_*.json")}
+    assert pulled and set(remote_checkpoints(p)) <= pulled
+    code, out = once(p)
+    assert code == 3 and "parked since" in out and pods(p) == [], out
+    job.write_text(job.read_text().replace("max_total_usd: 0.01", "max_total_usd: 100"))
+    code, out = once(p)
+    assert code == 2 and "unparked" in out and len(pods(p)) == 1, out
+
+    # Irreversible and not declared by the file: waits for a person, and says how to approve it.
+    job.write_text(job.read_text().replace("state: running", "state: absent"))
+    code, out = once(p)
+    assert code == 3 and "gpujob watch --approve quickstart.pod.terminate" in out, out
+    assert len(pods(p)) == 1
+
+    status = p.status()
+    assert [e["event"] for e in status["events"]][-1] == "needs-human"
+    assert status["watch"]["parked"] is None
+    texts = [b["text"] for b in bodies]
+    assert any("parked:" in t for t in texts) and any("preempted:" in t for t in texts)
+    assert all(b["metadata"]["event_type"] == "gpujob_watch" for b in bodies)
+    assert CANARY not in json.dumps(bodies)
