@@ -22,7 +22,7 @@ def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     bodies: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
             self.send_response(200)
             self.send_header("Content-Length", "0")
