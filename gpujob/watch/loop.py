@@ -4,8 +4,8 @@ Each tick re-reads the job files, reads live state and the run facts (one listin
 run status over SSH), plans exactly as `gpujob plan` does, and lets gpujob.watch.policy pick what it
 may apply on its own. Fixes go through the applier (journal, adoption by name, the teardown gate), so
 a watcher killed at any point converges when started again. Between ticks a cheap probe (one GET of
-each running machine) wakes the loop early when a machine goes down, so a preemption is acted on in
-seconds, not at the next full tick.
+each running machine and its run status over a kept-open SSH connection, gpujob.watch.probe) wakes the
+loop early when a machine goes down or a run ends, so both are acted on in seconds.
 
 Alongside: checkpoints are pulled in the background as they appear (checkpoint.pull: continuous),
 money, GPU time and steps are folded into each job's ledger, and the limits park a job safely.
@@ -13,6 +13,7 @@ money, GPU time and steps are folded into each job's ledger, and the limits park
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from gpujob.watch.apply import apply_decisions, describe
 from gpujob.watch.events import Event, make_event
 from gpujob.watch.ledger import Ledger, Park, load_ledger, save_ledger
 from gpujob.watch.policy import Decision, decide
+from gpujob.watch.probe import RunProbe
 from gpujob.watch.pulls import Puller
 
 K = ActionKind
@@ -104,6 +106,8 @@ class Watcher:
         self._emit = emit
         self.opt = options
         self.pulls = Puller(clock=clock, ssh=self.spy.api, say=self.say)
+        self.probe = RunProbe(self.spy.api)
+        self.acted = False  # the last tick applied something
 
     # --- events
     def say(
@@ -165,32 +169,57 @@ class Watcher:
                 await self._sleep_or_probe()
         finally:
             await self.pulls.close()
+            await self.probe.close()
             for j in self.jobs.values():
                 save_ledger(j.state_dir, j.ledger)
 
     async def _sleep_or_probe(self) -> None:
-        """Sleep until the next tick, probing each running machine so a loss wakes the loop early."""
+        """Sleep until the next tick, probing each running machine so a loss wakes the loop early.
+        After a tick that changed something, the next one comes after one probe interval: it sees the
+        machine as it is now (and the probe knows which machine to watch)."""
+        if self.acted:
+            await self.clock.sleep(self.opt.probe_s)
+            return
         waited = 0.0
         while waited < self.opt.interval_s:
             step = min(self.opt.probe_s, self.opt.interval_s - waited)
-            await self.clock.sleep(step)
+            if await self._sleep_unless_closed(step):
+                return  # a run's SSH connection closed: its machine is going down
             waited += step
             if await self._something_went_down():
                 return
+
+    async def _sleep_unless_closed(self, seconds: float) -> bool:
+        """Sleep, or return True early when one of the probe's SSH connections closes."""
+        sleeper = asyncio.ensure_future(self.clock.sleep(seconds))
+        closers = [asyncio.ensure_future(w) for w in self.probe.closed()]
+        done, pending = await asyncio.wait([sleeper, *closers], return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return sleeper not in done
 
     async def _something_went_down(self) -> bool:
         for j in self.jobs.values():
             if not j.watching or j.machine_id is None or j.loaded is None:
                 continue
-            provider = self.providers.get(j.loaded.spec.platform)
-            kind = "pod" if j.loaded.spec.platform == "runpod" else "machine"
-            try:
-                fresh = await provider.get(kind, j.machine_id) if provider else None
-            except GpujobError:
-                continue  # the full tick will read again and say what is wrong
-            if fresh is None or fresh.status != "running":
+            provider = self.providers[j.loaded.spec.platform]
+            wake, status, fresh = await self.probe.check(j, provider, j.machine_id)
+            if status is not None:
+                j.ledger.observe_run(self.clock.now(), status)
+                self._maybe_pull(j, fresh, status)
+            if wake:
                 return True
         return False
+
+    def _maybe_pull(self, j: JobWatch, machine: LiveResource | None, status: Any) -> None:
+        """checkpoint.pull: continuous: a background pull when the run names a checkpoint not pulled yet."""
+        ck = j.loaded.spec.checkpoint
+        if machine is None or machine.status != "running" or ck is None or ck.pull != "continuous":
+            return
+        newest = getattr(status, "last_checkpoint", None)
+        if newest and newest != j.ledger.last_pulled:
+            self.pulls.start(j, machine, self.providers[j.loaded.spec.platform], newest)
 
     # --- one tick
     async def tick(self) -> int:
@@ -225,6 +254,7 @@ class Watcher:
         for jp in plan.jobs:
             j = self.jobs[jp.job]
             code = max(code, await self._judge(j, jp, live, now, todo))
+        self.acted = bool(todo) or any(j.ledger.parked is not None and j.watching is False for j in active)
         if todo:
             code = max(code, await self._apply(todo, plan, live))
         for j, _, _ in todo:
@@ -318,6 +348,7 @@ class Watcher:
     ) -> int:
         for j, _, d in todo:
             await self.pulls.settle(j.name)
+            await self.probe.drop(j.name)
             machine = _machine(live, j.loaded.spec)
             if _stops_machine(d) and machine is not None and machine.status == "running":
                 await self.pulls.final(
@@ -348,11 +379,8 @@ class Watcher:
         status = self.spy.statuses.get(j.name)
         provider = self.providers[spec.platform]
         up = machine if machine is not None and machine.status == "running" else None
-        continuous = spec.checkpoint is not None and spec.checkpoint.pull == "continuous"
-        if up is not None and continuous and status is not None:
-            newest = getattr(status, "last_checkpoint", None)
-            if newest and newest != j.ledger.last_pulled:
-                self.pulls.start(j, up, provider, newest)
+        if status is not None:
+            self._maybe_pull(j, up, status)
         run = jp.run
         finished = run is not None and (
             run.finished_for_digest or (run.state == "exited" and run.exit_code == 0)

@@ -29,6 +29,8 @@ def test_every_benchmark_suite_runs_and_measures(tmp_path: Path) -> None:
         "first sync",
         "pull+verify",
         "resume:",
+        "goodput under preemption",
+        "watch: preemption",
         "peak RSS",
     ):
         assert any(expected in f for f in figures), f"{expected!r} missing from {sorted(figures)}"
