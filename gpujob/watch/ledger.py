@@ -9,7 +9,8 @@ and the time from the lost run's last step to the next run's first are exact, no
 a run that lived and died between two ticks.
 The pace is the median step rate between two readings of one run, so a checkpoint write between two
 readings slows one sample, not the estimate. Money is integrated from the plan's hourly rate of what
-is live (gpujob.plan.cost) at each tick, and GPU time from the machine's state at each tick.
+is live (gpujob.plan.cost) at each tick, and GPU time from the machine's state at each tick; the money
+shown and budgeted is the cost engine's (gpujob.cost) once it has answered.
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ class Ledger(_Mutable):
     usd_per_hour: float = 0.0
     gpu_seconds: float = 0.0
     gpu_billing: bool = False
+    billed_usd: float | None = Field(None, description="Spent so far per the cost engine (gpujob.cost).")
+    billed_at: datetime | None = None
+    billed_anchor: float = Field(0.0, description="`usd` when billed_usd was read.")
     run_started_at: datetime | None = Field(
         None, description="When the run of this job was first seen going."
     )
@@ -137,6 +141,23 @@ class Ledger(_Mutable):
         self.last_tick = now
         self.usd_per_hour = usd_per_hour
         self.gpu_billing = machine is not None and machine.status == "running" and machine.gpu_count > 0
+
+    def money(self, now: datetime) -> float:
+        """Spent so far: the cost engine's last figure (the platform's billing where it has one) plus
+        what watch's own integration added since (it follows every stop and start between two reads);
+        the integration alone until the engine has answered once."""
+        tail = (
+            self.usd_per_hour * max(0.0, (now - self.last_tick).total_seconds()) / 3600
+            if self.last_tick
+            else 0.0
+        )
+        if self.billed_usd is None:
+            return self.usd + tail
+        return self.billed_usd + (self.usd - self.billed_anchor) + tail
+
+    def billed(self, at: datetime, usd: float) -> None:
+        """The cost engine's figure, read at the tick just folded in (observe_money(at) came first)."""
+        self.billed_usd, self.billed_at, self.billed_anchor = usd, at, self.usd
 
     def restate(self, now: datetime, usd_per_hour: float, gpu_billing: bool) -> None:
         """After watch changed the machine itself: bill up to now as before, from now at the new rates
@@ -236,7 +257,7 @@ class Ledger(_Mutable):
         return Goodput(
             wall_s=(now - self.first_seen).total_seconds(),
             gpu_hours=gpu_s / 3600,
-            usd=self.usd + self.usd_per_hour * since / 3600,
+            usd=self.money(now),
             steps_done=done,
             steps_executed=executed,
             steps_redone=sum(x.steps_redone for x in losses),

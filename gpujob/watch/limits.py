@@ -1,8 +1,8 @@
 """The limits that stop watching a job and park it: run.max_runtime, budget.max_total_usd and a
 maximum number of recoveries per hour. Pure: the ledger and the burn rate in, a reason (or None) out.
 
-The budget is checked ahead of time: money so far plus what the current burn adds before watch can
-have parked the job (the next tick plus the time a park takes), so the limit is not crossed while
+The budget is checked ahead of time: money so far (the cost engine's figure, Ledger.money) plus what
+the current burn adds before watch can have parked the job (the next tick plus the time a park takes), so the limit is not crossed while
 watch sleeps.
 """
 
@@ -41,10 +41,11 @@ def limit_reached(
             )
     budget = spec.budget.max_total_usd
     if budget is not None:
-        ahead = ledger.usd + burn_usd_per_hour * horizon_s(interval_s) / 3600
+        spent = ledger.money(now)
+        ahead = spent + burn_usd_per_hour * horizon_s(interval_s) / 3600
         if ahead >= budget:
             return (
-                f"budget.max_total_usd ${budget:,.2f}: ${ledger.usd:,.2f} spent so far at ${burn_usd_per_hour:,.2f}/h "
+                f"budget.max_total_usd ${budget:,.2f}: ${spent:,.2f} spent so far at ${burn_usd_per_hour:,.2f}/h "
                 f"would cross it before the next check (${ahead:,.2f})"
             )
     if recovering:
@@ -63,7 +64,7 @@ def projection_warning(spec: JobSpec, ledger: Ledger, now: datetime, burn_usd_pe
     if budget is None or run is None or run.max_runtime is None or ledger.run_started_at is None:
         return None
     left_s = max(0.0, (ledger.run_started_at + run.max_runtime - now).total_seconds())
-    projected = ledger.usd + burn_usd_per_hour * left_s / 3600
+    projected = ledger.money(now) + burn_usd_per_hour * left_s / 3600
     if projected <= budget:
         return None
     return (

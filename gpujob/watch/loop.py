@@ -38,6 +38,7 @@ from gpujob.watch.pulls import Puller
 K = ActionKind
 HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3
 BLOCKED_TICKS = 3  # a job blocked on a person this many ticks in a row stops being watched
+COST_REFRESH_S = 300.0  # how often the cost engine (billing calls) is read; the burn fills the gaps
 
 
 @dataclass
@@ -125,7 +126,7 @@ class Watcher:
             if job.said.get(topic) == happened + did:
                 return
             job.said[topic] = happened + did
-        usd = job.ledger.usd if job is not None else None
+        usd = job.ledger.money(self.clock.now()) if job is not None else None
         event = make_event(
             self.clock.now(),
             job.name if job else "-",
@@ -249,6 +250,9 @@ class Watcher:
         from gpujob.apply.records import job_pull_records
 
         plan = build_plan(loaded, live, now=now, env=self.env, pull_records=job_pull_records(loaded))
+        for jp in plan.jobs:
+            self._observe(self.jobs[jp.job], jp, live, now)
+        await self._refresh_costs(active, now)
         code = ERROR if live.read_errors else HEALTHY
         todo: list[tuple[JobWatch, JobPlan, Decision]] = []
         for jp in plan.jobs:
@@ -266,6 +270,35 @@ class Watcher:
                 await self._after(j, jp, _machine(live, j.loaded.spec))
             save_ledger(j.state_dir, j.ledger)
         return code
+
+    def _observe(self, j: JobWatch, jp: JobPlan, live: LiveState, now: datetime) -> None:
+        """Fold what this tick read into the job's ledger: money and GPU time, the run's steps."""
+        machine = _machine(live, j.loaded.spec)
+        j.machine_id = machine.id if machine is not None and machine.status == "running" else None
+        j.ledger.observe_money(now, machine, jp.current_usd_per_hour)
+        status = self.spy.statuses.get(j.name)
+        if status is not None:
+            j.ledger.observe_run(now, status)
+
+    async def _refresh_costs(self, active: list[JobWatch], now: datetime) -> None:
+        """Money so far from the cost engine (the platform's billing where it has one), every
+        COST_REFRESH_S: between two reads the ledger adds the burn, so a tick costs no billing call."""
+        from gpujob.cost.report import read_costs
+
+        stale = [
+            j for j in active
+            if j.ledger.billed_at is None or (now - j.ledger.billed_at).total_seconds() >= COST_REFRESH_S
+        ]  # fmt: skip
+        if not stale:
+            return
+        try:
+            report = await read_costs([j.loaded for j in stale], self.providers)
+        except GpujobError as exc:
+            self.say(None, "cost-read-failed", f"the cost engine could not read: {exc}", "counting the burn meanwhile",
+                     level="warning")  # fmt: skip
+            return
+        for cost in report.jobs:
+            self.jobs[cost.job].ledger.billed(now, cost.spent_usd)
 
     def _reload(self, j: JobWatch) -> bool:
         """Re-read the job file (watch follows edits). False: not to be reconciled this tick."""
@@ -307,11 +340,6 @@ class Watcher:
     ) -> int:
         spec = j.loaded.spec
         machine = _machine(live, spec)
-        j.machine_id = machine.id if machine is not None and machine.status == "running" else None
-        j.ledger.observe_money(now, machine, jp.current_usd_per_hour)
-        status = self.spy.statuses.get(j.name)
-        if status is not None:
-            j.ledger.observe_run(now, status)
         if any(f.code == "live-read" for f in jp.findings):
             return ERROR  # a partial read proves nothing; the next tick reads again
         decision = decide(jp, spec, machine, approved=self.opt.approvals)

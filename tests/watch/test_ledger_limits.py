@@ -57,6 +57,17 @@ def test_money_and_gpu_time_are_integrated_at_the_rates_seen_and_restated_after_
     assert led.gpu_seconds == 3600
 
 
+def test_money_so_far_is_the_cost_engines_figure_plus_what_changed_since() -> None:
+    led = Ledger(job="job", first_seen=T0)
+    led.observe_money(at(0), pod(), 2.0)
+    assert led.money(at(1800)) == 1.0  # watch's own integration until the engine answers
+    led.observe_money(at(3600), pod(), 2.0)
+    led.billed(at(3600), 5.0)  # the platform billed more than watch saw (it ran before watch started)
+    led.observe_money(at(5400), pod("stopped"), 0.1)  # preempted: the burn drops at once
+    assert led.money(at(5400)) == 6.0 and round(led.money(at(9000)), 4) == 6.1
+    assert led.goodput(at(9000)).usd == led.money(at(9000))
+
+
 def test_first_sight_of_a_running_job_counts_its_current_run() -> None:
     led = Ledger(job="job", first_seen=at(3600))
     up = pod().model_copy(update={"started_at": at(0)})
