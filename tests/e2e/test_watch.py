@@ -26,7 +26,7 @@ from tests.e2e.watch_support import (
     watch_job,
 )
 
-STEPS = 400
+STEPS = 300
 
 
 def assert_finished_clean(p: Project, monitor: Monitor) -> None:

@@ -107,3 +107,47 @@ def test_once_exit_codes_one_watcher_budget_park_and_webhook(
     assert any("parked:" in t for t in texts) and any("preempted:" in t for t in texts)
     assert all(b["metadata"]["event_type"] == "gpujob_watch" for b in bodies)
     assert CANARY not in json.dumps(bodies)
+
+
+PAPERSPACE = """version: 1
+name: psw
+platform: paperspace
+machine:
+  gpu: [A4000]
+  regions: [ny2]
+  template: ubuntu-22.04
+  auto_shutdown: 1h
+storage:
+  volume_gb: 50
+  mount: /workspace
+checkpoint:
+  dir: /workspace/ckpt
+  interval: 1s
+  keep: 2
+  pull_to: ./checkpoints
+  verify: python3 verify_ckpt.py {file}
+run:
+  sync: {src: ., dest: /workspace/code, exclude: [checkpoints, .gpujob]}
+  command: python3 train.py
+  env: {TOTAL_STEPS: "100000", STEP_SECONDS: "0.05"}
+"""
+
+
+def test_paperspace_auto_shutdown_fired_is_started_and_the_run_resumed(project: Project) -> None:
+    p = project
+    (p.dir / "job.yaml").write_text(PAPERSPACE)
+    code, out = once(p)
+    assert code == 2, out
+    poll("a checkpoint", lambda: (p.status().get("run") or {}).get("last_checkpoint"))
+    (machine,) = [m for m in p.sim.control("state")["machines"].values() if m.get("ended_at") is None]
+    p.sim.advance(3700)  # the 1 h timer fires on the simulated clock (wall clock on Linux, PS2)
+    poll("the auto-shutdown", lambda: p.sim.control("state")["machines"][machine["id"]]["state"] == "off")
+    code, out = once(p)
+    assert code == 2, out
+    # (The planner names the fired timer when its clock is the platform's; here the simulated clock ran
+    # ahead of the local one, so the plan reports the drift it sees.)
+    assert "machine gpujob-psw is off but the spec wants it running" in out, out
+    assert "started gpujob-psw; run launched on gpujob-psw" in out, out
+    poll("the run to resume", lambda: "resumed from step" in ((p.status().get("run") or {}).get("last_log_line") or "")
+         or (p.status().get("run") or {}).get("state") == "running")  # fmt: skip
+    assert p.status()["machine"]["id"] == machine["id"]  # started again, not replaced: its disk is the data
