@@ -379,9 +379,7 @@ class Watcher:
             await self.probe.drop(j.name)
             machine = _machine(live, j.loaded.spec)
             if _stops_machine(d) and machine is not None and machine.status == "running":
-                await self.pulls.final(
-                    j, machine, self.providers[j.loaded.spec.platform], reason="before it stops"
-                )
+                await self._wind_down(j, machine, "before it stops")
         outcomes = await apply_decisions(todo, plan, self.providers, ssh=self.spy.api, clock=self.clock, env=self.env,
                                          note=lambda job, text: self.say(self.jobs[job], "note", text))  # fmt: skip
         code = RECOVERED
@@ -428,6 +426,18 @@ class Watcher:
         self.say(j, "finished", "the run exited 0" + (f"; teardown.on_finish: {verb} done" if verb != "keep" else ""),
                  j.ledger.goodput(self.clock.now()).line())  # fmt: skip
 
+    async def _wind_down(self, j: JobWatch, machine: LiveResource, why: str) -> None:
+        """Before watch stops a machine itself: stop the run (its final save lands), then the final pull,
+        so the pull sees everything the run wrote. (A terminate gets both from the teardown gate.)"""
+        from gpujob.watch.apply import quiesce
+
+        ck = j.loaded.spec.checkpoint
+        if ck is None or ck.pull == "never":
+            return
+        provider = self.providers[j.loaded.spec.platform]
+        stopped = await quiesce(j, machine, provider, ssh=self.spy.api, clock=self.clock)
+        await self.pulls.final(j, machine, provider, reason=f"{why}; {stopped}")
+
     async def _park(
         self, j: JobWatch, jp: JobPlan, machine: LiveResource | None, live: LiveState, reason: str
     ) -> None:
@@ -438,7 +448,9 @@ class Watcher:
         self.say(j, "limit", reason, f"parking: pull the checkpoints, then {verb} the machine", level="human")
         await self.pulls.settle(j.name)
         if machine is not None and machine.status == "running":
-            await self.pulls.final(j, machine, self.providers[spec.platform], reason="before parking")
+            # Also before a terminate: the gate only pulls what the terminate would erase, and a network
+            # volume survives it; a parked job has every checkpoint at home all the same.
+            await self._wind_down(j, machine, "before parking")
         ok, detail = await park(
             j.loaded, verb, live, self.providers, ssh=self.spy.api, clock=self.clock, env=self.env
         )
@@ -462,6 +474,5 @@ def _machine(live: LiveState, spec: Any) -> LiveResource | None:
 
 
 def _stops_machine(d: Decision) -> bool:
-    return any(a.kind in (K.STOP, K.TERMINATE) for a in d.actions) and not any(
-        a.kind is K.PULL for a in d.actions
-    )
+    """A stop watch makes itself (a terminate passes the teardown gate, which quiesces and pulls)."""
+    return any(a.kind is K.STOP for a in d.actions)

@@ -62,9 +62,10 @@ def test_once_exit_codes_one_watcher_budget_park_and_webhook(
     assert code == 0, out
 
     # One watcher per job: a second watcher (and an apply) is refused while the first holds the lock.
+    starts = sum(e["event"] == "watch-start" for e in events(p))
     proc = start_watch(p)
-    try:
-        poll("the watcher to start", lambda: any(e["event"] == "watch-start" for e in events(p)[-3:]))
+    try:  # (it writes its first event once it holds the lock)
+        poll("the watcher to start", lambda: sum(e["event"] == "watch-start" for e in events(p)) > starts)
         code, out = once(p)
         assert code == 1 and "is locked by" in out and "gpujob watch" in out, out
         applied = p.gj("apply", "--auto-approve", check=False)
@@ -87,7 +88,7 @@ def test_once_exit_codes_one_watcher_budget_park_and_webhook(
     assert code == 3 and "limit: budget.max_total_usd $0.01" in out and "parked:" in out, out
     assert pods(p) == []
     pulled = {f.name for f in (p.dir / "checkpoints").glob("step_*.json")}
-    assert pulled  # TEMP and set(remote_checkpoints(p)) <= pulled
+    assert pulled and set(remote_checkpoints(p)) <= pulled
     code, out = once(p)
     assert code == 3 and "parked since" in out and pods(p) == [], out
     job.write_text(job.read_text().replace("max_total_usd: 0.01", "max_total_usd: 100"))

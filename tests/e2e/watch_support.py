@@ -89,9 +89,9 @@ def remote_checkpoints(p: Project) -> dict[str, str]:
     return out
 
 
-def training_processes(pid1: int) -> int:
+def training_processes(pid1: int, key: str) -> int:
     n = 0
-    for pid in podproc.members(pid1):
+    for pid in podproc.members(pid1, key):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -111,6 +111,7 @@ class Monitor:
     max_runs: int = 0
     samples: int = 0
     seen_checkpoints: set[str] = field(default_factory=set)
+    error: BaseException | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -123,15 +124,26 @@ class Monitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+        if self.error is not None:  # a monitor that died proved nothing: fail, never pass silently
+            raise AssertionError(f"the monitor failed: {self.error!r}") from self.error
 
     def _loop(self) -> None:
+        try:
+            self._sample()
+        except BaseException as exc:
+            self.error = exc
+
+    def _sample(self) -> None:
         while not self._stop.wait(0.02):
             pods = [
                 x
                 for x in sim_state(self.p)["pods"].values()
                 if x["name"] == POD and x["ended_at"] is None and x["status"] != "TERMINATED"
             ]
-            runs = sum(training_processes(x["sshd_pid"]) for x in pods if x.get("sshd_pid"))
+            key = self.p.sim.engine.pod_key
+            runs = sum(
+                training_processes(x["sshd_pid"], key("runpod", x["id"])) for x in pods if x.get("sshd_pid")
+            )
             self.max_pods = max(self.max_pods, len(pods))
             self.max_runs = max(self.max_runs, runs)
             self.seen_checkpoints |= set(remote_checkpoints(self.p))
@@ -149,6 +161,7 @@ class Preempter:
     seed: int
     before: Any = None
     done: int = 0
+    error: BaseException | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -161,6 +174,8 @@ class Preempter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+        if self.error is not None:
+            raise AssertionError(f"the preempter failed: {self.error!r}") from self.error
 
     def _running_pod(self) -> str | None:
         for x in sim_state(self.p)["pods"].values():
@@ -169,6 +184,12 @@ class Preempter:
         return None
 
     def _loop(self) -> None:
+        try:
+            self._preempt()
+        except BaseException as exc:
+            self.error = exc
+
+    def _preempt(self) -> None:
         rng = random.Random(self.seed)
         while self.done < self.limit and not self._stop.is_set():
             # Run time only: wait for a pod whose run is making steps, then for an exponential gap.
