@@ -1,16 +1,27 @@
-PY ?= python3
+# The Python gpujob runs on: the active virtualenv's, else ./.venv once `make install` made one (when
+# the system Python refuses packages, PEP 668), else $(PYTHON).
+PYTHON ?= python3
+ifdef VIRTUAL_ENV
+PY ?= python
+else ifneq ($(wildcard .venv/bin/python),)
+PY ?= .venv/bin/python
+else
+PY ?= $(PYTHON)
+endif
+export PY
 export PYTHONDONTWRITEBYTECODE=1
 
-.PHONY: install test test-fast lint schemas demo bench golden clean
+.PHONY: install deps test test-fast lint schemas demo bench golden clean
 
-install:            ## install gpujob and the test tools (editable); the system tools the tests use are checked
-	$(PY) -m pip install -q -e '.[test]'
-	@command -v sshd >/dev/null && command -v tmux >/dev/null && command -v rsync >/dev/null \
-	  && (ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null) \
-	  || echo "note: the tests also need openssh-server, tmux, rsync and postgresql (apt-get install them, as .ci/run does)"
+install:            ## system packages (apt/dnf/brew, asks first) + gpujob and its test tools (editable)
+	PYTHON=$(PYTHON) scripts/system-deps.sh install
+	scripts/python-deps.sh $(PY)
 
-test:               ## the full suite (needs root for the simulator's namespaces; .ci/run installs sshd/tmux/rsync)
+test:               ## the full suite (as root or an ordinary user; see README: system requirements)
 	$(PY) -m pytest -n auto -q
+
+deps:               ## only check the system packages; prints what to install
+	PYTHON=$(PYTHON) scripts/system-deps.sh check
 
 test-fast:          ## unit tests only, no simulator or sshd
 	$(PY) -m pytest -n auto -q -m "not sim and not ssh"
@@ -26,7 +37,7 @@ schemas:            ## regenerate schemas/*.json from the pydantic models
 golden:             ## rewrite golden plan files after a reviewed change
 	GPUJOB_UPDATE_GOLDEN=1 $(PY) -m pytest tests -q -k golden
 
-demo:               ## plan and apply against the local simulator (no account needed)
+demo:               ## the whole loop against the local simulator (no account needed); non-zero when it cannot
 	bash examples/quickstart/demo.sh
 
 bench:              ## benchmark harness: figures vs floors, writes bench/results.json

@@ -3,29 +3,32 @@
 # start the simulator -> validate -> plan -> apply -> status -> preempt the spot pod -> plan + apply
 # again (the run resumes from its last checkpoint) -> pull + verify -> destroy through the approval
 # gate -> the metered bill -> stop the simulator (always, via the trap).
-# It never stops half way with a traceback: a step that is not built yet says so and the demo goes on.
+# It exits 0 only when it showed the whole loop; any step that fails stops it with the reason and a
+# non-zero exit code.
 set -u
 
+PY="${PY:-python3}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpujob-demo.XXXXXX")"
 SIMDIR="$(mktemp -d "${TMPDIR:-/tmp}/gpujob-demo-sim.XXXXXX")"
 export GPUJOB_SIM_DIR="$SIMDIR"
 unset GPUJOB_STATE_DIR
 JOB=quickstart
-BOLD=$'\033[1m'; DIM=$'\033[2m'; RESET=$'\033[0m'
-[ -t 1 ] || { BOLD=""; DIM=""; RESET=""; }
+BOLD=$'\033[1m'; DIM=$'\033[2m'; RED=$'\033[31m'; RESET=$'\033[0m'
+if [ ! -t 1 ] || [ -n "${NO_COLOR:-}" ]; then BOLD=""; DIM=""; RED=""; RESET=""; fi
 
 say()  { printf '\n%s==> %s%s\n' "$BOLD" "$*" "$RESET"; }
 note() { printf '%s    %s%s\n' "$DIM" "$*" "$RESET"; }
+fail() { printf '\n%sdemo stopped: %s%s\n' "$RED" "$*" "$RESET" >&2; exit 1; }
 
-# Run a gpujob command, showing it first. Exit code 3 is the CLI's "not built yet" placeholder.
+# gpujob as `make install` installed it (the Python in $PY), shown as the command a user types.
+gpujob() { "$PY" -m gpujob "$@"; }
 gj() {
   printf '%s$ gpujob %s%s\n' "$DIM" "$*" "$RESET"
   gpujob "$@"
-  local rc=$?
-  [ "$rc" -eq 3 ] && note "(gpujob $1 is not built yet in this version; skipping)"
-  return "$rc"
 }
+# A step that must succeed: on failure the demo stops with the reason.
+must() { gj "$@" || fail "'gpujob $*' failed (exit $?); its message is above"; }
 
 cleanup() {
   say "Stopping the simulator (nothing is left running)"
@@ -44,59 +47,63 @@ wait_for() {
     sleep 1
   done
 }
-has_checkpoint() { gpujob ssh -- ls /workspace/ckpt 2>/dev/null | grep -q step_; }
-resumed()        { gpujob logs -n 400 2>/dev/null | grep -q "resumed from step"; }
+has_checkpoint() { gpujob ssh -f job.yaml -- ls /workspace/ckpt 2>/dev/null | grep -q step_; }
+resumed()        { gpujob logs -n 400 job.yaml 2>/dev/null | grep -q "resumed from step"; }
 
+"$PY" -c 'import gpujob' 2>/dev/null || fail "gpujob is not installed for $PY: run make install"
 cp "$HERE/job.yaml" "$HERE/train.py" "$HERE/verify_ckpt.py" "$WORK/"
 cd "$WORK" || exit 1
 
 say "Starting the local simulator of RunPod and Paperspace"
-if ! gj sim up; then
-  note "the simulator could not start here (it needs root for its pods' namespaces); nothing more to show"
-  exit 0
-fi
+must sim up
 eval "$(gpujob sim env)"
 
 say "1. Validate the job file"
-gj validate job.yaml
+must validate job.yaml
 
 say "2. Plan: what apply will do, what it costs, what it would destroy"
-gj plan job.yaml
+must plan job.yaml
 
 say "3. Apply: network volume, spot pod, code sync, run launched under tmux"
-if ! gj apply job.yaml --auto-approve; then
-  note "apply did not complete; the rest of the demo needs a running job"
-  exit 0
-fi
+must apply job.yaml --auto-approve
 
 say "4. Progress: wait for the first checkpoint on the network volume"
-wait_for 60 has_checkpoint || note "no checkpoint seen within 60s"
-gj status job.yaml
-gj logs -n 5 job.yaml
+wait_for 90 has_checkpoint || fail "no checkpoint on the pod within 90 s; see: gpujob logs job.yaml"
+must status job.yaml
+must logs -n 5 job.yaml
 
 say "5. The platform preempts the spot pod (SIGTERM, then SIGKILL after the grace)"
-gj sim inject preempt
-gj status job.yaml
+must sim inject preempt
+must status job.yaml
 
 say "6. Plan and apply again: a pod comes back with the same network volume and the run resumes"
-gj plan job.yaml
-gj apply job.yaml --auto-approve
-if wait_for 60 resumed; then
-  gpujob logs -n 400 job.yaml | grep -m1 "resumed from step"
-else
-  note "did not see 'resumed from step' in the log within 60s"
-fi
-gj status job.yaml
+gj plan job.yaml --detailed-exitcode
+[ $? -eq 2 ] || fail "the plan after the preemption shows no change to make"
+must apply job.yaml --auto-approve
+wait_for 90 resumed || fail "the run did not log 'resumed from step' within 90 s; see: gpujob logs job.yaml"
+RESUMED="$(gpujob logs -n 400 job.yaml | grep -m1 "resumed from step")"
+printf '%s\n' "$RESUMED"
+must status job.yaml
 
 say "7. Pull the checkpoints, check their SHA-256 against the pod and load each with verify_ckpt.py"
-gj pull job.yaml
+must pull job.yaml
 
 say "8. Destroy, first without approving: the teardown gate refuses"
-gj destroy job.yaml --auto-approve && note "(unexpected: destroy ran without approval)"
+if gj destroy job.yaml --auto-approve; then
+  fail "destroy ran without approval: the teardown gate is broken"
+fi
+note "(refused, as it must be: teardown needs each action id approved)"
 
 say "9. Destroy with the exact action ids approved (after a fresh pull and verify)"
-gj destroy job.yaml --auto-approve --approve $JOB.pod.terminate --approve $JOB.network_volume.delete-volume
+must destroy job.yaml --auto-approve --approve $JOB.pod.terminate --approve $JOB.network_volume.delete-volume
 
 say "10. The metered bill: every rate is back to zero"
-gj sim bill
+must sim bill
+gpujob sim bill --format json | "$PY" -c '
+import json, sys
+bill = json.load(sys.stdin)
+running = [i for i in bill["items"] if i["rate_per_hour"] > 0]
+sys.exit(f"still billing: {running}" if running else 0)' || fail "something still bills after the destroy"
+
+say "The whole loop ran: plan, apply, preempt, resume ($RESUMED), pull + verify, gated destroy, bill"
 exit 0
