@@ -4,7 +4,7 @@ PYTHON ?= python3
 ifdef VIRTUAL_ENV
 PY ?= python
 else ifneq ($(wildcard .venv/bin/python),)
-PY ?= .venv/bin/python
+PY ?= $(CURDIR)/.venv/bin/python
 else
 PY ?= $(PYTHON)
 endif

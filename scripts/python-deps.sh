@@ -17,16 +17,16 @@ sys.exit(1 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNA
 PY
 }
 
-if [ -z "${VIRTUAL_ENV:-}" ] && [ "$py" != .venv/bin/python ] && ! takes_packages "$py"; then
+if [ -z "${VIRTUAL_ENV:-}" ] && [ "$py" != "$PWD/.venv/bin/python" ] && ! takes_packages "$py"; then
   if [ ! -x .venv/bin/python ]; then
     echo "$py does not take packages outside a virtualenv: making ./.venv"
     "$py" -m venv .venv
   fi
-  py=.venv/bin/python
+  py="$PWD/.venv/bin/python"
 fi
 "$py" -m pip install -q -e '.[test]'
 where=$("$py" -c 'import sys; print(sys.prefix)')
 echo "gpujob installed in $where"
-if [ "$py" = .venv/bin/python ]; then
+if [ "$py" = "$PWD/.venv/bin/python" ]; then
   echo "make demo and make test use it; in your shell: . .venv/bin/activate  (then: gpujob --help)"
 fi

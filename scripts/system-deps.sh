@@ -28,6 +28,10 @@ NEEDS=(
 os=$(uname -s)
 
 have() {  # have WHAT: is the requirement met on this machine?
+  # Tests name requirements to treat as missing in this file (one per line; a fake installer edits it).
+  if [ -n "${GPUJOB_DEPS_PRETEND_MISSING:-}" ] && grep -qx -- "$1" "$GPUJOB_DEPS_PRETEND_MISSING" 2>/dev/null; then
+    return 1
+  fi
   case "$1" in
     sshd) command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || [ -x /usr/local/sbin/sshd ] \
             || [ -x /opt/homebrew/sbin/sshd ] ;;

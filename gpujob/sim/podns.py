@@ -46,6 +46,7 @@ def root_script(root: str, mounts: dict[str, Path], ctl: str | None) -> list[str
     tops = {t.strip("/").split("/")[0] for t in mounts if t.strip("/").count("/") == 0}
     lines = [
         "set -e",
+        'PATH="$PATH:/usr/sbin:/sbin"',  # pivot_root lives in sbin, which an ordinary user's PATH lacks
         "mount --make-rprivate /",
         f"R={q(root)}",
         'mount -t tmpfs -o mode=755 gpujob-pod "$R"',
@@ -90,6 +91,9 @@ def _identity_files(ctl: Path) -> tuple[int, int]:
             groups.append(line)
     (ctl / "passwd").write_text("\n".join(users) + "\n")
     (ctl / "group").write_text("\n".join(groups) + "\n")
+    # Readable by the pod's sshd: otherwise glibc falls through to nss-systemd, which reports root's
+    # password as locked ("!*"), and sshd refuses a locked account even for key logins.
+    (ctl / "shadow").write_text("root:*:19000:0:99999:7:::\n")
     return uid, gid
 
 
@@ -103,10 +107,7 @@ def spawn(launch: PodLaunch, *, user_ns: bool) -> subprocess.Popen[bytes]:
     sshd = f"{sshd_path()} -D -f {CTL_MOUNT}/sshd_config -E {CTL_MOUNT}/sshd.log"
     if user_ns:
         uid, gid = _identity_files(ctl)
-        script += [
-            f"mount --bind {CTL_MOUNT}/passwd /etc/passwd",
-            f"mount --bind {CTL_MOUNT}/group /etc/group",
-        ]
+        script += [f"mount --bind {CTL_MOUNT}/{f} /etc/{f}" for f in ("passwd", "group", "shadow")]
         script.append(f"exec unshare --user --map-user={uid} --map-group={gid} {sshd}")
     else:
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation dir

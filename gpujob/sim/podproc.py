@@ -70,13 +70,24 @@ class PodsUnavailable(Exception):
 
 
 def sshd_path() -> str | None:
+    """The OpenSSH server pods run: GPUJOB_SIM_SSHD when set, else sshd on PATH or in an sbin dir."""
+    override = os.environ.get("GPUJOB_SIM_SSHD")
+    if override:
+        return override if os.access(override, os.X_OK) else None
     path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(SBIN)
     return shutil.which("sshd", path=path)
 
 
 def _missing_tools() -> str | None:
     if sshd_path() is None:
-        return "sshd (OpenSSH server) is not installed: install openssh-server (`make install` does)"
+        where = (
+            f" at GPUJOB_SIM_SSHD={os.environ['GPUJOB_SIM_SSHD']}"
+            if os.environ.get("GPUJOB_SIM_SSHD")
+            else ""
+        )
+        return (
+            f"sshd (the OpenSSH server) is not installed{where}: install openssh-server (`make install` does)"
+        )
     if shutil.which("ssh-keygen") is None:
         return "ssh-keygen is not installed: install openssh-client (`make install` does)"
     return None

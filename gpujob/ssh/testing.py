@@ -118,7 +118,8 @@ class SSHD:
         return cfg
 
     def start(self, deadline_s: float = 10.0) -> None:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege-separation dir sshd insists on
+        if os.geteuid() == 0:  # a root sshd insists on its privilege-separation dir; a user's sshd does not
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         cfg = self._config()
         for _attempt in range(5):
             with open(self.root / "sshd.log", "ab") as log:

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.ssh
 
 
 def _require_sshd() -> None:
-    if not Path("/usr/sbin/sshd").exists() or os.geteuid() != 0:
-        pytest.fail("tests/ssh need root and /usr/sbin/sshd (both present here and in CI)")
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.fail("tests/ssh need /usr/sbin/sshd (openssh-server; make install brings it)")
 
 
 @pytest.fixture(scope="session")

@@ -31,8 +31,8 @@ BOUND_S = FAST.idle_s + 2.0 + 4.0
 
 @pytest.fixture(scope="module")
 def stall_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
-    if not Path("/usr/sbin/sshd").exists() or os.geteuid() != 0:
-        pytest.fail("tests/ssh need root and /usr/sbin/sshd (both present here and in CI)")
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.fail("tests/ssh need /usr/sbin/sshd (openssh-server; make install brings it)")
     with running_sshd(tmp_path_factory.mktemp("stall-sshd"), faults=True) as server:
         yield server
 
