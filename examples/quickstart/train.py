@@ -71,7 +71,9 @@ def save(state: dict) -> Path:
 
 def main() -> int:
     stop = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))  # a bonus flush, not the safety net
+    # SIGTERM from a preemption, SIGHUP from tmux going down with the pod: a bonus flush, not the safety net.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.update(now=True))
     state = load_latest()
     if state["step"]:
         print(f"resumed from step {state['step']}", flush=True)

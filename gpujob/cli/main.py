@@ -25,6 +25,10 @@ if os.environ["PYDANTIC_DISABLE_PLUGINS"] in ("__all__", "1", "true"):
 
 # name -> (module, one-line help with an example). The help text lives here so listing needs no import.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": (
+        "cmd_init",
+        "Write a starter job.yaml + resumable train.py.   e.g. gpujob init --platform runpod",
+    ),
     "validate": ("cmd_validate", "Check job files and report every problem.   e.g. gpujob validate job.yaml"),
     "plan": ("cmd_plan", "Show what apply would do, cost and destroy.   e.g. gpujob plan --format markdown"),
     "apply": ("cmd_apply", "Make live state match the spec, safely.   e.g. gpujob apply plan.json"),

@@ -219,20 +219,35 @@ class StorageSpec(Model):
 
 
 class CheckpointSpec(Model):
-    """Where checkpoints are written, how often, and how they come home before a teardown."""
+    """Where checkpoints are written, how often, and how they come home before a teardown. The run is
+    told through its environment (GPUJOB_CHECKPOINT_DIR / _INTERVAL / _KEEP); writing, resuming and
+    pruning are the run's side of the contract (README: "Your job's side of the contract")."""
 
     dir: str = Field(
-        pattern=r"^/", description="Remote checkpoint directory; must be on a tier that survives teardown."
+        pattern=r"^/",
+        description="Remote checkpoint directory, given to the run as GPUJOB_CHECKPOINT_DIR (created before it "
+        "starts); must be on a tier that survives the teardown verb. Write each checkpoint atomically: a "
+        "temporary name (*.tmp or a dot-name, which gpujob never pulls), flushed, then renamed into place.",
     )
     interval: Duration | Literal["auto"] = Field(
-        "auto", description="Checkpoint cadence, or `auto` = Young/Daly sqrt(2 · mtbf · write_time)."
+        "auto",
+        description="Checkpoint cadence, given to the run as GPUJOB_CHECKPOINT_INTERVAL (whole seconds); "
+        "`auto` = Young/Daly sqrt(2 · mtbf · write_time).",
     )
     mtbf: Duration | None = Field(None, description="Expected time between interruptions (for `auto`).")
     write_time: Duration | None = Field(None, description="Time to write one checkpoint (for `auto`).")
-    keep: int = Field(3, ge=1, le=1000, description="Checkpoints kept on the remote.")
+    keep: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="Checkpoints kept on the remote, given to the run as GPUJOB_CHECKPOINT_KEEP: the run deletes "
+        "older ones itself, after the new one is in place.",
+    )
     pull_to: str = Field("./checkpoints", description="Local destination of `gpujob pull`.")
     verify: str | None = Field(
-        None, description="Local load check run on each pulled checkpoint; {file} is replaced by its path."
+        None,
+        description="Local load check run on each pulled checkpoint, from the job file's directory; {file} is "
+        "replaced by its path. Exit 0 = loads; otherwise its stderr is shown and the teardown gate refuses.",
     )
     size_gb: float | None = Field(
         None, gt=0, description="Expected checkpoint size, for the flush-in-grace check."
@@ -296,21 +311,36 @@ class SyncSpec(Model):
 
 
 class RunSpec(Model):
-    """The training run: what to sync, set up and start, and how it survives the SSH session."""
+    """The training run: what to sync, set up and start, and how it survives the SSH session.
+    The command's side (README: "Your job's side of the contract"): on start, load the newest complete
+    checkpoint holding the full state (model, optimizer, schedule, step, random generators, data
+    position); checkpoint every GPUJOB_CHECKPOINT_INTERVAL seconds, atomically, keeping
+    GPUJOB_CHECKPOINT_KEEP; on SIGTERM (a preemption or stop: ~5 s on RunPod spot) save once more if it
+    fits and exit; exit 0 when finished."""
 
     sync: SyncSpec = Field(default_factory=SyncSpec, description="Code sync before each launch.")  # type: ignore[arg-type]
-    setup: str | None = Field(None, description="Run once per fresh container before the command.")
-    command: str = Field(
-        min_length=1, description="The training command; must load the latest checkpoint if present."
+    setup: str | None = Field(
+        None, description="Run once per fresh container (the container disk was wiped) before the command."
     )
-    env: dict[str, str] = Field(default_factory=dict, description="Plain environment variables for the run.")
+    command: str = Field(
+        min_length=1,
+        description="The training command (run in run.sync.dest); the same command starts fresh or resumes "
+        "from the newest checkpoint in GPUJOB_CHECKPOINT_DIR.",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Plain environment variables for the run (visible in plans and on the machine: no secrets). "
+        "gpujob adds GPUJOB_JOB, GPUJOB_PROGRESS_FILE and the GPUJOB_CHECKPOINT_* variables.",
+    )
     secrets: list[str] = Field(
         default_factory=list,
-        description="Names of local env vars whose values are passed to the run over SSH; never written anywhere.",
+        description="Names of local env vars whose values are passed to the run over SSH at each launch, into its "
+        "environment only: never into a file, a command line, a plan or a log. The run must not print them.",
     )
     caches: Literal["durable", "default"] = Field(
         "durable",
-        description="durable: HF_HOME / PIP_CACHE_DIR under the durable mount (RunPod's small container disk).",
+        description="durable: HF_HOME and PIP_CACHE_DIR point under the durable mount (<mount>/.cache/...), so "
+        "downloads survive a stop and spare RunPod's small container disk; default: left as the image has them.",
     )
     detach: Literal["tmux", "nohup"] = Field("tmux", description="How the run outlives the SSH session.")
     max_runtime: Duration | None = Field(

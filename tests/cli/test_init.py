@@ -1,0 +1,85 @@
+"""`gpujob init` without the simulator: names, refusing to overwrite, and the starter train.py's
+resume recipe run for real (plain Python here; PyTorch when it is importable)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujob.cli.cmd_init import job_name
+
+
+def gj(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpujob", *args], cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "name"),
+    [("My Project", "my-project"), ("2024_runs", "job-2024-runs"), ("---", "my-job"), ("bert", "bert")],
+)
+def test_job_name_from_a_directory(raw: str, name: str) -> None:
+    assert job_name(raw) == name
+
+
+def test_init_writes_valid_files_and_never_overwrites(tmp_path: Path) -> None:
+    d = tmp_path / "Fine Tune"
+    d.mkdir()
+    assert gj(d, "init").returncode == 0
+    assert "name: fine-tune" in (d / "job.yaml").read_text()
+    assert gj(d, "validate").returncode == 0
+    (d / "train.py").write_text("# mine\n")
+    again = gj(d, "init", "--platform", "paperspace")
+    assert again.returncode == 1 and "nothing was written" in again.stderr and "--force" in again.stderr
+    assert (d / "train.py").read_text() == "# mine\n" and "platform: runpod" in (d / "job.yaml").read_text()
+    forced = gj(d, "init", "--platform", "paperspace", "--force")
+    assert forced.returncode == 0 and "platform: paperspace" in (d / "job.yaml").read_text()
+    assert gj(d, "validate").returncode == 0
+    bad = gj(d, "init", "--name", "Bad_Name", "--dir", "other")
+    assert bad.returncode == 1 and "gpujob init --name bad-name" in bad.stderr
+    assert not (d / "other").exists()
+
+
+def test_the_starter_loop_resumes_from_its_newest_complete_checkpoint(tmp_path: Path) -> None:
+    assert gj(tmp_path, "init").returncode == 0
+    env = {
+        **os.environ,
+        "GPUJOB_CHECKPOINT_DIR": str(tmp_path / "ck"),
+        "GPUJOB_CHECKPOINT_INTERVAL": "0",
+        "GPUJOB_CHECKPOINT_KEEP": "2",
+        "TRAIN_STEPS": "40",
+        "GPUJOB_PROGRESS_FILE": str(tmp_path / "progress"),
+    }
+    env.pop("STEP_SECONDS", None)
+
+    def train() -> str:
+        res = subprocess.run(
+            [sys.executable, "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        return res.stdout
+
+    assert "starting fresh at step 0" in train()
+    ckpts = sorted((tmp_path / "ck").iterdir())
+    assert [c.name.split(".")[0] for c in ckpts] == ["step_00000039", "step_00000040"]  # keep 2
+    assert (tmp_path / "progress").read_text() == "40\n"
+    # A torn newest file (a crash mid-write that skipped the atomic rename) is skipped, not fatal.
+    ckpts[-1].write_bytes(ckpts[-1].read_bytes()[:10])
+    (tmp_path / "ck" / "step_00000041.json.tmp").write_text("half")
+    env["TRAIN_STEPS"] = "45"
+    out = train()
+    assert "skipping step_00000040" in out and "resumed from step 39" in out and "done at step 45" in out
+    verify = subprocess.run(
+        [sys.executable, "verify_ckpt.py", str(sorted((tmp_path / "ck").glob("step_*0045.*"))[0])],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert verify.returncode == 0, verify.stderr
+    bad = subprocess.run(
+        [sys.executable, "verify_ckpt.py", str(ckpts[-1])], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert bad.returncode == 1 and "cannot load" in bad.stderr
