@@ -15,6 +15,7 @@ GpujobError                   exit 1 (spec problems exit 1 too, from `validate`)
 │   ├── SSHConnectError
 │   └── RemoteCommandError    .exit_status, .stderr_tail, the masked command
 ├── StalePlanError            live state or spec changed since the saved plan was made
+│   └── PlanMismatchError     a saved plan is not what gpujob derives now (edited, or the world moved)
 ├── GateError                 teardown refused: checkpoints not pulled/verified, or not approved
 ├── LockError                 another apply holds the job's lock
 ├── StateError                the state store (PostgreSQL) cannot be reached or used
@@ -120,6 +121,10 @@ class RemoteCommandError(SSHError):
 
 
 class StalePlanError(GpujobError):
+    pass
+
+
+class PlanMismatchError(StalePlanError):
     pass
 
 

@@ -174,10 +174,6 @@ class LiveState(Model):
     # Not part of fingerprint(): a run checkpoints every few minutes, which must not stale a saved plan.
     runs: dict[str, RunFact] = Field(default_factory=dict, description="Run facts per job name.")
 
-    def owned_by(self, job: str) -> list[LiveResource]:
-        prefix = f"gpujob-{job}"
-        return [r for r in self.resources if r.name == prefix or r.name.startswith(prefix + "-")]
-
     def fingerprint(self) -> str:
         """sha256 of the resources and their states (not read_at, not prices): the stale-plan guard."""
         rows = sorted(

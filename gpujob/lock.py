@@ -59,12 +59,51 @@ def read_lock(state_dir: Path, job: str) -> LockInfo | None:
 
 
 def force_unlock(state_dir: Path, job: str) -> bool:
-    """Remove the lock and its note (for a holder that is gone). True when something was removed."""
+    """Remove a stale lock and its note. True when something was removed.
+
+    Refuses (LockError naming the holder) while the holder note's process is alive on this host, or
+    while the lock is held and nothing proves its holder gone: removing a held lock file lets a second
+    apply lock a fresh file beside the first one's. The file is removed only while this process holds
+    it, so no one can take it in between."""
+    from filelock import FileLock, Timeout
+
+    from gpujob.errors import LockError
+
+    lock_path, meta = _paths(state_dir, job)
+    holder = read_lock(state_dir, job)
+    alive = holder.holder_alive() if holder else None
+    who = holder.describe() if holder else "a process that left no holder note"
+    if alive:
+        raise LockError(
+            f"job '{job}' is locked by {who}, and that process is still running on this host",
+            hint=f"wait for it to finish, or stop it (kill {holder.pid if holder else '?'}); then the lock frees itself",
+        )
     removed = False
-    for path in _paths(state_dir, job):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-            removed = True
+    if lock_path.exists():
+        probe = FileLock(str(lock_path), timeout=0)
+        try:
+            probe.acquire()
+        except Timeout:
+            if alive is None:  # no note, or a holder on another host: nothing proves it gone
+                raise LockError(
+                    f"job '{job}' is locked right now by {who}",
+                    hint="wait for it to finish; a lock held over NFS frees itself when its holder's host is gone",
+                ) from None
+            # The note's process is gone, yet the lock is held: a newer holder that has not written its
+            # note yet, or a soft lock left behind. Only the first is worth waiting for; both refuse.
+            raise LockError(
+                f"job '{job}' is held by a process that has not named itself yet (the last note, {who}, is stale)",
+                hint="retry in a moment",
+            ) from None
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                lock_path.unlink()
+                removed = True
+        finally:
+            probe.release()
+    with contextlib.suppress(FileNotFoundError):
+        meta.unlink()
+        removed = True
     return removed
 
 

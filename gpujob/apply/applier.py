@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from gpujob import naming
 from gpujob.apply import steps
 from gpujob.apply.gate import require_approvals
 from gpujob.apply.journal import Journal, crashpoint
@@ -24,9 +25,10 @@ from gpujob.clock import Clock, SystemClock
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind, Plan
+from gpujob.project import ensure_project
 from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
-from gpujob.state import StateRef
+from gpujob.state import StateRef, as_store
 
 
 class LoadedLike(Protocol):
@@ -63,6 +65,8 @@ class JobContext:
     env: Mapping[str, str]
     hooks: ApplyHooks
     approvals: set[str]
+    project: str = ""  # gpujob.project id of state_dir: part of every name this job's resources get
+    project_label: str = ""  # where that project lives (user@host:/path), written into pod env
     machine: LiveResource | None = None
     volume: LiveResource | None = None
     moved: bool = False
@@ -70,7 +74,19 @@ class JobContext:
     todo: list[Action] = field(default_factory=list)  # this apply's steps for the job, in order
     evidence: dict[str, Any] = field(default_factory=dict)  # volume id -> teardown.Evidence
     replaced: str | None = None  # id of the machine a REPLACE of this apply terminated
+    # Ids of every resource seen owned by the job during this apply (gpujob.naming): an IP or snapshot
+    # stays the job's after this apply destroyed the machine it was owned through.
+    owned_ids: set[str] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def machine_name(self) -> str:
+        return naming.machine_name(self.spec.name, self.project)
+
+    @property
+    def volume_name(self) -> str | None:
+        nv = self.spec.storage.network_volume
+        return naming.volume_name(self.spec.name, nv.name, self.project) if nv else None
 
     @property
     def note(self) -> JobReporter:
@@ -166,6 +182,14 @@ async def apply_plan(
         if provider is None:
             raise GpujobError(f"no {loaded.spec.platform} provider open for job '{jp.job}'")
         sdir = _state_dir_for(loaded.path, state_dir)
+        project = ensure_project(sdir)
+        planned_for = getattr(loaded, "project", None)
+        if planned_for is not None and planned_for != project.id:
+            raise GpujobError(
+                f"job '{jp.job}' was planned as project {planned_for}, but its state "
+                f"({as_store(sdir).location}) is project {project.id}",
+                hint="plan again from this checkout",
+            )
         ctx = JobContext(
             spec=loaded.spec,
             spec_path=loaded.path,
@@ -177,6 +201,8 @@ async def apply_plan(
             env=env,
             hooks=hooks,
             approvals=set(approvals),
+            project=project.id,
+            project_label=project.label,
         )
         contexts.append((ctx, todo))
     result = ApplyResult()

@@ -31,7 +31,8 @@ class JobView:
     def target(self) -> Target:
         if self.machine is None:
             raise GpujobError(
-                f"{self.spec.name}: {self.spec.resource_name} does not exist",
+                f"{self.spec.name}: this checkout's {'pod' if self.spec.platform == 'runpod' else 'machine'} "
+                "does not exist",
                 hint="gpujob apply (desired state running) creates it",
             )
         return Target(
@@ -47,6 +48,8 @@ class JobView:
 async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
     """One list_resources per platform, each job's machine and volume picked by deterministic name."""
     from gpujob.apply.session import state_dir_of
+    from gpujob.naming import machines, owned, volume_name
+    from gpujob.project import with_projects
     from gpujob.providers.registry import open_providers
 
     async with open_providers({ls.spec.platform for ls in loaded}) as providers:
@@ -54,13 +57,14 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
         for platform, provider in providers.items():
             listed[platform] = await provider.list_resources()
         views = []
-        for ls in loaded:
+        for ls in with_projects(loaded, create=False):
             spec = ls.spec
-            res = listed[spec.platform]
+            mine = owned(listed[spec.platform], spec.name, ls.project)
             kind = "pod" if spec.platform == "runpod" else "machine"
-            machine = next((r for r in res if r.kind == kind and r.name == spec.resource_name), None)
-            vname = spec.volume_resource_name()
-            volume = next((r for r in res if r.kind == "network_volume" and r.name == vname), None)
+            machine = next((r for r in machines(mine, spec.name, ls.project) if r.kind == kind), None)
+            nv = spec.storage.network_volume
+            vname = volume_name(spec.name, nv.name, ls.project) if nv and ls.project else None
+            volume = next((r for r in mine if r.kind == "network_volume" and r.name == vname), None)
             sdir = state_dir_of(ls.path)
             views.append(
                 JobView(

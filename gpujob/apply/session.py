@@ -84,7 +84,8 @@ def check_saved_plan(plan: Plan, loaded: Sequence[Any], live: Any) -> None:
             + "; ".join(live.read_errors),
             hint="retry when the platform answers",
         )
-    if live_fingerprint(live, [j.job for j in plan.jobs]) != plan.live_fingerprint:
+    projects = {ls.spec.name: ls.project for ls in loaded}
+    if live_fingerprint(live, {j.job: projects.get(j.job) for j in plan.jobs}) != plan.live_fingerprint:
         raise StalePlanError(
             "the saved plan is stale: the jobs' live resources changed since it was made "
             "(something was created, stopped, preempted or deleted)",
@@ -93,8 +94,18 @@ def check_saved_plan(plan: Plan, loaded: Sequence[Any], live: Any) -> None:
 
 
 def load_saved_plan(path: Path) -> Plan:
+    from pydantic import ValidationError
+
     try:
         return Plan.model_validate_json(path.read_text())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        what = str(first["msg"]).removeprefix("Value error, ")
+        raise GpujobError(
+            f"{path}: refused: not a valid gpujob plan file: {where + ': ' if where else ''}{what}",
+            hint="make a new plan: gpujob plan -o plan.json (nothing was changed)",
+        ) from None
     except (OSError, ValueError) as exc:
         raise GpujobError(f"{path}: not a gpujob plan file: {str(exc).splitlines()[0]}") from exc
 
@@ -119,23 +130,32 @@ async def plan_and_apply(
 ) -> tuple[Plan, ApplyResult | None]:
     """Plan (or check the saved plan), show it, confirm, then apply. Returns (plan, None) when nothing
     was applied because nothing changes."""
+    from gpujob.apply.rederive import rederive
     from gpujob.plan.planner import build_plan
     from gpujob.plan.refresh import read_live_state
 
-    # A saved plan is executed as it is: its run facts were read when it was made (they are not part
-    # of the stale-plan guard, or every checkpoint would stale it).
-    live = await read_live_state(
-        [ls.spec for ls in loaded], providers, runs_for=None if saved_plan is not None else loaded
-    )
+    # Run facts are read for a saved plan too: it is derived again (gpujob.apply.rederive), and only
+    # what the plan was derived from now is executed. An audit --fix plan does not read runs.
+    fix = saved_plan is not None and saved_plan.origin == "audit-fix"
+    live = await read_live_state([ls.spec for ls in loaded], providers, runs_for=None if fix else loaded)
+    now = datetime.now(UTC)
     record_seen(loaded, providers, live)
     if saved_plan is not None:
         check_saved_plan(saved_plan, loaded, live)
-        plan = saved_plan
+        plan = rederive(
+            saved_plan,
+            loaded,
+            live,
+            now=now,
+            env=os.environ,
+            pull_records=pull_records(loaded),
+            launch_records=job_launch_records(loaded),
+        )
     else:
         plan = build_plan(
             loaded,
             live,
-            now=datetime.now(UTC),
+            now=now,
             env=os.environ,
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
@@ -169,9 +189,9 @@ def record_seen(loaded: Sequence[Any], providers: Mapping[str, Any], live: Any) 
     """Remember each job's resources as this read saw them (gpujob.cost.seen), so `gpujob cost` still
     counts what a later apply deletes."""
     from gpujob.cost import seen
-    from gpujob.plan.planner import assign_owners
+    from gpujob.naming import claims
 
-    owners = assign_owners(live.resources, [ls.spec.name for ls in loaded])
+    owners = claims(live.resources, {ls.spec.name: ls.project for ls in loaded})
     for ls in loaded:
         p = ls.spec.platform
         complete = not any(p in e for e in live.read_errors)

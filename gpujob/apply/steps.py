@@ -6,6 +6,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpujob import naming
+from gpujob.apply import ownership as guard
 from gpujob.apply import runtime, teardown
 from gpujob.apply.capacity import candidates, create_with_fallback
 from gpujob.apply.journal import crashpoint
@@ -34,24 +36,23 @@ def _machine_kind(ctx: JobContext) -> str:
     return "pod" if ctx.spec.platform == "runpod" else "machine"
 
 
+def _teardown_verb(ctx: JobContext) -> str:
+    return "terminate" if ctx.spec.platform == "runpod" else "destroy"
+
+
 async def refresh(ctx: JobContext) -> None:
-    """Find the job's machine and network volume by their deterministic names (owned resources only)."""
+    """Find the job's machine and network volume by gpujob.naming's rule (owned resources only)."""
     listed = await ctx.provider.list_resources()
     ctx.machine, ctx.volume = _pick(ctx, listed)
+    ctx.owned_ids |= {r.id for r in naming.owned(listed, ctx.spec.name, ctx.project)}
 
 
 def _pick(ctx: JobContext, listed: list[LiveResource]) -> tuple[LiveResource | None, LiveResource | None]:
     kind = _machine_kind(ctx)
-    machine = next(
-        (
-            r
-            for r in listed
-            if r.kind == kind and r.name == ctx.spec.resource_name and r.status != "terminating"
-        ),
-        None,
-    )
-    vol_name = ctx.spec.volume_resource_name()
-    volume = next((r for r in listed if r.kind == "network_volume" and vol_name and r.name == vol_name), None)
+    mine = naming.owned(listed, ctx.spec.name, ctx.project)
+    machine = next((r for r in naming.machines(mine, ctx.spec.name, ctx.project) if r.kind == kind), None)
+    vol_name = ctx.volume_name
+    volume = next((r for r in mine if r.kind == "network_volume" and vol_name and r.name == vol_name), None)
     return machine, volume
 
 
@@ -130,7 +131,7 @@ async def create_volume(ctx: JobContext, action: Action) -> Outcome:
     if ctx.volume is not None:
         return Outcome(ctx.volume.id, f"adopted existing {ctx.volume.name} ({ctx.volume.id})")
     nv = ctx.spec.storage.network_volume
-    name = ctx.spec.volume_resource_name()
+    name = ctx.volume_name
     if nv is None or name is None:
         raise GpujobError(f"{action.id}: the job file has no storage.network_volume")
     region = _volume_region(ctx)
@@ -154,8 +155,11 @@ def _volume_region(ctx: JobContext) -> str:
 
 def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
     spec, m = ctx.spec, ctx.spec.machine
+    env = dict(spec.run.env) if spec.run else {}
+    # The ownership marker (gpujob.naming): a pod reports its env back, so it says whose it is.
+    env |= {naming.PROJECT_ENV: ctx.project, naming.OWNER_ENV: ctx.project_label}
     return LaunchRequest(
-        name=spec.resource_name,
+        name=ctx.machine_name,
         gpu_id=m.gpu[0],
         gpu_count=m.gpu_count,
         region=m.regions[0] if m.regions else None,
@@ -169,7 +173,7 @@ def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
         network_volume_id=ctx.volume.id if ctx.volume is not None else None,
         public_ip=m.public_ip,
         auto_shutdown_hours=m.auto_shutdown.total_seconds() / 3600 if m.auto_shutdown else None,
-        env=dict(spec.run.env) if spec.run else {},
+        env=env,
         ssh_public_key=public_key,
     )
 
@@ -179,12 +183,15 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
     if ctx.machine is not None:
         adopted = ctx.machine
         if adopted.status == "stopped":
+            await guard.refuse_running_elsewhere(ctx, action)
+            await guard.require_owned(ctx, adopted, action, "start")
             ctx.machine = await ctx.provider.start(adopted)
             ctx.moved = True
             return Outcome(adopted.id, f"adopted existing {adopted.name} ({adopted.id}) and started it")
         return Outcome(adopted.id, f"adopted existing {adopted.name} ({adopted.id})")
     if ctx.spec.storage.network_volume is not None and ctx.volume is None:
-        raise GpujobError(f"{action.id}: network volume {ctx.spec.volume_resource_name()} does not exist yet")
+        raise GpujobError(f"{action.id}: network volume {ctx.volume_name} does not exist yet")
+    await guard.refuse_running_elsewhere(ctx, action)
     _, public_key = ctx.ssh.ensure_project_key(ctx.state_dir)
     pinned = ctx.volume.region if ctx.volume is not None else None  # a network volume locks the data center
     cands = candidates(ctx.spec, region=pinned)
@@ -198,6 +205,7 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
     )
     ctx.machine = machine
     ctx.moved = True
+    await guard.settle_create_race(ctx, action, machine)
     note_launch(ctx.state_dir, ctx.spec, machine)
     where = f" {machine.gpu_id or ''} in {machine.region}" if machine.region else ""
     return Outcome(machine.id, f"created {machine.name} ({machine.id}){where}")
@@ -205,7 +213,7 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
 
 def _need_machine(ctx: JobContext, action: Action) -> LiveResource:
     if ctx.machine is None:
-        raise GpujobError(f"{action.id}: {ctx.spec.resource_name} does not exist", hint="plan again")
+        raise GpujobError(f"{action.id}: {ctx.machine_name} does not exist", hint="plan again")
     return ctx.machine
 
 
@@ -213,6 +221,8 @@ async def start(ctx: JobContext, action: Action) -> Outcome:
     machine = _need_machine(ctx, action)
     if machine.status == "running":
         return Outcome(machine.id, "already running")
+    await guard.refuse_running_elsewhere(ctx, action)
+    await guard.require_owned(ctx, machine, action, "start")
     try:
         ctx.machine = await ctx.provider.start(machine)
     except ZeroGpuError as exc:
@@ -231,6 +241,7 @@ async def stop(ctx: JobContext, action: Action) -> Outcome:
     machine = _need_machine(ctx, action)
     if machine.status == "stopped":
         return Outcome(machine.id, "already stopped")
+    await guard.require_owned(ctx, machine, action, "stop")
     ctx.machine = await ctx.provider.stop(machine)
     return Outcome(machine.id, f"stopped {machine.name}")
 
@@ -239,6 +250,7 @@ async def terminate(ctx: JobContext, action: Action) -> Outcome:
     machine = ctx.machine
     if machine is None:
         return Outcome(action.resource_id, "already gone")
+    await guard.require_owned(ctx, machine, action, _teardown_verb(ctx))
     await ctx.provider.terminate(machine)
     ctx.machine = None
     return Outcome(machine.id, f"terminated {machine.name}")
@@ -248,6 +260,7 @@ async def delete_volume(ctx: JobContext, action: Action) -> Outcome:
     vol = await teardown.volume_of(ctx, action)
     if vol is None:
         return Outcome(action.resource_id, "already gone")
+    vol = await guard.require_owned(ctx, vol, action, "delete")
     await _wait_detached(ctx, vol)
     with contextlib.suppress(ProviderNotFound):  # deleting what is gone is success
         await ctx.provider.delete_volume(vol)
@@ -283,6 +296,7 @@ async def release_ip(ctx: JobContext, action: Action) -> Outcome:
     ip = await _by_id(ctx, action)
     if ip is None:
         return Outcome(action.resource_id, "already released")
+    await guard.require_owned(ctx, ip, action, "release")
     await ctx.provider.release_ip(ip)
     return Outcome(ip.id, f"released {ip.public_ip or ip.name}")
 
@@ -313,6 +327,7 @@ async def static_ip(ctx: JobContext, action: Action) -> Outcome:
         crashpoint("after", f"{action.id}:claim")
     # The address of a running machine changes under its sessions, and a switch while off is the only
     # one known to work (REFERENCE 0.6): stop, assign, start, and resume the run if the job has one.
+    await guard.require_owned(ctx, machine, action, "assign a static IP to")
     was_running = machine.status == "running"
     if was_running:
         ctx.note(f"stopping {machine.name} to assign static IP {ip.id}")
@@ -332,6 +347,7 @@ async def delete_snapshot(ctx: JobContext, action: Action) -> Outcome:
     snap = await _by_id(ctx, action)
     if snap is None:
         return Outcome(action.resource_id, "already deleted")
+    await guard.require_owned(ctx, snap, action, "delete")
     await ctx.provider.delete_snapshot(snap)
     return Outcome(snap.id, f"deleted snapshot {snap.name}")
 
@@ -343,6 +359,7 @@ async def update(ctx: JobContext, action: Action) -> Outcome:
         return await set_auto_shutdown(ctx, action, shutdown.after)
     size = next((c.after for c in action.changes if c.path.endswith(("size_gb", "volume_gb"))), None)
     if isinstance(size, int) and action.resource_kind == "network_volume" and ctx.volume is not None:
+        await guard.require_owned(ctx, ctx.volume, action, "grow")
         ctx.volume = await ctx.provider.grow_volume(ctx.volume, size)
         return Outcome(ctx.volume.id, f"grew the volume of {ctx.volume.name} to {size} GB")
     if isinstance(size, int) and action.resource_kind in ("pod", "machine"):
@@ -357,6 +374,7 @@ async def grow_disk(ctx: JobContext, action: Action, size: int) -> Outcome:
     diskSize, only while it is off: stopped first and started again). A run that was going is relaunched
     from its latest checkpoint, as after any restart."""
     machine = _need_machine(ctx, action)
+    await guard.require_owned(ctx, machine, action, "grow the disk of")
     was_running = machine.status == "running"
     if ctx.spec.platform == "paperspace" and was_running:
         ctx.note(
@@ -383,6 +401,7 @@ async def set_auto_shutdown(ctx: JobContext, action: Action, hours: object) -> O
     update = getattr(ctx.provider, "update", None)
     if update is None:
         raise GpujobError(f"{action.id}: {ctx.spec.platform} has no in-place auto-shutdown")
+    await guard.require_owned(ctx, machine, action, "update")
     if hours is None or hours == 0:
         ctx.machine = await update(machine, {"autoShutdownEnabled": False})
         return Outcome(machine.id, f"disabled auto-shutdown of {machine.name}")
@@ -419,6 +438,7 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
         return await _pull(ctx, action)
     # Started for the pull (the teardown this pull guards follows), and stopped again when the pull
     # fails so it does not bill the GPU.
+    await guard.require_owned(ctx, machine, action, "start")
     ctx.machine = await teardown.start_for_disk(ctx, machine, "to pull its checkpoints")
     try:
         return await _pull(ctx, action)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpujob import naming
 from gpujob.apply import gate, runtime
 from gpujob.apply.records import load_pull_record
 from gpujob.errors import GateError, GpujobError, ProviderError
@@ -40,8 +41,6 @@ from gpujob.ssh.quote import remote_path
 
 if TYPE_CHECKING:
     from gpujob.apply.applier import JobContext
-
-HELPER_SUFFIX = "-gate"
 
 
 @dataclass
@@ -190,7 +189,7 @@ async def _create_helper(ctx: JobContext, vol: LiveResource) -> LiveResource:
     _, public_key = ctx.ssh.ensure_project_key(ctx.state_dir)
     base = launch_request(ctx, public_key).model_copy(
         update={
-            "name": ctx.spec.resource_name + HELPER_SUFFIX,
+            "name": naming.helper_name(ctx.spec.name, ctx.project),
             "spot": False,
             "volume_gb": None,
             "network_volume_id": vol.id,

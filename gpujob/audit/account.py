@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from gpujob.audit.fix import FixJob
 from gpujob.config import API_KEY_ENV
@@ -38,20 +39,27 @@ def choose_platforms(requested: Iterable[str], env: Mapping[str, str] | None = N
 def local_jobs(paths: Iterable[Path], root: Path | None = None) -> list[FixJob]:
     """This repo's jobs: the given job files, else the ones discovered in `root` (default cwd).
     Raises SpecError when a file is invalid: ownership must not be guessed from a broken file."""
+    from gpujob.project import with_projects
     from gpujob.spec.load import discover_job_files, load_specs
 
     files = list(paths) or discover_job_files(root or Path.cwd())
+    return fix_jobs(with_projects(load_specs(files), create=False))
+
+
+def fix_jobs(loaded: Iterable[Any]) -> list[FixJob]:
+    """FixJob of each loaded job file (with its project id)."""
     out: list[FixJob] = []
-    for loaded in load_specs(files):
-        spec = loaded.spec
+    for loaded_spec in loaded:
+        spec = loaded_spec.spec
         out.append(
             FixJob(
                 name=spec.name,
                 platform=spec.platform,
-                spec_file=str(loaded.path),
+                spec_file=str(loaded_spec.path),
                 desired_state=spec.state,
                 has_checkpoint=spec.checkpoint is not None,
-                digest=loaded.digest,
+                digest=loaded_spec.digest,
+                project=loaded_spec.project,
             )
         )
     return out

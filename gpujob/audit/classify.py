@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
+from gpujob import naming
 from gpujob.audit.model import AuditItem, AuditReport, Owner, PlatformTotal, RateSource
 from gpujob.cost.live import Pricing, resource_meters, resource_note
 from gpujob.live import LiveResource, LiveState
@@ -16,20 +17,21 @@ ProfileLoader = Callable[[str], Profile]
 
 
 def owner_of(
-    r: LiveResource, local_jobs: Iterable[str], machines: dict[str, LiveResource]
+    r: LiveResource, local_jobs: Mapping[str, str | None], machines: dict[str, LiveResource]
 ) -> tuple[Owner, str | None]:
-    """Owner by deterministic name; IPs and snapshots without a gpujob name inherit their machine's."""
+    """Owner by gpujob.naming's rule: this repo's when the name (and a pod's env marker) spells one of
+    `local_jobs` (job -> this repo's project id); IPs and snapshots go with their machine."""
+    found = naming.owner(r, machines)
+    if found is not None:
+        if found.job in local_jobs and local_jobs[found.job] == found.project:
+            return "this-repo", found.job
+        return "other-gpujob", found.job
     name = r.name
-    if not name.startswith("gpujob-") and r.machine_id and r.machine_id in machines:
-        name = machines[r.machine_id].name
-    if not name.startswith("gpujob-"):
-        return "foreign", None
-    # Longest local job name first: job "bert" must not claim "gpujob-bert-large".
-    for job in sorted(local_jobs, key=len, reverse=True):
-        prefix = f"gpujob-{job}"
-        if name == prefix or name.startswith(prefix + "-"):
-            return "this-repo", job
-    return "other-gpujob", name.removeprefix("gpujob-")
+    machine = machines.get(r.machine_id or "") if r.kind in naming.FOLLOWERS else None
+    if machine is not None:
+        name = machine.name
+    # gpujob's prefix without a parsable owner: made by an older gpujob, or renamed by hand.
+    return ("other-gpujob", None) if name.startswith(naming.PREFIX) else ("foreign", None)
 
 
 def _status_change(r: LiveResource) -> tuple[datetime | None, str]:
@@ -114,7 +116,9 @@ def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool) -> str:
     if owner == "this-repo":
         return f"{verb}: gpujob audit --fix -o fix.json && gpujob apply fix.json"
     if owner == "other-gpujob":
-        return f"{verb}: run `gpujob destroy` in the checkout holding job '{job}'"
+        if job is None:
+            return f"{verb} (named by a gpujob without project markers: use the console)"
+        return f"{verb}: run `gpujob destroy` in the checkout (project) holding job '{job}'"
     return f"{verb} (not gpujob's: use the console, runpodctl or pspace)"
 
 
@@ -160,14 +164,14 @@ def _detail(r: LiveResource) -> str:
 def classify(
     live: LiveState,
     *,
-    local_jobs: Iterable[str],
+    local_jobs: Mapping[str, str | None],
     now: datetime,
     idle_threshold_s: float,
     profiles: ProfileLoader,
     platforms: Iterable[Platform] | None = None,
     known_sizes: Mapping[str, int] | None = None,
 ) -> AuditReport:
-    jobs = sorted(set(local_jobs))
+    jobs = sorted(local_jobs)
     wanted = list(platforms) if platforms is not None else sorted({r.platform for r in live.resources})
     resources = [r for r in live.resources if r.platform in wanted]
     machines = {r.id: r for r in resources if r.kind in ("pod", "machine")}
@@ -180,7 +184,7 @@ def classify(
     items: list[AuditItem] = []
     for r in sorted(resources, key=lambda x: (x.platform, x.kind, x.name, x.id)):
         profile = profiles(r.platform)
-        owner, job = owner_of(r, jobs, machines)
+        owner, job = owner_of(r, local_jobs, machines)
         pricing = Pricing(profile=profile, machines=machines, known_sizes=known_sizes or {}, read_at=now)
         meters = resource_meters(pricing, r, static_ip_listed=r.id in listed_ip_machines)
         size_note = resource_note(pricing, r)

@@ -25,6 +25,7 @@ class FixJob(Model):
     desired_state: str = "running"
     has_checkpoint: bool = False
     digest: str = Field("", description="sha256 of the job file.")
+    project: str | None = Field(None, description="The project id of the job's state dir (None: none yet).")
 
 
 # (resource kind, status) -> (action kind, profile action whose `destroys` lists the wiped tiers)
@@ -50,7 +51,7 @@ def fix_fingerprint(live: LiveState, jobs: Iterable[FixJob]) -> str:
     own recipe), so a foreign resource changing elsewhere does not stale the fix plan."""
     from gpujob.plan.planner import live_fingerprint
 
-    return live_fingerprint(live, [j.name for j in jobs])
+    return live_fingerprint(live, {j.name: j.project for j in jobs})
 
 
 def _billing(item: AuditItem, kind: ActionKind) -> Billing:
@@ -174,6 +175,7 @@ def build_fix_plan(
             current_usd_per_hour=round(sum(a.billing.hourly_before for a in acts), 6),
         )
     return Plan(
+        origin="audit-fix",
         created_at=now,
         gpujob_version=__version__,
         # Apply loads only the job files the plan names, and checks digest and fingerprint over those.

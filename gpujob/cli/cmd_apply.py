@@ -69,6 +69,9 @@ def run(
         loaded = load_specs(session.job_files(list(targets)))
     if destroy:
         loaded = session.as_absent(loaded)
+    from gpujob.project import with_projects
+
+    loaded = with_projects(loaded, create=True)
     color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     opts = session.Options(
         auto_approve=auto_approve, approvals=approvals, saved=saved is not None, command=name

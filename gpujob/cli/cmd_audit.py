@@ -86,7 +86,7 @@ def _run(
     now = datetime.now(UTC)
     report = classify(
         live,
-        local_jobs=[j.name for j in jobs],
+        local_jobs={j.name: j.project for j in jobs},
         now=now,
         idle_threshold_s=threshold,
         profiles=load_profile,

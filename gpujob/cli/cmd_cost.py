@@ -51,7 +51,9 @@ def _run(jobfiles: list[Path], fmt: str) -> int:
         raise ConfigError(
             "no job files found", hint="pass job files, or run where job.yaml / *.job.yaml / jobs/*.yaml live"
         )
-    loaded = load_specs(files)
+    from gpujob.project import with_projects
+
+    loaded = with_projects(load_specs(files), create=False)
 
     async def read() -> Any:
         async with open_providers({ls.spec.platform for ls in loaded}) as providers:

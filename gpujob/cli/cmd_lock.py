@@ -14,8 +14,9 @@ HELP = """Remove a job's apply lock left behind by a process that is gone.
 \b
 The lock is a file lock under the project's state dir (.gpujob/locks/JOB.lock, or $GPUJOB_STATE_DIR),
 with a note naming the holder; with a PostgreSQL state store (GPUJOB_STATE_URL) it is the holder's
-database session, which the server ends when that process dies. Removing a lock whose holder still runs lets two applies touch the
-same job at once: check first. In CI (CI=true) or without a terminal nothing prompts; pass --yes.
+database session, which the server ends when that process dies. While the lock is held, or its
+holder's process still runs on this host, it is refused even with --yes: two applies must never touch
+one job at once. In CI (CI=true) or without a terminal nothing prompts; pass --yes.
 
 \b
 Examples:
@@ -49,7 +50,7 @@ def _find_job_file(job: str) -> Path | None:
 
 def _run(job: str, yes: bool, job_file: Path | None) -> int:
     from gpujob.audit.cliutil import interactive
-    from gpujob.errors import GpujobError
+    from gpujob.errors import GpujobError, LockError
     from gpujob.state import open_store
 
     store = open_store(job_file or _find_job_file(job))
@@ -61,14 +62,15 @@ def _run(job: str, yes: bool, job_file: Path | None) -> int:
     who = info.describe() if info else "an unknown process (no holder note)"
     click.echo(f"Job '{job}' is locked by {who}.")
     alive = info.holder_alive() if info else None
-    if alive:
-        click.echo(
-            "  warning: that process is still running on this host; unlocking lets two applies run at once."
+    if alive or held:
+        # Removing a held lock lets a second apply take a fresh one beside it: never, even with --yes.
+        where = "is still running on this host" if alive else "holds the lock right now"
+        raise LockError(
+            f"job '{job}' is locked by {who}, and that process {where}; refusing to unlock it",
+            hint="wait for it to finish (or stop that process); the lock frees itself when its holder exits",
         )
-    elif alive is None and info is not None:
-        click.echo(f"  the holder ran on another host ({info.host}); make sure it has finished.")
-    elif held:
-        click.echo("  warning: a process on this host holds the lock right now.")
+    if alive is None and info is not None:
+        click.echo(f"  the holder ran on another host ({info.host}) and holds nothing now.")
     else:
         click.echo("  the holder is gone: the lock is stale.")
     if not yes:

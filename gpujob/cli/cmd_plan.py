@@ -86,16 +86,19 @@ def _plan(
     refresh_runs: bool = True,
 ) -> int:
     from gpujob.plan.planner import build_plan
+    from gpujob.project import with_projects
     from gpujob.render import render_plan
     from gpujob.spec.load import load_specs, resolve_job_files
 
-    loaded = load_specs(resolve_job_files(jobfiles, command="plan"))
+    loaded = with_projects(load_specs(resolve_job_files(jobfiles, command="plan")), create=False)
     if live_state is not None:
         live = _read_live_file(live_state)
         now = live.read_at
     else:
         live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=refresh_runs)
         now = datetime.now(UTC)
+    # The project id is made only now: a plan that could not read the platforms writes nothing.
+    loaded = with_projects(loaded, create=True)
     from gpujob.apply.records import job_launch_records, job_pull_records
 
     plan = build_plan(

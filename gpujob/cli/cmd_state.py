@@ -30,10 +30,11 @@ def _job_file(path: str | None) -> Path:
     return found[0]
 
 
-def _load(path: Path) -> Any:  # JobSpec
+def _load(path: Path) -> Any:  # LoadedSpec with its project id (None: nothing made from here yet)
+    from gpujob.project import with_projects
     from gpujob.spec.load import load_spec
 
-    return load_spec(path).spec
+    return with_projects([load_spec(path)], create=False)[0]
 
 
 async def _read(platform: str) -> list[Any]:
@@ -43,14 +44,11 @@ async def _read(platform: str) -> list[Any]:
         return await providers[platform].list_resources()
 
 
-def owned(resources: list[Any], job: str) -> list[Any]:
-    """Resources named gpujob-<job> or gpujob-<job>-..., plus IPs and snapshots of those machines."""
-    prefix = f"gpujob-{job}"
+def owned(resources: list[Any], job: str, project: str | None) -> list[Any]:
+    """The job's resources by gpujob.naming's rule (its machine, its volumes, their IPs and snapshots)."""
+    from gpujob.naming import owned as owned_by
 
-    def mine(name: str | None) -> bool:
-        return bool(name) and (name == prefix or str(name).startswith(prefix + "-"))
-
-    return [r for r in resources if mine(r.name) or mine(str(r.attributes.get("machine_name") or ""))]
+    return owned_by(resources, job, project)
 
 
 def _row(r: Any, dup: bool) -> list[str]:
@@ -62,9 +60,11 @@ def _row(r: Any, dup: bool) -> list[str]:
     return [r.kind, name, r.id, f"{r.status} ({r.raw_status})", gpu, r.region or "-", size, ssh, cost]
 
 
-def render_text(resources: list[Any], job: str, platform: str) -> str:
+def render_text(resources: list[Any], job: str, platform: str, project: str | None = None) -> str:
     if not resources:
-        return f"{job} ({platform}): nothing live: no resource named gpujob-{job} exists."
+        if project is None:
+            return f"{job} ({platform}): nothing live: no project id here yet (nothing was applied from this checkout)."
+        return f"{job} ({platform}): nothing live: no resource of project {project} is named for job {job}."
     counts = Counter((r.kind, r.name) for r in resources)
     header = ["KIND", "NAME", "ID", "STATUS", "GPU", "REGION", "DISK", "SSH", "COST"]
     rows = [header] + [_row(r, counts[(r.kind, r.name)] > 1) for r in resources]
@@ -79,14 +79,15 @@ def render_text(resources: list[Any], job: str, platform: str) -> str:
 
 def _state(job_file: str | None, fmt: str) -> None:
     path = _job_file(job_file)
-    spec = _load(path)
-    resources = owned(asyncio.run(_read(spec.platform)), spec.name)
+    loaded = _load(path)
+    spec = loaded.spec
+    resources = owned(asyncio.run(_read(spec.platform)), spec.name, loaded.project)
     if fmt == "json":
         counts = Counter((r.kind, r.name) for r in resources)
         rows = [{**r.model_dump(mode="json"), "duplicate": counts[(r.kind, r.name)] > 1} for r in resources]
         click.echo(json.dumps(rows, indent=2))
     else:
-        click.echo(render_text(resources, spec.name, spec.platform))
+        click.echo(render_text(resources, spec.name, spec.platform, loaded.project))
 
 
 class _StateGroup(click.Group):

@@ -167,7 +167,7 @@ async def read_costs(
     written to each job's seen record (gpujob.cost.seen), so a resource that goes later is still counted."""
     from gpujob.cost import seen as seen_store
     from gpujob.errors import GpujobError
-    from gpujob.plan.planner import assign_owners
+    from gpujob.naming import claims
     from gpujob.profile import load_profile
 
     if state_dir_of is None:
@@ -190,9 +190,9 @@ async def read_costs(
     seen = {ls.spec.name: seen_store.load(state_dir_of(ls.path), ls.spec.name) for ls in loaded}
     jobs_live: dict[str, list[LiveResource]] = {}
     for p, resources in listed.items():
-        names = [ls.spec.name for ls in loaded if ls.spec.platform == p]
-        owners = assign_owners(resources, names)
-        for job in names:
+        projects = {ls.spec.name: ls.project for ls in loaded if ls.spec.platform == p}
+        owners = claims(resources, projects)
+        for job in projects:
             jobs_live[job] = job_resources(resources, owners.get(job, []), seen[job])
     refs: dict[str, list[ResourceRef]] = {p: [] for p in listed}
     for ls in loaded:

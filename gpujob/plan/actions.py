@@ -43,7 +43,7 @@ def plan_running(ctx: JobContext) -> None:
     )
     if m is None:
         evidence = [r.name for r in ([ctx.volume] if ctx.volume else []) + ctx.ips + ctx.snapshots]
-        reasons = [f"{ctx.machine_kind} {spec.resource_name} does not exist"]
+        reasons = [f"{ctx.machine_kind} {ctx.machine_name} does not exist"]
         if evidence or ctx.pull_record is not None:
             reasons[0] += (
                 " but the job's other resources do: it was parked (state: parked), or deleted outside gpujob "
@@ -57,7 +57,7 @@ def plan_running(ctx: JobContext) -> None:
             ctx,
             K.CREATE,
             ctx.machine_kind,
-            spec.resource_name,
+            ctx.machine_name,
             reasons=reasons,
             after=machine_fp,
             drift=bool(evidence),
@@ -248,7 +248,7 @@ def _network_volume(ctx: JobContext) -> str | None:
     nv = ctx.spec.storage.network_volume
     if ctx.spec.platform != "runpod" or nv is None:
         return None
-    name = ctx.spec.volume_resource_name() or nv.name
+    name = ctx.volume_name or nv.name
     v = ctx.volume
     if v is None:
         region = (
@@ -319,7 +319,7 @@ def machine_changes(ctx: JobContext, m: LiveResource) -> list[FieldChange]:
         desired |= {
             "cloud": mc.cloud or "secure",
             "spot": mc.spot,
-            "network_volume": spec.volume_resource_name(),
+            "network_volume": ctx.volume_name,
         }
         if mc.image is not None:
             live["image"], desired["image"] = m.image, mc.image
@@ -546,7 +546,7 @@ def launch_run(
         ctx,
         K.LAUNCH,
         "run",
-        ctx.spec.resource_name,
+        ctx.machine_name,
         resource_id=m.id if m else None,
         reasons=reasons,
         depends_on=[machine_action],

@@ -57,7 +57,7 @@ def add(
 
 
 def noop(ctx: JobContext, reason: str, *, drift: bool = False) -> Action:
-    name, rid = (ctx.machine.name, ctx.machine.id) if ctx.machine else (ctx.spec.resource_name, None)
+    name, rid = (ctx.machine.name, ctx.machine.id) if ctx.machine else (ctx.machine_name, None)
     return add(ctx, K.NOOP, ctx.machine_kind, name, resource_id=rid, reasons=[reason], drift=drift)
 
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpujob import naming
 from gpujob.cost.live import Pricing
 from gpujob.cost.live import gpu_rate as live_gpu_rate
 from gpujob.cost.rates import Footprint, GpuRate, gpu_rate, offer_for, quote_available
@@ -28,6 +29,7 @@ class SpecSource(Protocol):
     spec: JobSpec
     path: Path
     digest: str
+    project: str | None
 
     def source(self, key_path: str) -> SourceRef | None: ...
 
@@ -63,6 +65,23 @@ class JobContext:
     @property
     def job(self) -> str:
         return self.spec.name
+
+    @property
+    def project(self) -> str:
+        project = self.loaded.project
+        if project is None:
+            raise ValueError(f"job {self.job}: no project id (gpujob.project.with_projects sets it)")
+        return project
+
+    @property
+    def machine_name(self) -> str:
+        """The name the job's pod / machine has (or gets)."""
+        return naming.machine_name(self.job, self.project)
+
+    @property
+    def volume_name(self) -> str | None:
+        nv = self.spec.storage.network_volume
+        return naming.volume_name(self.job, nv.name, self.project) if nv else None
 
     @property
     def machine_kind(self) -> str:

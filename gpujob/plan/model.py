@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gpujob.live import RunFact
 from gpujob.model import Model, Platform, SourceRef
@@ -115,7 +115,30 @@ class Action(Model):
     data: DataEffect = Field(default_factory=DataEffect)
     findings: list[Finding] = Field(default_factory=list)
     depends_on: list[str] = Field(default_factory=list)
-    gated: bool = False
+    gated: bool = Field(
+        False,
+        description="Whether the teardown gate applies: always exactly `kind` in terminate, replace, "
+        "delete-volume, release-ip, delete-snapshot. Derived from the kind; a file saying otherwise is refused.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gated_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "gated" not in data:
+            kind = data.get("kind")
+            if kind in set(ActionKind):  # an unknown kind: the field validation names it
+                data = {**data, "gated": ActionKind(kind) in GATED}
+        return data
+
+    @model_validator(mode="after")
+    def _gated_follows_kind(self) -> Action:
+        want = self.kind in GATED
+        if self.gated != want:
+            raise ValueError(
+                f"action {self.id}: gated is {str(self.gated).lower()}, but a {self.kind.value} action is "
+                f"{'always' if want else 'never'} gated (gated follows the action kind, never the file)"
+            )
+        return self
 
 
 class Cadence(Model):
@@ -150,6 +173,11 @@ class JobPlan(Model):
 
 class Plan(Model):
     format_version: Literal[1] = 1
+    origin: Literal["plan", "audit-fix"] = Field(
+        "plan",
+        description="What made it: `gpujob plan` or `gpujob audit --fix`. `gpujob apply PLAN` re-derives the "
+        "plan the same way from the job files and live state and refuses it unless both agree.",
+    )
     created_at: datetime
     gpujob_version: str
     spec_digest: str = Field(description="sha256 of the job files this plan was made from.")

@@ -1,6 +1,6 @@
 """build_plan: desired (job files) + live state -> an ordered Plan. Pure and synchronous.
 
-Per job: find the job's own resources by their deterministic names, compare with the spec, and emit
+Per job: find the job's own resources by their deterministic names (gpujob.naming), compare with the spec, and emit
 actions in apply order (volume before the pod that mounts it, pull before anything that deletes
 checkpoints). Each action carries its billing (meters it starts, stops, leaves running), its data
 effect (from the profile's survival matrix) and the findings it walks into.
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from gpujob import __version__
+from gpujob import __version__, naming
 from gpujob.cost.live import footprint
 from gpujob.cost.rates import Footprint, GpuRate, hourly_total, meters, monthly_total
 from gpujob.live import LiveResource, LiveState
@@ -24,6 +24,7 @@ from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.findings import by_severity, spec_findings
 from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
 from gpujob.profile import load_profile
+from gpujob.project import ENV as PROJECT_ENV
 
 
 def build_plan(
@@ -37,8 +38,10 @@ def build_plan(
 ) -> Plan:
     """The plan for every job file, in the order given. `env` is only asked whether secret names are set.
     `launch_records` (apply.records.LaunchRecord per job) say what a machine was created with where the
-    platform does not report it (Paperspace template and disk size)."""
-    owners = assign_owners(live.resources, [ls.spec.name for ls in loaded])
+    platform does not report it (Paperspace template and disk size). Each loaded job carries its
+    project id (gpujob.project.with_projects): it owns what is named for it."""
+    projects = job_projects(loaded)
+    owners = naming.claims(live.resources, projects)
     jobs = [
         _plan_job(
             ls,
@@ -55,9 +58,17 @@ def build_plan(
         created_at=now,
         gpujob_version=__version__,
         spec_digest=spec_digest(loaded),
-        live_fingerprint=live_fingerprint(live, [ls.spec.name for ls in loaded]),
+        live_fingerprint=live_fingerprint(live, projects),
         jobs=jobs,
     )
+
+
+def job_projects(loaded: Sequence[SpecSource]) -> dict[str, str | None]:
+    """job name -> project id. A job without one cannot be planned: it could not name what it makes."""
+    missing = [ls.spec.name for ls in loaded if ls.project is None]
+    if missing:
+        raise ValueError(f"no project id for job(s) {', '.join(missing)}: see gpujob.project.with_projects")
+    return {ls.spec.name: ls.project for ls in loaded}
 
 
 def spec_digest(loaded: Sequence[SpecSource]) -> str:
@@ -74,38 +85,15 @@ def files_digest(files: Iterable[tuple[str, str]]) -> str:
     return digest.hexdigest()
 
 
-def live_fingerprint(live: LiveState, jobs: Sequence[str]) -> str:
-    """LiveState.fingerprint() of just what these jobs own, plus any pod mounting one of their volumes, so
-    an unrelated resource changing elsewhere in the account does not make a saved plan stale.
-    `gpujob apply` recomputes this from a fresh read and compares."""
-    owners = assign_owners(live.resources, list(jobs))
+def live_fingerprint(live: LiveState, projects: Mapping[str, str | None]) -> str:
+    """LiveState.fingerprint() of just what these jobs own (`projects`: job -> project id), plus any pod
+    mounting one of their volumes, so an unrelated resource changing elsewhere in the account does not
+    make a saved plan stale. `gpujob apply` recomputes this from a fresh read and compares."""
+    owners = naming.claims(live.resources, projects)
     mine = [r for rs in owners.values() for r in rs]
     volume_ids = {r.id for r in mine if r.kind == "network_volume"}
     mine += [r for r in live.resources if r.network_volume_id in volume_ids and r not in mine]
     return LiveState(read_at=live.read_at, resources=mine).fingerprint()
-
-
-def assign_owners(resources: list[LiveResource], jobs: list[str]) -> dict[str, list[LiveResource]]:
-    """Each gpujob-named resource belongs to the longest job name it matches (so job "bert" never claims
-    "gpujob-bert-large"); IPs and snapshots without our name follow the machine they belong to."""
-    out: dict[str, list[LiveResource]] = {j: [] for j in jobs}
-    by_machine: dict[str, str] = {}
-    for r in resources:
-        owner = None
-        for j in sorted(jobs, key=len, reverse=True):
-            if r.name == f"gpujob-{j}" or r.name.startswith(f"gpujob-{j}-"):
-                owner = j
-                break
-        if owner is not None:
-            out[owner].append(r)
-            if r.kind in ("pod", "machine"):
-                by_machine[r.id] = owner
-    for r in resources:
-        if r.kind in ("public_ip", "snapshot") and r.machine_id in by_machine:
-            owner = by_machine[r.machine_id]
-            if r not in out[owner]:
-                out[owner].append(r)
-    return out
 
 
 def _plan_job(
@@ -180,13 +168,11 @@ def _by_age(resources: list[LiveResource]) -> list[LiveResource]:
 
 
 def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
+    """Which of the job's own resources is its machine, its volume, a stale volume, an IP, a snapshot;
+    and findings for what another project (or an older gpujob) made under this job's name."""
     spec = ctx.spec
     machines = _by_age(
-        [
-            r
-            for r in owned
-            if r.kind == ctx.machine_kind and r.name == spec.resource_name and r.status != "terminating"
-        ]
+        [r for r in naming.machines(owned, ctx.job, ctx.project) if r.kind == ctx.machine_kind]
     )
     if machines:
         ctx.machine = machines[0]
@@ -195,14 +181,14 @@ def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
             ctx.finding(
                 "duplicate",
                 "error",
-                f"{len(machines)} {ctx.machine_kind}s are named {spec.resource_name}: "
+                f"{len(machines)} {ctx.machine_kind}s are named {ctx.machine_name}: "
                 + ", ".join(m.id for m in machines),
                 detail="gpujob owns resources by name and cannot tell which one is the job's; the plan uses the oldest.",
                 fix=f"terminate the extra {ctx.machine_kind}s by id (after pulling anything they hold)",
                 key="name",
             )
         )
-    want = spec.volume_resource_name()
+    want = ctx.volume_name
     volumes = _by_age([r for r in owned if r.kind == "network_volume"])
     matching = [v for v in volumes if v.name == want]
     if matching:
@@ -223,6 +209,62 @@ def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
         ctx.volume, ctx.stale_volumes = ctx.stale_volumes[0], ctx.stale_volumes[1:]
     ctx.ips = [r for r in owned if r.kind == "public_ip"]
     ctx.snapshots = _by_age([r for r in owned if r.kind == "snapshot"])
+    ctx.findings += ownership_findings(ctx)
+
+
+def ownership_findings(ctx: JobContext) -> list[Finding]:
+    """Another project's resources under this job's name are never touched; a running machine of
+    theirs blocks starting a second copy of the run here. Names of an older gpujob are pointed out."""
+    out: list[Finding] = []
+    theirs = naming.others(ctx.live.resources, ctx.job, ctx.project)
+    busy = [r for r in theirs if r.kind == ctx.machine_kind and r.status in ("running", "pending")]
+    if busy and ctx.spec.state == "running":
+        r = busy[0]
+        their = naming.parse(r.name)
+        out.append(
+            ctx.finding(
+                "owner",
+                "error",
+                f"job '{ctx.job}' already runs in another checkout: {ctx.machine_kind} {r.name} ({r.id}) "
+                f"of {naming.describe_owner(r)}; this checkout is project {ctx.project}",
+                detail="Two copies of one job would train twice and bill twice. gpujob never adopts, "
+                "stops or deletes another project's resources.",
+                fix="stop or destroy it from the checkout that owns it, or rename this job; if it is this "
+                f"checkout's and its .gpujob/ was lost, set {PROJECT_ENV}={their.project if their else '?'}"
+                " (or restore .gpujob/project.json)",
+                key="name",
+            )
+        )
+    elif theirs:
+        out.append(
+            ctx.finding(
+                "owner",
+                "warning",
+                f"another checkout has resources for a job named '{ctx.job}': "
+                + ", ".join(f"{r.name} ({r.id}, {r.status})" for r in theirs[:4])
+                + f"; they are not this project's ({ctx.project}) and are left alone",
+                fix="manage them from the checkout that owns them (gpujob audit lists what they cost)",
+                key="name",
+            )
+        )
+    legacy = {naming.PREFIX + ctx.job}
+    nv = ctx.spec.storage.network_volume
+    if nv is not None:
+        legacy.add(f"{naming.PREFIX}{ctx.job}-{nv.name}")
+    old = [r for r in ctx.live.resources if r.name in legacy and naming.parse(r.name) is None]
+    if old:
+        out.append(
+            ctx.finding(
+                "owner",
+                "warning",
+                "named like this job by a gpujob without project markers: "
+                + ", ".join(f"{r.kind} {r.name} ({r.id})" for r in old)
+                + "; not adopted",
+                detail="Names without a project id cannot prove which checkout made them.",
+                fix="pull what it holds (gpujob ssh / the console), then terminate or delete it in the console",
+            )
+        )
+    return out
 
 
 def _read_error_findings(ctx: JobContext) -> list[Finding]:
@@ -244,7 +286,7 @@ def current_footprint(ctx: JobContext) -> Footprint:
     resources = [r for r in (ctx.machine, ctx.volume) if r is not None]
     resources += ctx.stale_volumes + ctx.ips + ctx.snapshots
     nv = ctx.spec.storage.network_volume
-    label = nv.name if nv and ctx.volume and ctx.volume.name == ctx.spec.volume_resource_name() else None
+    label = nv.name if nv and ctx.volume and ctx.volume.name == ctx.volume_name else None
     if ctx.volume is not None and label is None:
         label = nv_label(ctx, ctx.volume)
     volume = ctx.volume.name if ctx.volume is not None else None
@@ -299,4 +341,5 @@ def running_gpu(ctx: JobContext) -> GpuRate | None:
 
 
 def nv_label(ctx: JobContext, volume: LiveResource) -> str:
-    return volume.name.removeprefix(f"gpujob-{ctx.job}-")
+    owner = naming.parse(volume.name)
+    return owner.volume if owner is not None and owner.volume else volume.name

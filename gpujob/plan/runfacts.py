@@ -23,10 +23,13 @@ def wants_run_facts(spec: Any) -> bool:
     return spec.state == "running" and spec.run is not None
 
 
-def running_machine(spec: Any, live: LiveState) -> LiveResource | None:
-    kind = "pod" if spec.platform == "runpod" else "machine"
-    for r in live.resources:
-        if r.kind == kind and r.name == spec.resource_name and r.status == "running":
+def running_machine(ls: Any, live: LiveState) -> LiveResource | None:
+    """The job's own running pod / machine (gpujob.naming's rule), if any."""
+    from gpujob.naming import machines
+
+    kind = "pod" if ls.spec.platform == "runpod" else "machine"
+    for r in machines(live.resources, ls.spec.name, ls.project):
+        if r.kind == kind and r.status == "running":
             return r
     return None
 
@@ -85,7 +88,7 @@ async def read_run_facts(
     wanted = [ls for ls in loaded if wants_run_facts(ls.spec)]
     reads = []
     for ls in wanted:
-        machine = running_machine(ls.spec, live)
+        machine = running_machine(ls, live)
         if machine is None:
             reads.append(_not_read("the machine is not running"))
         elif not refresh:

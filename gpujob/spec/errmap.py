@@ -144,7 +144,8 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
         if last == "name":
             return (
                 f"not a valid name{got}",
-                "lower-case letters, digits and '-', starting with a letter, at most 39 characters",
+                "lower-case letters and digits, starting with a letter, words joined by single '-' "
+                "(no '--', no '-' at the end), at most 39 characters",
             )
         return f"does not match the pattern {pattern}{got}", None
     if kind in ("too_short", "string_too_short"):

@@ -33,6 +33,9 @@ class LoadedSpec:
     path: Path
     digest: str  # sha256 of the file's bytes
     positions: Positions = field(default_factory=Positions, repr=False)
+    # The id of the project (state dir) the job belongs to: gpujob.project.with_projects sets it;
+    # None until then, or when no project was ever made for it (then it owns nothing live).
+    project: str | None = None
 
     def source(self, key_path: str) -> SourceRef | None:
         """Where key_path ("machine.spot", "machine.gpu[1]") is written; an absent key resolves to its

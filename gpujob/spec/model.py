@@ -55,7 +55,10 @@ Duration = Annotated[
     WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["15m", "48h", "1w"]}),
 ]
 
-NAME_PATTERN = r"^[a-z][a-z0-9-]{0,38}$"
+# Letters, digits and single dashes between them: "--" separates the parts of a resource name
+# (gpujob.naming), so a name may not contain it or end in "-". At most 39 characters (max_length).
+NAME_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+NAME_MAX = 39
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # A literal value under one of these names is a secret pasted into a file that gets committed and shown.
 _SECRET_WORDS = {
@@ -145,7 +148,9 @@ class NetworkVolumeSpec(Model):
     """A RunPod Network Volume: survives terminate, shared within one data center."""
 
     name: str = Field(
-        pattern=r"^[a-z][a-z0-9-]{0,38}$", description="Volume name; created as gpujob-<job>-<name>."
+        pattern=NAME_PATTERN,
+        max_length=NAME_MAX,
+        description="Volume name; created as gpujob-<job>--<name>--<project>.",
     )
     size_gb: int = Field(ge=10, le=4096, description="Size in GB (10–4096). Grow-only: it can never shrink.")
     tier: Literal["standard", "high-performance"] = Field(
@@ -391,7 +396,11 @@ class JobSpec(Model):
     """A gpujob job file (job.yaml)."""
 
     version: Literal[1] = Field(description="File format version; always 1.")
-    name: str = Field(pattern=NAME_PATTERN, description="Job name; resources are named gpujob-<name>[-...].")
+    name: str = Field(
+        pattern=NAME_PATTERN,
+        max_length=NAME_MAX,
+        description="Job name; its resources are named gpujob-<name>--<project> (volumes gpujob-<name>--<volume>--<project>).",
+    )
     platform: Platform = Field(description="runpod or paperspace.")
     state: Literal["running", "stopped", "parked", "absent"] = Field(
         "running",
@@ -434,12 +443,3 @@ class JobSpec(Model):
                 f"{ck.dir} is not under it: parking would erase the checkpoints"
             )
         return self
-
-    @property
-    def resource_name(self) -> str:
-        """The deterministic name of the job's machine / pod."""
-        return f"gpujob-{self.name}"
-
-    def volume_resource_name(self) -> str | None:
-        nv = self.storage.network_volume
-        return f"gpujob-{self.name}-{nv.name}" if nv else None

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from gpujob.errors import RemoteCommandError
 from gpujob.model import Model
+from gpujob.naming import run_session
 from gpujob.spec.model import JobSpec, RunSpec
 from gpujob.ssh.quote import env_name, q, remote_path, session_name
 from gpujob.ssh.session import Remote
@@ -134,7 +135,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
         jobdir=job_dir(spec),
         scratch=scratch_dir(spec, scratch_root),
         dest=remote_path(run.sync.dest),
-        session=session_name(spec.resource_name),
+        session=session_name(run_session(spec.name)),
         detach=run.detach,
         env=env,
         mkdirs=mkdirs,

@@ -267,13 +267,13 @@ class Watcher:
         for jp in plan.jobs:
             j = self.jobs[jp.job]
             if j.watching and j.name not in changed:  # what was read before a change is stale now
-                await self._after(j, jp, _machine(live, j.loaded.spec))
+                await self._after(j, jp, _machine(live, j.loaded))
             save_ledger(j.state_dir, j.ledger)
         return code
 
     def _observe(self, j: JobWatch, jp: JobPlan, live: LiveState, now: datetime) -> None:
         """Fold what this tick read into the job's ledger: money and GPU time, the run's steps."""
-        machine = _machine(live, j.loaded.spec)
+        machine = _machine(live, j.loaded)
         j.machine_id = machine.id if machine is not None and machine.status == "running" else None
         j.ledger.observe_money(now, machine, jp.current_usd_per_hour)
         status = self.spy.statuses.get(j.name)
@@ -302,12 +302,13 @@ class Watcher:
 
     def _reload(self, j: JobWatch) -> bool:
         """Re-read the job file (watch follows edits). False: not to be reconciled this tick."""
+        from gpujob.project import with_projects
         from gpujob.spec.load import load_specs
 
         if j.done:
             return False
         try:
-            found = [ls for ls in load_specs([j.path]) if ls.spec.name == j.name]
+            found = [ls for ls in with_projects(load_specs([j.path]), create=True) if ls.spec.name == j.name]
         except GpujobError as exc:
             self.say(j, "needs-human", f"{j.path} cannot be read: {str(exc).splitlines()[0]}", "holding until it is fixed",
                      level="human", topic="file")  # fmt: skip
@@ -339,7 +340,7 @@ class Watcher:
         todo: list[tuple[JobWatch, JobPlan, Decision]],
     ) -> int:
         spec = j.loaded.spec
-        machine = _machine(live, spec)
+        machine = _machine(live, j.loaded)
         if any(f.code == "live-read" for f in jp.findings):
             return ERROR  # a partial read proves nothing; the next tick reads again
         decision = decide(jp, spec, machine, approved=self.opt.approvals)
@@ -377,7 +378,7 @@ class Watcher:
         for j, _, d in todo:
             await self.pulls.settle(j.name)
             await self.probe.drop(j.name)
-            machine = _machine(live, j.loaded.spec)
+            machine = _machine(live, j.loaded)
             if _stops_machine(d) and machine is not None and machine.status == "running":
                 await self._wind_down(j, machine, "before it stops")
         outcomes = await apply_decisions(todo, plan, self.providers, ssh=self.spy.api, clock=self.clock, env=self.env,
@@ -462,13 +463,12 @@ class Watcher:
             self.say(j, "park-failed", detail, "retrying next tick", level="warning")
 
 
-def _machine(live: LiveState, spec: Any) -> LiveResource | None:
-    kind = "pod" if spec.platform == "runpod" else "machine"
-    found = [
-        r
-        for r in live.resources
-        if r.kind == kind and r.name == spec.resource_name and r.status != "terminating"
-    ]
+def _machine(live: LiveState, loaded: Any) -> LiveResource | None:
+    """The job's own pod / machine (gpujob.naming's rule)."""
+    from gpujob.naming import machines
+
+    kind = "pod" if loaded.spec.platform == "runpod" else "machine"
+    found = [r for r in machines(live.resources, loaded.spec.name, loaded.project) if r.kind == kind]
     found.sort(key=lambda r: (r.created_at is None, r.created_at or datetime.min, r.id))
     return found[0] if found else None
 

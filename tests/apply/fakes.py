@@ -20,6 +20,8 @@ from gpujob.spec.model import JobSpec
 from gpujob.ssh.deadline import Limits
 from gpujob.ssh.launcher import Quiesce
 from gpujob.ssh.pull import PulledCheckpoint, PullOutcome, RemoteFile, RemoteListing
+from tests.owners import machine
+from tests.owners import volume as owned_volume
 
 
 class FakeClock:
@@ -79,6 +81,10 @@ class FakeProvider:
                 spot=request.spot,
                 network_volume_id=request.network_volume_id,
                 ssh=SSHEndpoint(host="127.0.0.1", port=40000 + next(_ids)),
+                # What RunPod reports back from the pod's env (gpujob.providers.runpod.normalize).
+                attributes={"project": request.env["GPUJOB_PROJECT"]}
+                if "GPUJOB_PROJECT" in request.env
+                else {},
             )
         )
 
@@ -292,7 +298,7 @@ def action(
         ActionKind.RELEASE_IP,
         ActionKind.DELETE_SNAPSHOT,
     )
-    name = f"gpujob-{job}-ckpts" if resource_kind == "network_volume" else f"gpujob-{job}"
+    name = owned_volume(job, "ckpts") if resource_kind == "network_volume" else machine(job)
     return Action(
         id=f"{job}.{resource_kind}.{kind.value}",
         job=job,

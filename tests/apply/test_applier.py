@@ -12,6 +12,8 @@ from gpujob.apply.records import load_pull_record
 from gpujob.errors import GateError, GpujobError
 from gpujob.plan.model import ActionKind
 from tests.apply.fakes import FakeClock, FakeLoaded, FakeProvider, FakeSSH, action, make_plan, make_spec
+from tests.owners import machine, pin_project
+from tests.owners import volume as owned_volume
 
 CANARY = "hf_CANARY_7f3a9c"
 
@@ -55,6 +57,7 @@ class World:
         self.clock = FakeClock()
         self.hooks = RecordingHooks()
         self.state = tmp_path / ".gpujob"
+        pin_project(self.state)
 
     def apply(self, plan, approvals=()):
         return asyncio.run(
@@ -96,8 +99,8 @@ def test_rerun_adopts_instead_of_duplicating(tmp_path):
     w.apply(create_plan())
     res = w.apply(create_plan())  # e.g. the first apply was killed before recording its outcome
     assert res.ok
-    assert w.prov.creates == {"gpujob-toy-ckpts": 1, "gpujob-toy": 1}
-    assert any("adopted existing gpujob-toy " in e[2] for e in w.hooks.events)
+    assert w.prov.creates == {owned_volume("toy", "ckpts"): 1, machine("toy"): 1}
+    assert any(f"adopted existing {machine('toy')} " in e[2] for e in w.hooks.events)
     assert len(w.ssh.launches) == 1  # the run was alive: not relaunched
 
 
@@ -108,7 +111,7 @@ def test_in_flight_create_is_looked_up_again_before_creating(tmp_path):
     res = w.apply(create_plan())
     assert res.ok
     assert w.clock.slept.count(3.0) == steps.ABSENCE_READS  # absence needed several reads
-    assert w.prov.creates["gpujob-toy-ckpts"] == 1
+    assert w.prov.creates[owned_volume("toy", "ckpts")] == 1
 
 
 def test_capacity_falls_back_to_next_candidate(tmp_path):
@@ -129,7 +132,7 @@ def test_capacity_waits_with_backoff_then_gives_up(tmp_path, monkeypatch):
     assert res.skipped == ["toy.pod.launch"]
     assert w.clock.slept == [15.0, 30.0]  # doubling backoff through the injected clock
     assert any("waiting 15s for capacity" in e[2] for e in w.hooks.events)
-    assert w.prov.creates["gpujob-toy"] == 0
+    assert w.prov.creates[machine("toy")] == 0
 
 
 def test_missing_secret_fails_before_any_call(tmp_path):
@@ -203,7 +206,7 @@ def test_volume_delete_waits_for_pod_to_release_it(tmp_path, monkeypatch):
         }
     )
     res = w.apply(only_delete, approvals={"toy.network_volume.delete-volume"})
-    assert "still attached to gpujob-toy" in res.failed["toy.network_volume.delete-volume"]
+    assert f"still attached to {machine('toy')}" in res.failed["toy.network_volume.delete-volume"]
     assert any(r.kind == "network_volume" for r in w.prov.resources.values())
 
 
@@ -236,7 +239,7 @@ def test_two_jobs_run_concurrently_and_one_failure_does_not_stop_the_other(tmp_p
     res = w.apply(plan)
     assert "toy.pod.create" in res.failed
     assert "other.network_volume.create" in res.done
-    assert w.prov.creates["gpujob-other-ckpts"] == 1
+    assert w.prov.creates[owned_volume("other", "ckpts")] == 1
 
 
 def test_launch_reconnects_when_the_connection_drops_mid_sync(tmp_path):

@@ -26,6 +26,7 @@ from gpujob.plan.refresh import read_live_state
 from gpujob.plan.runfacts import read_run_facts
 from gpujob.ssh.launcher import RunStatus
 from tests.apply.fakes import FakeProvider, action, make_plan, make_spec
+from tests.owners import PROJECT, machine, marker
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -35,14 +36,16 @@ class Loaded:
     spec: Any
     path: Path
     digest: str = "d1"
+    project: str | None = PROJECT
 
 
-def pod(status: str = "running", name: str = "gpujob-toy") -> LiveResource:
+def pod(status: str = "running", name: str = machine("toy")) -> LiveResource:
     return LiveResource(
         platform="runpod",
         kind="pod",
-        id=f"p-{name}",
+        id=f"p-{name.removesuffix('--' + PROJECT)}",
         name=name,
+        attributes=marker(),
         status=status,  # type: ignore[arg-type]
         ssh=SSHEndpoint(host="h", port=1) if status == "running" else None,
     )
@@ -150,7 +153,7 @@ def test_unreachable_or_slow_machines_are_unknown_facts_read_concurrently(
 ) -> None:
     monkeypatch.delenv("GPUJOB_STATE_DIR", raising=False)
     a, b = keyed(tmp_path, "a"), keyed(tmp_path, "b")
-    live = LiveState(read_at=NOW, resources=[pod(name="gpujob-a"), pod(name="gpujob-b")])
+    live = LiveState(read_at=NOW, resources=[pod(name=machine("a")), pod(name=machine("b"))])
     facts = read([a], live, ssh_api(fail=SSHConnectError("connection refused\nmore")))
     assert facts["a"].state == "unknown" and facts["a"].reason == "connection refused"
     loop_start = asyncio.new_event_loop()

@@ -4,6 +4,7 @@ static-IP claim (claim once, adopt a journalled claim, stop/assign/start a runni
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from gpujob.plan.model import ActionKind, FieldChange
 from gpujob.plan.planner import build_plan
 from gpujob.spec.load import load_specs
 from tests.apply.fakes import FakeClock, FakeProvider, FakeSSH, action, make_spec
+from tests.owners import PROJECT
+from tests.owners import machine as machine_name
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 JOB = """version: 1
@@ -38,7 +41,7 @@ storage:
 
 def machine(**kw: Any) -> LiveResource:
     base: dict[str, Any] = dict(
-        platform="paperspace", kind="machine", id="m1", name="gpujob-ps", status="running", raw_status="ready",
+        platform="paperspace", kind="machine", id="m1", name=machine_name("ps"), status="running", raw_status="ready",
         gpu_id="A4000", gpu_count=1, region="ny2", volume_gb=50, template="ubuntu-22.04",
         public_ip="127.0.9.9", public_ip_kind="dynamic", auto_shutdown_hours=2.0,
     )  # fmt: skip
@@ -101,14 +104,15 @@ def context(tmp_path: Path, prov: FakeProvider, **spec_over: Any) -> JobContext:
     return JobContext(
         spec=spec, spec_path=tmp_path / "job.yaml", provider=prov, state_dir=state,  # type: ignore[arg-type]
         journal=Journal(state, "ps"), ssh=FakeSSH(tmp_path).api(), clock=FakeClock(), env={},
-        hooks=RecordingHooks(), approvals=set(),
+        hooks=RecordingHooks(), approvals=set(), project=PROJECT,
     )  # fmt: skip
 
 
 def plan_for(tmp_path: Path, hours: str, ip: str, m: LiveResource) -> list[tuple[str, ActionKind]]:
     path = tmp_path / "job.yaml"
     path.write_text(JOB.format(hours=hours, ip=ip))
-    plan = build_plan(load_specs([path]), LiveState(read_at=NOW, resources=[m]), now=NOW, env={})
+    loaded = [dataclasses.replace(ls, project=PROJECT) for ls in load_specs([path])]
+    plan = build_plan(loaded, LiveState(read_at=NOW, resources=[m]), now=NOW, env={})
     assert not plan.blocked, plan.all_findings()
     return [(a.id, a.kind) for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
 

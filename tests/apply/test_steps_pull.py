@@ -15,6 +15,7 @@ from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
 from gpujob.plan.model import ActionKind
 from tests.apply.fakes import FakeClock, FakeProvider, FakeSSH, action, make_spec
+from tests.owners import PROJECT, machine, marker
 
 
 def context(tmp_path: Path, ssh: FakeSSH) -> tuple[JobContext, FakeProvider]:
@@ -23,10 +24,12 @@ def context(tmp_path: Path, ssh: FakeSSH) -> tuple[JobContext, FakeProvider]:
     ctx = JobContext(
         spec=make_spec(storage={"network_volume": None, "volume_gb": 10}), spec_path=tmp_path / "job.yaml",
         provider=prov, state_dir=state, journal=Journal(state, "toy"), ssh=ssh.api(),  # type: ignore[arg-type]
-        clock=FakeClock(), env={}, hooks=RecordingHooks(), approvals=set(),
+        clock=FakeClock(), env={}, hooks=RecordingHooks(), approvals=set(), project=PROJECT,
     )  # fmt: skip
     ctx.machine = prov._save(
-        LiveResource(platform="runpod", kind="pod", id="p1", name="gpujob-toy", status="stopped")
+        LiveResource(
+            platform="runpod", kind="pod", id="p1", name=machine("toy"), status="stopped", attributes=marker()
+        )
     )
     return ctx, prov
 

@@ -9,6 +9,8 @@ from gpujob.audit.model import AuditReport
 from gpujob.live import LiveResource, LiveState
 from gpujob.profile import HOURS_PER_MONTH, load_profile
 from tests.audit.audit_seed import DAY, LOCAL_JOBS, NOW
+from tests.owners import OTHER, PROJECT, machine, marker
+from tests.owners import volume as owned_volume
 
 RP = load_profile("runpod")
 PS = load_profile("paperspace")
@@ -25,25 +27,31 @@ def item(report: AuditReport, name: str):
 
 
 def test_owners(report: AuditReport) -> None:
-    assert item(report, "gpujob-bert").owner == "this-repo"
-    assert item(report, "gpujob-sweep-data").job == "sweep"
-    assert item(report, "gpujob-llama").owner == "other-gpujob"
+    assert item(report, machine("bert")).owner == "this-repo"
+    assert item(report, owned_volume("sweep", "data")).job == "sweep"
+    assert item(report, machine("llama", OTHER)).owner == "other-gpujob"
     assert item(report, "my-notebook").owner == "foreign"
     # A static IP without a gpujob name belongs to the job of the machine it is assigned to.
     assert (item(report, "203.0.113.10").owner, item(report, "203.0.113.10").job) == ("this-repo", "render")
     assert item(report, "203.0.113.20").owner == "foreign"
 
 
-def test_longest_job_name_wins() -> None:
-    r = LiveResource(platform="runpod", kind="pod", id="x", name="gpujob-bert-large", status="running")
-    assert owner_of(r, ["bert", "bert-large"], {}) == ("this-repo", "bert-large")
-    assert owner_of(r, ["bert"], {}) == ("this-repo", "bert")  # gpujob-bert-<suffix> is bert's resource
-    r2 = LiveResource(platform="runpod", kind="pod", id="y", name="gpujob-bertie", status="running")
-    assert owner_of(r2, ["bert"], {}) == ("other-gpujob", "bertie")
+def test_owner_is_the_name_parts_not_a_prefix() -> None:
+    jobs = {"bert": PROJECT, "bert-large": PROJECT}
+    big = LiveResource(platform="runpod", kind="pod", id="x", name=machine("bert-large"), status="running",
+                       attributes=marker())  # fmt: skip
+    assert owner_of(big, jobs, {}) == ("this-repo", "bert-large")
+    assert owner_of(big, {"bert": PROJECT}, {}) == ("other-gpujob", "bert-large")  # never bert's
+    theirs = big.model_copy(update={"name": machine("bert", OTHER), "attributes": marker(OTHER)})
+    assert owner_of(theirs, jobs, {}) == ("other-gpujob", "bert")
+    legacy = big.model_copy(update={"name": "gpujob-bert", "attributes": {}})
+    assert owner_of(legacy, jobs, {}) == ("other-gpujob", None)
+    forged = big.model_copy(update={"name": machine("bert"), "attributes": marker(OTHER)})
+    assert owner_of(forged, jobs, {}) == ("other-gpujob", None)
 
 
 def test_stopped_pod_bills_volume_disk_at_stopped_rate(report: AuditReport) -> None:
-    sweep = item(report, "gpujob-sweep")
+    sweep = item(report, machine("sweep"))
     vd = RP.tier("volume_disk")
     assert vd.price_gb_month_stopped == 2 * vd.price_gb_month_running  # the RP4 trap, from the profile
     assert sweep.usd_per_hour == pytest.approx(200 * vd.price_gb_month_stopped / HOURS_PER_MONTH, abs=1e-6)
@@ -56,7 +64,7 @@ def test_stopped_pod_bills_volume_disk_at_stopped_rate(report: AuditReport) -> N
 
 
 def test_running_pod_gpu_and_disks_from_profile(report: AuditReport) -> None:
-    bert = item(report, "gpujob-bert")
+    bert = item(report, machine("bert"))
     gpu = RP.gpu("A100-80GB")
     assert gpu is not None
     expected = gpu.price_hour + 20 * RP.tier("container_disk").price_gb_month_running / HOURS_PER_MONTH
@@ -80,20 +88,24 @@ def test_api_rate_replaces_the_gpu_meter(report: AuditReport) -> None:
 def test_network_volumes(report: AuditReport) -> None:
     std = RP.network_volume_tier("standard")
     hp = RP.network_volume_tier("high-performance")
-    assert item(report, "gpujob-sweep-data").usd_per_month == pytest.approx(std.month_price(500), abs=1e-4)
-    assert item(report, "gpujob-sweep-fast").usd_per_month == pytest.approx(hp.month_price(50), abs=1e-4)
+    assert item(report, owned_volume("sweep", "data")).usd_per_month == pytest.approx(
+        std.month_price(500), abs=1e-4
+    )
+    assert item(report, owned_volume("sweep", "fast")).usd_per_month == pytest.approx(
+        hp.month_price(50), abs=1e-4
+    )
     assert item(report, "sky-vol").usd_per_month == pytest.approx(std.month_price(1500), abs=1e-4)
     # Mounted by a running pod: billing, but not idle.
-    ckpt = item(report, "gpujob-bert-ckpt")
+    ckpt = item(report, owned_volume("bert", "ckpt"))
     assert ckpt.billable and not ckpt.idle and "mounted by gpujob-bert" in ckpt.detail
     # Idle 2 h: reported as idle, under the 24 h threshold.
-    fast = item(report, "gpujob-sweep-fast")
+    fast = item(report, owned_volume("sweep", "fast"))
     # a parked network volume is the safe park, not a trap: idle, no gotcha, a fix that says what to do
     assert fast.idle and not fast.over_threshold and fast.gotcha is None and "delete the volume" in fast.fix
 
 
 def test_paperspace_off_machine_bills_storage_and_ip_separately(report: AuditReport) -> None:
-    render = item(report, "gpujob-render")
+    render = item(report, machine("render"))
     bs = PS.tier("block_storage")
     assert render.usd_per_month == pytest.approx(bs.month_price(500, stopped=True), abs=1e-4)
     assert [m.what.split()[0] for m in render.meters] == ["block"]  # static IP billed on its own row
@@ -143,8 +155,8 @@ def test_totals_and_exit_code(report: AuditReport) -> None:
     assert report.exit_code == 2
     flagged = {i.name for i in report.flagged}
     assert flagged == {
-        "gpujob-sweep", "gpujob-sweep-data", "sky-vol", "gpujob-render", "203.0.113.10", "203.0.113.20",
-        "gpujob-render-pre-upgrade", "nightly", "gpujob-old",
+        machine("sweep"), owned_volume("sweep", "data"), "sky-vol", machine("render"), "203.0.113.10", "203.0.113.20",
+        "gpujob-render-pre-upgrade", "nightly", "gpujob-old", machine("bert", OTHER),
     }  # fmt: skip
 
 
@@ -167,7 +179,7 @@ def test_threshold_moves_the_line(seeded_live: LiveState) -> None:
     report = classify(
         seeded_live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=3600, profiles=load_profile
     )
-    assert "gpujob-sweep-fast" in {i.name for i in report.flagged}
+    assert owned_volume("sweep", "fast") in {i.name for i in report.flagged}
 
 
 def test_platform_filter(seeded_live: LiveState) -> None:

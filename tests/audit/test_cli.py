@@ -14,6 +14,7 @@ from gpujob.cli.main import cli
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, Plan
 from tests.audit.audit_seed import seeded_resources
+from tests.owners import machine, marker, pin_project
 
 JOBS = Path(__file__).parent / "jobs"
 
@@ -25,6 +26,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RUNPOD_API_KEY", "test-key-not-secret")
     monkeypatch.setenv("PAPERSPACE_API_KEY", "test-key-not-secret")
     monkeypatch.setenv("GPUJOB_STATE_DIR", str(tmp_path / ".gpujob"))
+    monkeypatch.delenv("GPUJOB_PROJECT_ID", raising=False)
+    pin_project(tmp_path / ".gpujob")
     monkeypatch.delenv("CI", raising=False)
     return tmp_path
 
@@ -131,7 +134,7 @@ def fake_cost_read(
 def bert_pod(hours_up: float) -> LiveResource:
     now = datetime.now(UTC)
     return LiveResource(
-        platform="runpod", kind="pod", id="rp-bert", name="gpujob-bert", status="running",
+        platform="runpod", kind="pod", id="rp-bert", name=machine("bert"), status="running", attributes=marker(),
         gpu_id="NVIDIA A100 80GB PCIe", gpu_count=1, cloud="secure", container_disk_gb=20,
         created_at=now - timedelta(hours=hours_up), started_at=now - timedelta(hours=hours_up),
     )  # fmt: skip
@@ -224,11 +227,13 @@ def test_force_unlock_yes_removes(repo: Path) -> None:
     assert result.exit_code == 0 and "not locked" in result.output
 
 
-def test_force_unlock_refuses_a_held_lock_without_yes(repo: Path) -> None:
+def test_force_unlock_refuses_a_held_lock_even_with_yes(repo: Path) -> None:
     from gpujob.lock import job_lock
 
     with job_lock(repo / ".gpujob", "bert"):
-        result = CliRunner().invoke(cli, ["force-unlock", "bert"], input="n\n")
-        # CliRunner's stdin is not a TTY: it must not prompt, even with input available.
-        assert result.exit_code == 1 and "--yes" in result.output
-        assert "still running on this host" in result.output
+        for args in (["force-unlock", "bert"], ["force-unlock", "bert", "--yes"]):
+            result = CliRunner().invoke(cli, args, input="y\n")
+            assert result.exit_code == 1 and "still running on this host" in result.output, result.output
+            assert "Removed" not in result.output
+        assert (repo / ".gpujob" / "locks" / "bert.lock").exists()
+        assert (repo / ".gpujob" / "locks" / "bert.json").exists()

@@ -11,16 +11,33 @@ from gpujob.plan.model import GATED, ActionKind, Plan
 from gpujob.plan.planner import live_fingerprint
 from gpujob.profile import load_profile
 from tests.audit.audit_seed import DAY, LOCAL_JOBS, NOW
+from tests.owners import OTHER, PROJECT, machine
+from tests.owners import volume as owned_volume
 
 JOBS = [
-    FixJob(name="bert", platform="runpod", spec_file="bert.job.yaml", has_checkpoint=True, digest="a" * 64),
-    FixJob(name="sweep", platform="runpod", spec_file="sweep.job.yaml", has_checkpoint=True, digest="b" * 64),
+    FixJob(
+        name="bert",
+        platform="runpod",
+        spec_file="bert.job.yaml",
+        has_checkpoint=True,
+        digest="a" * 64,
+        project=PROJECT,
+    ),
+    FixJob(
+        name="sweep",
+        platform="runpod",
+        spec_file="sweep.job.yaml",
+        has_checkpoint=True,
+        digest="b" * 64,
+        project=PROJECT,
+    ),
     FixJob(
         name="render",
         platform="paperspace",
         spec_file="render.job.yaml",
         has_checkpoint=False,
         digest="c" * 64,
+        project=PROJECT,
     ),
 ]
 
@@ -55,11 +72,18 @@ def test_removes_exactly_the_owned_idle_spend(seeded_live: LiveState, plan: Plan
 
 def test_foreign_and_other_projects_untouched(plan: Plan) -> None:
     names = {a.resource_name for a in plan.all_actions()}
-    assert not names & {"gpujob-llama", "gpujob-old", "sky-vol", "my-notebook", "nightly", "203.0.113.20"}
+    assert not names & {
+        machine("llama", OTHER),
+        "gpujob-old",
+        "sky-vol",
+        "my-notebook",
+        "nightly",
+        "203.0.113.20",
+    }
     # In use: not idle, so not touched.
-    assert not names & {"gpujob-bert", "gpujob-bert-ckpt"}
+    assert not names & {machine("bert"), owned_volume("bert", "ckpt")}
     # Idle 2 h is still idle spend: the threshold only decides the exit code.
-    assert "gpujob-sweep-fast" in names
+    assert owned_volume("sweep", "fast") in names
 
 
 def test_every_teardown_gated_and_pull_first(plan: Plan) -> None:
@@ -88,7 +112,7 @@ def test_plan_round_trips_as_json(seeded_live: LiveState, plan: Plan) -> None:
     assert again == plan
     assert [j.job for j in plan.jobs] == ["render", "sweep"]
     # apply's stale-plan guard recomputes both over the job files the plan names (not bert's).
-    assert plan.live_fingerprint == live_fingerprint(seeded_live, ["render", "sweep"])
+    assert plan.live_fingerprint == live_fingerprint(seeded_live, {"render": PROJECT, "sweep": PROJECT})
     import hashlib
 
     expected = hashlib.sha256()
@@ -98,19 +122,23 @@ def test_plan_round_trips_as_json(seeded_live: LiveState, plan: Plan) -> None:
 
 
 def test_fingerprint_covers_only_what_the_jobs_own(seeded_live: LiveState) -> None:
-    report = classify(seeded_live, local_jobs=["sweep"], now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    report = classify(
+        seeded_live, local_jobs={"sweep": PROJECT}, now=NOW, idle_threshold_s=DAY, profiles=load_profile
+    )
     plan = build_fix_plan(report, seeded_live, JOBS[1:2], now=NOW, profiles=load_profile)
     foreign_changed = LiveState(
         read_at=NOW, resources=[r for r in seeded_live.resources if r.name != "my-notebook"]
     )
-    assert plan.live_fingerprint == live_fingerprint(foreign_changed, ["sweep"])
+    assert plan.live_fingerprint == live_fingerprint(foreign_changed, {"sweep": PROJECT})
     sweep_changed = LiveState(
-        read_at=NOW, resources=[r for r in seeded_live.resources if r.name != "gpujob-sweep-data"]
+        read_at=NOW, resources=[r for r in seeded_live.resources if r.name != owned_volume("sweep", "data")]
     )
-    assert plan.live_fingerprint != live_fingerprint(sweep_changed, ["sweep"])
+    assert plan.live_fingerprint != live_fingerprint(sweep_changed, {"sweep": PROJECT})
 
 
 def test_nothing_owned_idle_gives_empty_plan(seeded_live: LiveState) -> None:
-    report = classify(seeded_live, local_jobs=["bert"], now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    report = classify(
+        seeded_live, local_jobs={"bert": PROJECT}, now=NOW, idle_threshold_s=DAY, profiles=load_profile
+    )
     plan = build_fix_plan(report, seeded_live, JOBS[:1], now=NOW, profiles=load_profile)
     assert plan.jobs == [] and not plan.has_changes

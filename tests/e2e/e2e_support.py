@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpujob import naming
 from gpujob.sim.testing import Sim
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
@@ -72,6 +73,17 @@ class Project:
         data = self.store().read(name)
         assert data is not None, f"no {name} in {self.store().location}"
         return dict(json.loads(data))
+
+    @property
+    def project_id(self) -> str:
+        """The id gpujob made for this checkout on its first plan or apply (project.json in its state)."""
+        return str(self.record("project.json")["id"])
+
+    def machine_name(self, job: str = "quickstart") -> str:
+        return naming.machine_name(job, self.project_id)
+
+    def volume_name(self, job: str = "quickstart", volume: str = "ckpts") -> str:
+        return naming.volume_name(job, volume, self.project_id)
 
     def journal(self) -> list[dict[str, Any]]:
         out = []

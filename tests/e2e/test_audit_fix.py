@@ -70,7 +70,7 @@ async def seed(p: Project) -> dict[str, str]:
     async with open_providers({"runpod", "paperspace"}, env=p.env) as pv:
         rp, ps = pv["runpod"], pv["paperspace"]
         scratch = await rp.create_volume(
-            VolumeRequest(name="gpujob-rpjob-scratch", size_gb=10, region="EU-RO-1")
+            VolumeRequest(name=p.volume_name("rpjob", "scratch"), size_gb=10, region="EU-RO-1")
         )
         team = await rp.create_volume(VolumeRequest(name="team-data", size_gb=10, region="EU-RO-1"))
         nb = await rp.create_machine(
@@ -83,7 +83,7 @@ async def seed(p: Project) -> dict[str, str]:
                           volume_gb=50, public_ip="static", ssh_public_key=KEY)
         )  # fmt: skip
         listed = await ps.list_resources()
-    owned_machine = next(r for r in listed if r.name == "gpujob-psjob")
+    owned_machine = next(r for r in listed if r.name == p.machine_name("psjob"))
     headers = {"Authorization": f"Bearer {p.env['PAPERSPACE_API_KEY']}"}
     base = p.env["GPUJOB_PAPERSPACE_API_URL"]
     snaps = {}
@@ -125,7 +125,7 @@ def test_audit_fix_plan_applies_through_the_gate_and_leaves_only_foreign_spend(p
     write(p, "stopped", "stopped")
     p.gj("apply", "--auto-approve")
     ids = asyncio.run(seed(p))
-    (pod,) = [o for o in live(p).values() if o.get("name") == "gpujob-rpjob"]
+    (pod,) = [o for o in live(p).values() if o.get("name") == p.machine_name("rpjob")]
     (ps_ip,) = [o for o in live(p).values() if o.get("assigned_machine_id") and o.get("ip") != ids["ws_ip"]]
     foreign = {ids[k] for k in ("team", "nb", "ws", "ws_ip", "ws_snap")}
     foreign_before = {k: v for k, v in live(p).items() if k in foreign}

@@ -45,7 +45,7 @@ def test_auto_shutdown_change_is_an_in_place_update_that_takes(project: Project)
     assert not [f for f in plan.stdout.splitlines() if "PS2" in f]
 
     done = p.gj("apply", "plan.json")
-    assert "set auto-shutdown of gpujob-psas to 4h" in done.stderr + done.stdout
+    assert f"set auto-shutdown of {p.machine_name('psas')} to 4h" in done.stderr + done.stdout
     after = machine(p)
     assert after["id"] == first["id"] and after["state"] == "ready"
     assert (after["auto_shutdown_enabled"], after["auto_shutdown_timeout"]) == (True, 4)

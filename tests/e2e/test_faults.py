@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from gpujob import naming
 from tests.e2e.e2e_support import Project, poll
 
 STEPS = ["quickstart.network_volume.create", "quickstart.pod.create", "quickstart.run.launch"]
@@ -15,9 +16,9 @@ STEPS = ["quickstart.network_volume.create", "quickstart.pod.create", "quickstar
 def assert_converged(p: Project) -> None:
     """One pod and one volume were ever created, the run is alive, and a new plan is empty."""
     names = Counter(o["name"] for o in p.sim_objects("pods"))
-    assert names == {"gpujob-quickstart": 1}, names
+    assert names == {p.machine_name(): 1}, names
     vols = Counter(o["name"] for o in p.sim_objects("volumes"))
-    assert vols == {"gpujob-quickstart-ckpts": 1}, vols
+    assert vols == {p.volume_name(): 1}, vols
     poll("the run to be alive", lambda: (p.status().get("run") or {}).get("alive"))
     again = p.gj("plan", "--detailed-exitcode", check=False)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -119,6 +120,7 @@ def test_destroy_killed_mid_teardown_then_rerun_finishes_it(project: Project, st
     # gate looks at it (and pulls) through one temporary pod before deleting it, never on the old
     # record alone. Killed earlier (or after the delete), no temporary pod is needed.
     pods = Counter(o["name"] for o in p.sim_objects("pods"))
-    assert pods["gpujob-quickstart"] == 1 and pods["gpujob-quickstart-gate"] <= 1
-    assert set(pods) <= {"gpujob-quickstart", "gpujob-quickstart-gate"}
+    helper = naming.helper_name("quickstart", p.project_id)
+    assert pods[p.machine_name()] == 1 and pods[helper] <= 1
+    assert set(pods) <= {p.machine_name(), helper}
     assert all(i["rate_per_hour"] == 0 for i in p.sim.bill()["items"])

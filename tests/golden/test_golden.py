@@ -7,6 +7,7 @@ the files.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from gpujob.plan.model import Plan
 from gpujob.plan.planner import build_plan
 from gpujob.render import render_plan
 from gpujob.spec.load import discover_job_files, load_specs
+from tests.owners import PROJECT
 
 HERE = Path(__file__).parent
 CASES = sorted(p.name for p in HERE.iterdir() if p.is_dir() and (p / "live.json").exists())
@@ -35,7 +37,7 @@ def make_plan(case: Path) -> Plan:
             k: PullRecord.model_validate(v) for k, v in json.loads((case / "pulls.json").read_text()).items()
         }
     files = [p.relative_to(case) for p in discover_job_files(case)]
-    loaded = load_specs(files)
+    loaded = [dataclasses.replace(ls, project=PROJECT) for ls in load_specs(files)]
     plan = build_plan(loaded, live, now=live.read_at, env={n: CANARY for n in names}, pull_records=pulls)
     return plan.model_copy(update={"gpujob_version": "0.0.0+golden"})
 

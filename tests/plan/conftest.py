@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpujob.spec.load import LoadedSpec, load_specs
+from tests.owners import PROJECT
 from tests.plan.plan_helpers import RUNPOD_JOB
 
 
@@ -22,6 +24,6 @@ def write_job(tmp_path: Path) -> Callable[..., LoadedSpec]:
             body = body.replace(old.replace("__", " "), new)
         path = tmp_path / name
         path.write_text(body)
-        return load_specs([path])[0]
+        return dataclasses.replace(load_specs([path])[0], project=PROJECT)
 
     return write

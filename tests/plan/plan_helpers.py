@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from gpujob import naming
 from gpujob.live import LiveResource, LiveState
+from tests.owners import PROJECT, machine, marker
+from tests.owners import volume as owned_volume
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 A100 = "NVIDIA A100 80GB PCIe"
@@ -20,12 +23,20 @@ def live(*resources: LiveResource, **kw: object) -> LiveState:
     return LiveState(read_at=NOW, resources=list(resources), **kw)  # type: ignore[arg-type]
 
 
-def pod(name: str = "gpujob-job", **kw: object) -> LiveResource:
+def legacy_id(name: str) -> str:
+    """A short stable id from a name: gpujob-job--ckpts--testproj -> gpujob-job-ckpts."""
+    return name.removesuffix(f"--{PROJECT}").replace("--", "-")
+
+
+def pod(name: str = machine("job"), **kw: object) -> LiveResource:
+    """A running RunPod pod; one with a gpujob name carries its project's env marker."""
+    owner = naming.parse(name)
     base: dict[str, object] = dict(
         platform="runpod",
         kind="pod",
-        id=f"pod-{name}",
+        id=f"pod-{legacy_id(name)}",
         name=name,
+        attributes=marker(owner.project) if owner else {},
         status="running",
         raw_status="RUNNING",
         gpu_id=A100,
@@ -40,11 +51,11 @@ def pod(name: str = "gpujob-job", **kw: object) -> LiveResource:
     return LiveResource(**base)  # type: ignore[arg-type]
 
 
-def volume(name: str = "gpujob-job-ckpts", **kw: object) -> LiveResource:
+def volume(name: str = owned_volume("job", "ckpts"), **kw: object) -> LiveResource:
     base: dict[str, object] = dict(
         platform="runpod",
         kind="network_volume",
-        id=f"nv-{name}",
+        id=f"nv-{legacy_id(name)}",
         name=name,
         status="available",
         volume_gb=100,

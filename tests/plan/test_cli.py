@@ -13,6 +13,7 @@ from gpujob.cli import cmd_plan
 from gpujob.cli.main import cli
 from gpujob.live import LiveState
 from gpujob.plan.model import Plan
+from tests.owners import pin_project
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 CANARY = "CANARY-cli-9d1e-never-print"
@@ -32,6 +33,8 @@ def case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-un
         for secret in json.loads((dst / "env.json").read_text()):
             monkeypatch.setenv(secret, CANARY)
         monkeypatch.delenv("GPUJOB_STATE_DIR", raising=False)
+        monkeypatch.delenv("GPUJOB_PROJECT_ID", raising=False)
+        pin_project(dst / ".gpujob")
         return dst
 
     return use

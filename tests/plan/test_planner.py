@@ -7,11 +7,14 @@ from collections.abc import Callable
 import pytest
 
 from gpujob.live import LiveResource
+from gpujob.naming import claims
 from gpujob.plan import planner as planner_mod
 from gpujob.plan.diff import diff_fields
 from gpujob.plan.model import GATED, ActionKind
-from gpujob.plan.planner import assign_owners, build_plan
+from gpujob.plan.planner import build_plan
 from gpujob.profile import load_profile
+from tests.owners import PROJECT, machine
+from tests.owners import volume as owned_volume
 from tests.plan.plan_helpers import H100, NOW, RUNPOD_JOB, ago, live, pod, volume
 
 K = ActionKind
@@ -154,24 +157,53 @@ def test_read_errors_block_the_plan(write_job: Write) -> None:
     assert plan.blocked and any(f.code == "live-read" for f in plan.all_findings())
 
 
-def test_longest_job_name_owns_a_resource() -> None:
+def test_names_of_overlapping_jobs_never_collide_and_each_job_owns_only_its_own() -> None:
+    # Job bert + volume large-ckpts vs job bert-large + volume ckpts: one name under the old scheme.
+    assert owned_volume("bert", "large-ckpts") != owned_volume("bert-large", "ckpts")
     res = [
-        pod("gpujob-bert"),
-        pod("gpujob-bert-large"),
-        volume("gpujob-bert-large-ckpts"),
-        pod("gpujob-other"),
+        pod(machine("bert")),
+        pod(machine("bert-large")),
+        volume(owned_volume("bert", "large-ckpts")),
+        volume(owned_volume("bert-large", "ckpts")),
+        pod(machine("other")),
+        pod(machine("bert", "otherprj")),  # the same job name in another checkout
     ]
-    owners = assign_owners(res, ["bert", "bert-large"])
-    assert [r.name for r in owners["bert"]] == ["gpujob-bert"]
-    assert [r.name for r in owners["bert-large"]] == ["gpujob-bert-large", "gpujob-bert-large-ckpts"]
+    owners = claims(res, {"bert": PROJECT, "bert-large": PROJECT})
+    assert [r.name for r in owners["bert"]] == [machine("bert"), owned_volume("bert", "large-ckpts")]
+    assert [r.name for r in owners["bert-large"]] == [
+        machine("bert-large"),
+        owned_volume("bert-large", "ckpts"),
+    ]
+
+
+def test_a_pod_whose_env_marker_disagrees_with_its_name_is_nobodys() -> None:
+    forged = pod(machine("bert"), attributes={"project": "otherprj"})
+    unmarked = pod(machine("bert"), attributes={})
+    assert claims([forged, unmarked], {"bert": PROJECT})["bert"] == []
 
 
 def test_snapshots_follow_their_machine() -> None:
-    m = LiveResource(platform="paperspace", kind="machine", id="m1", name="gpujob-seg", status="running")
+    m = LiveResource(platform="paperspace", kind="machine", id="m1", name=machine("seg"), status="running")
     snap = LiveResource(
         platform="paperspace", kind="snapshot", id="s1", name="nightly", status="available", machine_id="m1"
     )
-    assert assign_owners([m, snap], ["seg"])["seg"] == [m, snap]
+    assert claims([m, snap], {"seg": PROJECT})["seg"] == [m, snap]
+
+
+def test_another_checkouts_running_pod_blocks_a_second_copy_and_names_its_owner(write_job: Write) -> None:
+    theirs = pod(
+        machine("job", "otherprj"), attributes={"project": "otherprj", "owner": "ann@box:/src/.gpujob"}
+    )
+    plan = plan_for(write_job, live(theirs))
+    (f,) = [f for f in plan.all_findings() if f.code == "owner"]
+    assert f.severity == "error" and plan.blocked
+    assert "otherprj" in f.summary and "ann@box:/src/.gpujob" in f.summary and theirs.id in f.summary
+    assert all(a.resource_id != theirs.id for a in plan.all_actions())
+    stopped = plan_for(write_job, live(theirs.model_copy(update={"status": "stopped"})))
+    (w,) = [f for f in stopped.all_findings() if f.code == "owner"]
+    assert w.severity == "warning" and not stopped.blocked
+    gone = plan_for(write_job, live(theirs), **{"state:__running": "state: absent"})
+    assert not gone.blocked and all(a.resource_id != theirs.id for a in gone.all_actions())
 
 
 def test_plan_is_deterministic_and_ids_unique(write_job: Write) -> None:
@@ -232,24 +264,27 @@ def test_diff_allowlist() -> None:
 
 
 def test_a_volume_the_spec_stopped_naming_is_reported_not_deleted(write_job: Write) -> None:
-    old = volume("gpujob-job-oldname", volume_gb=50)
+    old = volume(owned_volume("job", "oldname"), volume_gb=50)
     plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume(), old))
     assert K.DELETE_VOLUME not in [a.kind for a in plan.all_actions()]
     (f,) = [f for f in plan.all_findings() if f.code == "orphan"]
-    assert "gpujob-job-oldname" in f.summary and "$3.50/mo" in f.summary
+    assert owned_volume("job", "oldname") in f.summary and "$3.50/mo" in f.summary
     absent = plan_for(write_job, live(pod(), volume(), old), **{"state:__running": "state: absent"})
     deleted = [a.resource_name for a in absent.all_actions() if a.kind is K.DELETE_VOLUME]
-    assert deleted == ["gpujob-job-ckpts", "gpujob-job-oldname"]
+    assert deleted == [owned_volume("job", "ckpts"), owned_volume("job", "oldname")]
 
 
 def test_live_fingerprint_ignores_unrelated_resources_but_not_ours(write_job: Write) -> None:
     from gpujob.plan.planner import live_fingerprint
 
     ours = [pod(network_volume_id="nv-gpujob-job-ckpts"), volume()]
-    base = live_fingerprint(live(*ours, pod("someone-else")), ["job"])
-    assert live_fingerprint(live(*ours, pod("someone-else", status="stopped")), ["job"]) == base
-    assert live_fingerprint(live(ours[0].model_copy(update={"status": "stopped"}), ours[1]), ["job"]) != base
+    base = live_fingerprint(live(*ours, pod("someone-else")), {"job": PROJECT})
+    assert live_fingerprint(live(*ours, pod("someone-else", status="stopped")), {"job": PROJECT}) == base
+    assert (
+        live_fingerprint(live(ours[0].model_copy(update={"status": "stopped"}), ours[1]), {"job": PROJECT})
+        != base
+    )
     writer = pod("notebook", network_volume_id="nv-gpujob-job-ckpts")
-    assert live_fingerprint(live(*ours, writer), ["job"]) != base  # a pod on our volume matters
+    assert live_fingerprint(live(*ours, writer), {"job": PROJECT}) != base  # a pod on our volume matters
     plan = plan_for(write_job, live(*ours, pod("someone-else")))
     assert plan.live_fingerprint == base

@@ -4,6 +4,7 @@ let simulated time pass and compare the bill with the plan's running and parked 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 from gpujob.live import LiveState
 from gpujob.plan.planner import build_plan
 from gpujob.spec.load import load_specs
+from tests.owners import PROJECT, machine
+from tests.owners import volume as owned_volume
 
 pytestmark = pytest.mark.sim
 
@@ -73,13 +76,15 @@ def test_running_and_parked_rates_match_the_simulated_bill(tmp_path: Path) -> No
             timeout=20,
         ) as rp:
             vol = rp.post(
-                "/network-volumes", json={"name": "gpujob-meter-ckpts", "size": 200, "dataCenter": "EU-RO-1"}
+                "/network-volumes",
+                json={"name": owned_volume("meter", "ckpts"), "size": 200, "dataCenter": "EU-RO-1"},
             )
             assert vol.status_code == 201, vol.text
             pod = rp.post(
                 "/pods",
                 json={
-                    "name": "gpujob-meter",
+                    "name": machine("meter"),
+                    "env": {"GPUJOB_PROJECT": PROJECT},
                     "image": "img@sha256:" + "cd" * 32,
                     "gpu": {"id": "NVIDIA A40", "count": 1},
                     "disk": 40,
@@ -95,7 +100,7 @@ def test_running_and_parked_rates_match_the_simulated_bill(tmp_path: Path) -> No
             ids = [("pod", pod_id), ("network_volume", vol.json()["id"])]
 
             (tmp_path / "job.yaml").write_text(JOB.format(state="running").lstrip())
-            loaded = load_specs([tmp_path / "job.yaml"])
+            loaded = [dataclasses.replace(ls, project=PROJECT) for ls in load_specs([tmp_path / "job.yaml"])]
             live = _read(env, ids)
             plan = build_plan(loaded, live, now=live.read_at, env={})
             job = plan.jobs[0]
@@ -109,7 +114,7 @@ def test_running_and_parked_rates_match_the_simulated_bill(tmp_path: Path) -> No
             rp.post(f"/pods/{pod_id}/action", json={"action": "stop"}).raise_for_status()
             _wait_status(rp, pod_id, "EXITED")
             (tmp_path / "job.yaml").write_text(JOB.format(state="stopped").lstrip())
-            loaded = load_specs([tmp_path / "job.yaml"])
+            loaded = [dataclasses.replace(ls, project=PROJECT) for ls in load_specs([tmp_path / "job.yaml"])]
             live = _read(env, ids)
             plan = build_plan(loaded, live, now=live.read_at, env={})
             job = plan.jobs[0]

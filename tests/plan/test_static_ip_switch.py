@@ -8,6 +8,7 @@ from collections.abc import Callable
 from gpujob.live import LiveResource
 from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
+from tests.owners import machine as machine_name
 from tests.plan.plan_helpers import NOW, ago, live
 
 JOB = """
@@ -32,7 +33,7 @@ def test_static_ip_switch_on_a_running_machine_says_it_stops_and_restarts(
         platform="paperspace",
         kind="machine",
         id="m1",
-        name="gpujob-seg",
+        name=machine_name("seg"),
         status="running",
         gpu_id="A4000",
         gpu_count=1,

@@ -251,7 +251,7 @@ def test_a7_any_accepted_name_is_a_safe_shell_word(name: str) -> None:
     assert re.fullmatch(NAME_PATTERN, spec.name)
     import shlex
 
-    assert shlex.split(f"tmux has-session -t ={spec.resource_name}")[-1] == f"={spec.resource_name}"
+    assert shlex.split(f"tmux has-session -t =gpujob-{spec.name}")[-1] == f"=gpujob-{spec.name}"
     assert not set(spec.name) & set(".:;$`'\"\\ \n/")
 
 

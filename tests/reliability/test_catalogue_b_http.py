@@ -17,6 +17,8 @@ import pytest
 from gpujob.providers.base import LaunchRequest, VolumeRequest
 from gpujob.providers.registry import open_providers
 from gpujob.sim.http import Response
+from tests.owners import PROJECT, machine, pin_project
+from tests.owners import volume as owned_volume
 from tests.reliability.reliability_kit import (
     RP_CANARY,
     RUNPOD_JOB,
@@ -31,9 +33,13 @@ A100 = "NVIDIA A100 80GB PCIe"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLE reliability"
 
 
-def project_with_job(tmp_path: Path, text: str = RUNPOD_JOB) -> Path:
+def project_with_job(tmp_path: Path, text: str = RUNPOD_JOB, *, pinned: bool = True) -> Path:
+    """The project dir (its state dir is the env fixture's GPUJOB_STATE_DIR, project/.gpujob), with
+    the test project id made already unless `pinned` is False."""
     project = tmp_path / "project"
     write_job(project, text)
+    if pinned:
+        pin_project(project / ".gpujob")
     return project
 
 
@@ -42,16 +48,19 @@ def calls(rsim: RecordingSim, method: str, path: str) -> int:
 
 
 async def _create_bert_pod(env: dict[str, str], *, volume: bool = False) -> tuple[str, str | None]:
-    """Create gpujob-bert through the provider's create-once protocol (the simulator runs no pod
+    """Create job bert's pod through the provider's create-once protocol (the simulator runs no pod
     processes here, so the wait for an SSH endpoint that create_machine adds is left out)."""
     async with open_providers({"runpod"}, env=env, clock=FastClock()) as providers:
         rp: Any = providers["runpod"]
         vol_id = None
         if volume:
-            vol = await rp.create_volume(VolumeRequest(name="gpujob-bert-ckpt", size_gb=50, region="EU-RO-1"))
+            vol = await rp.create_volume(
+                VolumeRequest(name=owned_volume("bert", "ckpt"), size_gb=50, region="EU-RO-1")
+            )
             vol_id = vol.id
         request = LaunchRequest(
-            name="gpujob-bert",
+            name=machine("bert"),
+            env={"GPUJOB_PROJECT": PROJECT},
             gpu_id=A100,
             image="runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04",
             region="EU-RO-1",
@@ -162,7 +171,7 @@ def test_b8_malformed_create_answer_is_an_unknown_outcome_and_creates_exactly_on
         live = [
             p.id
             for p in rsim.sim.engine.state.pods.values()
-            if p.name == "gpujob-bert" and p.ended_at is None
+            if p.name == machine("bert") and p.ended_at is None
         ]
     assert live == [pod_id] and calls(rsim, "POST", "/v2/pods") == 1
 
@@ -245,7 +254,7 @@ def test_b15_partition_is_bounded_and_marks_nothing(
         "GPUJOB_RUNPOD_API_URL": f"http://127.0.0.1:{dead}/v2",
         "GPUJOB_RUNPOD_GRAPHQL_URL": f"http://127.0.0.1:{dead}/graphql",
     }
-    project = project_with_job(tmp_path)
+    project = project_with_job(tmp_path, pinned=False)
     for args in (["plan"], ["state"], ["cost"], ["audit", "--platform", "runpod"]):
         fast_clock.sleeps.clear()
         run = cli(args, cwd=project, env=env)

@@ -20,6 +20,7 @@ import pytest
 from gpujob.providers.base import LaunchRequest
 from gpujob.providers.registry import open_providers
 from gpujob.sim.http import Response
+from tests.owners import PROJECT, machine, pin_project
 from tests.reliability.reliability_kit import (
     CANARIES,
     IMAGE,
@@ -61,14 +62,15 @@ def seed_account(env: dict[str, str]) -> None:
     async def go() -> None:
         async with open_providers({"runpod"}, env=env, clock=FastClock()) as providers:
             rp: Any = providers["runpod"]
-            for name in ("gpujob-bert", "notebook"):
+            for name in (machine("bert"), "notebook"):
+                marker = {"GPUJOB_PROJECT": PROJECT} if name != "notebook" else {}
                 request = LaunchRequest(
                     name=name,
                     gpu_id="NVIDIA A100 80GB PCIe",
                     image=IMAGE,
                     region="EU-RO-1",
                     volume_gb=100,
-                    env={"HF_TOKEN": SECRET_CANARY, "WANDB_API_KEY": SECRET_CANARY + "-wandb"},
+                    env={"HF_TOKEN": SECRET_CANARY, "WANDB_API_KEY": SECRET_CANARY + "-wandb", **marker},
                 )
                 await rp._create_once(request.name, lambda r=request: rp._create_on_demand(r), rp._pods_named)
 
@@ -81,6 +83,7 @@ def project(tmp_path: Path, env: dict[str, str]) -> Path:
     write_job(root, RUNPOD_JOB, "bert.job.yaml")
     write_job(root, PAPERSPACE_JOB, "resnet.job.yaml")
     (root / "out").mkdir()
+    pin_project(Path(env["GPUJOB_STATE_DIR"]))
     seed_account(env)
     return root
 
@@ -123,7 +126,7 @@ def test_f_no_canary_anywhere_on_the_happy_path(
     by_args = {tuple(a): r for a, r in runs}
     assert (
         by_args[("plan",)].exit_code in (0, 1, 2)
-        and "gpujob-bert" in by_args[("state", "bert.job.yaml")].stdout
+        and machine("bert") in by_args[("state", "bert.job.yaml")].stdout
     )
     assert (project / "plan.json").is_file() and (project / "fix.json").is_file()
     assert (

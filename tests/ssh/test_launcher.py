@@ -135,7 +135,7 @@ def test_launch_under_tmux_setup_once_exit_code_idempotent_and_no_secret_leak(
         )
         assert st.detach == "tmux" and st.exit_code is None and st.started_at and st.state == "running"
         assert st.last_checkpoint_age_s is not None and st.last_checkpoint_age_s < 30
-        assert subprocess.run(["tmux", "has-session", "-t", f"={spec.resource_name}"]).returncode == 0
+        assert subprocess.run(["tmux", "has-session", "-t", f"=gpujob-{spec.name}"]).returncode == 0
         assert "interval=804 keep=3" in st.log_tail and f"hf={mount}/.cache/huggingface" in st.log_tail
         assert (mount / "odd.txt").read_text() == ODD
         assert (mount / "secret.sha").read_text().strip() == hashlib.sha256(secret.encode()).hexdigest()
@@ -151,7 +151,7 @@ def test_launch_under_tmux_setup_once_exit_code_idempotent_and_no_secret_leak(
         (code / "release").touch()
         st = wait_for("exit recorded", status, lambda st: not st.alive and st.exit_code is not None)
         assert st.exit_code == 3 and st.finished_at and not st.setup_failed and st.state == "exited"
-        assert subprocess.run(["tmux", "has-session", "-t", f"={spec.resource_name}"]).returncode != 0
+        assert subprocess.run(["tmux", "has-session", "-t", f"=gpujob-{spec.name}"]).returncode != 0
 
         launch()  # exited: runs again, setup does not
         wait_for("second run", status, lambda st: st.exit_code == 3 and st.log_tail.count("starting at") == 2)
@@ -166,7 +166,7 @@ def test_launch_under_tmux_setup_once_exit_code_idempotent_and_no_secret_leak(
         assert all(secret.split("\n")[0] not in text for text in returned)
         assert not Path("/tmp/pwned").exists()
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", f"={spec.resource_name}"], stderr=subprocess.DEVNULL)
+        subprocess.run(["tmux", "kill-session", "-t", f"=gpujob-{spec.name}"], stderr=subprocess.DEVNULL)
 
 
 def test_nohup_fallback_without_tmux(tmp_path: Path, no_tmux_path: str) -> None:

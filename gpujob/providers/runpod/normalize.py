@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpujob.live import LiveResource, SSHEndpoint, Status
+from gpujob.naming import OWNER_ENV, PROJECT_ENV
 from gpujob.providers.runpod import wire
 
 SPOT_TAG = "GPUJOB_SPOT"  # env marker: v2 pod objects do not say whether a pod is interruptible
@@ -48,6 +49,10 @@ def pod_to_live(pod: wire.Pod) -> LiveResource:
         attributes["error"] = True
     if pod.locked:
         attributes["locked"] = True
+    for key, attr in ((PROJECT_ENV, "project"), (OWNER_ENV, "owner")):
+        value = pod.env.get(key)
+        if isinstance(value, str) and value:
+            attributes[attr] = value  # gpujob.naming: the pod's ownership marker
     if pod.ssh and pod.ssh.proxy:
         attributes["ssh_proxy"] = f"{pod.ssh.proxy.username}@{pod.ssh.proxy.host}"
     cloud = (pod.cloud or "").lower()

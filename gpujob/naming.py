@@ -1,0 +1,176 @@
+"""Resource names and ownership: the one rule for "which resources belong to this job".
+
+Every resource gpujob creates is named
+
+    gpujob-<job>--<project>                 the job's pod (RunPod) or machine (Paperspace)
+    gpujob-<job>--<volume>--<project>       a RunPod network volume of the job
+    gpujob-<job>--gate--<project>           a temporary pod the teardown gate mounts a volume with
+
+Job and volume names may not contain "--" or end in "-" (the spec refuses them), so a name splits back
+into its parts exactly one way: job "bert" + volume "large-ckpts" and job "bert-large" + volume
+"ckpts" can no longer meet in one name. <project> is the id of the checkout that made the resource
+(gpujob.project), so two checkouts with a job of the same name never share a resource by accident.
+RunPod pods also carry the project in their env (GPUJOB_PROJECT, plus GPUJOB_OWNER naming where it
+lives), which the platform reports back: a pod is the job's only when name and env agree.
+
+Static IPs and snapshots are not named by gpujob: they belong to whoever owns their machine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gpujob.live import LiveResource
+
+PREFIX = "gpujob-"
+SEP = "--"
+PROJECT_ENV = "GPUJOB_PROJECT"  # pod env: the id of the project that created the pod
+OWNER_ENV = "GPUJOB_OWNER"  # pod env: where that project lives (user@host:/path), for messages
+_PART = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a job or volume name (gpujob.spec.model.NAME_PATTERN)
+PROJECT_ID = re.compile(r"^[a-z0-9]{4,16}$")
+MACHINE_KINDS = ("pod", "machine")
+FOLLOWERS = ("public_ip", "snapshot")  # unnamed by gpujob: owned through their machine
+
+
+HELPER = "gate"  # the role part of a temporary pod's name (gpujob.apply.teardown)
+
+
+@dataclass(frozen=True)
+class Owner:
+    job: str
+    project: str
+    volume: str | None = None  # a volume's name part; on a pod or machine, its role (HELPER)
+
+
+def machine_name(job: str, project: str) -> str:
+    return f"{PREFIX}{job}{SEP}{project}"
+
+
+def volume_name(job: str, volume: str, project: str) -> str:
+    return f"{PREFIX}{job}{SEP}{volume}{SEP}{project}"
+
+
+def helper_name(job: str, project: str) -> str:
+    return f"{PREFIX}{job}{SEP}{HELPER}{SEP}{project}"
+
+
+def run_session(job: str) -> str:
+    """The tmux session / pid-file stem of the run inside the machine (one run per machine)."""
+    return f"{PREFIX}{job}"
+
+
+def parse(name: str) -> Owner | None:
+    """The owner a gpujob name spells, or None for any other name (a foreign one, or one made by a
+    gpujob older than project markers)."""
+    if not name.startswith(PREFIX):
+        return None
+    parts = name[len(PREFIX) :].split(SEP)
+    if len(parts) not in (2, 3) or not PROJECT_ID.match(parts[-1]):
+        return None
+    if not all(_PART.match(p) for p in parts[:-1]):
+        return None
+    return Owner(job=parts[0], project=parts[-1], volume=parts[1] if len(parts) == 3 else None)
+
+
+def owner(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -> Owner | None:
+    """Whose resource this is: its name, checked against its kind (a volume name on a volume, a machine
+    name on a machine) and, for a RunPod pod, against the project in its env. An IP or a snapshot is
+    owned by the owner of its machine (`machines`: machine id -> machine), else by nobody."""
+    if r.kind in FOLLOWERS:
+        machine = (machines or {}).get(r.machine_id or "")
+        return owner(machine) if machine is not None and machine.kind in MACHINE_KINDS else None
+    found = parse(r.name)
+    if found is None:
+        return None
+    if r.kind == "network_volume" and found.volume is None:
+        return None
+    if r.kind in MACHINE_KINDS and found.volume not in (None, HELPER):
+        return None
+    if r.kind not in MACHINE_KINDS and r.kind != "network_volume":
+        return None
+    if r.kind == "pod" and r.attributes.get("project") != found.project:
+        return None  # renamed, or made by hand with our name: the env marker says it is not ours
+    return found
+
+
+def machines_by_id(resources: Iterable[LiveResource]) -> dict[str, LiveResource]:
+    return {r.id: r for r in resources if r.kind in MACHINE_KINDS}
+
+
+def belongs(
+    r: LiveResource, job: str, project: str | None, machines: Mapping[str, LiveResource] | None = None
+) -> bool:
+    o = owner(r, machines)
+    return o is not None and project is not None and o.job == job and o.project == project
+
+
+def owned(resources: Iterable[LiveResource], job: str, project: str | None) -> list[LiveResource]:
+    """The job's resources: what `belongs` to (job, project), in the order listed."""
+    listed = list(resources)
+    machines = machines_by_id(listed)
+    return [r for r in listed if belongs(r, job, project, machines)]
+
+
+def machines(resources: Iterable[LiveResource], job: str, project: str | None) -> list[LiveResource]:
+    """The job's own pods / machines, not the gate's temporary pods, not terminating, in listed order."""
+    return [
+        r
+        for r in owned(resources, job, project)
+        if r.kind in MACHINE_KINDS and not is_helper(r) and r.status != "terminating"
+    ]
+
+
+def is_helper(r: LiveResource) -> bool:
+    o = parse(r.name)
+    return r.kind in MACHINE_KINDS and o is not None and o.volume == HELPER
+
+
+def claims(
+    resources: Iterable[LiveResource], projects: Mapping[str, str | None]
+) -> dict[str, list[LiveResource]]:
+    """Each job's resources (`projects`: job name -> project id)."""
+    listed = list(resources)
+    return {job: owned(listed, job, project) for job, project in projects.items()}
+
+
+def others(resources: Iterable[LiveResource], job: str, project: str | None) -> list[LiveResource]:
+    """Resources of a job of the same name that another project made (never touched, only reported)."""
+    listed = list(resources)
+    machines = machines_by_id(listed)
+    out = []
+    for r in listed:
+        o = owner(r, machines)
+        if (
+            o is not None
+            and o.job == job
+            and o.project != project
+            and r.kind not in FOLLOWERS
+            and not is_helper(r)
+        ):
+            out.append(r)
+    return out
+
+
+def describe_owner(r: LiveResource) -> str:
+    """'project k3f9a2c1 (alice@laptop:/home/alice/bert)' as far as the resource says."""
+    o = parse(r.name)
+    project = o.project if o else str(r.attributes.get("project") or "?")
+    where = r.attributes.get("owner")
+    return f"project {project}" + (f" ({where})" if where else "")
+
+
+def not_ours(r: LiveResource, job: str, project: str | None, machines: Mapping[str, LiveResource]) -> str:
+    """Why `r` does not belong to (job, project), for a refusal message."""
+    o = owner(r, machines)
+    if o is None:
+        if r.kind == "pod" and parse(r.name) is not None:
+            got = r.attributes.get("project")
+            return f"its env marker {PROJECT_ENV}={got or '(none)'} does not match its name"
+        if r.kind in FOLLOWERS:
+            return "its machine is not one of this job's"
+        return "its name is not one gpujob gives (gpujob-<job>[--<volume>]--<project>)"
+    if o.job != job:
+        return f"it is job '{o.job}'s"
+    return f"it belongs to {describe_owner(r)}, and this checkout is project {project}"
