@@ -218,7 +218,8 @@ def ownership_findings(ctx: JobContext) -> list[Finding]:
     out: list[Finding] = []
     theirs = naming.others(ctx.live.resources, ctx.job, ctx.project)
     busy = [r for r in theirs if r.kind == ctx.machine_kind and r.status in ("running", "pending")]
-    if busy and ctx.spec.state == "running":
+    ours_runs = ctx.machine is not None and ctx.machine.status in ("running", "pending")
+    if busy and ctx.spec.state == "running" and not ours_runs:  # this plan would create or start one
         r = busy[0]
         their = naming.parse(r.name)
         out.append(

@@ -288,3 +288,21 @@ def test_live_fingerprint_ignores_unrelated_resources_but_not_ours(write_job: Wr
     assert live_fingerprint(live(*ours, writer), {"job": PROJECT}) != base  # a pod on our volume matters
     plan = plan_for(write_job, live(*ours, pod("someone-else")))
     assert plan.live_fingerprint == base
+
+
+def test_resources_named_by_a_gpujob_without_project_markers_are_pointed_out_not_adopted(
+    write_job: Write,
+) -> None:
+    legacy = [pod("gpujob-job", attributes={}), volume("gpujob-job-ckpts")]
+    plan = plan_for(write_job, live(*legacy))
+    assert [a.kind for a in plan.all_actions()][:2] == [K.CREATE, K.CREATE]  # not adopted
+    assert all(a.resource_id not in {r.id for r in legacy} for a in plan.all_actions())
+    (f,) = [f for f in plan.all_findings() if f.code == "owner"]
+    assert f.severity == "warning" and "gpujob-job " in f.summary and "gpujob-job-ckpts" in f.summary
+
+
+def test_when_ours_runs_too_another_checkouts_pod_is_only_a_warning(write_job: Write) -> None:
+    theirs = pod(machine("job", "otherprj"), attributes={"project": "otherprj"})
+    plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume(), theirs))
+    (f,) = [f for f in plan.all_findings() if f.code == "owner"]
+    assert f.severity == "warning" and theirs.name in f.summary and not plan.blocked
