@@ -60,13 +60,17 @@ def _me() -> str:
 
 
 def _parse(data: bytes, where: str) -> Project:
+    from pydantic import ValidationError
+
     from gpujob.errors import ConfigError
 
     try:
         project = Project.model_validate_json(data)
-    except ValueError as exc:
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        what = f"{'.'.join(str(x) for x in first['loc']) or 'record'}: {first['msg']}"
         raise ConfigError(
-            f"{where}: unreadable project record: {str(exc).splitlines()[0]}",
+            f"{where}: unreadable project record ({what})",
             hint=f"restore it from a backup, or set {ENV} to the id your resources' names end in",
         ) from None
     _checked(project.id, where)

@@ -31,7 +31,7 @@ def pin_project(state_dir: Path, project: str = PROJECT) -> Path:
         "id": project,
         "created_at": "2026-11-01T00:00:00Z",
         "created_by": "test@host",
-        "state_dir": str(state_dir),
+        "location": str(state_dir),
     }
     path.write_text(json.dumps(body) + "\n")
     return path

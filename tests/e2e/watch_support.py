@@ -15,10 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpujob import naming
 from gpujob.sim import podproc
 from tests.e2e.e2e_support import Project
 
-POD = "gpujob-quickstart"
+JOB = "quickstart"
+
+
+def is_pod(name: str) -> bool:
+    """The quickstart's pod, whatever project id its checkout got (gpujob.naming)."""
+    owner = naming.parse(name)
+    return owner is not None and owner.job == JOB and owner.volume is None
+
+
+def is_volume(name: str) -> bool:
+    owner = naming.parse(name)
+    return owner is not None and owner.job == JOB and owner.volume == "ckpts"
 
 
 def watch_job(
@@ -54,9 +66,7 @@ def sim_state(p: Project) -> dict[str, Any]:
 
 
 def volume_dir(p: Project) -> Path | None:
-    vols = [
-        v for v in sim_state(p)["volumes"].values() if v["name"] == f"{POD}-ckpts" and v["ended_at"] is None
-    ]
+    vols = [v for v in sim_state(p)["volumes"].values() if is_volume(v["name"]) and v["ended_at"] is None]
     return p.sim.data_dir / "runpod" / "volumes" / vols[0]["id"] if vols else None
 
 
@@ -138,7 +148,7 @@ class Monitor:
             pods = [
                 x
                 for x in sim_state(self.p)["pods"].values()
-                if x["name"] == POD and x["ended_at"] is None and x["status"] != "TERMINATED"
+                if is_pod(x["name"]) and x["ended_at"] is None and x["status"] != "TERMINATED"
             ]
             key = self.p.sim.engine.pod_key
             runs = sum(
@@ -179,7 +189,7 @@ class Preempter:
 
     def _running_pod(self) -> str | None:
         for x in sim_state(self.p)["pods"].values():
-            if x["name"] == POD and x["status"] == "RUNNING" and x["ended_at"] is None:
+            if is_pod(x["name"]) and x["status"] == "RUNNING" and x["ended_at"] is None:
                 return str(x["id"])
         return None
 

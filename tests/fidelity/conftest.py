@@ -3,6 +3,7 @@ file writer that goes through the real loader."""
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpujob.spec.load import LoadedSpec, load_specs
+from tests.owners import PROJECT
 from tests.providers.conftest import anyio_backend, clock, router, simb  # noqa: F401  (fixtures)
 
 
@@ -18,6 +20,6 @@ def write_job(tmp_path: Path) -> Callable[[str], LoadedSpec]:
     def write(text: str) -> LoadedSpec:
         path = tmp_path / "job.yaml"
         path.write_text(textwrap.dedent(text).lstrip())
-        return load_specs([path])[0]
+        return dataclasses.replace(load_specs([path])[0], project=PROJECT)
 
     return write

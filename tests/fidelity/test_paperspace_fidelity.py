@@ -27,6 +27,8 @@ from gpujob.providers.paperspace.normalize import machine_to_live
 from gpujob.providers.registry import open_providers
 from gpujob.spec.checks import platform_problems
 from tests.fixtures.bodies import ps
+from tests.owners import PROJECT
+from tests.owners import machine as machine_name
 from tests.providers.conftest import FAKE_ENV, FakeClock
 from tests.providers.provider_fakes import PAPERSPACE, PaperspaceFake
 
@@ -47,6 +49,8 @@ storage:
 
 
 def _live(body: dict[str, Any]) -> LiveState:
+    # The fixture's machine, named as this checkout's job resnet (gpujob.naming).
+    body = {**body, "name": machine_name("resnet")}
     machine = machine_to_live(wire.Machine.model_validate(body), ssh_port=22, ssh_user="paperspace")
     return LiveState(read_at=NOW, resources=[machine])
 
@@ -134,7 +138,7 @@ def test_auto_shutdown_takes_whole_hours_only() -> None:
 
 def _request(template: str, **kw: Any) -> LaunchRequest:
     return LaunchRequest(
-        name="gpujob-resnet", gpu_id="A4000", template=template, region="ny2", volume_gb=50,
+        name=machine_name("resnet"), gpu_id="A4000", template=template, region="ny2", volume_gb=50,
         ssh_public_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEy7 gpujob", **kw,
     )  # fmt: skip
 
@@ -239,7 +243,7 @@ async def test_apply_grows_a_running_machine_stop_put_start_and_records_the_size
         ctx = JobContext(
             spec=spec, spec_path=tmp_path / "job.yaml", provider=prov, state_dir=state,
             journal=Journal(state, "resnet"), ssh=FakeSSH(tmp_path).api(), clock=clock, env={},
-            hooks=RecordingHooks(), approvals=set(),
+            hooks=RecordingHooks(), approvals=set(), project=PROJECT,
         )  # fmt: skip
         ctx.machine = await prov.create_machine(_request("ML-in-a-Box"))
         note_launch(state, spec, ctx.machine)

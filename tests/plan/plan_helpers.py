@@ -36,7 +36,6 @@ def pod(name: str = machine("job"), **kw: object) -> LiveResource:
         kind="pod",
         id=f"pod-{legacy_id(name)}",
         name=name,
-        attributes=marker(owner.project) if owner else {},
         status="running",
         raw_status="RUNNING",
         gpu_id=A100,
@@ -47,7 +46,10 @@ def pod(name: str = machine("job"), **kw: object) -> LiveResource:
         container_disk_gb=20,
         created_at=ago(5),
     )
+    attributes = kw.pop("attributes", {})
+    assert isinstance(attributes, dict)
     base.update(kw)
+    base["attributes"] = {**(marker(owner.project) if owner else {}), **attributes}  # project: None unmarks
     return LiveResource(**base)  # type: ignore[arg-type]
 
 

@@ -10,6 +10,7 @@ import pytest
 from gpujob.audit.classify import classify
 from gpujob.plan.planner import build_plan
 from gpujob.profile import HOURS_PER_MONTH, load_profile
+from tests.owners import PROJECT
 from tests.plan.plan_helpers import NOW, RUNPOD_JOB, live, pod, volume
 
 Write = Callable[..., object]
@@ -41,7 +42,11 @@ def test_a_running_fallback_gpu_is_what_the_plan_bills_and_budgets(write_job: Wr
     assert not [f for f in job.findings if f.code == "budget"]
     # the audit of the same live state bills the same per hour
     report = classify(
-        live(live_pod, volume()), local_jobs=["job"], now=NOW, idle_threshold_s=3600, profiles=load_profile
+        live(live_pod, volume()),
+        local_jobs={"job": PROJECT},
+        now=NOW,
+        idle_threshold_s=3600,
+        profiles=load_profile,
     )
     assert sum(i.usd_per_hour for i in report.items) == pytest.approx(job.current_usd_per_hour, abs=1e-5)
 
@@ -59,7 +64,7 @@ def test_a_stopped_pod_bills_its_volume_disk_at_the_stopped_rate_everywhere(writ
     job = plan.jobs[0]
     assert job.current_usd_per_hour == pytest.approx(50 * 0.20 / HOURS_PER_MONTH, abs=1e-9)
     report = classify(
-        live(stopped), local_jobs=["job"], now=NOW, idle_threshold_s=3600, profiles=load_profile
+        live(stopped), local_jobs={"job": PROJECT}, now=NOW, idle_threshold_s=3600, profiles=load_profile
     )
     (item,) = report.items
     assert item.usd_per_hour == pytest.approx(job.current_usd_per_hour, abs=1e-6)

@@ -178,7 +178,7 @@ def test_names_of_overlapping_jobs_never_collide_and_each_job_owns_only_its_own(
 
 def test_a_pod_whose_env_marker_disagrees_with_its_name_is_nobodys() -> None:
     forged = pod(machine("bert"), attributes={"project": "otherprj"})
-    unmarked = pod(machine("bert"), attributes={})
+    unmarked = pod(machine("bert"), attributes={"project": None})
     assert claims([forged, unmarked], {"bert": PROJECT})["bert"] == []
 
 

@@ -9,6 +9,7 @@ from gpujob.live import LiveResource, RunFact
 from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
 from gpujob.watch.policy import decide
+from tests.owners import machine
 from tests.plan.plan_helpers import NOW, RUNPOD_JOB, live, pod, volume
 
 K = ActionKind
@@ -48,7 +49,7 @@ def test_rp1_replace_on_a_fresh_host_is_approved_when_only_the_container_disk_go
     d = decision(write_job, lost)
     assert kinds(d) == ["pod.replace", "run.launch"]
     assert d.approvals == {"job.pod.replace"} and d.human == []
-    assert d.actions[0].reasons[0].startswith("RP1: the last start of gpujob-job found no free GPU")
+    assert d.actions[0].reasons[0].startswith(f"RP1: the last start of {machine('job')} found no free GPU")
 
 
 def test_a_zero_gpu_pod_is_replaced(write_job: Write) -> None:
