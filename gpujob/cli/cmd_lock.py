@@ -14,9 +14,10 @@ HELP = """Remove a job's apply lock left behind by a process that is gone.
 \b
 The lock is a file lock under the project's state dir (.gpujob/locks/JOB.lock, or $GPUJOB_STATE_DIR),
 with a note naming the holder; with a PostgreSQL state store (GPUJOB_STATE_URL) it is the holder's
-database session, which the server ends when that process dies. While the lock is held, or its
-holder's process still runs on this host, it is refused even with --yes: two applies must never touch
-one job at once. In CI (CI=true) or without a terminal nothing prompts; pass --yes.
+database session, which the server ends when that process dies. While the holder's process still
+runs on this host it is refused even with --yes (two applies must never touch one job at once), and
+so is a local file lock some live process holds. In CI (CI=true) or without a terminal nothing
+prompts; pass --yes.
 
 \b
 Examples:
@@ -62,14 +63,17 @@ def _run(job: str, yes: bool, job_file: Path | None) -> int:
     who = info.describe() if info else "an unknown process (no holder note)"
     click.echo(f"Job '{job}' is locked by {who}.")
     alive = info.holder_alive() if info else None
-    if alive or held:
-        # Removing a held lock lets a second apply take a fresh one beside it: never, even with --yes.
-        where = "is still running on this host" if alive else "holds the lock right now"
+    if alive:
+        # Unlocking under a live holder lets a second apply in beside it: never, even with --yes.
         raise LockError(
-            f"job '{job}' is locked by {who}, and that process {where}; refusing to unlock it",
+            f"job '{job}' is locked by {who}, and that process is still running on this host; refusing to unlock it",
             hint="wait for it to finish (or stop that process); the lock frees itself when its holder exits",
         )
-    if alive is None and info is not None:
+    if held:
+        # The store decides whether that holder can be cleared (a local file lock held by a live process
+        # never can; a database session of a vanished host can be ended).
+        click.echo("  it is held right now by a holder not running on this host.")
+    elif alive is None and info is not None:
         click.echo(f"  the holder ran on another host ({info.host}) and holds nothing now.")
     else:
         click.echo("  the holder is gone: the lock is stale.")
