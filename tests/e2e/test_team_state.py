@@ -86,14 +86,16 @@ def test_saved_plan_from_one_checkout_applies_from_another_that_sees_its_pull_re
     shutil.copy(a.dir / "plan.json", ci.dir / "plan.json")
 
     # The runner's planner (and gate) read A's pull record from the database; a checkout with local
-    # state only would have none.
+    # state only is another project: A's pod and volume are not its own to tear down at all.
     on_record = f"{len(pulled['files'])} file(s), {len(pulled['files'])} verified"
     assert "last pull on record:" in ci.gj("plan", check=False).stdout
     assert on_record in ci.gj("plan", check=False).stdout
     alone = checkout(
         a, "no-shared-state", env={k: v for k, v in a.env.items() if not k.startswith("GPUJOB_STATE")}
     )
-    assert "no pull on record" in alone.gj("plan", check=False).stdout
+    lone = alone.gj("plan", check=False).stdout
+    assert "another checkout has resources for a job named 'quickstart'" in lone, lone
+    assert "last pull on record" not in lone and "terminate pod" not in lone
 
     done = ci.gj("apply", "plan.json", "--approve", TERM, "--approve", DELVOL)
     assert "3 done, 0 failed" in done.stdout, done.stdout
