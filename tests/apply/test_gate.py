@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gpujob import naming
 from gpujob.apply import teardown
 from gpujob.apply.applier import JobContext
 from gpujob.apply.gate import checkpoint_tier, require_approvals, unsafe_files
@@ -21,6 +22,8 @@ from gpujob.live import LiveResource, SSHEndpoint
 from gpujob.plan.model import ActionKind
 from gpujob.ssh.listing import RemoteFile
 from tests.apply.fakes import FakeClock, FakeProvider, FakeSSH, action, make_spec
+from tests.owners import PROJECT, machine, marker
+from tests.owners import volume as owned_volume
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 VOLUME_DISK = {"network_volume": None, "volume_gb": 10}
@@ -33,18 +36,18 @@ def world(tmp_path: Path, *, files: dict[str, bytes] | None = None, volume: bool
     ctx = JobContext(
         spec=make_spec(**spec), spec_path=tmp_path / "job.yaml", provider=prov, state_dir=state,
         journal=Journal(state, "toy"), ssh=ssh.api(), clock=FakeClock(), env={}, hooks=RecordingHooks(),  # type: ignore[arg-type]
-        approvals=set(),
+        approvals=set(), project=PROJECT,
     )  # fmt: skip
     vol = None
     if volume:
         vol = prov._save(
-            LiveResource(platform="runpod", kind="network_volume", id="vol1", name="gpujob-toy-ckpts",
+            LiveResource(platform="runpod", kind="network_volume", id="vol1", name=owned_volume("toy", "ckpts"),
                          status="available", region="EU-RO-1")
         )  # fmt: skip
         ctx.volume = vol
     ctx.machine = prov._save(
         LiveResource(
-            platform="runpod", kind="pod", id="pod1", name="gpujob-toy", status="running",
+            platform="runpod", kind="pod", id="pod1", name=machine("toy"), status="running", attributes=marker(),
             network_volume_id=vol.id if vol else None, ssh=SSHEndpoint(host="127.0.0.1", port=40001),
         )
     )  # fmt: skip
@@ -154,7 +157,9 @@ def test_volume_with_no_pod_is_pulled_through_the_cheapest_temporary_pod(tmp_pat
     assert "final pull: 1" in detail
     [(_, region)] = [c for c in prov.calls if c[0] == "create_machine"]
     req = prov.last_request
-    assert req is not None and req.name == "gpujob-toy-gate" and req.network_volume_id == "vol1"
+    assert (
+        req is not None and req.name == naming.helper_name("toy", PROJECT) and req.network_volume_id == "vol1"
+    )
     assert not req.spot and region.endswith("@EU-RO-1")
     assert ("terminate", next(r for r in prov.calls if r[0] == "terminate")[1]) in prov.calls
     assert [r for r in prov.resources.values() if r.kind == "pod"] == []  # the helper is gone
