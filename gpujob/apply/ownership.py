@@ -91,3 +91,23 @@ async def settle_create_race(ctx: JobContext, action: Action, made: LiveResource
         f"{made.name} ({made.id}) was terminated again before anything ran on it",
         hint="manage the job from the checkout that owns it, or rename this job",
     )
+
+
+async def require_target_owned(ctx: JobContext, action: Action) -> None:
+    """Before the teardown gate looks at a gated action's target (it may start a pod, mount a volume
+    through a temporary pod and pull its files): the target must be the job's own."""
+    from gpujob.apply.teardown import volume_of
+    from gpujob.plan.model import ActionKind
+
+    target: LiveResource | None = None
+    if action.kind in (ActionKind.TERMINATE, ActionKind.REPLACE):
+        target = ctx.machine
+    elif action.kind is ActionKind.DELETE_VOLUME:
+        target = await volume_of(ctx, action)
+    elif action.resource_id is not None:
+        target = await ctx.provider.get(action.resource_kind, action.resource_id)
+    if target is not None:
+        verb = {ActionKind.DELETE_VOLUME: "delete", ActionKind.RELEASE_IP: "release"}.get(
+            action.kind, str(action.kind)
+        )
+        await require_owned(ctx, target, action, verb)

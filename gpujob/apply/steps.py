@@ -76,6 +76,7 @@ async def run(ctx: JobContext, action: Action) -> Outcome:
     )
     checked = ""
     if action.gated and not gone:
+        await guard.require_target_owned(ctx, action)  # before the gate looks at (or pulls from) it
         checked = await teardown.guard(ctx, action)
     outcome = await _dispatch(ctx, action)
     if checked:

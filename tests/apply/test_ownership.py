@@ -35,6 +35,8 @@ def test_delete_of_a_foreign_volume_is_refused_even_when_the_plan_names_it_as_ou
     assert "refusing to delete network_volume team-shared-dataset (vol-team)" in msg
     assert "does not belong to job 'toy'" in msg and "nothing was changed" in msg
     assert team.id in w.prov.resources and ("delete_volume", team.id) not in w.prov.calls
+    # Refused before the gate looks at it: no temporary pod ever mounted the foreign volume.
+    assert not [c for c in w.prov.calls if c[0] == "create_machine"] and w.ssh.commands == []
 
 
 def test_a_volume_with_our_job_name_but_another_project_is_not_ours(tmp_path):
