@@ -32,7 +32,15 @@ from bench.harness import Result
 from bench.resume import QUICKSTART, _sim_start_seconds
 
 BUDGET_S = 10.0
-POD = "gpujob-goodput"
+JOB_NAME = "goodput"
+
+
+def _is_pod(name: str) -> bool:
+    """The job's own pod, whatever project id the bench checkout got (gpujob.naming)."""
+    from gpujob import naming
+
+    owner = naming.parse(name)
+    return owner is not None and owner.job == JOB_NAME and owner.volume is None
 
 
 def daly_bound(mtbf_s: float, write_s: float, restart_s: float) -> tuple[float, float]:
@@ -116,7 +124,7 @@ class Injector(threading.Thread):
         with self.sim.engine.lock:
             pods = self.sim.engine.state.pods.values()
             return next(
-                (p.id for p in pods if p.name == POD and p.status == "RUNNING" and p.ended_at is None), None
+                (p.id for p in pods if _is_pod(p.name) and p.status == "RUNNING" and p.ended_at is None), None
             )
 
     def _progress(self) -> Path | None:
@@ -204,9 +212,11 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
                 f"gpujob watch exited {watch.returncode}: {watch.stdout[-2000:]}{watch.stderr[-2000:]}"
             )
         bill = sim.bill()
-        gpu_usd = sum(i["usd"] for i in bill["items"] if i["item"] == "gpu" and i["name"] == POD)
+        gpu_usd = sum(i["usd"] for i in bill["items"] if i["item"] == "gpu" and _is_pod(i["name"]))
         price = sim.engine.rp_prices.gpu_hour("NVIDIA GeForce RTX 4090", cloud="SECURE", spot=True)
         billed_s = gpu_usd / price * 3600
+    if billed_s <= 0:
+        raise RuntimeError("the simulator billed no GPU time to the job's pod: nothing to measure goodput against")
     bound, tau = daly_bound(mtbf_s, write_s, restart_s)
     good.figure_samples.append(steps * pace / billed_s)
     good.floor_samples.append(bound)

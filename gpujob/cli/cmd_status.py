@@ -55,7 +55,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
     now = datetime.now(UTC)
     async with job_views(loaded) as views:
         providers = {v.spec.platform: v.provider for v in views}
-        report = await read_costs(loaded, providers)
+        report = await read_costs([v.loaded for v in views], providers)  # with their project ids
         money = {j.job: j for j in report.jobs}
         for v in views:
             row: dict = {"job": v.spec.name, "platform": v.spec.platform, "desired": v.spec.state}

@@ -5,6 +5,7 @@ and a changed file that resumes it, and the webhook (real HTTP, no secret in any
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.e2e_support import CANARY, Project, poll
-from tests.e2e.watch_support import POD, events, remote_checkpoints, sim_state, start_watch, watch_job
+from tests.e2e.watch_support import events, is_pod, remote_checkpoints, sim_state, start_watch, watch_job
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def once(p: Project, *extra: str) -> tuple[int, str]:
 
 
 def pods(p: Project) -> list[dict[str, Any]]:
-    return [x for x in sim_state(p)["pods"].values() if x["name"] == POD and x["ended_at"] is None]
+    return [x for x in sim_state(p)["pods"].values() if is_pod(x["name"]) and x["ended_at"] is None]
 
 
 def test_once_exit_codes_one_watcher_budget_park_and_webhook(
@@ -56,7 +57,7 @@ def test_once_exit_codes_one_watcher_budget_park_and_webhook(
 
     code, out = once(p)
     assert code == 2, out  # it made the job: recovered from "nothing exists"
-    assert "create: pod gpujob-quickstart does not exist" in out
+    assert re.search(r"create: pod gpujob-quickstart--\w+ does not exist", out), out
     poll("a checkpoint", lambda: remote_checkpoints(p))
     code, out = once(p)
     assert code == 0, out
@@ -147,8 +148,8 @@ def test_paperspace_auto_shutdown_fired_is_started_and_the_run_resumed(project: 
     assert code == 2, out
     # (The planner names the fired timer when its clock is the platform's; here the simulated clock ran
     # ahead of the local one, so the plan reports the drift it sees.)
-    assert "machine gpujob-psw is off but the spec wants it running" in out, out
-    assert "started gpujob-psw; run launched on gpujob-psw" in out, out
+    assert re.search(r"machine gpujob-psw--\w+ is off but the spec wants it running", out), out
+    assert re.search(r"started (gpujob-psw--\w+); run launched on \1", out), out
     poll("the run to resume", lambda: "resumed from step" in ((p.status().get("run") or {}).get("last_log_line") or "")
          or (p.status().get("run") or {}).get("state") == "running")  # fmt: skip
     assert p.status()["machine"]["id"] == machine["id"]  # started again, not replaced: its disk is the data
