@@ -131,9 +131,9 @@ def job_lock(
         who = holder.describe() if holder else "another process (no holder note found)"
         hint = "wait for it to finish"
         if holder is not None and holder.holder_alive() is False:
-            hint = f"that process is gone, so the lock is stale: gpujob force-unlock {job}"
-        else:
-            hint += f"; if that process is gone: gpujob force-unlock {job}"
+            hint = f"that process is gone, so the lock is stale: `gpujob force-unlock {job} --yes`"
+        else:  # --yes: the hint must work without a terminal too; a live holder is refused even so
+            hint += f"; if that process is gone: `gpujob force-unlock {job} --yes`"
         raise LockError(f"job '{job}' is locked by {who}", hint=hint) from None
     info = LockInfo(
         job=job,

@@ -65,6 +65,7 @@ class JobContext:
     env: Mapping[str, str]
     hooks: ApplyHooks
     approvals: set[str]
+    rerun: str = "gpujob apply"  # the command line that repeats this one, for hints (gate.require_approved)
     project: str = ""  # gpujob.project id of state_dir: part of every name this job's resources get
     project_label: str = ""  # where that project lives (user@host:/path), written into pod env
     machine: LiveResource | None = None
@@ -155,7 +156,7 @@ async def apply_plan(
     command: str = "gpujob apply",
 ) -> ApplyResult:
     """Run every action of `plan`. `auto_approve` is the caller's confirmation of ordinary actions;
-    it never approves a gated one (only ids in `approvals` do). Raises GpujobError before any step
+    it never approves a gated one (only ids in `approvals` do). `command` repeats this run in hints. Raises GpujobError before any step
     when the plan is blocked, a gated action is unapproved, or a secret is missing."""
     hooks = hooks or NullHooks()
     clock = clock or SystemClock()
@@ -201,6 +202,7 @@ async def apply_plan(
             env=env,
             hooks=hooks,
             approvals=set(approvals),
+            rerun=command,
             project=project.id,
             project_label=project.label,
         )

@@ -20,6 +20,7 @@ from gpujob.spec.model import JobSpec
 
 __all__ = [
     "PullRecord",
+    "approve_flags",
     "checkpoint_tier",
     "load_pull_record",
     "load_pull_records",
@@ -55,27 +56,38 @@ def checkpoint_tier(spec: JobSpec) -> str | None:
     return "volume_disk" if on_mount else "container_disk"
 
 
+def approve_flags(ids: Iterable[str]) -> str:
+    """`--approve ID` for each id, once each, in order."""
+    return " ".join(f"--approve {i}" for i in dict.fromkeys(ids))
+
+
 def require_approvals(
     actions: Iterable[Action], approvals: set[str], *, command: str = "gpujob apply"
 ) -> None:
-    """Refuse up front, before any step runs, when a gated action lacks its explicit approval."""
-    missing = [a.id for a in actions if a.gated and a.id not in approvals]
+    """Refuse up front, before any step runs, when a gated action lacks its explicit approval.
+
+    `command` is the command line that repeats this one (gpujob.apply.session.rerun_command). Approvals
+    are not remembered between runs, so the hint approves every gated action, the ones given included."""
+    gated = [a.id for a in actions if a.gated]
+    missing = [i for i in gated if i not in approvals]
     if missing:
-        flags = " ".join(f"--approve {m}" for m in missing)
         raise GateError(
             f"{len(missing)} irreversible action(s) need explicit approval: {', '.join(missing)} "
             "(--auto-approve never approves these)",
-            hint=f"review the plan, then: {command} {flags}",
+            hint=f"review the plan, then run: `{command} {approve_flags(gated)}`",
         )
 
 
-def require_approved(action: Action, approvals: set[str]) -> None:
-    """Checked first at run time: nothing (not even stopping the run) happens for an unapproved action."""
+def require_approved(
+    action: Action, approvals: set[str], *, command: str = "gpujob apply", gated: Iterable[str] = ()
+) -> None:
+    """Checked first at run time: nothing (not even stopping the run) happens for an unapproved action.
+    `gated` are the other ids the re-run must approve again (approvals are not remembered)."""
     if action.id not in approvals:
         raise GateError(
             f"{action.id}: not approved; irreversible actions need their exact id approved "
             "(--auto-approve never approves them)",
-            hint=f"gpujob apply --approve {action.id}",
+            hint=f"run: `{command} {approve_flags([*gated, action.id, *sorted(approvals)])}`",
         )
 
 

@@ -116,6 +116,18 @@ class Options:
     approvals: set[str]
     saved: bool
     command: str  # "gpujob apply" or "gpujob destroy", for hints
+    targets: tuple[str, ...] = ()  # the job files or the saved plan it was given, as typed
+
+
+def rerun_command(opts: Options, *, can_ask: bool) -> str:
+    """The command line that repeats this one, for hints: the same targets, and --auto-approve when the
+    re-run cannot ask for confirmation (no terminal, or CI) or this run had it. A saved plan asks nothing."""
+    import shlex
+
+    words = [*opts.command.split(), *opts.targets]
+    if not opts.saved and (opts.auto_approve or not can_ask):
+        words.append("--auto-approve")
+    return shlex.join(words)
 
 
 async def plan_and_apply(
@@ -166,7 +178,8 @@ async def plan_and_apply(
     if not plan.has_changes:
         return plan, None
     approvals = set(opts.approvals)
-    confirm(plan, opts, ask, approvals)
+    rerun = rerun_command(opts, can_ask=ask is not None)
+    confirm(plan, opts, ask, approvals, rerun=rerun)
     mark_finished(plan, loaded, journal_of, datetime.now(UTC))
     result = await apply_plan(
         plan,
@@ -175,7 +188,7 @@ async def plan_and_apply(
         approvals=approvals,
         auto_approve=opts.auto_approve,
         hooks=hooks,
-        command=opts.command,
+        command=rerun,
     )
     record_launches(result.done, loaded, journal_of, datetime.now(UTC))
     record_deleted(plan, result.done, loaded, providers)
@@ -217,8 +230,11 @@ def record_deleted(
                         complete=False, deleted=gone)  # fmt: skip
 
 
-def confirm(plan: Plan, opts: Options, ask: Ask | None, approvals: set[str]) -> None:
+def confirm(
+    plan: Plan, opts: Options, ask: Ask | None, approvals: set[str], *, rerun: str | None = None
+) -> None:
     """Ordinary actions: --auto-approve, a saved plan, or 'yes' at the prompt. Gated ones: their id."""
+    from gpujob.apply.gate import approve_flags
     from gpujob.plan.model import ActionKind
 
     changes = [a for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
@@ -227,7 +243,8 @@ def confirm(plan: Plan, opts: Options, ask: Ask | None, approvals: set[str]) -> 
         if ask is None:
             raise GpujobError(
                 f"{opts.command} needs confirmation, and there is no terminal to ask (stdin is not a TTY, or CI=true)",
-                hint="re-run with --auto-approve after reviewing the plan (irreversible actions also need --approve ID)",
+                hint="review the plan above, then run: "
+                f"`{' '.join([rerun or opts.command, approve_flags(a.id for a in changes if a.gated)]).strip()}`",
             )
         answer = ask(f"Apply {len(changes)} action(s)? Only 'yes' is accepted: ").strip()
         if answer != "yes":

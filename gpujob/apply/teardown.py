@@ -56,7 +56,8 @@ class Evidence:
 async def guard(ctx: JobContext, action: Action) -> str:
     """Raise GateError naming the first unmet condition and what to run next; return a note for the
     step's outcome when everything holds. The caller makes the destructive call right after."""
-    gate.require_approved(action, ctx.approvals)
+    gated = [a.id for a in ctx.todo if a.gated]
+    gate.require_approved(action, ctx.approvals, command=ctx.rerun, gated=gated)
     if action.kind in (ActionKind.TERMINATE, ActionKind.REPLACE):
         return await _machine_gate(ctx, action)
     if action.kind is ActionKind.DELETE_VOLUME:
@@ -141,7 +142,7 @@ async def _through_helper(ctx: JobContext, action: Action, vol: LiveResource) ->
             f"{str(exc).splitlines()[0]}",
             hint=(
                 "set state: running in the job file and `gpujob apply` (a pod mounts the volume again), "
-                f"then `gpujob destroy --approve {action.id}`"
+                f"then `{ctx.rerun} {gate.approve_flags(a.id for a in ctx.todo if a.gated)}`"
             ),
         ) from exc
     try:

@@ -74,7 +74,11 @@ def run(
     loaded = with_projects(loaded, create=True)
     color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     opts = session.Options(
-        auto_approve=auto_approve, approvals=approvals, saved=saved is not None, command=name
+        auto_approve=auto_approve,
+        approvals=approvals,
+        saved=saved is not None,
+        command=name,
+        targets=tuple(map(str, targets)),
     )
     ask = (
         (lambda prompt: click.prompt(prompt, default="", show_default=False, prompt_suffix=""))

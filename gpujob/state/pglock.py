@@ -113,7 +113,7 @@ class PgLocks:
         who = holder.describe() if holder else "another gpujob (no holder note yet)"
         raise LockError(
             f"job '{job}' is locked by {who} (state: {self.location})",
-            hint=f"wait for it to finish; the lock frees itself when that process ends. Stuck: gpujob force-unlock {job}",
+            hint=f"wait for it to finish; the lock frees itself when that process ends. Stuck: `gpujob force-unlock {job} --yes`",
         )
 
     def _holder_row(self, job: str) -> tuple[LockInfo, int] | None:

@@ -13,7 +13,7 @@ import pytest
 from gpujob import naming
 from gpujob.apply import teardown
 from gpujob.apply.applier import JobContext
-from gpujob.apply.gate import checkpoint_tier, require_approvals, unsafe_files
+from gpujob.apply.gate import checkpoint_tier, require_approvals, require_approved, unsafe_files
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import RecordingHooks
 from gpujob.apply.records import PulledFile, PullRecord, load_pull_records, save_pull_record
@@ -216,6 +216,29 @@ def test_auto_approve_is_not_an_approval():
     assert "--approve toy.pod.terminate --approve toy.network_volume.delete-volume" in text
     assert "toy.pod.pull" not in text
     require_approvals(acts, {"toy.pod.terminate", "toy.network_volume.delete-volume"})
+
+
+def test_a_partial_approval_hint_approves_every_gated_action_again():
+    """Approvals are not remembered: the hint re-approves the one given too, with the caller's command."""
+    acts = [action("toy", ActionKind.TERMINATE), action("toy", ActionKind.DELETE_VOLUME, "network_volume")]
+    with pytest.raises(GateError) as err:
+        require_approvals(acts, {"toy.pod.terminate"}, command="gpujob destroy job.yaml --auto-approve")
+    assert "need explicit approval: toy.network_volume.delete-volume " in str(err.value)
+    assert err.value.hint == (
+        "review the plan, then run: `gpujob destroy job.yaml --auto-approve "
+        "--approve toy.pod.terminate --approve toy.network_volume.delete-volume`"
+    )
+
+
+def test_run_time_approval_hint_names_the_command_that_ran():
+    term = action("toy", ActionKind.TERMINATE)
+    with pytest.raises(GateError) as err:
+        require_approved(
+            term, {"other.pod.terminate"}, command="gpujob destroy --auto-approve", gated=[term.id]
+        )
+    assert err.value.hint == (
+        "run: `gpujob destroy --auto-approve --approve toy.pod.terminate --approve other.pod.terminate`"
+    )
 
 
 def test_records_roundtrip(tmp_path):
