@@ -22,7 +22,11 @@ async def test_pod_volume_grows_with_a_full_persistent_mount_patch(
     router: respx.Router, clock: FakeClock
 ) -> None:
     """Item 3: PATCH /v2/pods/{id} {"mounts": {"persistent": {size, path}}} (partial mounts are a 422 in
-    the spec), never GET /v2/network-volumes/{podId}."""
+    the spec), never GET /v2/network-volumes/{podId}.
+
+    Contradicts ../shared/api/REFERENCE.md §1 "PATCH: mounts (path only)": the v2 spec's Mounts schema says every
+    mount entry carries its full schema (size + path); the code follows the spec
+    (test_reference_md_is_research_where_the_spec_disagrees pins the spec's words)."""
     pod = v2_example("GET", "/v2/pods/{id}")
     pid = pod["id"]
     patched = {**pod, "mounts": {"persistent": {"size": 40, "path": "/workspace"}}}
@@ -83,6 +87,9 @@ def _paged(key: str, pages: list[list[dict[str, object]]]) -> list[httpx.Respons
 
 
 async def test_every_page_of_a_v2_list_is_read(router: respx.Router, clock: FakeClock) -> None:
+    """Contradicts ../shared/api/REFERENCE.md §1 gotcha 12 ("No pagination"): RunPod's production spec
+    (runpod/typescript-api-sdk spec/openapi.yaml, Pagination / PaginationCursor; tests/fixtures/README.md)
+    pages v2 lists with cursor/limit and pagination.nextCursor; the code follows that source."""
     pod = v2_example("GET", "/v2/pods")["pods"][0]
     pods = [{**pod, "id": f"p{i}", "name": f"gpujob-j{i}"} for i in range(3)]
     route = router.get(f"{V2}/pods").mock(side_effect=_paged("pods", [pods[:2], pods[2:]]))
@@ -337,3 +344,13 @@ async def test_running_without_a_public_port_22_fails_fast(router: respx.Router,
             await p["runpod"].create_machine(_launch(cloud="community"))  # type: ignore[arg-type]
     assert "billing" in (info.value.hint or "")
     assert 60 <= sum(clock.sleeps) < 120  # the grace, not the 20-minute ready timeout
+
+
+def test_reference_md_is_research_where_the_spec_disagrees() -> None:
+    """REFERENCE.md §1 lists `mounts` as mutable by "path only"; the v2 spec (the contract) requires the full
+    persistent mount {size, path} in a PATCH, which is what the client sends (test above). If a new spec
+    snapshot drops that rule, this fails and the PATCH body must be looked at again."""
+    from tests.fixtures.bodies import v2_spec
+
+    mounts = v2_spec()["components"]["schemas"]["Mounts"]["description"]
+    assert "full schema" in mounts and "`size` + `path` for persistent" in mounts
