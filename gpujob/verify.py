@@ -12,6 +12,10 @@ to that variable, chosen by where the placeholder stands:
 
 A parameter expansion's value is never parsed as code, so a file named `x$(touch PWNED)` is just a
 name. A command without `{file}` can read the variable itself.
+
+What a failed check printed is kept as a bounded tail of its stderr (its stdout when stderr is empty),
+with control characters written out visibly: it reaches a terminal, and the checkpoint it read came
+from the machine.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from pathlib import Path
 
 ENV = "GPUJOB_CHECKPOINT_FILE"
 PLACEHOLDER = "{file}"
-OUTPUT_MAX = 4000
+OUTPUT_MAX = 4096  # characters of the tail kept
+OUTPUT_LINES = 20  # lines of the tail kept
 
 
 def shell_text(template: str) -> str:
@@ -75,17 +80,32 @@ def _env(path: Path) -> dict[str, str]:
     return {**os.environ, ENV: str(path)}
 
 
+def visible(text: str) -> str:
+    """Control characters (terminal escapes, carriage returns, C1 codes) as \\xNN text; newlines stay."""
+    return "".join(
+        c if c in "\n\t" or not (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}" for c in text
+    )
+
+
+def output_tail(stdout: bytes, stderr: bytes) -> str:
+    """The last OUTPUT_LINES lines (at most OUTPUT_MAX characters) of stderr, or of stdout without it."""
+    raw = stderr if stderr.strip() else stdout
+    lines = raw.decode("utf-8", "replace").rstrip("\n").split("\n")[-OUTPUT_LINES:]  # a \r stays in its line
+    text = visible("\n".join(lines))
+    return text[-OUTPUT_MAX:]
+
+
 def run(template: str, path: Path, cwd: Path | None = None) -> tuple[bool, str]:
-    """Run the check on one local file (from `cwd`, where the job file's relative paths point)."""
+    """Run the check on one local file (from `cwd`, where the job file's relative paths point).
+    Returns whether it passed and the tail of what it printed (output_tail)."""
     done = subprocess.run(
         _argv(template, path),
         env=_env(path),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        capture_output=True,
     )
-    return done.returncode == 0, done.stdout.decode("utf-8", "replace")[-OUTPUT_MAX:]
+    return done.returncode == 0, output_tail(done.stdout, done.stderr)
 
 
 async def run_async(template: str, path: Path, cwd: Path | None = None) -> tuple[bool, str]:
@@ -95,7 +115,7 @@ async def run_async(template: str, path: Path, cwd: Path | None = None) -> tuple
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        stderr=asyncio.subprocess.PIPE,
     )
-    out, _ = await proc.communicate()
-    return proc.returncode == 0, out.decode("utf-8", "replace")[-OUTPUT_MAX:]
+    out, err = await proc.communicate()
+    return proc.returncode == 0, output_tail(out, err)

@@ -28,6 +28,10 @@ class PulledFile(Model):
     verified: bool = Field(description="checkpoint.verify exited 0 on the local copy.")
     at: datetime
     local_path: str = ""
+    verify_output: str = Field(
+        "",
+        description="When checkpoint.verify failed: the tail of its stderr (gpujob.verify.output_tail).",
+    )
 
     @property
     def checksum_ok(self) -> bool:

@@ -385,6 +385,7 @@ async def _as_pulled_file(
     digest = await asyncio.to_thread(local_sha256, local)
     size = local.lstat().st_size if digest else 0
     before = previous.file(item.name) if previous is not None else None
+    output = ""
     if (
         before is not None
         and before.verified
@@ -395,7 +396,7 @@ async def _as_pulled_file(
     ):
         verified = True
     elif verify and digest:
-        verified, _ = await verify_cmd.run_async(verify, local, cwd)
+        verified, output = await verify_cmd.run_async(verify, local, cwd)
     else:
         verified = False
     return PulledFile(
@@ -406,6 +407,7 @@ async def _as_pulled_file(
         verified=verified and digest != "",
         at=now,
         local_path=str(local),
+        verify_output="" if verified else output,
     )
 
 

@@ -20,6 +20,7 @@ from gpujob.providers.base import LaunchRequest, VolumeRequest, ZeroGpuError
 
 if TYPE_CHECKING:
     from gpujob.apply.applier import JobContext
+    from gpujob.apply.records import PullRecord
 
 CAPACITY_WAIT_S = 1800.0
 ABSENCE_READS = 3  # a just-created resource may not be listed yet: absence needs more than one read
@@ -455,16 +456,23 @@ async def _pull(ctx: JobContext, action: Action) -> Outcome:
     ctx.machine = target.resource
     if not record.complete:
         problems = [f"not pulled or checksum mismatch: {n}" for n in record.missing()]
-        problems += [f"failed verification: {n}" for n in record.unverified()]
+        problems += [f"failed verification: {n}{_said(record, n)}" for n in record.unverified()]
         problems += [f"not pullable: {n!r} ({why})" for n, why in sorted(record.unpullable.items())]
         raise GpujobError(
             f"{action.id}: pull incomplete: " + "; ".join(problems[:5]),
-            hint=f"inspect {record.local_dir}, rename or remove what is not pullable on the machine "
-            "(gpujob ssh), then gpujob pull again",
+            hint=f"inspect {record.local_dir}, rename or remove what is not pullable or fails the check on "
+            "the machine (`gpujob ssh`), then run `gpujob pull` again",
         )
     return Outcome(
         target.resource.id, f"pulled and verified {len(record.files)} file(s) into {record.local_dir}"
     )
+
+
+def _said(record: PullRecord, name: str) -> str:
+    """The last line checkpoint.verify printed on a file (the full tail is in `gpujob pull`'s output)."""
+    f = record.file(name)
+    last = (f.verify_output if f is not None else "").strip().splitlines()[-1:]
+    return f" (verify said: {last[0][:200]})" if last else ""
 
 
 async def push(ctx: JobContext, action: Action) -> Outcome:

@@ -54,6 +54,10 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False) -> int:
                 else "✗"
             )
             click.echo(f"  {mark} {f.name}  {f.size} B  sha256 {f.sha256[:16]}…")
+            if f.name in rec.remote_files and not f.verified:
+                click.echo(f"    checkpoint.verify failed on it ({rec.verify_command}); it printed:")
+                for line in (f.verify_output or "(nothing)").splitlines():
+                    click.echo(f"    | {line}")
         for name in rec.missing():
             click.echo(f"  ✗ {name!r}: not pulled or checksum differs from the remote", err=True)
         for name, why in sorted(rec.unpullable.items()):
