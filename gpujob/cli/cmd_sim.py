@@ -263,24 +263,56 @@ def _value(text: str) -> Any:
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-@command.command(context_settings={"ignore_unknown_options": True})
+def _inject_help() -> str:
+    """One fault per line with its options (click keeps a paragraph that starts with \\b as written)."""
+    from gpujob.sim.fault_options import OPTIONS
+
+    rows = []
+    for name, (opts, what) in OPTIONS.items():
+        flags = " ".join(f"--{o.replace('_', '-')}" for o in opts)
+        rows.append(f"  {name:<23} {what}" + (f"\n  {'':<23}   {flags}" if flags else ""))
+    return "\n".join(
+        [
+            "Inject a fault into the running simulator. Options are --key value pairs; an option the fault",
+            "does not take is refused.",
+            "",
+            "\b",
+            "Faults (and their options):",
+            *rows,
+            "",
+            "\b",
+            "Examples:",
+            "  gpujob sim inject capacity --count 2 --gpu A40",
+            "  gpujob sim inject preempt --pod-id ID --grace 5",
+            "  gpujob sim inject http_error --status 403 --path /v2/pods --method POST   (a 403 on create)",
+        ]
+    )
+
+
+@command.command(context_settings={"ignore_unknown_options": True}, help=_inject_help())
 @click.argument("fault")
 @click.argument("params", nargs=-1, type=click.UNPROCESSED)
 def inject(fault: str, params: tuple[str, ...]) -> None:
-    """Inject a fault, e.g.  gpujob sim inject capacity --count 2 --gpu A40   |   preempt --pod-id ID
-    Faults: preempt capacity http_error latency drop create_500_but_created low_balance auto_shutdown zero_gpu
-    no_direct_ssh bid_too_low spot_floor clear (a 403 on create: http_error --status 403 --path /v2/pods --method POST)."""
-
     def body() -> None:
         from gpujob.errors import SimulatorError
+        from gpujob.sim.fault_options import FAULTS, unknown_options
 
+        if fault not in FAULTS:
+            raise SimulatorError(
+                f"unknown fault {fault!r}; known: {', '.join(FAULTS)}", hint="`gpujob sim inject --help`"
+            )
         payload: dict[str, Any] = {"fault": fault}
         items = list(params)
         while items:
             key = items.pop(0)
             if not key.startswith("--") or not items:
-                raise SimulatorError(f"expected --key value pairs, got {key!r}")
+                raise SimulatorError(
+                    f"expected --key value pairs, got {key!r}", hint="`gpujob sim inject --help`"
+                )
             payload[key[2:].replace("-", "_")] = _value(items.pop(0))
+        wrong = unknown_options(fault, payload)
+        if wrong is not None:
+            raise SimulatorError(wrong, hint="`gpujob sim inject --help`")
         click.echo(json.dumps(_control("inject", payload)))
 
     run_command(body)

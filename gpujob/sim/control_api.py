@@ -7,7 +7,7 @@ from typing import Any
 
 from gpujob.sim import ps_engine, rp_engine
 from gpujob.sim.engine import SimError, Simulator
-from gpujob.sim.faults import FAULTS, QUEUED, Fault
+from gpujob.sim.faults import FAULTS, QUEUED, Fault, unknown_options
 from gpujob.sim.http import Request, Response
 
 
@@ -15,6 +15,9 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
     kind = params.get("fault")
     if kind not in FAULTS:
         raise SimError(400, f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
+    wrong = unknown_options(kind, params)
+    if wrong is not None:
+        raise SimError(400, wrong)  # an option the fault ignores would rehearse something else silently
     if kind == "clear":
         sim.faults.clear()
         with sim.lock:

@@ -9,39 +9,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FAULTS = (
-    "preempt",
-    "capacity",
-    "http_error",
-    "latency",
-    "drop",
-    "create_500_but_created",
-    "low_balance",
-    "auto_shutdown",
-    "zero_gpu",
-    "no_direct_ssh",
-    "bid_too_low",
-    "spot_floor",
-    "clear",
-)
-# no_direct_ssh: the next pod(s) created never get ssh.direct (a community host); with public_port false
-#   their port 22 is not published at all. bid_too_low: the next spot rent / bid resume is refused as
-#   under the floor. spot_floor: the minimum bid of matching GPUs is multiplied by `factor` until cleared.
-QUEUED = {
-    "capacity",
-    "http_error",
-    "latency",
-    "drop",
-    "create_500_but_created",
-    "zero_gpu",
-    "no_direct_ssh",
-    "bid_too_low",
-    "spot_floor",
-}
+from gpujob.sim.fault_options import FAULTS, OPTIONS, QUEUED, unknown_options
+
+__all__ = ["FAULTS", "OPTIONS", "QUEUED", "Fault", "FaultBook", "unknown_options"]
 
 
 class Fault(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
 
     fault: str
     count: int | None = Field(None, description="How many matching events it affects; None = until cleared.")
@@ -57,6 +31,9 @@ class Fault(BaseModel):
     cloud: str | None = Field(None, description="SECURE / COMMUNITY: only requests or pods on that cloud.")
     public_port: bool = True
     factor: float = 1.0
+    grace: float | None = Field(None, description="preempt: seconds between the signal and the kill.")
+    machine_id: str | None = Field(None, description="auto_shutdown: only this Paperspace machine.")
+    balance: float | None = Field(None, description="clear: the account balance afterwards.")
 
 
 class FaultBook:
