@@ -27,6 +27,18 @@ class LockInfo(Model):
     since: datetime
     command: str
 
+    @classmethod
+    def of_this_process(cls, job: str, command: str | None = None) -> LockInfo:
+        """The holder note for a lock this process is taking (file or database backend)."""
+        return cls(
+            job=job,
+            user=_user(),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            since=datetime.now(UTC),
+            command=command or _command_line(),
+        )
+
     def describe(self) -> str:
         when = self.since.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         return f"{self.user}@{self.host} (pid {self.pid}) since {when}, running `{self.command}`"
@@ -135,14 +147,7 @@ def job_lock(
         else:  # --yes: the hint must work without a terminal too; a live holder is refused even so
             hint += f"; if that process is gone: `gpujob force-unlock {job} --yes`"
         raise LockError(f"job '{job}' is locked by {who}", hint=hint) from None
-    info = LockInfo(
-        job=job,
-        user=_user(),
-        host=socket.gethostname(),
-        pid=os.getpid(),
-        since=datetime.now(UTC),
-        command=command or _command_line(),
-    )
+    info = LockInfo.of_this_process(job, command)
     try:
         tmp = meta.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(info.model_dump(mode="json")))

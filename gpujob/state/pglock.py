@@ -12,10 +12,8 @@ import contextlib
 import hashlib
 import json
 import os
-import socket
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from gpujob.lock import LockInfo
@@ -49,22 +47,13 @@ class PgLocks:
 
     @contextlib.contextmanager
     def lock(self, job: str, *, timeout: float = 0, command: str | None = None) -> Iterator[LockInfo]:
-        from gpujob.lock import _command_line, _user
-
         key = lock_key(self.workspace, checked_name(job))
         if job in self._held:
             self._refuse(job)
         if not self._acquire(key, timeout):
             self._refuse(job)
         self._held.add(job)
-        info = LockInfo(
-            job=job,
-            user=_user(),
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            since=datetime.now(UTC),
-            command=command or _command_line(),
-        )
+        info = LockInfo.of_this_process(job, command)
         try:
             self._run(
                 """INSERT INTO gpujob_locks (workspace, job, holder, backend_pid)
