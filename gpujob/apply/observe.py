@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpujob.apply.records import PullRecord, load_pull_record
+from gpujob.apply.records import PullRecord, current_record, load_pull_record
 from gpujob.apply.runtime import Target
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
@@ -66,12 +66,13 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
             vname = volume_name(spec.name, nv.name, ls.project) if nv and ls.project else None
             volume = next((r for r in mine if r.kind == "network_volume" and r.name == vname), None)
             sdir = state_dir_of(ls.path)
-            views.append(
-                JobView(
-                    ls, sdir, providers[spec.platform], machine, volume, load_pull_record(sdir, spec.name)
-                )
-            )
+            # The last pull is shown only for the machine or volume it came from, never for a replacement.
+            pulled = current_record(load_pull_record(sdir, spec.name), machine, [volume])
+            views.append(JobView(ls, sdir, providers[spec.platform], machine, volume, pulled))
         yield views
+
+
+FOLLOW_SLICE = 1 << 20
 
 
 async def follow_log(
@@ -85,21 +86,31 @@ async def follow_log(
     sleep: Callable[[float], Any],
     poll_s: float = 1.0,
 ) -> None:
-    """Print the last `lines` of the log, then (with follow) new bytes until the run stops."""
+    """Print the last `lines` of the log, then (with follow) new bytes until the run stops. Every line
+    is cut to logread.LINE_CAP (on the machine for the first read; here for followed slices, which are
+    read at most FOLLOW_SLICE at a time)."""
+    from gpujob.ssh.logread import LineCutter, expand, tail_command
+
     path = shlex.quote(log_path)
-    first = await remote.run(f"tail -n {int(lines)} {path} 2>/dev/null; true", check=False)
-    write(first.stdout)
+    first = await remote.run(
+        tail_command(log_path, lines), check=False, what=f"reading the last {int(lines)} lines of {log_path}"
+    )
+    write(expand(first.stdout))
     if not follow:
         return
     size = await _size(remote, path)
+    cutter = LineCutter()
     while True:
         await sleep(poll_s)
-        new = await remote.run(f"tail -c +{size + 1} {path} 2>/dev/null | head -c 1048576; true", check=False)
+        new = await remote.run(
+            f"tail -c +{size + 1} {path} 2>/dev/null | head -c {FOLLOW_SLICE}; true", check=False
+        )
         if new.stdout:
-            write(new.stdout)
+            write(cutter.feed(new.stdout))
             size += len(new.stdout.encode())
             continue
         if not await alive():
+            write(cutter.flush())
             return
 
 

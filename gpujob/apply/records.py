@@ -2,7 +2,8 @@
 
 pulls/<job>.json in the project's store (gpujob.state) holds the latest PullRecord of a job: what `pull`
 fetched, from where, and whether each file was verified. The teardown gate reads it, and the planner
-shows it next to destructive actions. launches/<job>.json holds the LaunchRecord: what the job's machine
+shows it next to destructive actions, each only for the machine or volume it was pulled from
+(PullRecord.applies_to): the job's name outlives its resources. launches/<job>.json holds the LaunchRecord: what the job's machine
 was created with that the platform does not report back.
 """
 
@@ -79,6 +80,29 @@ class PullRecord(Model):
     @property
     def complete(self) -> bool:
         return not self.missing() and not self.unverified() and not self.unpullable
+
+    def applies_to(self, machine_id: str | None, volume_id: str | None) -> bool:
+        """Whether this record is about the disk the job has now. A pull of checkpoint.dir on a network
+        volume is about that volume (a later pod that mounts it sees the same files); any other pull is
+        about the machine it came from. A deleted volume's or machine's record says nothing about its
+        replacement, and a record that names neither is about nothing."""
+        if self.tier == "network_volume" and self.network_volume_id is not None:
+            return volume_id == self.network_volume_id
+        return self.resource_id is not None and machine_id == self.resource_id
+
+
+def current_record(record: Any, machine: Any, volumes: Sequence[Any] = ()) -> Any:
+    """`record` when it is about the job's live machine or one of its live volumes (objects with .id, or
+    their ids; None for none), else None. What is not a PullRecord passes as it is (the planner also
+    reads plain dicts)."""
+    if not isinstance(record, PullRecord):
+        return record
+
+    def ident(x: Any) -> str | None:
+        return x if isinstance(x, str) or x is None else getattr(x, "id", None)
+
+    vids = [ident(v) for v in volumes if v is not None] or [None]
+    return record if any(record.applies_to(ident(machine), vid) for vid in vids) else None
 
 
 def pulls_name(job: str) -> str:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpujob import naming
 from gpujob.apply import gate, runtime
-from gpujob.apply.records import load_pull_record
+from gpujob.apply.records import current_record, load_pull_record
 from gpujob.errors import GateError, GpujobError, ProviderError
 from gpujob.live import LiveResource
 from gpujob.plan.actions import human_bytes
@@ -100,7 +100,8 @@ async def _volume_gate(ctx: JobContext, action: Action) -> str:
         return ""
     ev = ctx.evidence.get(vol.id)
     if ev is not None:
-        record = load_pull_record(ctx.state_dir, ctx.spec.name)
+        # The final pull through the volume's last pod; a record of any other disk is no evidence.
+        record = current_record(load_pull_record(ctx.state_dir, ctx.spec.name), None, [vol])
         problems = await asyncio.to_thread(gate.unsafe_files, ev.listing.files, record, ev.local_dir)
         if problems:
             raise GateError(

@@ -11,6 +11,10 @@ from gpujob.cli.main import run_command
 
 HELP = """Show the end of the run's log; with -f, keep printing until the run stops.
 
+Text from the machine is shown with control characters made visible (\\x1b[2J, not a cleared
+screen) unless --raw; lines longer than 64 KiB are cut on the machine (…[cut 199.9 MB]); known
+secret values are masked as *** either way.
+
 \b
 Examples:
   gpujob logs
@@ -22,11 +26,14 @@ Examples:
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
 @click.option("-f", "--follow", is_flag=True, help="Follow new lines until the run stops (Ctrl-C to leave).")
 @click.option("-n", "--lines", default=50, show_default=True, help="Lines to show first.")
-def command(targets: tuple[Path, ...], follow: bool, lines: int) -> None:
-    sys.exit(run_command(_logs, targets, follow, lines))
+@click.option(
+    "--raw", is_flag=True, help="Pass escape sequences through to the terminal (secrets stay masked)."
+)
+def command(targets: tuple[Path, ...], follow: bool, lines: int, raw: bool) -> None:
+    sys.exit(run_command(_logs, targets, follow, lines, raw))
 
 
-def _logs(targets: tuple[Path, ...], follow: bool, lines: int) -> int:
+def _logs(targets: tuple[Path, ...], follow: bool, lines: int, raw: bool = False) -> int:
     import asyncio
 
     from gpujob.apply.session import job_files
@@ -38,17 +45,18 @@ def _logs(targets: tuple[Path, ...], follow: bool, lines: int) -> int:
         raise GpujobError(
             f"logs shows one job at a time; {len(loaded)} job files found", hint="name the job file"
         )
-    asyncio.run(_go(loaded, follow, lines))
+    asyncio.run(_go(loaded, follow, lines, raw))
     return 0
 
 
-async def _go(loaded, follow: bool, lines: int) -> None:  # type: ignore[no-untyped-def]
+async def _go(loaded, follow: bool, lines: int, raw: bool) -> None:  # type: ignore[no-untyped-def]
     import asyncio
 
     from gpujob.apply.observe import follow_log, job_views
     from gpujob.apply.runtime import open_remote
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
+    from gpujob.redact import from_machine
     from gpujob.ssh.launcher import job_dir
 
     ssh, clock = SSHApi.default(), SystemClock()
@@ -62,7 +70,8 @@ async def _go(loaded, follow: bool, lines: int) -> None:  # type: ignore[no-unty
             await follow_log(
                 remote,
                 f"{job_dir(view.spec)}/run.log",
-                lambda text: click.echo(text, nl=False),
+                # color=raw: click would strip escape sequences when piped, and --raw means raw
+                lambda text: click.echo(from_machine(text, raw=raw), nl=False, color=raw or None),
                 lines=lines,
                 follow=follow,
                 alive=alive,

@@ -46,7 +46,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
     from gpujob.apply.observe import job_views
-    from gpujob.apply.runtime import open_remote
+    from gpujob.apply.runtime import NOT_COMING, MachineNotRunning, open_remote
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
     from gpujob.cost.report import read_costs
@@ -76,6 +76,8 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                     row["runtime_h"] = cost.elapsed_s / 3600
             if m is not None and m.status == "running" and v.spec.run is not None:
                 row["run"] = await _run_status(v, open_remote, SSHApi.default(), SystemClock())
+            elif m is not None and m.status in NOT_COMING and v.spec.run is not None:
+                row["run"] = {"error": str(MachineNotRunning(v.spec, m))}  # nothing to reach: say so
             if v.pull is not None:
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
@@ -106,6 +108,7 @@ EVENTS_SHOWN = 5
 
 async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
     from gpujob.errors import GpujobError
+    from gpujob.redact import from_machine
 
     try:
         async with open_remote(view.target(), ssh, clock, lambda _m: None) as remote:
@@ -119,7 +122,7 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
         "started_at": st.started_at,
         "last_checkpoint": st.last_checkpoint,
         "last_checkpoint_age_s": st.last_checkpoint_age_s,
-        "last_log_line": (st.log_tail.strip().splitlines() or [""])[-1],
+        "last_log_line": from_machine((st.log_tail.strip().splitlines() or [""])[-1]),
     }
 
 

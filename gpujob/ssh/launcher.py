@@ -8,7 +8,6 @@ reads once: never into a file, argv, or the log."""
 from __future__ import annotations
 
 import math
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -19,12 +18,12 @@ from gpujob.errors import RemoteCommandError
 from gpujob.model import Model
 from gpujob.naming import run_session
 from gpujob.spec.model import JobSpec, RunSpec
+from gpujob.ssh.logread import STATUS_CAP, expand, tail_command
 from gpujob.ssh.quote import env_name, q, remote_path, session_name
 from gpujob.ssh.session import Remote
 
 SCRATCH_ROOT = "/tmp"  # container disk: wiped when the machine stops, so setup runs again
 LOG_TAIL_LINES = 50
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class Progress(Model):
@@ -49,7 +48,7 @@ class RunStatus(Model):
     started_at: str | None
     last_checkpoint: str | None
     last_checkpoint_age_s: float | None
-    log_tail: str
+    log_tail: str  # the machine's text as read (cut lines marked): show it through redact.from_machine
     finished_at: str | None = None
     setup_failed: bool = False
     detach: str | None = None  # tmux or nohup, as actually used
@@ -214,7 +213,7 @@ done
 tail -n 50 "$J/runs" 2>/dev/null | sed 's/^/run=/'
 echo "now=$(date +%s.%N)"
 echo "--log--"
-tail -n {LOG_TAIL_LINES} "$J/run.log" 2>/dev/null
+{tail_command(job_dir(spec) + "/run.log", LOG_TAIL_LINES, call_cap=STATUS_CAP)}
 true"""
 
 
@@ -315,7 +314,7 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
         finished_at=kv.get("finished_at") or None,
         last_checkpoint=last,
         last_checkpoint_age_s=age,
-        log_tail=_CONTROL.sub("", log),  # remote text is untrusted: no terminal escapes
+        log_tail=expand(log, call_cap=STATUS_CAP),  # untrusted: show it through redact.from_machine
         setup_failed=kv.get("setup_failed") == "1",
         detach=kv.get("detach") or None,
         checkpoint_dir=_clean_dir(kv.get("checkpoint_dir") or ""),

@@ -123,6 +123,21 @@ def test_terminate_before_its_volume_is_deleted_pulls_and_leaves_evidence_for_th
         guard(ctx, delete)
 
 
+def test_the_delete_takes_no_record_of_another_volume_as_evidence(tmp_path: Path) -> None:
+    """Same job, same files, same local copies: a record that names another volume proves nothing."""
+    ctx, _, _ = world(tmp_path, files={"s1.ckpt": b"one"}, volume=True)
+    term = action("toy", ActionKind.TERMINATE, resource_id="pod1")
+    delete = action("toy", ActionKind.DELETE_VOLUME, "network_volume", resource_id="vol1")
+    ctx.todo = [term, delete]
+    guard(ctx, term)
+    ctx.machine = None
+    record = load_pull_records(ctx.state_dir)["toy"]
+    assert record.network_volume_id == "vol1" and record.complete
+    save_pull_record(ctx.state_dir, record.model_copy(update={"network_volume_id": "vol-deleted-before"}))
+    with pytest.raises(GateError, match=r"'s1.ckpt' \(not pulled\)"):
+        guard(ctx, delete)
+
+
 def test_removed_checkpoint_block_does_not_make_a_disk_with_files_safe(tmp_path: Path) -> None:
     ctx, _, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK, checkpoint=None)
     with pytest.raises(GateError, match="no checkpoint block") as err:
