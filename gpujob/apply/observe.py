@@ -72,6 +72,9 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
         yield views
 
 
+FOLLOW_SLICE = 1 << 20
+
+
 async def follow_log(
     remote: Any,
     log_path: str,
@@ -83,21 +86,31 @@ async def follow_log(
     sleep: Callable[[float], Any],
     poll_s: float = 1.0,
 ) -> None:
-    """Print the last `lines` of the log, then (with follow) new bytes until the run stops."""
+    """Print the last `lines` of the log, then (with follow) new bytes until the run stops. Every line
+    is cut to logread.LINE_CAP (on the machine for the first read; here for followed slices, which are
+    read at most FOLLOW_SLICE at a time)."""
+    from gpujob.ssh.logread import LineCutter, expand, tail_command
+
     path = shlex.quote(log_path)
-    first = await remote.run(f"tail -n {int(lines)} {path} 2>/dev/null; true", check=False)
-    write(first.stdout)
+    first = await remote.run(
+        tail_command(log_path, lines), check=False, what=f"reading the last {int(lines)} lines of {log_path}"
+    )
+    write(expand(first.stdout))
     if not follow:
         return
     size = await _size(remote, path)
+    cutter = LineCutter()
     while True:
         await sleep(poll_s)
-        new = await remote.run(f"tail -c +{size + 1} {path} 2>/dev/null | head -c 1048576; true", check=False)
+        new = await remote.run(
+            f"tail -c +{size + 1} {path} 2>/dev/null | head -c {FOLLOW_SLICE}; true", check=False
+        )
         if new.stdout:
-            write(new.stdout)
+            write(cutter.feed(new.stdout))
             size += len(new.stdout.encode())
             continue
         if not await alive():
+            write(cutter.flush())
             return
 
 

@@ -36,6 +36,8 @@ from gpujob.ssh.quote import remote_path
 from gpujob.state import StateRef, as_store
 
 ENDPOINT_WAIT_S = 600.0
+# A machine in these states gets no endpoint by waiting: only a start (gpujob apply) brings one.
+NOT_COMING = ("stopped", "terminating")
 LAUNCH_ATTEMPTS = 3
 POLL_S = 3.0
 
@@ -50,6 +52,21 @@ class Target:
     resource: LiveResource
     state_dir: StateRef  # the project's store (a Path: a local state directory)
     moved: bool = False  # created or started by this apply: the host (and its key) may be new
+
+
+class MachineNotRunning(GpujobError):
+    """The platform reports the job's machine stopped (EXITED, off, preempted): waiting for its SSH
+    endpoint would wait for nothing. One line: the state, and what to run next."""
+
+    def __init__(self, spec: JobSpec, resource: LiveResource) -> None:
+        kind = resource.kind
+        state = resource.raw_status or resource.status
+        if spec.state == "running":
+            what = "`gpujob apply` starts it again (its disks are kept), then retry"
+        else:
+            what = f"the job file says state: {spec.state}; set state: running and run `gpujob apply`"
+        super().__init__(f"{spec.name}: {kind} {resource.name} is {state}, not running: {what}")
+        self.resource = resource
 
 
 def collect_secrets(spec: JobSpec, env: Mapping[str, str]) -> dict[str, str]:
@@ -97,6 +114,8 @@ async def wait_for_endpoint(target: Target, clock: Clock, note: Callable[[str], 
             endpoint = target.provider.ssh_endpoint(fresh) if fresh.status == "running" else None
             if endpoint is not None:
                 return endpoint
+            if fresh.status in NOT_COMING:
+                raise MachineNotRunning(target.spec, fresh)
             if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
                 raise SSHConnectError(
                     f"{target.spec.name}: no SSH endpoint after {ENDPOINT_WAIT_S:.0f}s ({kind} is {fresh.raw_status or fresh.status})",
