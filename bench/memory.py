@@ -53,16 +53,24 @@ runpy.run_module("gpujob", run_name="__main__")
 """
 
 
-def _peak_rss_mb(argv: list[str], env: dict[str, str]) -> float:
+def peak_rss(
+    argv: list[str], env: dict[str, str], *, cwd: Path | None = None, ok: tuple[int, ...] = (0, 2)
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """`gpujob ARGV` run once: its peak RSS in MB (VmHWM of the gpujob process itself) and what it printed."""
     proc = subprocess.run(
-        [sys.executable, "-c", _REPORT_PEAK, *argv], env=env, capture_output=True, text=True
+        [sys.executable, "-c", _REPORT_PEAK, *argv], env=env, cwd=cwd, capture_output=True, text=True
     )
-    if proc.returncode not in (0, 2):
+    if proc.returncode not in ok:
         raise RuntimeError(f"gpujob {' '.join(argv[:2])} exited {proc.returncode}: {proc.stderr[-500:]}")
+    kb = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("GPUJOB_PEAK_KB ")]
+    return int(kb[-1]) / 1024.0, proc
+
+
+def _peak_rss_mb(argv: list[str], env: dict[str, str]) -> float:
+    mb, proc = peak_rss(argv, env)
     if "Plan:" not in proc.stdout:  # the figure means nothing unless a plan was really made
         raise RuntimeError(f"gpujob {argv[0]} printed no plan: {proc.stderr[-500:]}")
-    kb = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("GPUJOB_PEAK_KB ")]
-    return int(kb[-1]) / 1024.0
+    return mb
 
 
 def run(repeat: int, quick: bool = False) -> list[Result]:

@@ -32,6 +32,7 @@ def test_every_benchmark_suite_runs_and_measures(tmp_path: Path) -> None:
         "goodput under preemption",
         "watch: preemption",
         "peak RSS",
+        "with a 200 MB log line: peak RSS",
     ):
         assert any(expected in f for f in figures), f"{expected!r} missing from {sorted(figures)}"
     for r in results:
