@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -37,6 +39,32 @@ for _name in ("httpx", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+API_NAMES = {"runpod": "RunPod", "paperspace": "Paperspace"}
+
+RetryNotice = Callable[[str], None]
+
+
+def terminal_notice(stream: Any = None, env: Mapping[str, str] | None = None) -> RetryNotice | None:
+    """Where a client tells a person what it waits for: stderr when it is a terminal, else nowhere (a
+    pipe or CI=true gets the plain output and nothing extra; the log still records every retry)."""
+    e = os.environ if env is None else env
+    fixed = stream
+    if e.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        return None
+    if not (fixed or sys.stderr).isatty():
+        return None
+
+    def show(line: str) -> None:
+        out = fixed or sys.stderr  # looked up at each line: a live progress display may wrap stderr
+        out.write(line + "\n")
+        out.flush()
+
+    return show
+
+
+def retry_line(platform: str, why: str, delay: float, attempt: int, attempts: int) -> str:
+    """One short line per wait, e.g. "RunPod API: 503, retrying in 2.1 s (attempt 2/6)"."""
+    return f"{API_NAMES.get(platform, platform)} API: {why}, retrying in {delay:.1f} s (attempt {attempt}/{attempts})"
 
 
 class OutcomeUnknown(ProviderUnavailable):
@@ -123,8 +151,11 @@ class ApiClient:
         parse_error: ErrorParser,
         policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
+        notice: RetryNotice | bool | None = True,
     ) -> None:
+        """`notice`: where each retry wait is announced; True picks terminal_notice(), None is silent."""
         self.platform = platform
+        self.notice: RetryNotice | None = terminal_notice() if notice is True else notice or None
         self.base_url = base_url.rstrip("/")
         self._http = http
         self._key = api_key
@@ -208,6 +239,7 @@ class ApiClient:
                         "trust (a TLS-intercepting proxy?); if that is expected, point SSL_CERT_FILE at its CA",
                     ) from None
                 reason = f"cannot connect ({type(exc).__name__})"
+                short = "cannot connect"
             except (
                 httpx.TimeoutException,
                 httpx.RemoteProtocolError,
@@ -215,6 +247,7 @@ class ApiClient:
                 httpx.WriteError,
             ) as exc:
                 reason = f"no response ({type(exc).__name__})"
+                short = "no response"
                 if not idempotent:
                     raise self._unknown(call, None, reason) from None
             else:
@@ -226,6 +259,7 @@ class ApiClient:
                     body = self._decode(response)
                     if body is _MALFORMED:
                         reason = "malformed JSON in a success response"
+                        short = f"{status} with malformed JSON"
                         if not idempotent:
                             raise self._unknown(call, status, reason)
                     else:
@@ -234,8 +268,10 @@ class ApiClient:
                     retry_after = _retry_after(response.headers.get("Retry-After"))
                     said = self._parse(response).message
                     reason = f"rate limited ({said})" if said else "rate limited"
+                    short = "429 rate limited"
                 elif status >= 500 and status != 501:
                     reason = self._parse(response).message or f"server error {status}"
+                    short = str(status)
                     if not idempotent:
                         raise self._unknown(call, status, reason)
                 else:
@@ -253,6 +289,8 @@ class ApiClient:
                     "gpujob reads live state again first)",
                 )
             log.info("%s %s: %s, retrying in %.1fs", self.platform, call, self.scrub(reason), delay)
+            if self.notice is not None:
+                self.notice(retry_line(self.platform, short, delay, attempt + 1, self.policy.attempts))
             await self.clock.sleep(delay)
 
     async def graphql(self, query: str, variables: Mapping[str, Any], *, idempotent: bool) -> Any:
@@ -335,6 +373,9 @@ class ApiClient:
                 hint="wait for the window to reset, then re-run (apply resumes from live state)",
             )
         log.info("%s %s: pacing %.1fs to stay under the rate limit", self.platform, call, wait)
+        if self.notice is not None:
+            name = API_NAMES.get(self.platform, self.platform)
+            self.notice(f"{name} API: rate limit nearly used up, waiting {wait:.1f} s")
         await self.clock.sleep(wait)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
