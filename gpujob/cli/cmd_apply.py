@@ -55,7 +55,6 @@ def run(
     destroy: bool,
 ) -> int:
     import asyncio
-    import os
 
     from gpujob.apply import session
     from gpujob.render import render_plan
@@ -72,7 +71,9 @@ def run(
     from gpujob.project import with_projects
 
     loaded = with_projects(loaded, create=True)
-    color = not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    from gpujob.cli.options import color_wanted
+
+    color = color_wanted(no_color)
     opts = session.Options(
         auto_approve=auto_approve,
         approvals=approvals,

@@ -9,6 +9,7 @@ import click
 
 from gpujob.audit.cliutil import ErrorExitOne
 from gpujob.cli.main import run_command
+from gpujob.cli.options import accepts_no_color
 from gpujob.model import PLATFORMS
 
 HELP = """Find everything billing in the account, gpujob's or not.
@@ -49,6 +50,7 @@ Examples:
 @click.option("--fix", is_flag=True, help="Also write a plan that stops this repo's idle spend (never acts).")
 @click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("plan.json"),
               show_default=True, help="Where --fix writes its plan.")  # fmt: skip
+@accepts_no_color
 def command(
     jobfiles: tuple[Path, ...],
     platforms: tuple[str, ...],

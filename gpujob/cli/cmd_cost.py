@@ -10,6 +10,7 @@ import click
 
 from gpujob.audit.cliutil import ErrorExitOne
 from gpujob.cli.main import run_command
+from gpujob.cli.options import accepts_no_color
 
 HELP = """Spend so far per job, the current burn and where it is heading.
 
@@ -34,6 +35,7 @@ Examples:
 @click.command(name="cost", cls=ErrorExitOne, help=HELP)
 @click.argument("jobfiles", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@accepts_no_color
 def command(jobfiles: tuple[Path, ...], fmt: str) -> None:
     sys.exit(run_command(_run, list(jobfiles), fmt))
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import accepts_no_color
 
 
 @click.command()
@@ -21,6 +22,7 @@ from gpujob.cli.main import run_command
     help="Check only this platform (repeatable). Default: every platform whose API key is set.",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@accepts_no_color
 def command(platforms: tuple[str, ...], fmt: str) -> None:
     """Check every API read gpujob makes against your account, read-only (GETs and GraphQL queries
     only): each answer is OK, DRIFT (which field, expected vs got), REFUSED or ERROR. Run it first on a

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import no_color_option
 
 HELP = """Show the end of the run's log; with -f, keep printing until the run stops.
 
@@ -29,8 +30,9 @@ Examples:
 @click.option(
     "--raw", is_flag=True, help="Pass escape sequences through to the terminal (secrets stay masked)."
 )
-def command(targets: tuple[Path, ...], follow: bool, lines: int, raw: bool) -> None:
-    sys.exit(run_command(_logs, targets, follow, lines, raw))
+@no_color_option("Never pass escape sequences through, even with --raw.")
+def command(targets: tuple[Path, ...], follow: bool, lines: int, raw: bool, no_color: bool) -> None:
+    sys.exit(run_command(_logs, targets, follow, lines, raw and not no_color))
 
 
 def _logs(targets: tuple[Path, ...], follow: bool, lines: int, raw: bool = False) -> int:

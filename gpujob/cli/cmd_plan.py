@@ -109,7 +109,9 @@ def _plan(
         pull_records=job_pull_records(loaded),
         launch_records=job_launch_records(loaded),
     )
-    color = fmt == "text" and not no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    from gpujob.cli.options import color_wanted
+
+    color = fmt == "text" and color_wanted(no_color)
     click.echo(render_plan(plan, fmt, color=color), nl=False)
     if out is not None:
         from gpujob.cli.private_file import write_private

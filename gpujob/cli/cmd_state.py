@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import accepts_no_color
 
 
 def _job_file(path: str | None) -> Path:
@@ -117,6 +118,7 @@ def command() -> None:
 @command.command(name="show", help="Print a job's normalised live state.   e.g. gpujob state --format json")
 @click.argument("job_file", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@accepts_no_color
 def show(job_file: str | None, fmt: str) -> None:
     run_command(_state, job_file, fmt)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import accepts_no_color
 
 HELP = """Show each job's machine, what it has cost since it started, and how the run is doing.
 
@@ -21,6 +22,7 @@ Examples:
 @click.command(name="status", help=HELP)
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@accepts_no_color
 def command(targets: tuple[Path, ...], fmt: str) -> None:
     sys.exit(run_command(_status, targets, fmt))
 

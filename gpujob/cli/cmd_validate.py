@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import accepts_no_color
 
 
 def _targets(paths: tuple[str, ...]) -> list[Path]:
@@ -83,6 +84,7 @@ def _validate(paths: tuple[str, ...], fmt: str) -> None:
     show_default=True,
     help="text: one problem per line; json: a machine-readable report.",
 )
+@accepts_no_color
 def command(paths: tuple[str, ...], fmt: str) -> None:
     """Check job files and report every problem at once, as file:line:col: key: message.
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import accepts_no_color
 
 HELP = """Keep each job what its file says, unattended: a level-triggered reconcile loop.
 
@@ -62,6 +63,7 @@ Examples:
     type=click.IntRange(1),
     help="Then park the job.",
 )
+@accepts_no_color
 def command(
     targets: tuple[Path, ...],
     once: bool,
