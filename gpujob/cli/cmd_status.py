@@ -74,6 +74,10 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["usd_per_hour"] = cost.burn_usd_per_hour
                 row["cost_usd"] = cost.spent_usd
                 row["cost_source"] = "estimate" if cost.estimate else "billing"
+                row["billing_now"] = [
+                    {"what": x.what, "usd_per_hour": x.usd_per_hour, "usd_per_month": x.usd_per_month}
+                    for x in cost.meters
+                ]
                 if cost.elapsed_s is not None:
                     row["runtime_h"] = cost.elapsed_s / 3600
             if m is not None and m.status == "running" and v.spec.run is not None:
@@ -140,10 +144,16 @@ def _text(row: dict) -> str:
         how = (
             "estimate from metered time" if row.get("cost_source") == "estimate" else "billed by the platform"
         )
+        from gpujob.cost.report import usd2
+
         lines.append(
-            f"  cost:      ${row['usd_per_hour']:,.2f}/h now (every resource of the job), "
-            f"${row['cost_usd']:,.2f} spent so far ({how}; details: gpujob cost)"
+            f"  cost:      {usd2(row['usd_per_hour'])}/h now (every resource of the job), "
+            f"{usd2(row['cost_usd'])} spent so far ({how}; details: gpujob cost)"
         )
+        if row.get("billing_now"):
+            # meter by meter, so a stopped pod's volume disk shows its stopped (2×) rate, not $0.00/h
+            parts = [f"{x['what']} {usd2(x['usd_per_hour'])}/h" for x in row["billing_now"]]
+            lines.append(f"  billing:   {'; '.join(parts)}")
     if row.get("runtime_h") is not None:
         lines.append(f"  runtime:   {row['runtime_h']:.2f} h since the last start")
     if "network_volume" in row:

@@ -10,17 +10,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import Field
 
 from gpujob.cost.live import Pricing, resource_meters
 from gpujob.cost.seen import Seen
-from gpujob.cost.spend import SpendLine, job_spend
+from gpujob.cost.spend import SpendLine, job_spend, more_until
 from gpujob.live import LiveResource, Metering, ResourceRef
 from gpujob.model import Model, Platform
-from gpujob.plan.model import Finding
+from gpujob.plan.model import Finding, MeterLine
 
 
 class JobCost(Model):
@@ -45,6 +45,10 @@ class JobCost(Model):
     as_of: datetime | None = Field(None, description="The platform's clock when this was read.")
     sources: list[str] = Field(default_factory=list, description="Billing calls and price sources used.")
     findings: list[Finding] = Field(default_factory=list)
+    meters: list[MeterLine] = Field(
+        default_factory=list,
+        description="What bills now, meter by meter (a stopped pod's volume disk at 2×).",
+    )
     goodput: float | None = Field(
         None, description="gpujob watch: useful steps / the steps the billed GPU time could have done."
     )
@@ -106,21 +110,28 @@ def job_cost(f: JobFacts) -> JobCost:
     """One job's figures: spend per resource (billing or estimate), burn now, projection, budget."""
     with_ip = {r.machine_id for r in f.live if r.kind == "public_ip" and r.machine_id}
     burn: dict[str, float] = {}
+    now_lines: list[MeterLine] = []
     for r in f.live:
         lines = resource_meters(f.pricing, r, static_ip_listed=r.id in with_ip) or []
         burn[r.id] = round(sum(m.usd_per_hour for m in lines), 9)
+        now_lines += lines
     rows = job_spend(f.pricing, f.live, f.seen, f.metering, f.now, burn)
     spent = round(sum(x.usd for x in rows), 6)
     rate = round(sum(burn.values()), 9)
     machine = next((r for r in f.live if r.kind in ("pod", "machine") and r.status != "terminating"), None)
     running = machine is not None and machine.status in ("running", "pending")
-    elapsed = (
-        (f.now - machine.started_at).total_seconds() if running and machine and machine.started_at else None
-    )
+    elapsed = None
+    if running and machine is not None:
+        # Paperspace lists no start time: its events (the open running span) say when this start began
+        spans = [s for s in f.metering.running.get(machine.id, []) if s.end is None]
+        started = machine.started_at or (spans[-1].start if spans else None)
+        elapsed = (f.now - started).total_seconds() if started is not None else None
     projected = None
     if running and f.max_runtime_s is not None:
         remaining = max(f.max_runtime_s - (elapsed or 0.0), 0.0)
-        projected = round(spent + rate * remaining / 3600, 6)
+        # billed the way the platform bills: an hour already started is not paid for twice
+        more = more_until(f.pricing, f.live, f.seen, f.metering, f.now, f.now + timedelta(seconds=remaining))
+        projected = round(spent + more, 6)
     left = round(f.budget_usd - spent, 6) if f.budget_usd is not None else None
     hours_left = round(max(left, 0.0) / rate, 2) if left is not None and rate > 0 else None
     finding = budget_finding(f.job, spent=spent, projected=projected, budget=f.budget_usd, burn=rate)
@@ -136,6 +147,7 @@ def job_cost(f: JobFacts) -> JobCost:
         elapsed_s=elapsed, max_runtime_s=f.max_runtime_s, projected_at_max_runtime_usd=projected,
         budget_usd=f.budget_usd, budget_left_usd=left, hours_to_budget=hours_left,
         over_budget=finding is not None, as_of=f.now, sources=sources, findings=[finding] if finding else [],
+        meters=now_lines,
     )  # fmt: skip
 
 

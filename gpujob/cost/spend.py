@@ -201,6 +201,39 @@ def _guess_spans(r: LiveResource, live: bool, end: datetime, notes: list[str]) -
     return []
 
 
+def projected_charge(lines: dict[str, MeterLine], seconds: float, profile: Profile) -> float:
+    """What these meters bill over `seconds` from now, each at its billing granularity (Paperspace bills
+    every started hour of compute in full, so 1.5 h of GPU is 2 h): the plan's budget projection."""
+    if seconds <= 0:
+        return 0.0
+    start = datetime(2000, 1, 1)
+    period = [(start, start + timedelta(seconds=seconds))]
+    return sum(charge(m, period, granularity(profile, key), start) for key, m in lines.items())
+
+
+def more_until(
+    p: Pricing,
+    live: Sequence[LiveResource],
+    seen: dict[str, Seen],
+    metering: Metering,
+    now: datetime,
+    until: datetime,
+) -> float:
+    """What the live resources add from `now` to `until` if nothing changes, billed as the platform bills
+    (started hours already charged are not charged again): the estimate to `until` minus the one to now,
+    both over the same timelines (billing figures left out: they cannot be extended)."""
+    if until <= now:
+        return 0.0
+    estimate = metering.model_copy(update={"billed": {}})
+    with_ip = {r.machine_id for r in live if r.kind == "public_ip" and r.machine_id}
+    total = 0.0
+    for r in live:
+        kw = dict(live=True, seen=seen.get(r.id), metering=estimate, ip_listed=r.id in with_ip)
+        later = resource_spend(p, r, now=until, **kw)  # type: ignore[arg-type]
+        total += later.usd - resource_spend(p, r, now=now, **kw).usd  # type: ignore[arg-type]
+    return max(total, 0.0)
+
+
 def job_spend(
     p: Pricing,
     live: Sequence[LiveResource],

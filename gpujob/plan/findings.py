@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from gpujob.cost.rates import Footprint, meters, monthly_total, usd
+from gpujob.cost.spend import projected_charge
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext, path_tier, tier_title
-from gpujob.plan.model import Finding
+from gpujob.plan.model import Finding, MeterLine
 from gpujob.spec.model import format_duration
 
 # Assumed sustained write speed of a checkpoint to local NVMe when only its size is known.
@@ -27,7 +28,13 @@ def by_severity(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: RANK[f.severity])
 
 
-def spec_findings(ctx: JobContext, *, running_usd_per_hour: float, launch_planned: bool) -> list[Finding]:
+def spec_findings(
+    ctx: JobContext,
+    *,
+    running_usd_per_hour: float,
+    launch_planned: bool,
+    running_meters: dict[str, MeterLine] | None = None,
+) -> list[Finding]:
     out: list[Finding] = []
     out += _orphans(ctx)
     out += _checkpoint_tier(ctx)
@@ -38,7 +45,7 @@ def spec_findings(ctx: JobContext, *, running_usd_per_hour: float, launch_planne
     out += _network_volume(ctx)
     out += _image(ctx)
     out += _spot(ctx)
-    out += _budget(ctx, running_usd_per_hour)
+    out += _budget(ctx, running_usd_per_hour, running_meters)
     out += _secrets(ctx, launch_planned)
     return out
 
@@ -392,7 +399,7 @@ def _spot_checkpoints(ctx: JobContext) -> list[Finding]:
     return out
 
 
-def _budget(ctx: JobContext, running: float) -> list[Finding]:
+def _budget(ctx: JobContext, running: float, lines: dict[str, MeterLine] | None = None) -> list[Finding]:
     spec, b = ctx.spec, ctx.spec.budget
     if spec.state == "absent":
         return []
@@ -410,6 +417,8 @@ def _budget(ctx: JobContext, running: float) -> list[Finding]:
     runtime = spec.run.max_runtime if spec.run else None
     if b.max_total_usd is not None and runtime is not None:
         projected = running * runtime.total_seconds() / 3600
+        if lines is not None:  # billed as the platform bills: Paperspace charges every started hour in full
+            projected = projected_charge(lines, runtime.total_seconds(), ctx.profile)
         if projected > b.max_total_usd:
             out.append(
                 ctx.finding(

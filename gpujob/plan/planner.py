@@ -139,13 +139,16 @@ def _plan_job(
         act.noop(ctx, run_actions.noop_reason(ctx, fact) or act.noop_reason(ctx))
 
     desired = desired_footprint(ctx)
-    running = hourly_total(meters(desired, ctx.profile)) if spec.state != "absent" else 0.0
+    running_meters = meters(desired, ctx.profile) if spec.state != "absent" else {}
+    running = hourly_total(running_meters)
     parked_fp = parked_footprint(ctx, desired)
     launch = any(a.kind is ActionKind.LAUNCH for a in ctx.actions)
     findings = by_severity(
         _read_error_findings(ctx)
         + ctx.findings
-        + spec_findings(ctx, running_usd_per_hour=running, launch_planned=launch)
+        + spec_findings(
+            ctx, running_usd_per_hour=running, launch_planned=launch, running_meters=running_meters
+        )
     )
     return JobPlan(
         job=spec.name,

@@ -69,3 +69,53 @@ def test_a_stopped_pod_bills_its_volume_disk_at_the_stopped_rate_everywhere(writ
     (item,) = report.items
     assert item.usd_per_hour == pytest.approx(job.current_usd_per_hour, abs=1e-6)
     assert item.gotcha == "RP4" and item.idle
+
+
+PS_JOB = """
+version: 1
+name: job
+platform: paperspace
+state: running
+machine:
+  gpu: A4000
+  regions: [ny2]
+  template: ubuntu-22.04
+  public_ip: none
+storage:
+  volume_gb: 50
+run:
+  command: python train.py
+  max_runtime: {runtime}
+budget:
+  max_total_usd: {budget}
+"""
+
+
+@pytest.mark.parametrize(
+    ("runtime", "budget", "over"),
+    [("90m", 1.20, True), ("90m", 1.60, False), ("2h", 1.60, False)],
+)
+def test_the_budget_projection_bills_paperspace_by_the_started_hour(
+    write_job: Write, runtime: str, budget: float, over: bool
+) -> None:
+    """Paperspace bills every started hour in full (compute_billing_granularity: hour): 90 minutes of an
+    A4000 ($0.76/h) with its 50 GB disk is billed as 2 h, $1.53, not 1.5 h ($1.15)."""
+    plan = build_plan([write_job(PS_JOB.format(runtime=runtime, budget=budget))], live(), now=NOW, env={})
+    found = [f for f in plan.jobs[0].findings if f.code == "budget" and f.severity == "warning"]
+    assert bool(found) is over, [f.summary for f in plan.jobs[0].findings]
+    if over:
+        assert "projects $1.53" in found[0].summary
+
+
+def test_projected_charge_follows_each_meters_granularity() -> None:
+    from gpujob.cost.rates import Footprint, GpuRate, meters
+    from gpujob.cost.spend import projected_charge
+
+    ps = load_profile("paperspace")
+    lines = meters(Footprint(machine="running", gpu=GpuRate("GPU 1× A4000", 0.76, "test"), volume_gb=50), ps)
+    hourly = sum(m.usd_per_hour for m in lines.values())
+    assert projected_charge(lines, 5400, ps) == pytest.approx(2 * hourly)  # 1.5 h -> 2 started hours
+    assert projected_charge(lines, 7200, ps) == pytest.approx(2 * hourly)
+    rp_lines = meters(Footprint(machine="running", gpu=GpuRate("GPU 1× RTX4090", 0.34, "test")), RP)
+    rp_hourly = sum(m.usd_per_hour for m in rp_lines.values())
+    assert projected_charge(rp_lines, 5400, RP) == pytest.approx(1.5 * rp_hourly)  # RunPod: per second
