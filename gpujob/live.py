@@ -162,6 +162,16 @@ class RunFact(Model):
         None,
         description="Journal: a replaced machine whose pulled checkpoints were not pushed onto its successor yet.",
     )
+    first_step: int | None = Field(
+        None, description="The first step this run reported (GPUJOB_PROGRESS_FILE): its resume point + 1."
+    )
+    earlier_last_step: int | None = Field(
+        None,
+        description="The last step the run before this one on the same disk reported (launcher history).",
+    )
+    earlier_span_s: float | None = Field(
+        None, description="How long the run before this one kept reporting steps (its first to its last)."
+    )
 
 
 class LiveState(Model):
@@ -173,6 +183,15 @@ class LiveState(Model):
     read_errors: list[str] = Field(default_factory=list)
     # Not part of fingerprint(): a run checkpoints every few minutes, which must not stale a saved plan.
     runs: dict[str, RunFact] = Field(default_factory=dict, description="Run facts per job name.")
+    # Not part of fingerprint() either: a balance changes by the second.
+    accounts: dict[str, Account] = Field(
+        default_factory=dict,
+        description="Balance and spend rate per platform, where the platform reports them.",
+    )
+    account_notes: list[str] = Field(
+        default_factory=list,
+        description="Account reads that failed, one line each: a note in the plan, never a reason to block it.",
+    )
 
     def fingerprint(self) -> str:
         """sha256 of the resources and their states (not read_at, not prices): the stale-plan guard."""

@@ -113,7 +113,10 @@ EVENTS_SHOWN = 5
 
 
 async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
     from gpujob.errors import GpujobError
+    from gpujob.plan.run_evidence import status_warnings
     from gpujob.redact import from_machine
 
     try:
@@ -128,6 +131,8 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
         "started_at": st.started_at,
         "last_checkpoint": st.last_checkpoint,
         "last_checkpoint_age_s": st.last_checkpoint_age_s,
+        # are checkpoints really written and resumed from (the plan asks the same: gpujob.plan.run_evidence)
+        "warnings": status_warnings(view.spec, st, view.pull, datetime.now(UTC)),
         "last_log_line": from_machine((st.log_tail.strip().splitlines() or [""])[-1]),
     }
 
@@ -175,6 +180,9 @@ def _text(row: dict) -> str:
                 )
             if run.get("last_log_line"):
                 lines.append(f"  log:       {run['last_log_line']}")
+            for w in run.get("warnings") or []:
+                lines.append(f"  warning:   [{w['code']}] {w['summary']}")
+                lines.append(f"             fix: {w['fix']}")
     pull = row.get("last_pull")
     if pull is not None:
         ok = "verified" if pull["complete"] else "INCOMPLETE"

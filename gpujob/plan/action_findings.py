@@ -96,7 +96,9 @@ def start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
                 "RP1",
                 "warning",
                 "a stopped pod is tied to its host: if that GPU was rented meanwhile it starts with zero GPUs",
-                fix="if the start finds no GPU, use state: absent then running (fresh host, network volume)",
+                fix="nothing to change: if the start finds no free GPU, apply stops and records it, and the next "
+                "`gpujob plan` replaces the pod on a fresh host (its checkpoints pulled first when they are on "
+                "the pod's own disk; a network volume is kept)",
                 action_id=aid,
             )
         )

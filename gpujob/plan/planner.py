@@ -19,10 +19,12 @@ from gpujob.cost.rates import Footprint, GpuRate, hourly_total, meters, monthly_
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan import actions as act
 from gpujob.plan import run_actions
+from gpujob.plan.balance import with_balance
 from gpujob.plan.cadence import cadence
 from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.findings import by_severity, spec_findings
 from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
+from gpujob.plan.trap_findings import trap_findings
 from gpujob.profile import load_profile
 from gpujob.project import ENV as PROJECT_ENV
 
@@ -54,6 +56,7 @@ def build_plan(
         )
         for ls in loaded
     ]
+    jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned
     return Plan(
         created_at=now,
         gpujob_version=__version__,
@@ -149,6 +152,7 @@ def _plan_job(
         + spec_findings(
             ctx, running_usd_per_hour=running, launch_planned=launch, running_meters=running_meters
         )
+        + trap_findings(ctx)
     )
     return JobPlan(
         job=spec.name,

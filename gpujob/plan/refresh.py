@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpujob.errors import GpujobError
-from gpujob.live import LiveResource, LiveState, PriceQuote
+from gpujob.live import Account, LiveResource, LiveState, PriceQuote
 from gpujob.spec.model import JobSpec
 
 
@@ -27,7 +27,8 @@ async def read_live_state(
     run_timeout: float | None = None,
     ssh: Any = None,
 ) -> LiveState:
-    """Concurrently: list_resources() and quotes() of every platform the specs use. With `runs_for`
+    """Concurrently: list_resources(), quotes() and account() of every platform the specs use (a failed
+    account read is a note in `account_notes`, never an error). With `runs_for`
     (the loaded job files), then the run facts: the journal of each job that wants a run and, unless
     `refresh_runs` is False, the run status over SSH of those whose machine is running (all at once,
     `run_timeout` seconds at most; an unreachable machine is an "unknown" fact)."""
@@ -41,7 +42,11 @@ async def read_live_state(
         counts = {s.machine.gpu_count for s in specs if s.platform == p}
         calls.append(providers[p].list_resources())
         calls.append(providers[p].quotes(counts=counts))
+    # The balance (RunPod GraphQL `myself`) is read in the same round; a provider without it has none.
+    with_account = [p for p in platforms if callable(getattr(providers[p], "account", None))]
+    calls += [providers[p].account() for p in with_account]
     results = await asyncio.gather(*calls, return_exceptions=True)
+    accounts, notes = _accounts(with_account, results[2 * len(platforms) :])
 
     resources: list[LiveResource] = []
     quotes: list[PriceQuote] = []
@@ -67,6 +72,8 @@ async def read_live_state(
         resources=sorted(resources, key=lambda r: (r.platform, r.kind, r.name, r.id)),
         quotes=quotes,
         read_errors=errors,
+        accounts=accounts,
+        account_notes=notes,
     )
     if runs_for is None:
         return live
@@ -82,6 +89,22 @@ async def read_live_state(
         ssh=ssh,
     )
     return live.model_copy(update={"runs": runs})
+
+
+def _accounts(platforms: Sequence[str], results: Sequence[Any]) -> tuple[dict[str, Account], list[str]]:
+    """Accounts read, and a note for each that failed: a missing balance never blocks a plan, so any
+    failure of the read (an HTTP error, an answer that does not parse) is a note; cancellation is not."""
+    accounts: dict[str, Account] = {}
+    notes: list[str] = []
+    for p, got in zip(platforms, results, strict=True):
+        if isinstance(got, BaseException) and not isinstance(got, Exception):
+            raise got
+        if isinstance(got, Exception):
+            first = (str(got).splitlines() or [type(got).__name__])[0].removeprefix(f"{p}: ")
+            notes.append(f"{p}: balance not read: {first}")
+        elif isinstance(got, Account):
+            accounts[p] = got
+    return accounts, notes
 
 
 def _reraise_unexpected(exc: BaseException) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpujob.live import LiveResource, LiveState, RunFact
+from gpujob.plan import run_evidence
 
 RUN_READ_TIMEOUT_S = 8.0
 NOT_REFRESHED = "not read over SSH (--no-refresh-runs)"
@@ -53,26 +54,55 @@ def journal_facts(loaded: Any) -> dict[str, Any]:
 
 def journal_machine_facts(loaded: Sequence[Any], live: LiveState) -> LiveState:
     """What only the journal knows about a job's machine, as attributes on its live resource so the
-    planner reads it next to what the platform reports: `host_lost_gpu` (RP1) on a stopped machine
-    whose last start found no GPU on its host."""
+    planner reads it next to what the platform reports, on stopped machines: `host_lost_gpu` (RP1) when
+    the last start found no GPU on its host; `stopped_at` when gpujob stopped it; `run_finished_at`
+    when its last run was marked finished (exit 0) after its last launch."""
     from gpujob.apply.journal import Journal
     from gpujob.apply.reconcile import host_lost_gpu
+    from gpujob.naming import machines
     from gpujob.state import open_store
 
-    marked: set[str] = set()
+    marks: dict[str, dict[str, str | bool]] = {}
     for ls in loaded:
-        rid = host_lost_gpu(Journal(open_store(ls.path), ls.spec.name).entries())
+        entries = Journal(open_store(ls.path), ls.spec.name).entries()
+        rid = host_lost_gpu(entries)
         if rid is not None:
-            marked.add(rid)
-    if not marked:
+            marks.setdefault(rid, {})["host_lost_gpu"] = True
+        for r in machines(live.resources, ls.spec.name, ls.project) if entries else []:
+            if r.status == "stopped":
+                marks.setdefault(r.id, {}).update(_stop_marks(entries, r.id))
+    marks = {rid: m for rid, m in marks.items() if m}
+    if not marks:
         return live
     resources = [
-        r.model_copy(update={"attributes": {**r.attributes, "host_lost_gpu": True}})
-        if r.id in marked and r.status == "stopped"
+        r.model_copy(update={"attributes": {**r.attributes, **marks[r.id]}})
+        if r.id in marks and r.status == "stopped"
         else r
         for r in live.resources
     ]
     return live.model_copy(update={"resources": resources})
+
+
+def _stop_marks(entries: Sequence[Any], resource_id: str) -> dict[str, str | bool]:
+    """When gpujob last stopped this machine, and when the run was last marked finished after a launch
+    (a pull after that time holds everything the run wrote)."""
+    from gpujob.apply.reconcile import FINISHED
+
+    out: dict[str, str | bool] = {}
+    finished = None
+    for e in entries:
+        aid = e.action_id or ""
+        if e.phase != "done":
+            continue
+        if aid.endswith(".stop") and e.resource_id == resource_id:
+            out["stopped_at"] = e.at.isoformat()
+        elif aid.endswith(".run.launch"):
+            finished = None
+        elif aid.endswith("." + FINISHED):
+            finished = e.at
+    if finished is not None:
+        out["run_finished_at"] = finished.isoformat()
+    return out
 
 
 async def read_run_facts(
@@ -124,6 +154,7 @@ async def _read_one(ls: Any, machine: LiveResource, provider: Any, ssh: Any, tim
         last_checkpoint=status.last_checkpoint,
         last_checkpoint_age_s=status.last_checkpoint_age_s,
         checkpoint_dir=status.checkpoint_dir,
+        **run_evidence.progress_facts(status),
     )
 
 

@@ -1,0 +1,117 @@
+"""RP8: how long the account's balance lasts at the rate the plan leaves billing.
+
+RunPod stops every pod when the balance can no longer cover them (their volume disks keep billing) and
+then deletes pods and storage, with no backups. The balance and the account's spend rate come from
+GraphQL `myself` (LiveState.accounts); the rate after the plan is that spend plus what this plan's jobs
+change (each job's after-rate minus its current rate). The balance is account-wide, so every job of
+the platform gets the same figure, judged against its own run.max_runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpujob.cost.rates import usd
+from gpujob.live import Account, LiveState
+from gpujob.plan.context import SpecSource
+from gpujob.plan.findings import by_severity
+from gpujob.plan.model import Finding, JobPlan, Severity
+
+PLATFORM = "runpod"
+NOTE_PREFIX = f"{PLATFORM}: balance not read: "  # gpujob.plan.refresh writes the notes so
+WARN_HOURS = 72.0  # under 3 days of credit a weekend away empties it
+
+
+def with_balance(loaded: Sequence[SpecSource], jobs: list[JobPlan], live: LiveState) -> list[JobPlan]:
+    """The jobs, each RunPod job with its balance finding (or a note that the balance was not read)."""
+    mine = [j for j in jobs if j.platform == PLATFORM]
+    if not mine:
+        return jobs
+    account = live.accounts.get(PLATFORM)
+    notes = [n for n in live.account_notes if n.startswith(PLATFORM)]
+    specs = {ls.spec.name: ls for ls in loaded}
+    rate = planned_rate(account, mine)
+    out = []
+    for j in jobs:
+        ls = specs.get(j.job)
+        found = None
+        if j.platform == PLATFORM and ls is not None and ls.spec.state != "absent":
+            found = balance_finding(ls, account, rate, notes)
+        out.append(j.model_copy(update={"findings": by_severity([*j.findings, found])}) if found else j)
+    return out
+
+
+def planned_rate(account: Account | None, jobs: Sequence[JobPlan]) -> float:
+    """USD/h the account bills once the plan is applied."""
+    delta = sum(j.after_usd_per_hour - j.current_usd_per_hour for j in jobs)
+    now = account.spend_per_hour_usd if account is not None else None
+    base = now if now is not None else sum(j.current_usd_per_hour for j in jobs)
+    return max(0.0, base + delta)
+
+
+def lasts(hours: float) -> str:
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def balance_finding(ls: SpecSource, account: Account | None, rate: float, notes: list[str]) -> Finding | None:
+    spec = ls.spec
+
+    def finding(
+        severity: Severity, summary: str, *, detail: str = "", fix: str = "", key: str = "state"
+    ) -> Finding:
+        return Finding(
+            code="RP8",
+            severity=severity,
+            summary=summary,
+            detail=detail,
+            fix=fix,
+            job=spec.name,
+            source=ls.source(key),
+        )
+
+    if account is None or account.balance_usd is None:
+        if not notes:
+            return None  # nothing was asked (a provider without balances): nothing to say
+        return finding(
+            "info",
+            f"the RunPod balance was not read ({notes[0].removeprefix(NOTE_PREFIX)}): how long it lasts is unknown",
+            fix="check it in the console (Billing), or plan again",
+        )
+    balance = account.balance_usd
+    spend = account.spend_per_hour_usd
+    if spend is not None:
+        change = "leaves it there" if abs(rate - spend) < 0.00005 else f"changes that to {usd(rate)}/h"
+    basis = (
+        f"the account spends {usd(spend)}/h now; this plan {change}"
+        if spend is not None
+        else f"the account's own spend rate was not reported; {usd(rate)}/h is what this plan's jobs bill"
+    )
+    detail = (
+        f"{basis} ({account.source}). When credit cannot cover the pods RunPod stops them all (volume disks "
+        "keep billing) and then may delete pods and storage; it keeps no backups."
+    )
+    if rate <= 0:
+        return finding("info", f"RunPod balance {usd(balance)}; nothing bills after this plan", detail=detail)
+    hours = balance / rate
+    runtime = spec.run.max_runtime if spec.run is not None and spec.state == "running" else None
+    runtime_h = runtime.total_seconds() / 3600 if runtime is not None else None
+    head = f"the RunPod balance {usd(balance)} lasts {lasts(hours)} at {usd(rate)}/h"
+    if runtime_h is not None and hours < runtime_h:
+        short = rate * runtime_h - balance
+        return finding(
+            "error",
+            f"{head}, less than run.max_runtime ({runtime_h:g} h): the run cannot finish on this credit",
+            detail=detail,
+            fix=f"add at least {usd(short)} to the RunPod balance (or turn on auto-pay), or shorten "
+            "run.max_runtime",
+            key="run.max_runtime",
+        )
+    if hours < WARN_HOURS:
+        return finding(
+            "warning",
+            f"{head}: under {WARN_HOURS / 24:g} days",
+            detail=detail,
+            fix="add credit or turn on auto-pay in the RunPod console, and keep the checkpoints on a network "
+            "volume or pulled (`gpujob pull`)",
+        )
+    return finding("info", head, detail=detail)
