@@ -159,6 +159,11 @@ class GpuOffer(Sourced):
     multi_gpu_ids: dict[int, str] = Field(
         default_factory=dict, description="Paperspace: count -> machineType (A4000x2)."
     )
+    min_cuda: str | None = Field(
+        None,
+        description="The oldest CUDA (major.minor) with kernels for this GPU's architecture; an image built "
+        "for an older one fails with 'no kernel image is available'.",
+    )
 
 
 class AutoShutdown(Sourced):
@@ -199,6 +204,24 @@ class Gotcha(Sourced):
     severity: Literal["error", "warning", "info"] = "warning"
 
 
+class HostCuda(Sourced):
+    """The CUDA versions hosts report (a host runs an image whose CUDA is at or below its own)."""
+
+    versions: list[str] = Field(
+        description="Every CUDA version (major.minor) a host can report, newest first."
+    )
+    note: str = ""
+
+
+class TemplateFit(Sourced):
+    """A template's OS release that a GPU needs (Paperspace: Ubuntu 22.04 for H100)."""
+
+    gpus: list[str] = Field(description="GPU aliases the rule is about.")
+    ubuntu: str = Field(description="The Ubuntu release the GPU needs, e.g. 22.04.")
+    severity: Literal["error", "warning", "info"]
+    note: str = ""
+
+
 class Limits(Sourced):
     container_disk_gb: tuple[int, int] | None = None
     volume_gb: tuple[int, int] | None = None
@@ -236,6 +259,12 @@ class Profile(Model):
     limits: Limits
     capacity: str = Field(description="How capacity shortages show up and what to do.")
     gotchas: list[Gotcha]
+    host_cuda: HostCuda | None = Field(
+        None, description="CUDA versions the platform's hosts report (RunPod's CUDA filter values)."
+    )
+    template_fit: list[TemplateFit] = Field(
+        default_factory=list, description="Which template OS releases suit which GPUs."
+    )
     compute_billing_granularity: Literal["second", "hour"] = Field(
         "second",
         description="How GPU/compute time is billed: per second, or per hour (every started hour in full).",

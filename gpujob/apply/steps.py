@@ -14,6 +14,7 @@ from gpujob.apply.journal import crashpoint
 from gpujob.apply.reconcile import HOST_LOST_GPU
 from gpujob.apply.records import note_launch
 from gpujob.errors import GpujobError, ProviderNotFound
+from gpujob.images import cuda_from_tag
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import LaunchRequest, VolumeRequest, ZeroGpuError
@@ -177,6 +178,7 @@ def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
         auto_shutdown_hours=m.auto_shutdown.total_seconds() / 3600 if m.auto_shutdown else None,
         env=env,
         ssh_public_key=public_key,
+        min_cuda=cuda_from_tag(m.image),  # RP9: a host whose driver runs the image's CUDA
     )
 
 

@@ -13,6 +13,7 @@ from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.cost.spend import projected_charge
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext, path_tier, tier_title
+from gpujob.plan.image_findings import image_findings
 from gpujob.plan.model import Finding, MeterLine
 from gpujob.spec.model import format_duration
 
@@ -44,6 +45,7 @@ def spec_findings(
     out += _static_ip(ctx)
     out += _network_volume(ctx)
     out += _image(ctx)
+    out += image_findings(ctx)  # RP9, cuda-arch, PS11: gpujob.plan.image_findings
     out += _spot(ctx)
     out += _budget(ctx, running_usd_per_hour, running_meters)
     out += _secrets(ctx, launch_planned)

@@ -39,6 +39,9 @@ class LaunchRequest(Model):
     env: dict[str, str] = Field(default_factory=dict, description="Non-secret env only; secrets go over SSH.")
     ssh_public_key: str | None = None
     bid_per_gpu: float | None = None
+    min_cuda: str | None = Field(
+        None, description="The image's CUDA (major.minor, from its tag): only hosts that run it (RP9)."
+    )
 
 
 class VolumeRequest(Model):

@@ -41,6 +41,7 @@ class SimOptions:
     paperspace_api_key: str = "sim-paperspace-key"
     paperspace_ssh_port: int = 0  # 0: pick a free port
     tick_seconds: float = 0.05
+    host_cuda: str = "12.8"  # the CUDA every simulated RunPod host reports (pod.cudaVersion)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

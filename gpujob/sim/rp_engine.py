@@ -43,6 +43,18 @@ def get_pod(sim: Simulator, pod_id: str) -> RpPod:
     return pod
 
 
+CUDA_DETAIL = "no capacity: no machine with the requested GPU type reports an acceptable CUDA version"
+
+
+def cuda_fits(host: str, pod: RpPod) -> bool:
+    """RP9 filters: a floor compared numerically (12.10 > 12.2), or an exact set (v2 CreateGpuConfig)."""
+    from gpujob.images import cuda_key
+
+    if pod.min_cuda and cuda_key(host) < cuda_key(pod.min_cuda):
+        return False
+    return not pod.allowed_cuda or host in pod.allowed_cuda
+
+
 def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpPod, bool]:
     """Validate placement, register the pod and boot it in the background.
     Returns (pod, created_but_500): the create_500_but_created fault creates and then fails."""
@@ -54,6 +66,8 @@ def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpP
             raise SimError(400, f"gpu type '{pod.gpu_id}' is not a valid GPU type id", "bad_request")
         if sim.faults.take("capacity", platform="runpod", gpu=pod.gpu_id, region=region):
             raise SimError(400, CAPACITY_DETAIL, "capacity")
+        if not cuda_fits(sim.options.host_cuda, pod):
+            raise SimError(400, CUDA_DETAIL, "capacity")
         vol_id = pod.network_volume_id
         if vol_id:
             vol = sim.state.volumes.get(vol_id)

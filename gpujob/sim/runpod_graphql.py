@@ -251,6 +251,7 @@ def _create(sim: Simulator, inp: dict[str, Any], *, spot: bool) -> dict[str, Any
         env=env,
         mounts=mounts,
         gpu_id=gpu_id,
+        allowed_cuda=[str(v) for v in inp.get("allowedCudaVersions") or []],
         gpu_count=int(inp.get("gpuCount") or 1),
         requested_gpu_count=int(inp.get("gpuCount") or 1),
         cloud="COMMUNITY" if inp.get("cloudType") == "COMMUNITY" else "SECURE",

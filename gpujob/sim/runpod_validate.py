@@ -89,6 +89,28 @@ def _mounts(errors: list[str], mounts: Any) -> None:
                 ]
 
 
+CUDA_RE = re.compile(r"^\d+\.\d+$")
+
+
+def _cuda(gpu: dict[str, Any]) -> list[str]:
+    """CreateGpuConfig's CUDA fields: major.minor strings (a bare major is rejected)."""
+    errors = []
+    floor = gpu.get("minCudaVersion")
+    if floor is not None and not (isinstance(floor, str) and CUDA_RE.match(floor)):
+        errors.append("$.gpu.minCudaVersion: does not match pattern ^\\d+\\.\\d+$")
+    allowed = gpu.get("allowedCudaVersions")
+    if allowed is not None:
+        if not isinstance(allowed, list):
+            errors.append("$.gpu.allowedCudaVersions: wrong type")
+        else:
+            errors += [
+                f"$.gpu.allowedCudaVersions[{i}]: does not match pattern ^\\d+\\.\\d+$"
+                for i, v in enumerate(allowed)
+                if not (isinstance(v, str) and CUDA_RE.match(v))
+            ]
+    return errors
+
+
 def check_create(body: Any) -> list[str]:
     if not isinstance(body, dict):
         return ["$: expected an object"]
@@ -110,6 +132,7 @@ def check_create(body: Any) -> list[str]:
                 errors.append("$.gpu: missing property 'id'")
             if "count" in gpu and (not isinstance(gpu["count"], int) or gpu["count"] < 1):
                 errors.append("$.gpu.count: must be an integer >= 1")
+            errors += _cuda(gpu)
     if "mounts" in body:
         _mounts(errors, body["mounts"])
     if errors:
@@ -123,6 +146,9 @@ def rule_problems(body: dict[str, Any]) -> str | None:
         return "exactly one of gpu or cpu must be set"
     if body.get("cpu") is not None:
         return "CPU pods are not available in the simulator"
+    gpu = body.get("gpu") or {}
+    if gpu.get("allowedCudaVersions") and gpu.get("minCudaVersion"):
+        return "gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive"
     mounts = body.get("mounts") or {}
     if mounts.get("persistent") and mounts.get("network"):
         return "mounts.persistent and mounts.network are mutually exclusive"

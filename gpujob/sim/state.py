@@ -60,6 +60,8 @@ class RpPod(Metered):
     ssh_port: int | None = None
     sshd_pid: int | None = None
     host: int = 1  # bumped on a "new host": new port and host key
+    min_cuda: str | None = None  # create filter gpu.minCudaVersion (RP9)
+    allowed_cuda: list[str] = Field(default_factory=list)  # gpu.allowedCudaVersions / GraphQL's
     gen: int = 0  # bumped on every transition so stale workers give up
 
     @property

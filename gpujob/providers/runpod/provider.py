@@ -287,6 +287,10 @@ class RunPodProvider:
             body["dataCenterIds"] = [r.region]
         if r.container_disk_gb:
             body["disk"] = r.container_disk_gb
+        if r.min_cuda:
+            # RP9: a floor, compared numerically (v2 CreateGpuConfig.minCudaVersion); allowedCudaVersions
+            # would be an exact set that a version no host reports turns into a capacity error
+            body["gpu"]["minCudaVersion"] = r.min_cuda
         if r.network_volume_id:
             body["mounts"] = {"network": [{"volumeId": r.network_volume_id, "path": r.mount_path}]}
         elif r.volume_gb:

@@ -63,7 +63,21 @@ def rent_input(r: LaunchRequest, bid: float, env: dict[str, str]) -> dict[str, A
         "volumeInGb": None if r.network_volume_id else r.volume_gb,
     }
     variables.update({k: v for k, v in optional.items() if v is not None})
+    allowed = cuda_at_least(r.min_cuda)
+    if allowed:
+        variables["allowedCudaVersions"] = allowed  # RP9: GraphQL has no floor, only the set
     return variables
+
+
+def cuda_at_least(version: str | None) -> list[str]:
+    """Every CUDA a RunPod host can report (profile host_cuda) at or above `version`; [] = no filter."""
+    from gpujob.images import cuda_key
+    from gpujob.profile import load_profile
+
+    hosts = load_profile(PLATFORM).host_cuda
+    if not version or hosts is None:
+        return []
+    return [v for v in hosts.versions if cuda_key(v) >= cuda_key(version)]
 
 
 async def resume(client: RunPodClient, pod: wire.Pod, resource: LiveResource) -> None:
