@@ -131,7 +131,9 @@ def start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
 
 
 def stop_findings(ctx: JobContext, aid: str) -> list[Finding]:
-    out = []
+    from gpujob.plan.trap_findings import stop_leaves_unpulled  # it reads live_ck_tier from here
+
+    out = stop_leaves_unpulled(ctx, aid)
     if ctx.spec.platform == "paperspace":
         if ctx.fp.static_ip:
             out.append(

@@ -110,6 +110,55 @@ def _stopped_pod_unpulled(ctx: JobContext) -> list[Finding]:
     ]
 
 
+def stop_leaves_unpulled(ctx: JobContext, aid: str) -> list[Finding]:
+    """On a stop action: the pod it stops keeps checkpoints only on its volume disk, and the last pull
+    does not hold them all. A warning when no current pull exists; a note when one does but the run
+    keeps writing until the stop."""
+    m, ck = ctx.machine, ctx.spec.checkpoint
+    if ctx.spec.platform != "runpod" or m is None or ck is None or m.status != "running":
+        return []
+    if live_ck_tier(ctx) != "volume_disk":
+        return []
+    fact = ctx.live.runs.get(ctx.job)
+    why = unpulled_reason(ctx.pull_record, m)
+    detail = (
+        f"RunPod stops pods when the balance runs low and then deletes them, and removes stopped pods "
+        f"after about {STOPPED_POD_DAYS} days; a stopped pod has no SSH to pull from."
+    )
+    if why is not None and "could still write" in why:
+        # The pod runs now and was pulled since its last start: that pull holds everything when the run
+        # had already exited when the plan read it (the fact has no exit time, so this is the best read).
+        if fact is not None and fact.state == "exited":
+            return []
+        at = _get(ctx.pull_record, "at")
+        return [
+            ctx.finding(
+                "RP8",
+                "info",
+                f"the run writes until this stop: checkpoints after the last pull ({at:%Y-%m-%d %H:%M} UTC) "
+                f"stay only on {m.name}'s volume disk",
+                detail=detail,
+                fix="put checkpoint.dir on a storage.network_volume (it outlives the pod), or pull again "
+                "once the pod runs",
+                key="checkpoint.dir",
+                action_id=aid,
+            )
+        ]
+    if why is None:
+        return []
+    return [
+        ctx.finding(
+            "RP8",
+            "warning",
+            f"after this stop, {m.name} keeps checkpoints ({ck.dir}) only on its volume disk: {why}",
+            detail=detail,
+            fix="run `gpujob pull` first, while the pod still runs, then apply",
+            key="checkpoint.dir",
+            action_id=aid,
+        )
+    ]
+
+
 # --- U6: keep × size on the disk that holds checkpoint.dir ------------------------------------
 
 

@@ -69,10 +69,12 @@ def test_stopped_pod_with_unpulled_checkpoints_warns_and_the_printed_fix_brings_
     p.gj("apply", "--auto-approve")
     poll("a few checkpoints", lambda: last_step(p) >= 20)
     edit(p, ("state: running", "state: stopped"))
+    (before,) = [x for x in findings(p, "RP8") if "after this stop" in x["summary"]]
+    assert before["action_id"] == "quickstart.pod.stop" and "no pull on record" in before["summary"]
     p.gj("apply", "--auto-approve")
     assert p.status()["machine"]["status"] == "EXITED"
 
-    (f,) = findings(p, "RP8")[:1]
+    (f,) = [x for x in findings(p, "RP8") if "un-pulled" in x["summary"]]
     assert f["severity"] == "warning" and "holds un-pulled checkpoints (/workspace/ckpt)" in f["summary"]
     assert "no pull on record" in f["summary"] and "about 30 days" in f["detail"]
     assert f["source"]["key"] == "state" and f["source"]["line"] == 9
@@ -89,6 +91,8 @@ def test_stopped_pod_with_unpulled_checkpoints_warns_and_the_printed_fix_brings_
 
     # Stopped again: the pull was taken while the run could still write, and the warning says so
     edit(p, ("state: running", "state: stopped"))
+    (note,) = [x for x in findings(p, "RP8") if x.get("action_id") == "quickstart.pod.stop"]
+    assert note["severity"] == "info" and "the run writes until this stop" in note["summary"]
     p.gj("apply", "--auto-approve")
     (again,) = [x for x in findings(p, "RP8") if "un-pulled" in x["summary"]]
     assert "taken while the run could still write" in again["summary"]

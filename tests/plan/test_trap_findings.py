@@ -383,3 +383,30 @@ def test_the_journal_says_when_gpujob_stopped_the_pod_and_whether_the_run_finish
     journal.append("done", ago(0.5), action_id="job.run.launch")  # a new run: the finish no longer counts
     (again,) = journal_machine_facts([loaded], live(parked)).resources
     assert "run_finished_at" not in again.attributes and again.attributes["stopped_at"] == ago(1).isoformat()
+
+
+def stop_findings_of(plan: Plan) -> list[Finding]:
+    (stop,) = [a for a in plan.all_actions() if a.kind is K.STOP]
+    return [f for f in stop.findings if f.code == "RP8"]
+
+
+def test_stopping_a_pod_whose_checkpoints_are_only_on_its_disk_says_pull_first(write_job: Write) -> None:
+    text = DISK_JOB.replace("state: running", "state: stopped")
+    running = pod(volume_gb=50, started_at=ago(3))
+    (f,) = stop_findings_of(plan_for(write_job, live(running), text))
+    assert f.severity == "warning" and "after this stop" in f.summary and "no pull on record" in f.summary
+    assert f.fix == "run `gpujob pull` first, while the pod still runs, then apply"
+    assert f.action_id == "job.pod.stop" and f.source is not None and f.source.key == "checkpoint.dir"
+    # pulled since its start, the run still going: a note that it writes until the stop
+    pulled = {"job": record(running.id, at=ago(1))}
+    alive = run_fact(resource_id=running.id, last_checkpoint="s.pt", last_checkpoint_age_s=5)
+    (note,) = stop_findings_of(plan_for(write_job, live(running, runs=alive), text, pulls=pulled))
+    assert note.severity == "info" and "the run writes until this stop" in note.summary
+    # the run had exited when read: that pull holds everything
+    done = run_fact(state="exited", exit_code=0, resource_id=running.id)
+    assert stop_findings_of(plan_for(write_job, live(running, runs=done), text, pulls=pulled)) == []
+
+
+def test_stopping_a_pod_on_a_network_volume_says_nothing_of_rp8(write_job: Write) -> None:
+    plan = plan_for(write_job, live(pod(**NV), volume()), **{"state:__running": "state: stopped"})
+    assert stop_findings_of(plan) == []
