@@ -99,6 +99,26 @@ def remote_checkpoints(p: Project) -> dict[str, str]:
     return out
 
 
+def local_checkpoints(p: Project) -> dict[str, str]:
+    """Checkpoints pulled to the laptop (checkpoint.pull_to), by name -> sha256."""
+    out = {}
+    for f in (p.dir / "checkpoints").glob("step_*.json"):
+        try:
+            out[f.name] = hashlib.sha256(f.read_bytes()).hexdigest()
+        except FileNotFoundError:  # a pull renaming it into place just now
+            continue
+    return out
+
+
+def newest(checkpoints: dict[str, str]) -> str | None:
+    """step_000123.json names sort by step."""
+    return max(checkpoints, default=None)
+
+
+def step_of(name: str) -> int:
+    return int(name.removeprefix("step_").removesuffix(".json"))
+
+
 def training_processes(pid1: int, key: str) -> int:
     n = 0
     for pid in podproc.members(pid1, key):
@@ -121,6 +141,7 @@ class Monitor:
     max_runs: int = 0
     samples: int = 0
     seen_checkpoints: set[str] = field(default_factory=set)
+    seen_digests: dict[str, str] = field(default_factory=dict)  # name -> sha256 when first seen
     error: BaseException | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -156,7 +177,10 @@ class Monitor:
             )
             self.max_pods = max(self.max_pods, len(pods))
             self.max_runs = max(self.max_runs, runs)
-            self.seen_checkpoints |= set(remote_checkpoints(self.p))
+            remote = remote_checkpoints(self.p)
+            self.seen_checkpoints |= set(remote)
+            for name, digest in remote.items():
+                self.seen_digests.setdefault(name, digest)  # written once, renamed into place
             self.samples += 1
 
 
@@ -170,7 +194,11 @@ class Preempter:
     limit: int
     seed: int
     before: Any = None
+    first_gap_s: float | None = None  # a fixed first gap, so at least one preemption surely happens
     done: int = 0
+    # Per preemption, once the pod is down: the newest checkpoint on the volume (the one the next run
+    # resumes from, with its sha256) and the newest pulled to the laptop at that moment.
+    at_preemption: list[tuple[tuple[str, str] | None, str | None]] = field(default_factory=list)
     error: BaseException | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -209,6 +237,8 @@ class Preempter:
                 if self._running_pod() and start is not None and progress_step(self.p) is not None:
                     break
             gap = rng.expovariate(1.0 / self.mtbf_s)
+            if self.first_gap_s is not None and self.done == 0:
+                gap = self.first_gap_s
             if self._stop.wait(gap):
                 return
             pod = self._running_pod()
@@ -216,8 +246,13 @@ class Preempter:
                 continue
             if self.before is not None:
                 self.before(self.done + 1)
-            if self.p.sim.inject("preempt", pod_id=pod)["preempted"]:
+            if self.p.sim.inject("preempt", pod_id=pod)["preempted"]:  # returns once the pod is down
                 self.done += 1
+                remote = remote_checkpoints(self.p)
+                top = newest(remote)
+                self.at_preemption.append(
+                    ((top, remote[top]) if top else None, newest(local_checkpoints(self.p)))
+                )
                 # Wait for the next run to make a step before drawing the next gap.
                 before = progress_step(self.p)
                 while not self._stop.wait(0.05):
