@@ -26,8 +26,36 @@ GpujobError                   exit 1 (spec problems exit 1 too, from `validate`)
 from __future__ import annotations
 
 
+def command_text(*words: str) -> str:
+    """A command for a hint, the one way hints write commands: shell-quoted, in backticks, runnable
+    as printed (tests/e2e/test_hints.py runs every one the e2e scenarios print)."""
+    import shlex
+
+    return f"`{shlex.join(words)}`"
+
+
+def job_file_args(spec_path: object) -> list[str]:
+    """The job file a follow-up command must name: none for the default ./job.yaml."""
+    from pathlib import Path
+
+    path = Path(str(spec_path))
+    return [] if path in (Path("job.yaml"), Path.cwd() / "job.yaml") else [str(path)]
+
+
+def ssh_words(spec_path: object, *remote: str) -> list[str]:
+    """gpujob ssh [-f JOBFILE] -- REMOTE..."""
+    return [
+        "gpujob",
+        "ssh",
+        *(["-f", *job_file_args(spec_path)] if job_file_args(spec_path) else []),
+        "--",
+        *remote,
+    ]
+
+
 class GpujobError(Exception):
-    """Base of every expected failure. `hint` says what to do next."""
+    """Base of every expected failure. `hint` says what to do next; a command in it is written with
+    command_text (in backticks), so it can be copied and run as it is."""
 
     exit_code = 1
 

@@ -178,7 +178,7 @@ async def apply_plan(
         if loaded is None:
             raise GpujobError(f"the plan names job '{jp.job}' but no loaded job file defines it")
         if any(a.kind is ActionKind.LAUNCH for a in todo):
-            collect_secrets(loaded.spec, env)  # fail before touching anything, naming the variable
+            collect_secrets(loaded.spec, env, rerun=command)  # fail before touching anything, naming it
         provider = providers.get(loaded.spec.platform)
         if provider is None:
             raise GpujobError(f"no {loaded.spec.platform} provider open for job '{jp.job}'")

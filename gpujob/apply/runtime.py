@@ -69,14 +69,17 @@ class MachineNotRunning(GpujobError):
         self.resource = resource
 
 
-def collect_secrets(spec: JobSpec, env: Mapping[str, str]) -> dict[str, str]:
-    """Values of run.secrets from the local environment. Missing ones are named (never valued)."""
+def collect_secrets(spec: JobSpec, env: Mapping[str, str], *, rerun: str = "gpujob apply") -> dict[str, str]:
+    """Values of run.secrets from the local environment. Missing ones are named (never valued).
+    `rerun` is the command line that repeats this one, for the hint."""
     names = spec.run.secrets if spec.run else []
     missing = [n for n in names if not env.get(n)]
     if missing:
+        exports = " ".join(f"{n}=..." for n in missing)
         raise GpujobError(
             f"{spec.name}: secret(s) not set in the local environment: {', '.join(missing)}",
-            hint="export them before apply; gpujob passes their values over SSH and never stores them",
+            hint=f"export {exports} in this shell (gpujob passes the values over SSH and never stores them), "
+            f"then run: `{rerun}`",
         )
     from gpujob.config import API_KEY_ENV
 

@@ -69,14 +69,22 @@ def as_absent(loaded: Sequence[Any]) -> list[Any]:
     return [dataclasses.replace(ls, spec=ls.spec.model_copy(update={"state": "absent"})) for ls in loaded]
 
 
-def check_saved_plan(plan: Plan, loaded: Sequence[Any], live: Any) -> None:
+def new_plan_hint(saved_as: str = "plan.json") -> str:
+    """Make the plan again under the same name, review it, apply it."""
+    import shlex
+
+    name = shlex.quote(saved_as)
+    return f"make a new plan and review it: `gpujob plan -o {name}`, then `gpujob apply {name}`"
+
+
+def check_saved_plan(plan: Plan, loaded: Sequence[Any], live: Any, *, saved_as: str = "plan.json") -> None:
     """Refuse a saved plan when the job files or what the jobs own changed since it was made."""
     from gpujob.plan.planner import live_fingerprint, spec_digest
 
     if spec_digest(loaded) != plan.spec_digest:
         raise StalePlanError(
             "the saved plan is stale: a job file changed since it was made",
-            hint="make a new plan: gpujob plan -o plan.json",
+            hint=new_plan_hint(saved_as),
         )
     if getattr(live, "read_errors", None):
         raise StalePlanError(
@@ -89,7 +97,7 @@ def check_saved_plan(plan: Plan, loaded: Sequence[Any], live: Any) -> None:
         raise StalePlanError(
             "the saved plan is stale: the jobs' live resources changed since it was made "
             "(something was created, stopped, preempted or deleted)",
-            hint="make a new plan: gpujob plan -o plan.json",
+            hint=new_plan_hint(saved_as),
         )
 
 
@@ -104,7 +112,7 @@ def load_saved_plan(path: Path) -> Plan:
         what = str(first["msg"]).removeprefix("Value error, ")
         raise GpujobError(
             f"{path}: refused: not a valid gpujob plan file: {where + ': ' if where else ''}{what}",
-            hint="make a new plan: gpujob plan -o plan.json (nothing was changed)",
+            hint=new_plan_hint(str(path)) + " (nothing was changed)",
         ) from None
     except (OSError, ValueError) as exc:
         raise GpujobError(f"{path}: not a gpujob plan file: {str(exc).splitlines()[0]}") from exc
@@ -153,7 +161,7 @@ async def plan_and_apply(
     now = datetime.now(UTC)
     record_seen(loaded, providers, live)
     if saved_plan is not None:
-        check_saved_plan(saved_plan, loaded, live)
+        check_saved_plan(saved_plan, loaded, live, saved_as=opts.targets[0] if opts.targets else "plan.json")
         plan = rederive(
             saved_plan,
             loaded,
@@ -173,12 +181,15 @@ async def plan_and_apply(
             launch_records=job_launch_records(loaded),
         )
     show(plan)
+    rerun = rerun_command(opts, can_ask=ask is not None)
     if plan.blocked:
-        raise GpujobError("the plan has error findings (above); nothing was applied", hint="fix the job file")
+        raise GpujobError(
+            "the plan has error findings (above); nothing was applied",
+            hint=f"do what each error's fix: line says, then run: `{rerun}`",
+        )
     if not plan.has_changes:
         return plan, None
     approvals = set(opts.approvals)
-    rerun = rerun_command(opts, can_ask=ask is not None)
     confirm(plan, opts, ask, approvals, rerun=rerun)
     mark_finished(plan, loaded, journal_of, datetime.now(UTC))
     result = await apply_plan(

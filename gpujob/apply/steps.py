@@ -13,7 +13,7 @@ from gpujob.apply.capacity import candidates, create_with_fallback
 from gpujob.apply.journal import crashpoint
 from gpujob.apply.reconcile import HOST_LOST_GPU
 from gpujob.apply.records import note_launch
-from gpujob.errors import GpujobError, ProviderNotFound
+from gpujob.errors import GpujobError, ProviderNotFound, command_text, job_file_args, ssh_words
 from gpujob.images import cuda_from_tag
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
@@ -462,8 +462,9 @@ async def _pull(ctx: JobContext, action: Action) -> Outcome:
         problems += [f"not pullable: {n!r} ({why})" for n, why in sorted(record.unpullable.items())]
         raise GpujobError(
             f"{action.id}: pull incomplete: " + "; ".join(problems[:5]),
-            hint=f"inspect {record.local_dir}, rename or remove what is not pullable or fails the check on "
-            "the machine (`gpujob ssh`), then run `gpujob pull` again",
+            hint=f"inspect {record.local_dir}; rename or remove on the machine what is not pullable or fails "
+            f"the check ({command_text(*ssh_words(ctx.spec_path, 'ls', '-la', record.remote_dir))}), then "
+            f"run {command_text('gpujob', 'pull', *job_file_args(ctx.spec_path))} again",
         )
     return Outcome(
         target.resource.id, f"pulled and verified {len(record.files)} file(s) into {record.local_dir}"

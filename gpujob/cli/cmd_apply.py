@@ -102,7 +102,7 @@ def run(
                     )
 
     try:
-        _plan, result = asyncio.run(go())
+        plan, result = asyncio.run(go())
     except KeyboardInterrupt:
         click.echo(
             f"{name} interrupted: the step in flight is recorded in the job's journal (gpujob's state); "
@@ -120,7 +120,15 @@ def run(
     for action_id, message in result.failed.items():
         click.echo(f"  ✗ {action_id}: {message}", err=True)
     if result.failed:
-        click.echo(f"Re-run `{name}` to continue: it converges from live state.", err=True)
+        # The same command line, approvals included: nothing remembers them between runs.
+        from gpujob.apply.gate import approve_flags
+
+        again = session.rerun_command(opts, can_ask=ask is not None)
+        flags = approve_flags(a.id for a in plan.all_actions() if a.gated and a.id in opts.approvals)
+        click.echo(
+            f"Re-run `{' '.join([again, flags]).strip()}` to continue: it converges from live state.",
+            err=True,
+        )
         return 1
     return 0
 

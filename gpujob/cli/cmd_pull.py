@@ -43,6 +43,9 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False) -> int:
     hooks = choose_hooks(no_color, lambda line: click.echo(line, err=True))
     with locked(loaded, "gpujob pull"), hooks if hasattr(hooks, "__enter__") else _Nothing():
         records = asyncio.run(_go(loaded, hooks))
+    from gpujob.errors import command_text, job_file_args, ssh_words
+
+    paths = {ls.spec.name: ls.path for ls in loaded}
     bad = 0
     for rec in records:
         state = "all verified" if rec.complete else "INCOMPLETE"
@@ -62,6 +65,14 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False) -> int:
             click.echo(f"  ✗ {name!r}: not pulled or checksum differs from the remote", err=True)
         for name, why in sorted(rec.unpullable.items()):
             click.echo(f"  ✗ {name!r}: not pullable ({why}); rename or remove it on the machine", err=True)
+        if not rec.complete:
+            look = command_text(*ssh_words(paths[rec.job], "ls", "-la", rec.remote_dir))
+            again = command_text("gpujob", "pull", *job_file_args(paths[rec.job]))
+            click.echo(
+                f"  hint: rename or remove on the machine what is not pullable or fails checkpoint.verify "
+                f"({look}), then run {again} again",
+                err=True,
+            )
         bad += 0 if rec.complete else 1
     return 1 if bad else 0
 

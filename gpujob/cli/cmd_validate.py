@@ -14,14 +14,14 @@ from gpujob.cli.options import accepts_no_color
 
 def _targets(paths: tuple[str, ...]) -> list[Path]:
     from gpujob.errors import GpujobError
-    from gpujob.spec.load import discover_job_files
+    from gpujob.spec.load import discover_job_files, no_job_files_hint
 
     if not paths:
         found = discover_job_files(Path.cwd())
         if not found:
             raise GpujobError(
                 "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)",
-                hint="pass a path, e.g. gpujob validate examples/runpod-ondemand/job.yaml",
+                hint=no_job_files_hint("validate"),
             )
         return [p.relative_to(Path.cwd()) for p in found]
     out: list[Path] = []

@@ -159,7 +159,19 @@ def resolve_job_files(paths: Sequence[Path], *, command: str = "plan") -> list[P
     found = discover_job_files(Path.cwd())
     if not found:
         raise GpujobError(
-            "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)",
-            hint=f"pass a path, e.g. gpujob {command} examples/quickstart/job.yaml",
+            "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)", hint=no_job_files_hint(command)
         )
     return [p.relative_to(Path.cwd()) for p in found]
+
+
+def no_job_files_hint(command: str) -> str:
+    """What to run when the current directory holds no job file: a job file a level or two down, when
+    there is one, and `gpujob init`, which writes a starter one here (both work as printed)."""
+    import shlex
+
+    here = Path.cwd()
+    near = sorted(p for p in [*here.glob("*/job.yaml"), *here.glob("*/*/job.yaml")] if p.is_file())
+    init = "or write a starter job.yaml (and train.py) here: `gpujob init`"
+    if near:
+        return f"name one: `gpujob {command} {shlex.quote(str(near[0].relative_to(here)))}`, {init}"
+    return f"pass a job file's path ({'gpujob ' + command} path/to/job.yaml), {init}"
