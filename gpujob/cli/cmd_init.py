@@ -38,6 +38,13 @@ def command(platform: str, name: str | None, where: Path, force: bool) -> None:
     run_command(_init, platform, name, where, force)
 
 
+def _again(platform: str, name: str, where: Path, force: bool) -> list[str]:
+    """This init's command line with `name` (and --force) as given, for hints."""
+    words = ["gpujob", "init", "--platform", platform, "--name", name]
+    words += [] if where == Path(".") else ["--dir", str(where)]
+    return words + (["--force"] if force else [])
+
+
 def job_name(raw: str) -> str:
     """A valid job name from a directory name: lowercase, [a-z0-9-], starting with a letter."""
     name = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-")
@@ -59,14 +66,14 @@ def _schema_line() -> str:
 
 
 def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
-    from gpujob.errors import GpujobError
+    from gpujob.errors import GpujobError, command_text
     from gpujob.spec.model import NAME_PATTERN
 
     name = name or job_name(where.resolve().name)
     if not re.match(NAME_PATTERN, name):
         raise GpujobError(
             f"--name {name!r}: a job name is lowercase letters, digits and dashes, starting with a letter (max 39)",
-            hint=f"gpujob init --name {job_name(name)}",
+            hint=f"a valid one: {command_text(*_again(platform, job_name(name), where, force))}",
         )
     job = (STARTER / f"job-{platform}.yaml").read_text().replace("__NAME__", name)
     files = {
@@ -78,7 +85,8 @@ def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
     if existing and not force:
         raise GpujobError(
             f"{', '.join(str(where / f) for f in existing)} already exist(s); nothing was written",
-            hint="gpujob init --force overwrites them, or pick another directory with --dir",
+            hint=f"{command_text(*_again(platform, name, where, True))} overwrites them, or pick another "
+            "directory with --dir",
         )
     where.mkdir(parents=True, exist_ok=True)
     for fname, text in files.items():

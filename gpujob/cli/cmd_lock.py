@@ -79,9 +79,14 @@ def _run(job: str, yes: bool, job_file: Path | None) -> int:
         click.echo("  the holder is gone: the lock is stale.")
     if not yes:
         if not interactive():
+            import shlex
+
+            again = shlex.join(
+                ["gpujob", "force-unlock", job, "--yes", *(["-f", str(job_file)] if job_file else [])]
+            )
             raise GpujobError(
                 f"refusing to prompt: not interactive (CI=true or stdin is not a terminal); job '{job}' stays locked",
-                hint=f"pass --yes to remove the lock: gpujob force-unlock {job} --yes",
+                hint=f"pass --yes to remove the lock: `{again}`",
             )
         if not click.confirm(f"Remove the lock of job '{job}'?", default=False):
             click.echo("Left the lock in place.")

@@ -30,7 +30,7 @@ def _running() -> dict[str, Any]:
     info = read_daemon(_dir())
     if info is None:
         raise SimulatorError(
-            f"the simulator is not running (data dir {_dir()})", hint="start it with: gpujob sim up"
+            f"the simulator is not running (data dir {_dir()})", hint="start it: `gpujob sim up`"
         )
     return info
 
@@ -53,7 +53,9 @@ def _control(path: str, body: dict[str, Any] | None = None) -> Any:
         detail = json.loads(exc.read() or b"{}").get("error", exc.reason)
         raise SimulatorError(f"simulator: {detail}") from exc
     except OSError as exc:
-        raise SimulatorError(f"cannot reach the simulator: {exc}", hint="gpujob sim status") from exc
+        raise SimulatorError(
+            f"cannot reach the simulator: {exc}", hint="`gpujob sim status` says whether it runs, and where"
+        ) from exc
 
 
 def _env_lines(env: dict[str, str]) -> str:
@@ -100,7 +102,7 @@ def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float) -> 
                 except PodsUnavailable as exc:
                     raise SimulatorError(
                         f"cannot run simulated pods here: {exc}",
-                        hint="gpujob sim up --no-pods runs the APIs and billing without SSH pods",
+                        hint="`gpujob sim up --no-pods` runs the APIs and billing without SSH pods",
                     ) from None
             data.mkdir(parents=True, exist_ok=True)
             log = open(data / "daemon.log", "ab")  # noqa: SIM115 - handed to the child

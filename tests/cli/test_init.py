@@ -39,8 +39,26 @@ def test_init_writes_valid_files_and_never_overwrites(tmp_path: Path) -> None:
     assert forced.returncode == 0 and "platform: paperspace" in (d / "job.yaml").read_text()
     assert gj(d, "validate").returncode == 0
     bad = gj(d, "init", "--name", "Bad_Name", "--dir", "other")
-    assert bad.returncode == 1 and "gpujob init --name bad-name" in bad.stderr
+    assert bad.returncode == 1 and "`gpujob init --platform runpod --name bad-name --dir other`" in bad.stderr
     assert not (d / "other").exists()
+
+
+def test_init_hints_run_as_printed(tmp_path: Path) -> None:
+    """Each hint repeats the command as given (platform, dir), fixed; run in a fresh shell it works."""
+    from tests.e2e.hint_support import printed_hints, run_hint
+
+    env = dict(os.environ)
+    bad = gj(tmp_path, "init", "--platform", "paperspace", "--name", "Bad_Name", "--dir", "sub")
+    (fixed,) = printed_hints(bad)
+    run_hint(fixed, tmp_path, env)
+    assert "name: bad-name" in (tmp_path / "sub" / "job.yaml").read_text()
+    (tmp_path / "sub" / "train.py").write_text("# mine\n")
+    exists = gj(tmp_path, "init", "--platform", "paperspace", "--name", "bad-name", "--dir", "sub")
+    (forced,) = printed_hints(exists)
+    assert forced == "gpujob init --platform paperspace --name bad-name --dir sub --force"
+    run_hint(forced, tmp_path, env)
+    assert (tmp_path / "sub" / "train.py").read_text() != "# mine\n"
+    assert "platform: paperspace" in (tmp_path / "sub" / "job.yaml").read_text()
 
 
 def test_the_starter_loop_resumes_from_its_newest_complete_checkpoint(tmp_path: Path) -> None:

@@ -55,3 +55,18 @@ def test_help_lists_each_fault_on_its_own_line_with_its_options(tmp_path: Path) 
             assert lines[at + 1].strip() == flags, (name, lines[at : at + 2])
     assert any(line.strip() == "gpujob sim inject capacity --count 2 --gpu A40" for line in lines)
     assert max(map(len, lines)) <= 120  # nothing rewrapped by click
+
+
+def test_the_not_running_hint_starts_the_simulator(tmp_path: Path) -> None:
+    from tests.e2e.hint_support import printed_hints, run_hint
+
+    env = {**os.environ, "GPUJOB_SIM_DIR": str(tmp_path / "simd")}
+    off = gj_sim("inject", "preempt", env=env)
+    assert off.returncode == 1 and "not running" in off.stderr
+    (start,) = printed_hints(off)
+    assert start == "gpujob sim up"
+    try:
+        run_hint(start, tmp_path, env)
+        assert gj_sim("inject", "preempt", env=env).returncode == 0  # it runs now
+    finally:
+        assert gj_sim("down", env=env).returncode == 0
