@@ -99,6 +99,7 @@ def _watch(
 ) -> int:
     import asyncio
     import os
+    import shlex
     import signal
 
     from gpujob.apply import session
@@ -111,6 +112,7 @@ def _watch(
         once=once,
         approvals=approvals,
         max_recoveries_per_hour=max_recoveries_per_hour,
+        rerun=shlex.join(["gpujob", "watch", *map(str, targets), *(["--once"] if once else [])]),
     )
     paths = session.job_files(list(targets))
     loaded = load_specs(paths)

@@ -49,6 +49,7 @@ class Options:
     approvals: set[str] = field(default_factory=set)
     max_recoveries_per_hour: int = 10
     run_timeout_s: float = 8.0
+    rerun: str = "gpujob watch"  # the command line as given (no webhook URL: a secret), for approval lines
 
 
 @dataclass
@@ -343,7 +344,7 @@ class Watcher:
         machine = _machine(live, j.loaded)
         if any(f.code == "live-read" for f in jp.findings):
             return ERROR  # a partial read proves nothing; the next tick reads again
-        decision = decide(jp, spec, machine, approved=self.opt.approvals)
+        decision = decide(jp, spec, machine, approved=self.opt.approvals, rerun=self.opt.rerun)
         burn = max(jp.current_usd_per_hour, jp.after_usd_per_hour if decision.actions else 0.0)
         recovering = decision.recovery and j.ledger.run_started_at is not None
         reason = limits.limit_reached(

@@ -80,7 +80,16 @@ def _allowed(a: Action, jp: JobPlan, spec: JobSpec, machine: LiveResource | None
     return a.reasons[0] if a.reasons else "irreversible"
 
 
-def decide(jp: JobPlan, spec: JobSpec, machine: LiveResource | None, *, approved: set[str]) -> Decision:
+def decide(
+    jp: JobPlan,
+    spec: JobSpec,
+    machine: LiveResource | None,
+    *,
+    approved: set[str],
+    rerun: str = "gpujob watch",
+) -> Decision:
+    """What watch may do alone for one job now. `rerun` is the watch command line as given, for the
+    approval line: watch is restarted with every approval, the ones it already had included."""
     out = Decision(finishing=_finishing(jp))
     todo = [a for a in jp.actions if a.kind is not K.NOOP]
     errors = [f for f in jp.findings + [f for a in jp.actions for f in a.findings] if f.severity == "error"]
@@ -113,8 +122,12 @@ def decide(jp: JobPlan, spec: JobSpec, machine: LiveResource | None, *, approved
     out.actions = [a for a in todo if a.id not in held]
     out.held = [a for a in todo if a.id in held]
     out.approvals &= {a.id for a in out.actions}
+    if refused:
+        from gpujob.apply.gate import approve_flags
+
+        again = f"`{rerun} {approve_flags([*sorted(approved), *refused])}`"
     for aid, why in refused.items():
-        out.human.append(f"{aid} needs your approval ({why}): gpujob watch --approve {aid}")
+        out.human.append(f"{aid} needs your approval ({why}): stop this watch and run {again}")
     run = jp.run
     relaunching = any(a.kind is K.LAUNCH for a in out.actions)
     failed = run is not None and (

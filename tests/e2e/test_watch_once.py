@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.e2e_support import CANARY, Project, poll
+from tests.e2e.hint_support import BIN, COMMAND
 from tests.e2e.watch_support import events, is_pod, remote_checkpoints, sim_state, start_watch, watch_job
 
 
@@ -99,12 +101,19 @@ def test_once_exit_codes_one_watcher_budget_park_and_webhook(
     # Irreversible and not declared by the file: waits for a person, and says how to approve it.
     job.write_text(job.read_text().replace("state: running", "state: absent"))
     code, out = once(p)
-    assert code == 3 and "gpujob watch --approve quickstart.pod.terminate" in out, out
+    every = "--approve quickstart.pod.terminate --approve quickstart.network_volume.delete-volume"
+    assert code == 3 and f"stop this watch and run `gpujob watch --once {every}`" in out, out
     assert len(pods(p)) == 1
-
     status = p.status()
     assert [e["event"] for e in status["events"]][-1] == "needs-human"
     assert status["watch"]["parked"] is None
+    # The line's command, as printed, in a fresh shell: the approved teardown runs through the gate.
+    (approve,) = set(COMMAND.findall(out))
+    done = subprocess.run(["bash", "-c", approve], cwd=p.dir, env={**p.env, "PATH": f"{BIN}:{p.env['PATH']}"},
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode in (0, 2), done.stdout + done.stderr
+    assert pods(p) == [] and [v for v in sim_state(p)["volumes"].values() if v["ended_at"] is None] == []
+
     texts = [b["text"] for b in bodies]
     assert any("parked:" in t for t in texts) and any("preempted:" in t for t in texts)
     assert all(b["metadata"]["event_type"] == "gpujob_watch" for b in bodies)
