@@ -377,3 +377,35 @@ def test_paperspace_money_agrees_at_every_step(frozen: Sim, tmp_path: Path) -> N
     assert sorted((x["kind"], x["state"], x["source"]) for x in lines) == [
         ("machine", "gone", "estimate"), ("public_ip", "gone", "estimate"), ("snapshot", "gone", "estimate"),
     ]  # fmt: skip
+
+
+def test_paperspace_dynamic_ip_bills_only_while_running_and_started_hours_in_full(
+    frozen: Sim, tmp_path: Path
+) -> None:
+    """A dynamic IP is charged while the machine runs (never $0), and every meter bills each started hour
+    of its billing period in full: the GPU's and the IP's periods end at the stop and begin again at
+    the start, the disk's runs on."""
+    text = PAPERSPACE_JOB.replace("public_ip: static", "public_ip: dynamic").replace(
+        "gpu: [A5000, A4000]", "gpu: [A4000]"
+    )
+    p = make_project(frozen, tmp_path, text.format(state="running").lstrip())
+    job = "psmoney"
+    gpu, disk, ip = 0.76, 100 * 0.06 / 720, 0.0045
+    p.gj("apply", "--auto-approve")
+    f = same_money(p, job, "paperspace", "created")
+    assert f["rate"]["status"] == pytest.approx(gpu + disk + ip, abs=1e-6)  # the IP is not free
+
+    frozen.advance(int(2.5 * HOUR))
+    same_money(p, job, "paperspace", "running 2.5 h")
+    (p.dir / "job.yaml").write_text(text.format(state="stopped").lstrip())
+    p.gj("apply", "--auto-approve")
+    frozen.advance(1 * HOUR)
+    f = same_money(p, job, "paperspace", "stopped 1 h")
+    assert f["rate"]["status"] == pytest.approx(disk, abs=1e-6)  # the dynamic IP went with the power-off
+
+    (p.dir / "job.yaml").write_text(text.format(state="running").lstrip())
+    p.gj("apply", "--auto-approve")
+    frozen.advance(int(0.5 * HOUR))
+    f = same_money(p, job, "paperspace", "running again 0.5 h")
+    # GPU and IP: 3 started hours, then 1; the disk: 4 started hours of one period
+    assert f["spent"]["cost"] == pytest.approx((3 + 1) * (gpu + ip) + 4 * disk, abs=1e-4)
