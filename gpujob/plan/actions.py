@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpujob.images import cuda_from_tag
 from gpujob.live import LiveResource
 from gpujob.plan import action_findings as af
 from gpujob.plan.builder import add, noop, noop_reason
@@ -53,6 +54,9 @@ def plan_running(ctx: JobContext) -> None:
             reasons.append(
                 f"GPU: {ctx.desired_gpu_alias} ×{spec.machine.gpu_count} (first candidate with a price and stock)"
             )
+        cuda = cuda_from_tag(spec.machine.image) if spec.platform == "runpod" else None
+        if cuda:
+            reasons.append(f"host filter: CUDA {cuda} or newer, read from the image's tag (RP9)")
         a = add(
             ctx,
             K.CREATE,
