@@ -41,7 +41,10 @@ def _status(targets: tuple[Path, ...], fmt: str) -> int:
     else:
         for row in rows:
             click.echo(_text(row))
-    return 0
+    stalled = [run["stalled"] for row in rows if "stalled" in (run := row.get("run") or {})]
+    for message in stalled:
+        click.echo(message, err=True)
+    return 1 if stalled else 0
 
 
 async def _collect(loaded):  # type: ignore[no-untyped-def]
@@ -118,10 +121,13 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
     from gpujob.errors import GpujobError
     from gpujob.plan.run_evidence import status_warnings
     from gpujob.redact import from_machine
+    from gpujob.ssh.deadline import SSHStalled
 
     try:
         async with open_remote(view.target(), ssh, clock, lambda _m: None) as remote:
             st = await ssh.run_status(remote, view.spec)
+    except SSHStalled as exc:  # the machine stopped answering: status says so and exits 1
+        return {"error": str(exc).splitlines()[0], "stalled": exc.render()}
     except GpujobError as exc:
         return {"error": str(exc).splitlines()[0]}
     return {

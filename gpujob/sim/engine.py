@@ -35,6 +35,7 @@ class SimOptions:
     balance: float = 1_000_000.0  # USD; creates get 402 and pods auto-stop once the bill reaches it
     pods: bool = True  # run real sshd pods; False: lifecycle only, no SSH
     pod_mode: str = "auto"  # auto | namespaces | plain | a podproc.MODES name (see gpujob/sim/podproc.py)
+    ssh_faults: bool = False  # pods run each SSH command through the stall shim (Sim.stall_ssh)
     new_host_on_restart: bool = True  # a restart lands on a new host: new port and new host key
     rate_limit_per_minute: int = 6000
     runpod_api_key: str = "sim-runpod-key"

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gpujob.sim.podproc import MARKER, PodLaunch, sshd_config, sshd_path
+from gpujob.sim.podproc import MARKER, PodLaunch, sshd_config, sshd_path, stall_shim
 
 CTL_MOUNT = "/.gpujob-pod"  # where a pod sees its control dir (host keys, sshd_config, pod key)
 
@@ -102,7 +102,7 @@ def spawn(launch: PodLaunch, *, user_ns: bool) -> subprocess.Popen[bytes]:
     The boot script's errors go to <ctl>/boot.log."""
     ctl = launch.ctl_dir
     (ctl / "rootfs").mkdir(exist_ok=True)
-    (ctl / "sshd_config").write_text(sshd_config(launch, CTL_MOUNT))
+    (ctl / "sshd_config").write_text(sshd_config(launch, CTL_MOUNT, stall_shim(launch, CTL_MOUNT)))
     script = root_script(str(ctl / "rootfs"), launch.mounts, str(ctl))
     sshd = f"{sshd_path()} -D -f {CTL_MOUNT}/sshd_config -E {CTL_MOUNT}/sshd.log"
     if user_ns:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpujob.sim.podproc import MARKER, PodLaunch, sshd_config, sshd_path
+from gpujob.sim.podproc import MARKER, PodLaunch, sshd_config, sshd_path, stall_shim
 
 SHELL_SCRIPT = Path(__file__).with_name("podshell.py")
 INIT_SCRIPT = Path(__file__).with_name("podinit.py")
@@ -47,7 +47,9 @@ def spawn(launch: PodLaunch) -> subprocess.Popen[bytes]:
     }
     (ctl / "podshell.json").write_text(json.dumps(config, indent=1))
     force = shlex.join([sys.executable, "-I", str(SHELL_SCRIPT), str(ctl / "podshell.json")])
-    (ctl / "sshd_config").write_text(sshd_config(launch, str(ctl), [f"ForceCommand {force}"]))
+    (ctl / "sshd_config").write_text(
+        sshd_config(launch, str(ctl), stall_shim(launch, shlex.quote(str(ctl)), force))
+    )
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # a root sshd's privilege-separation dir
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}

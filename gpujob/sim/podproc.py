@@ -63,6 +63,9 @@ class PodLaunch:
     authorized_keys: list[str]
     env: dict[str, str] = field(default_factory=dict)
     new_host_key: bool = False
+    # Every command through the stall shim (gpujob/sim/ssh_fault.sh), copied into the control dir:
+    # transparent until <ctl>/ssh_fault names a fault (gpujob.sim.testing.Sim.stall_ssh).
+    ssh_faults: bool = False
 
 
 class PodsUnavailable(Exception):
@@ -164,6 +167,18 @@ def prepare_keys(launch: PodLaunch) -> None:
     (ctl / "pod_key").write_text(launch.key)
     for src in launch.mounts.values():
         src.mkdir(parents=True, exist_ok=True)
+
+
+FAULT_SHIM = Path(__file__).with_name("ssh_fault.sh")
+
+
+def stall_shim(launch: PodLaunch, ctl: str, then: str = "") -> list[str]:
+    """The sshd_config line that runs each command through the stall shim (`ctl`: the control dir as
+    the sshd sees it; `then`: the program that runs the client's command, if not `$SHELL -c`)."""
+    if not launch.ssh_faults:
+        return [f"ForceCommand {then}"] if then else []
+    shutil.copy(FAULT_SHIM, launch.ctl_dir / "ssh_fault.sh")
+    return [f"ForceCommand exec /bin/sh {ctl}/ssh_fault.sh {ctl}/ssh_fault {then}".rstrip()]
 
 
 def sshd_config(launch: PodLaunch, ctl: str, extra: list[str] | None = None) -> str:

@@ -122,6 +122,7 @@ def _boot(sim: Simulator, mid: str, gen: int, ev_id: str, delay: float, start: b
             authorized_keys=m.authorized_keys,
             env={"PAPERSPACE_MACHINE_ID": mid},
             new_host_key=False,
+            ssh_faults=sim.options.ssh_faults,
         )
         has_ip = m.public_ip is not None
     time.sleep(sim.options.boot_seconds)

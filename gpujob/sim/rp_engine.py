@@ -115,6 +115,7 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
             authorized_keys=pod.authorized_keys,
             env={**pod.env, "RUNPOD_POD_ID": pod.id, "RUNPOD_GPU_COUNT": str(pod.gpu_count)},
             new_host_key=pod.host != _host_of_key(sim, pod),
+            ssh_faults=sim.options.ssh_faults,
         )
     time.sleep(sim.options.boot_seconds)
     pid = sim.launch("runpod", pod_id, launch, "127.0.0.1")

@@ -9,8 +9,13 @@
 # PATTERN (the rest of the line) picks the commands whose text contains it; empty = every command.
 # A stalled command holds its channel until the client's connection is gone (its sshd exits), so
 # nothing outlives the test that stalled it.
+#
+# Arguments after the fault file, if any, are the program that runs the client's command instead of
+# `$SHELL -c` (a plain simulator pod's podshell, which maps the pod's paths).
 fault_file=$1
+shift
 run() {
+  [ $# -gt 0 ] && exec "$@"
   if [ -n "${SSH_ORIGINAL_COMMAND:-}" ]; then
     exec "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"
   fi
@@ -20,18 +25,18 @@ hold() {
   while kill -0 "$PPID" 2>/dev/null; do sleep 0.2; done
   exit 0
 }
-[ -n "${SSH_ORIGINAL_COMMAND:-}" ] && [ -r "$fault_file" ] || run
+[ -n "${SSH_ORIGINAL_COMMAND:-}" ] && [ -r "$fault_file" ] || run "$@"
 read -r mode bytes pattern < "$fault_file"
-[ -n "${mode:-}" ] || run
+[ -n "${mode:-}" ] || run "$@"
 case $SSH_ORIGINAL_COMMAND in
   *"$pattern"*) ;;
-  *) run ;;
+  *) run "$@" ;;
 esac
 case $mode in
   sleep) hold ;;
   after)
-    "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND" | head -c "$bytes"
+    if [ $# -gt 0 ]; then "$@"; else "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"; fi | head -c "$bytes"
     hold
     ;;
-  *) run ;;
+  *) run "$@" ;;
 esac

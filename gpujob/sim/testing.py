@@ -5,6 +5,7 @@
         env = sim.env              # GPUJOB_RUNPOD_API_URL, RUNPOD_API_KEY, ... (see gpujob sim env)
         sim.inject("capacity", count=2)
         sim.advance(7200)          # simulated clock
+        sim.stall_ssh(pod_id, "sleep")  # with ssh_faults=True: its SSH commands stop answering
         sim.bill()["totals"]["total"]
 
 Options are SimOptions fields (provision_seconds, boot_seconds, speed, balance, pods, stop_grace,
@@ -52,6 +53,19 @@ class Sim:
 
     def inject(self, fault: str, **params: Any) -> dict[str, Any]:
         return dict(self.control("inject", {"fault": fault, **params}))
+
+    def stall_ssh(self, resource_id: str, mode: str | None, *, nbytes: int = 0, match: str = "") -> None:
+        """Make a pod's (or machine's) SSH commands stall: "sleep" (never answer) or "after" (output stops
+        after `nbytes`), only those containing `match` when given; None ends it. Needs ssh_faults=True."""
+        from gpujob.sim.ps_engine import machine_dir
+        from gpujob.sim.rp_engine import pod_dir
+        from gpujob.ssh.testing import set_ssh_fault
+
+        if not self.engine.options.ssh_faults:
+            raise RuntimeError("start the simulator with ssh_faults=True to stall its pods' SSH commands")
+        pod, machine = pod_dir(self.engine, resource_id), machine_dir(self.engine, resource_id)
+        ctl = (pod if pod.exists() else machine) / "ctl"
+        set_ssh_fault(ctl / "ssh_fault", mode, nbytes=nbytes, match=match)
 
     def advance(self, seconds: float) -> float:
         return float(self.control("clock/advance", {"seconds": seconds})["now"])

@@ -1,0 +1,95 @@
+"""A pod that stops answering, end to end: the simulator's pods run every SSH command through the stall
+shim (gpujob/sim/ssh_fault.sh), and `gpujob pull` and `gpujob status` run as processes with small
+GPUJOB_SSH_* bounds. Each returns within its bound, exits 1, and names what stalled; a pull cut off
+mid-file keeps its partial file and the next pull, once the pod answers again, completes."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpujob.sim import podproc
+from gpujob.sim.testing import Sim, running_simulator
+from tests.e2e.e2e_support import Project, poll
+
+IDLE_S = 2.0
+# What a stall may cost here: the idle timeout, plus the CLI's own start, the API reads and the
+# connection on a loaded 2-core machine (generous; a hang would be minutes).
+BOUND_S = IDLE_S + 13.0
+LIMITS = {
+    "GPUJOB_SSH_IDLE_TIMEOUT": "2",
+    "GPUJOB_SSH_COMMAND_TIMEOUT": "6",
+    "GPUJOB_SSH_CONNECT_TIMEOUT": "5",
+}
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Iterator[Sim]:
+    """The e2e simulator, with the stall shim in every pod."""
+    mode = os.environ.get("GPUJOB_SIM_PODS", "auto")
+    try:
+        podproc.choose(mode)
+    except podproc.PodsUnavailable as exc:
+        pytest.fail(f"the end-to-end tests need the simulator's pods and cannot run here: {exc}")
+    with running_simulator(
+        tmp_path / "sim", provision_seconds=0.05, boot_seconds=0.0, pod_mode=mode, ssh_faults=True
+    ) as s:
+        yield s
+
+
+def _timed(p: Project, *args: str) -> tuple[float, int, str]:
+    started = time.monotonic()
+    out = p.gj(*args, check=False, timeout=120)
+    return time.monotonic() - started, out.returncode, out.stdout + out.stderr
+
+
+def _checkpointing(p: Project) -> str:
+    p.gj("apply", "--auto-approve")
+    poll("a checkpoint", lambda: (p.status().get("run") or {}).get("last_checkpoint"))
+    p.env.update(LIMITS)
+    return str(p.live("pods")[0]["id"])
+
+
+def test_status_and_pull_on_a_pod_whose_commands_never_answer(project: Project) -> None:
+    p = project
+    pod = _checkpointing(p)
+    p.sim.stall_ssh(pod, "sleep")
+
+    elapsed, code, out = _timed(p, "status")
+    assert code == 1 and elapsed < BOUND_S, (elapsed, out)
+    assert (
+        "Error: reading the run status of quickstart on root@127.0.0.1:" in out and f"({pod}) stalled" in out
+    )
+    assert f"stalled: no data for {IDLE_S:g}s" in out and "GPUJOB_SSH_IDLE_TIMEOUT" in out, out
+
+    elapsed, code, out = _timed(p, "pull")
+    assert code == 1 and elapsed < BOUND_S, (elapsed, out)
+    assert "Error: listing checkpoints in /workspace/ckpt on" in out, out
+    assert f"stalled: no data for {IDLE_S:g}s" in out, out
+    assert "nothing was pulled yet" in out, out
+
+    p.sim.stall_ssh(pod, None)
+    assert "all verified" in p.gj("pull").stdout  # the pod answers again: a re-run just works
+
+
+def test_a_pull_cut_off_mid_file_keeps_its_part_and_the_next_pull_completes(project: Project) -> None:
+    p = project
+    pod = _checkpointing(p)
+    p.sim.stall_ssh(pod, "after", nbytes=16, match="tail -c +")  # each download stops after 16 bytes
+
+    elapsed, code, out = _timed(p, "pull")
+    assert code == 1 and elapsed < BOUND_S, (elapsed, out)
+    assert "Error: pull of /workspace/ckpt/step_" in out, out
+    assert f"stalled: no data for {IDLE_S:g}s (after " in out, out  # bytes moved count stderr too
+    assert "is kept; the next pull resumes it" in out, out
+    parts = list((p.dir / "checkpoints").glob("*.part"))
+    assert [f.stat().st_size for f in parts] == [16], sorted(
+        x.name for x in (p.dir / "checkpoints").iterdir()
+    )
+
+    p.sim.stall_ssh(pod, None)
+    assert "all verified" in p.gj("pull").stdout
