@@ -130,6 +130,9 @@ def test_every_hint_of_the_lifecycle_runs_as_printed(project: Project) -> None:
     # A destroy stopped by a failed verify: its step's hints, then its Re-run line, finish the job.
     p.gj("apply", "--auto-approve")
     checkpointed(p)
+    # A new volume under the same name: the deleted one's pull record is not shown for it.
+    assert "last_pull" not in p.status()
+    assert "no pull on record" in p.gj("destroy", check=False).stdout
     p.gj("ssh", "--", "sh", "-c", GARBAGE)
     stopped = p.gj("destroy", "--auto-approve", "--approve", TERM, "--approve", DELVOL, check=False)
     assert (
