@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from gpujob import __version__, naming
+from gpujob.apply.records import current_record
 from gpujob.cost.live import footprint
 from gpujob.cost.rates import Footprint, GpuRate, hourly_total, meters, monthly_total
 from gpujob.live import LiveResource, LiveState
@@ -120,6 +121,8 @@ def _plan_job(
         launch_record=launched,
     )
     _sort_owned(ctx, owned)
+    # The record is kept per job; it speaks only for the machine or volume it was pulled from.
+    ctx.pull_record = current_record(pull, ctx.machine, [ctx.volume, *ctx.stale_volumes])
     ctx.choose_gpu()
     ctx.fp = current_footprint(ctx)
     current = hourly_total(meters(ctx.fp, ctx.profile))
