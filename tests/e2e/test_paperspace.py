@@ -46,7 +46,7 @@ def test_paperspace_machine_with_static_ip_destroyed_through_the_gate(project: P
     poll("a checkpoint on the machine", lambda: step() > 0)
     plan = p.gj("destroy", "--auto-approve", check=False)
     assert plan.returncode == 1
-    ids = sorted(set(re.findall(r"--approve (\S+)", plan.stderr)))
+    ids = sorted(set(re.findall(r"--approve ([^\s`]+)", plan.stderr)))
     assert "pscore.machine.terminate" in ids and any(i.endswith("release-ip") for i in ids), plan.stderr
     assert json.loads(p.gj("status", "--format", "json").stdout)[0]["machine"] is not None
 

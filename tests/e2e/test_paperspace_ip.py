@@ -100,7 +100,7 @@ def test_static_ip_claimed_in_place_survives_stop_start_and_is_released_through_
     poll("a checkpoint to pull", lambda: (p.status().get("run") or {}).get("last_checkpoint"))
     refused = p.gj("destroy", "--auto-approve", check=False)
     assert refused.returncode == 1
-    ids = sorted(set(re.findall(r"--approve (\S+)", refused.stderr)))
+    ids = sorted(set(re.findall(r"--approve ([^\s`]+)", refused.stderr)))
     assert "psip.public_ip.release-ip" in ids and "psip.machine.terminate" in ids, refused.stderr
     assert [i["ip"] for i in live_ips(p)] == [static]
     p.gj("destroy", "--auto-approve", *[a for i in ids for a in ("--approve", i)])
