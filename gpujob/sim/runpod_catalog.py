@@ -43,7 +43,8 @@ def gpu_json(api: Any, g: Any, include: bool, cloud: str = "SECURE", count: int 
         out["dataCenters"] = [
             {"id": r, "name": r, "availability": _available(api, g.id, r, **kw)} for r in regions
         ]
-        out["cudaVersions"] = [{"version": "12.8", "available": True}]
+        # RP9: the CUDA the simulated hosts report (SimOptions.host_cuda), as pods and create filters see it
+        out["cudaVersions"] = [{"version": api.sim.options.host_cuda, "available": True}]
     return out
 
 
