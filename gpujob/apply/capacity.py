@@ -71,7 +71,7 @@ async def create_with_fallback(
                     refused.append(cand.describe())
                     note(f"{cand.describe()} is not offered to this account (403){nxt}")
                 else:
-                    note(f"no capacity for {cand.describe()}{nxt}")
+                    note(f"no capacity for {cand.describe()}{_cuda(base)}{nxt}")
         if len(refused) == len(cands):
             # Every pool said 403: waiting for capacity cannot change that.
             raise ProviderCapacityError(
@@ -87,7 +87,13 @@ async def create_with_fallback(
                 f"no capacity on any of {len(cands)} candidate(s) after waiting {waited:.0f}s",
                 platform=provider.platform,
                 call="create",
-                hint="add GPUs or regions to machine.gpu / machine.regions, raise max_price_per_hour, or re-run later",
+                hint="add GPUs or regions to machine.gpu / machine.regions, raise max_price_per_hour, or re-run later"
+                + (
+                    f"; or use an image built for an older CUDA: only hosts that run CUDA {base.min_cuda} or "
+                    "newer were asked for (RP9)"
+                    if base.min_cuda
+                    else ""
+                ),
             )
         what = backoff_message(cands, delay)
         reporter = reporter_of(note)
@@ -98,6 +104,11 @@ async def create_with_fallback(
             async with reporter.waiting(what, delay):
                 await clock.sleep(delay)
         delay = min(delay * 2, BACKOFF_MAX_S)
+
+
+def _cuda(req: LaunchRequest) -> str:
+    """The host CUDA filter a refusal was under: it narrows the pool, so it is part of the reason."""
+    return f" with host CUDA {req.min_cuda} or newer" if req.min_cuda else ""
 
 
 def backoff_message(cands: list[Candidate], delay: float) -> str:

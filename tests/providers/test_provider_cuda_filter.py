@@ -76,3 +76,29 @@ def test_the_simulator_refuses_malformed_and_conflicting_cuda_filters(tmp_path: 
         ok = client.post("/pods", json={**base, "gpu": {"id": RTX, "allowedCudaVersions": ["12.8"]}})
         assert ok.status_code == 201 and ok.json()["cudaVersion"] == "12.8"
         client.delete(f"/pods/{ok.json()['id']}")
+
+
+async def test_a_cuda_filter_no_host_meets_reads_as_such_in_the_fallback_notes_and_hint(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime
+
+    from gpujob.apply.capacity import create_with_fallback
+    from gpujob.gpus import Candidate
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    cands = [
+        Candidate(alias=a, platform_id=g, gpu_count=1, region="US-KS-2", cloud="secure", spot=False,
+                  price_hour=1.0, price_source="test", price_as_of=now)
+        for a, g in (("RTX4090", RTX), ("L40S", "NVIDIA L40S"))
+    ]  # fmt: skip
+    notes: list[str] = []
+    with sim_backend(tmp_path / "sim", host_cuda="12.8") as b:
+        async with b.open({"runpod"}) as p:
+            with pytest.raises(ProviderCapacityError) as exc:
+                await create_with_fallback(
+                    p["runpod"], pod(IMAGE_129), cands, clock=b.clock, note=notes.append, max_wait_s=0
+                )
+    assert notes[0].startswith("no capacity for 1× RTX4090") and "with host CUDA 12.9 or newer" in notes[0]
+    assert "next: 1× L40S" in notes[0] and "with host CUDA 12.9 or newer" in notes[1]
+    assert "an image built for an older CUDA" in (exc.value.hint or "") and "RP9" in (exc.value.hint or "")
