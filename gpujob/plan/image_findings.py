@@ -9,6 +9,9 @@ Read from the job file alone (the image's tag, the template's name) against the 
   image is available"), e.g. CUDA 11.7 on an H100 or an RTX 4090 (profile gpus[].min_cuda).
 - PS11: a Paperspace template's Ubuntu release must suit the GPU (22.04 for H100, recommended for A100;
   profile template_fit).
+- RP10: gpujob reaches a pod only over SSH. RunPod's own images start sshd from the injected PUBLIC_KEY;
+  a custom image must do so itself, from CMD (an ENTRYPOINT keeps RunPod's start command from running).
+  Nothing in the job file can show that it does, so it is said once, as info.
 """
 
 from __future__ import annotations
@@ -21,7 +24,27 @@ from gpujob.plan.model import Finding
 def image_findings(ctx: JobContext) -> list[Finding]:
     if ctx.spec.state == "absent":
         return []
-    return _host_cuda(ctx) + _arch_cuda(ctx) + _template_fit(ctx)
+    return _host_cuda(ctx) + _arch_cuda(ctx) + _template_fit(ctx) + _custom_image(ctx)
+
+
+OFFICIAL = ("runpod/",)  # RunPod's own images (runpod/pytorch, runpod/base, ...) start sshd themselves
+
+
+def _custom_image(ctx: JobContext) -> list[Finding]:
+    image = ctx.spec.machine.image
+    if ctx.spec.platform != "runpod" or not image or image.startswith(OFFICIAL) or ctx.spec.machine.template:
+        return []
+    return [
+        ctx.finding(
+            "RP10",
+            "info",
+            f"image {image} is not one of RunPod's own: it must start sshd itself, or gpujob cannot reach the pod",
+            detail="RunPod injects PUBLIC_KEY (startSsh); its images start sshd from it. A custom image has to "
+            "do the same, launched from CMD: an ENTRYPOINT keeps RunPod's start command from running.",
+            fix="start sshd (with PUBLIC_KEY in authorized_keys) from the image's CMD, or base it on runpod/base",
+            key="machine.image",
+        )
+    ]
 
 
 def _host_cuda(ctx: JobContext) -> list[Finding]:

@@ -106,3 +106,9 @@ def test_a_paperspace_template_that_does_not_suit_the_gpu(
     if found:
         assert "Ubuntu 22.04" in found[0].summary and found[0].source is not None
         assert found[0].source.key == "machine.template" and "ml-in-a-box README" in found[0].detail
+
+
+def test_a_custom_image_must_start_sshd_itself(write_job: Write) -> None:
+    (f,) = findings(write_job, runpod("ghcr.io/acme/train:1.0-cuda12.4.1" + DIGEST), "RP10")
+    assert f.severity == "info" and "start sshd itself" in f.summary and "ENTRYPOINT" in f.detail
+    assert not findings(write_job, runpod("runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel" + DIGEST), "RP10")
