@@ -101,7 +101,10 @@ def run_command(func, *args, **kwargs):  # type: ignore[no-untyped-def]
     try:
         return func(*args, **kwargs)
     except GpujobError as exc:
-        click.echo(exc.render(), err=True)
+        from gpujob.redact import from_machine
+
+        # A message may quote the machine (a remote command's stderr): shown like any text from it.
+        click.echo(from_machine(exc.render()), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

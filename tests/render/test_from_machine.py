@@ -36,3 +36,22 @@ def test_secrets_and_api_keys_are_masked_raw_or_not(monkeypatch: pytest.MonkeyPa
     text = "\x1b[31mhf_run_secret_3 rp_key_never_shown_1 ps_key_never_shown_2\n"
     assert redact.from_machine(text) == "\\x1b[31m*** *** ***\n"
     assert redact.from_machine(text, raw=True) == "\x1b[31m*** *** ***\n"
+
+
+def test_an_error_quoting_the_machine_is_shown_the_same_way(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpujob.cli.main import run_command
+    from gpujob.errors import RemoteCommandError
+
+    monkeypatch.setattr(redact, "_VALUES", set())
+    redact.register("hf_run_secret_4")
+
+    def fails() -> int:
+        raise RemoteCommandError("cat run.log", 1, "\x1b]52;c;eA==\x07 token hf_run_secret_4")
+
+    with pytest.raises(SystemExit) as code:
+        run_command(fails)
+    err = capsys.readouterr().err
+    assert code.value.code == 1 and "\\x1b]52;c;eA==\\x07 token ***" in err
+    assert "\x1b" not in err and "hf_run_secret_4" not in err
