@@ -1,5 +1,5 @@
 """A pod that stops answering, end to end: the simulator's pods run every SSH command through the stall
-shim (gpujob/sim/ssh_fault.sh), and `gpujob pull` and `gpujob status` run as processes with small
+shim (gpujob/sim/ssh_fault.sh), and `gpujob status`, `logs` and `pull` run as processes with small
 GPUJOB_SSH_* bounds. Each returns within its bound, exits 1, and names what stalled; a pull cut off
 mid-file keeps its partial file and the next pull, once the pod answers again, completes."""
 
@@ -54,7 +54,7 @@ def _checkpointing(p: Project) -> str:
     return str(p.live("pods")[0]["id"])
 
 
-def test_status_and_pull_on_a_pod_whose_commands_never_answer(project: Project) -> None:
+def test_status_logs_and_pull_on_a_pod_whose_commands_never_answer(project: Project) -> None:
     p = project
     pod = _checkpointing(p)
     p.sim.stall_ssh(pod, "sleep")
@@ -65,6 +65,11 @@ def test_status_and_pull_on_a_pod_whose_commands_never_answer(project: Project) 
         "Error: reading the run status of quickstart on root@127.0.0.1:" in out and f"({pod}) stalled" in out
     )
     assert f"stalled: no data for {IDLE_S:g}s" in out and "GPUJOB_SSH_IDLE_TIMEOUT" in out, out
+
+    elapsed, code, out = _timed(p, "logs", "-n", "4")
+    assert code == 1 and elapsed < BOUND_S, (elapsed, out)
+    assert "Error: reading the last 4 lines of /workspace/.gpujob/quickstart/run.log on" in out, out
+    assert f"stalled: no data for {IDLE_S:g}s" in out, out
 
     elapsed, code, out = _timed(p, "pull")
     assert code == 1 and elapsed < BOUND_S, (elapsed, out)
