@@ -40,21 +40,10 @@ def _targets(paths: tuple[str, ...]) -> list[Path]:
 
 
 def _validate(paths: tuple[str, ...], fmt: str) -> None:
-    from gpujob.errors import SpecError
-    from gpujob.spec.load import load_specs
+    from gpujob.spec.load import check_files
 
     files = _targets(paths)
-    problems = []
-    for path in files:  # one file at a time so a cross-file name clash does not hide per-file problems
-        try:
-            load_specs([path])
-        except SpecError as exc:
-            problems += exc.problems
-    if not problems:
-        try:
-            load_specs(files)
-        except SpecError as exc:
-            problems += exc.problems
+    problems = check_files(files)
     bad_files = sorted({p.file for p in problems})
     if fmt == "json":
         report = {

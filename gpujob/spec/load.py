@@ -24,7 +24,15 @@ from gpujob.spec.places import place_problems
 from gpujob.spec.problem import SpecProblem
 from gpujob.spec.yamlsafe import Positions, parent_path, parse_file
 
-__all__ = ["LoadedSpec", "SpecProblem", "discover_job_files", "load_spec", "load_specs", "resolve_job_files"]
+__all__ = [
+    "LoadedSpec",
+    "SpecProblem",
+    "check_files",
+    "discover_job_files",
+    "load_spec",
+    "load_specs",
+    "resolve_job_files",
+]
 
 
 @dataclass(eq=False)  # plain attributes, so it satisfies the planner's SpecSource protocol
@@ -112,27 +120,51 @@ def load_specs(paths: Iterable[Path]) -> list[LoadedSpec]:
         problems += found
         if spec is None:
             continue
-        first = names.get(spec.spec.name)
-        if first is not None:
-            ref = spec.source("name")
-            line, col = (ref.line, ref.column) if ref else (1, 1)
-            problems.append(
-                SpecProblem(
-                    str(spec.path),
-                    line,
-                    col,
-                    "name",
-                    f"job name '{spec.spec.name}' is also used by {first.path}",
-                    "each job needs its own name; resources are named after it",
-                )
-            )
+        clash = _name_clash(spec, names)
+        if clash is not None:
+            problems.append(clash)
             continue
-        names[spec.spec.name] = spec
         loaded.append(spec)
-        _register_secrets(spec.spec)
     if problems:
         raise SpecError(problems)
     return loaded
+
+
+def check_files(paths: Iterable[Path]) -> list[SpecProblem]:
+    """What `gpujob validate` reports: each file's own problems, and only when no file has any, the job
+    names used twice. The same problems as load_specs of each file and then of all of them, but each
+    file is read and validated once (that second pass doubled the cost of every file)."""
+    loaded: list[LoadedSpec] = []
+    problems: list[SpecProblem] = []
+    for path in paths:
+        spec, found = _load_one(Path(path))
+        problems += found
+        if spec is not None:
+            loaded.append(spec)
+    if problems:
+        return problems
+    names: dict[str, LoadedSpec] = {}
+    return [clash for spec in loaded if (clash := _name_clash(spec, names)) is not None]
+
+
+def _name_clash(spec: LoadedSpec, names: dict[str, LoadedSpec]) -> SpecProblem | None:
+    """The problem when an earlier spec in names took this job name; else the spec joins names and its
+    secrets are registered."""
+    first = names.get(spec.spec.name)
+    if first is not None:
+        ref = spec.source("name")
+        line, col = (ref.line, ref.column) if ref else (1, 1)
+        return SpecProblem(
+            str(spec.path),
+            line,
+            col,
+            "name",
+            f"job name '{spec.spec.name}' is also used by {first.path}",
+            "each job needs its own name; resources are named after it",
+        )
+    names[spec.spec.name] = spec
+    _register_secrets(spec.spec)
+    return None
 
 
 def discover_job_files(root: Path) -> list[Path]:

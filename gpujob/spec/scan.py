@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from functools import cache
 from typing import Any
 
@@ -23,6 +24,14 @@ from gpujob.spec.yamlsafe import (
     _tag_name,
     child_path,
 )
+
+# Resolving and constructing a scalar through ruamel is most of a file's parse time, and job files
+# repeat their keys and many values (`validate` of 100 files resolves `name`, `machine`, ... 100 times).
+# The result depends only on these event fields and the document's YAML version.
+_SCALARS: dict[tuple[Any, ...], Any] = {}
+_MEMO_MAX = 4096
+_IMMUTABLE = (str, int, float, bool, type(None), bytes, date, datetime)
+_UNSET: Any = object()
 
 
 class _Stop(Exception):
@@ -59,6 +68,7 @@ class _Scanner:
         self.aliases = 0
         self.size = 0
         self.documents = 0
+        self.version: Any = _UNSET
 
     def fatal(self, mark: Any, message: str, hint: str | None = None) -> _Stop:
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
@@ -114,6 +124,11 @@ class _Scanner:
         return path
 
     def _scalar(self, ev: Any, tag: str | None) -> Any:
+        if self.version is _UNSET:  # the document's YAML version decides what `yes` or `0o17` resolve to
+            self.version = self.yaml.resolver.processing_version
+        memo_key = (self.version, tag, ev.value, ev.implicit, ev.style)
+        if memo_key in _SCALARS:
+            return _SCALARS[memo_key]
         from ruamel.yaml.nodes import ScalarNode
 
         if tag is None or tag == "!":
@@ -126,6 +141,10 @@ class _Scanner:
         node = ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style)
         value = self.yaml.constructor.construct_object(node, deep=True)
         self.yaml.constructor.constructed_objects.pop(node, None)
+        if type(value) in _IMMUTABLE:  # a shared value must be one nothing can change
+            if len(_SCALARS) >= _MEMO_MAX:
+                _SCALARS.clear()
+            _SCALARS[memo_key] = value
         return value
 
     def _slot(self) -> str:
@@ -163,6 +182,7 @@ class _Scanner:
         mark = ev.start_mark
         if name == "DocumentStartEvent":
             self.documents += 1
+            self.version = _UNSET
             if self.documents > 1:
                 raise self.fatal(
                     mark,

@@ -98,3 +98,15 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 @given(st.text(alphabet=st.sampled_from(list("ab:- \n[]{}&*!|>'\",#?1.~<0xo+eE")), max_size=120))
 def test_yamlish_text_matches_the_safe_loader(text: str) -> None:
     _check(text)
+
+
+def test_scalar_memo_changes_no_meaning() -> None:
+    # Scalars resolved once are reused across files (and documents of another YAML version): every
+    # file scanned with a warm memo still comes out as the safe loader makes it.
+    texts = [*CASES, "%YAML 1.1\n---\na: yes\nb: 017\nc: 1:20\n", "a: yes\nb: 017\nc: 1:20\n"]
+    for _ in range(2):
+        for text in texts:
+            _check(text)
+    first = scan_events("l: [1, 2]\nm: x\n", "a.yaml").data
+    first["l"].append(3)  # containers are built afresh for each file; only immutable scalars are shared
+    assert scan_events("l: [1, 2]\nm: x\n", "b.yaml").data == {"l": [1, 2], "m": "x"}
