@@ -66,6 +66,7 @@ def name_problem(name: str) -> str | None:
 _LIST = r"""d={dir}
 [ -d "$d" ] || {{ printf 'A\0'; exit 0; }}
 cd "$d" || exit 3
+{hasher}
 printf 'R%s\0' "$(pwd -P)"
 printf 'M%s\0' "$(findmnt -n -o TARGET -T . 2>/dev/null || df -P . 2>/dev/null | awk 'NR==2{{sub(/^.*% /, ""); print}}')"
 find . -mindepth 1 -name '.*' -prune -o -name '*.tmp' -prune -o \
@@ -74,7 +75,16 @@ find . -mindepth 1 -name '.*' -prune -o -name '*.tmp' -prune -o \
 true"""
 
 
-_HASH = r"""-exec sh -c 'h=$(sha256sum < "$1") && printf "H%.64s\0" "$h"' sh {} \;"""
+# The remote sha256 is computed from the file at rest by OpenSSL's digest when it is there and right
+# (it gives the known digest of no input): on the 2-core bench machine it hashes ~4× faster per CPU
+# second than coreutils' sha256sum (SHA-NI), and that pass used to be a third of a pull's time.
+# sha256sum stays the fallback. Both print the 64 hex digits first.
+_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+HASHER = (
+    "H=sha256sum; [ \"$(printf '' | openssl dgst -sha256 -r 2>/dev/null | cut -c1-64)\" = "
+    f"{_EMPTY_SHA256} ] && H='openssl dgst -sha256 -r'; export H"
+)
+_HASH = r"""-exec sh -c 'h=$($H < "$1") && printf "H%.64s\0" "$h"' sh {} \;"""
 _NO_HASH = r"""-printf 'H-\0'"""
 
 _TOTAL = r"""cd {dir} 2>/dev/null || {{ echo 0; exit 0; }}
@@ -89,13 +99,13 @@ async def list_remote(remote: Remote, remote_dir: str, *, hashes: bool = True) -
     what = f"listing checkpoints in {rdir}"
     if not hashes:
         out = await remote.run(
-            _LIST.format(dir=q(rdir), hash=_NO_HASH), what=what, left="nothing was pulled yet"
+            _LIST.format(dir=q(rdir), hasher="", hash=_NO_HASH), what=what, left="nothing was pulled yet"
         )
         return parse_listing(rdir, out.stdout)
     total = (await remote.run(_TOTAL.format(dir=q(rdir)), what=what, left="nothing was pulled yet")).stdout
     bound = remote.limits.for_bytes(int(total.strip()) if total.strip().isdigit() else 0)
     out = await remote.run(
-        _LIST.format(dir=q(rdir), hash=_HASH),
+        _LIST.format(dir=q(rdir), hasher=HASHER, hash=_HASH),
         timeout=bound,
         idle=bound,  # silent while it hashes a large file
         what=f"hashing the checkpoints in {rdir}",
@@ -157,7 +167,7 @@ def _malformed(rdir: str, item: str) -> SSHError:
 
 async def remote_state(remote: Remote, path: str, size_hint: int = 0) -> RemoteFile | None:
     """Size and sha256 of one remote file now, or None when it is gone."""
-    cmd = f'[ -f {q(path)} ] || exit 0; s=$(stat -c %s -- {q(path)}) && h=$(sha256sum < {q(path)}) && printf \'%s %.64s\' "$s" "$h"'
+    cmd = f'[ -f {q(path)} ] || exit 0; {HASHER}; s=$(stat -c %s -- {q(path)}) && h=$($H < {q(path)}) && printf \'%s %.64s\' "$s" "$h"'
     bound = remote.limits.for_bytes(size_hint)
     answer = await remote.run(cmd, timeout=bound, idle=bound, what=f"remote sha256 of {path}")
     size, _, digest = answer.stdout.strip().partition(" ")

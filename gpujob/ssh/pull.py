@@ -12,9 +12,10 @@ import hashlib
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from gpujob.errors import RemoteCommandError, SSHError
 from gpujob.model import Model
@@ -33,6 +34,7 @@ __all__ = [
     "pull_checkpoints",
 ]
 Progress = Callable[[int, int], object]
+T = TypeVar("T")
 QUEUED_CHUNKS = 16  # at most this many received chunks wait for the disk writer
 
 
@@ -143,11 +145,12 @@ async def pull_checkpoints(
 
     A running job keeps its newest N checkpoints: a file it deletes between the listing and its fetch
     was superseded, not missed. When that happens the dir is listed again and the newer files pulled
-    too (ROTATION_ROUNDS at most). The outcome's listing is the first one plus those newer files."""
+    too (ROTATION_ROUNDS at most). The outcome's listing is the first one plus those newer files, each
+    with the sha256 the remote computed during the pull ("" for a file that vanished first)."""
     from gpujob import verify as verify_cmd
 
     remote_dir = remote_path(remote_dir)
-    listing = await list_remote(remote, remote_dir)
+    listing = await list_remote(remote, remote_dir, hashes=False)  # each file is hashed as it streams
     outcome = PullOutcome(listing=listing, unpullable=dict(listing.unpullable))
     local = LocalDir(Path(local_dir))
     seen: dict[str, RemoteFile] = {}
@@ -171,7 +174,7 @@ async def pull_checkpoints(
     try:
         for round_ in range(ROTATION_ROUNDS):
             if round_:
-                listing = await list_remote(remote, remote_dir)
+                listing = await list_remote(remote, remote_dir, hashes=False)
                 outcome.unpullable.update(listing.unpullable)
             files = sorted((n, f) for n, f in listing.files.items() if n not in seen)
             seen.update(files)
@@ -182,11 +185,14 @@ async def pull_checkpoints(
                     got = await _pull_one(remote, f"{remote_dir}/{name}", name, want, local, on_bytes)
                 except UnsafeLocalPath as exc:
                     outcome.unpullable[name] = f"local path not writable safely: {exc}"
+                    now = await remote_state(remote, f"{remote_dir}/{name}", want.size)
+                    seen[name] = now or want
                     continue
                 if got is None:
                     outcome.vanished.append(name)
                     rotated = True
                     continue
+                seen[name] = RemoteFile(size=got.size, sha256=got.remote_sha256)
                 if verify:
                     ok, text = await verify_cmd.run_async(verify, local.root / name, cwd)
                     got = got.model_copy(update={"verified": ok, "verify_output": text})
@@ -197,45 +203,54 @@ async def pull_checkpoints(
         local.close()
     first = outcome.listing
     assert first is not None
-    outcome.listing = first.model_copy(update={"files": {**seen, **first.files}})
+    outcome.listing = first.model_copy(update={"files": {**first.files, **seen}})
     return outcome
 
 
 async def _pull_one(
     remote: Remote, path: str, name: str, want: RemoteFile, local: LocalDir, on_bytes: Callable[[int], None]
 ) -> PulledCheckpoint | None:
-    """One file; None when it vanished from the remote before it was fetched whole."""
+    """One file; None when it vanished from the remote before it was fetched whole.
+
+    The listing gave names and sizes only: the remote hashes the file at rest on a second channel while
+    it streams (or while the local copy is hashed), so that pass overlaps the transfer instead of
+    preceding it. The `.part` is promoted only when its sha256 equals that remote sha256."""
     dfd, base = local.parent(name)
     if local.regular_size(dfd, base) == want.size:
-        local_sum = await asyncio.to_thread(local.sha256, dfd, base)
-        if local_sum == want.sha256:
+        hashing = _remote_hash(remote, path, want.size)
+        local_sum = await _cancelling(hashing, asyncio.to_thread(local.sha256, dfd, base))
+        now = await hashing
+        if now is None:
+            return None
+        if local_sum == now.sha256:
             return PulledCheckpoint(
-                name=name, size=want.size, sha256=local_sum, remote_sha256=want.sha256,
+                name=name, size=want.size, sha256=local_sum, remote_sha256=now.sha256,
                 verified=None, verify_output="",
             )  # fmt: skip
     transferred, resumed = 0, 0
     for attempt in (1, 2):
+        hashing = _remote_hash(remote, path, want.size)
+        fetch = _fetch(remote, path, local, dfd, base, want.size, on_bytes, local.root / name)
         try:
-            local_sum, got, offset = await _fetch(
-                remote, path, local, dfd, base, want.size, on_bytes, local.root / name
-            )
+            local_sum, got, offset = await _cancelling(hashing, fetch, keep=RemoteCommandError)
         except RemoteCommandError:
-            if await remote_state(remote, path, want.size) is None:
+            if await hashing is None:
                 local.discard(dfd, base + PART)
                 return None  # rotated away while we read it
             raise
+        now = await hashing
+        if now is None:  # gone by the time it was hashed: what arrived cannot be checked
+            local.discard(dfd, base + PART)
+            return None
         transferred += got
         resumed = resumed or offset
-        if local_sum == want.sha256:
+        if now.size == want.size and local_sum == now.sha256:
             local.promote(dfd, base)
             return PulledCheckpoint(
-                name=name, size=want.size, sha256=local_sum, remote_sha256=want.sha256,
+                name=name, size=want.size, sha256=local_sum, remote_sha256=now.sha256,
                 verified=None, verify_output="", bytes_transferred=transferred, resumed_from=resumed,
             )  # fmt: skip
         local.discard(dfd, base + PART)  # never promote a mismatching file
-        now = await remote_state(remote, path, want.size)
-        if now is None:
-            return None
         if attempt == 2:
             raise ChecksumMismatch(
                 f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {now.sha256}",
@@ -243,3 +258,24 @@ async def _pull_one(
             )
         want = now  # rewritten since the listing: fetch it whole against its current checksum
     raise AssertionError("unreachable")
+
+
+def _remote_hash(remote: Remote, path: str, size: int) -> asyncio.Task[RemoteFile | None]:
+    return asyncio.create_task(remote_state(remote, path, size))
+
+
+async def _cancelling(
+    hashing: asyncio.Task[RemoteFile | None],
+    work: Awaitable[T],
+    keep: type[BaseException] | tuple[type[BaseException], ...] = (),
+) -> T:
+    """Await `work`; if it fails (other than with `keep`), the concurrent remote hash is ended too,
+    its channel closed, before the failure propagates."""
+    try:
+        return await work
+    except keep:
+        raise
+    except BaseException:
+        hashing.cancel()
+        await asyncio.wait([hashing])
+        raise

@@ -84,8 +84,8 @@ def test_case7_a_file_rotated_away_after_the_listing_is_vanished_not_an_error(
         (rdir / f"step_{step}.json").write_bytes(b'{"step": %d}' % step + b" " * 50_000)
     real = pull_mod.list_remote
 
-    async def list_then_rotate(remote, d):  # type: ignore[no-untyped-def]
-        listing = await real(remote, d)
+    async def list_then_rotate(remote, d, **kw):  # type: ignore[no-untyped-def]
+        listing = await real(remote, d, **kw)
         # the run's keep rotation, between the (first) listing and the fetch
         (rdir / "step_1.json").unlink(missing_ok=True)
         return listing

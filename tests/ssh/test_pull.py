@@ -88,8 +88,8 @@ def test_checksum_mismatch_is_refused(
 
     real_list = pull_mod.list_remote
 
-    async def lying_list(remote: object, rdir: str) -> pull_mod.RemoteListing:  # bytes differ from the sums
-        got = await real_list(remote, rdir)  # type: ignore[arg-type]
+    async def lying_list(remote: object, rdir: str, **kw: bool) -> pull_mod.RemoteListing:  # sums lie
+        got = await real_list(remote, rdir, **kw)  # type: ignore[arg-type]
         fake = {n: f.model_copy(update={"sha256": "0" * 64}) for n, f in got.files.items()}
         return got.model_copy(update={"files": fake})
 
@@ -159,8 +159,8 @@ def test_a_checkpoint_rotated_away_during_the_pull_is_skipped_and_the_newer_one_
     real = pull_mod.list_remote
     rotated: list[str] = []
 
-    async def list_then_rotate(remote, d):  # type: ignore[no-untyped-def]
-        listing = await real(remote, d)
+    async def list_then_rotate(remote, d, **kw):  # type: ignore[no-untyped-def]
+        listing = await real(remote, d, **kw)
         if not rotated:  # the job rotates right after our first listing
             (rdir / "step_1.pt").unlink()
             (rdir / "step_3.pt").write_bytes(b"CKPT3")
