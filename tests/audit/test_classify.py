@@ -193,3 +193,44 @@ def test_platform_filter(seeded_live: LiveState) -> None:
     )
     assert {i.platform for i in report.items} == {"paperspace"}
     assert [t.platform for t in report.totals] == ["paperspace"]
+
+
+def test_a_pod_stopped_for_weeks_is_rp8_a_recent_one_rp4() -> None:
+    """RunPod removes stopped pods after about 30 days (RP8): past STALE_POD_S the trap is losing the data,
+    not the 2× disk (RP4)."""
+    from datetime import timedelta
+
+    from gpujob.audit.classify import STALE_POD_S
+
+    def stopped(days: float) -> LiveResource:
+        when = (NOW - timedelta(days=days)).isoformat()
+        return LiveResource(
+            platform="runpod", kind="pod", id=f"p{days:g}", name=machine("bert"), status="stopped",
+            raw_status="EXITED", gpu_id="NVIDIA A100 80GB PCIe", gpu_count=1, cloud="secure", volume_gb=50,
+            attributes={"last_status_change": when, **marker()},
+        )  # fmt: skip
+
+    weeks, days = STALE_POD_S / 86400 + 1, 2.0
+    live = LiveState(read_at=NOW, resources=[stopped(weeks), stopped(days)])
+    got = classify(live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    by_id = {i.id: i for i in got.items}
+    assert by_id[f"p{weeks:g}"].gotcha == "RP8" and by_id[f"p{weeks:g}"].over_threshold
+    assert by_id[f"p{days:g}"].gotcha == "RP4"
+    assert all(i.usd_per_month > 0 for i in got.items)  # the volume disk bills either way
+
+
+def test_an_unassigned_ip_without_a_name_is_shown_by_its_address() -> None:
+    """Paperspace IPs have no name (providers/paperspace/normalize.ip_to_live leaves it empty when no
+    machine holds the IP): the audit must still print the address to release, labelled PS1."""
+    ip = LiveResource(
+        platform="paperspace", kind="public_ip", id="198.51.100.7", name="", status="available",
+        raw_status="unassigned", public_ip="198.51.100.7", public_ip_kind="static", region="ny2",
+        created_at=NOW,
+    )  # fmt: skip
+    live = LiveState(read_at=NOW, resources=[ip])
+    (got,) = classify(live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile).items
+    assert got.label == "198.51.100.7" and got.gotcha == "PS1" and got.idle and got.usd_per_month > 0
+    from gpujob.audit.render import render_audit
+
+    report = classify(live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    assert "198.51.100.7" in render_audit(report, "text")
