@@ -5,6 +5,10 @@
 #
 #   sleep 0 [PATTERN]     matching commands never answer: no byte, no exit status
 #   after N [PATTERN]     matching commands' output stops after N bytes; then nothing, no exit status
+#   take N [PATTERN]      matching commands read N bytes of their input, then the machine stops taking
+#                         any (an upload stalled mid-stream); no exit status
+#   arm 0 PATTERN         matching commands run as usual; once one finished, the fault in
+#                         $1.next takes over (a stall that starts at a given step, e.g. a teardown)
 #
 # PATTERN (the rest of the line) picks the commands whose text contains it; empty = every command.
 # A stalled command holds its channel until the client's connection is gone (its sshd exits), so
@@ -36,6 +40,18 @@ case $mode in
   sleep) hold ;;
   after)
     if [ $# -gt 0 ]; then "$@"; else "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"; fi | head -c "$bytes"
+    hold
+    ;;
+  arm)
+    if [ $# -gt 0 ]; then "$@"; else "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"; fi
+    status=$?
+    # Before the exit status reaches the client: its next command already meets the armed fault.
+    [ -r "$fault_file.next" ] && mv -f "$fault_file.next" "$fault_file"
+    exit $status
+    ;;
+  take)
+    # The command sees its first N bytes, then an input that never ends (until the client is gone).
+    { head -c "$bytes"; hold; } | if [ $# -gt 0 ]; then "$@"; else "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"; fi
     hold
     ;;
   *) run "$@" ;;

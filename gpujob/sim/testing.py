@@ -54,9 +54,13 @@ class Sim:
     def inject(self, fault: str, **params: Any) -> dict[str, Any]:
         return dict(self.control("inject", {"fault": fault, **params}))
 
-    def stall_ssh(self, resource_id: str, mode: str | None, *, nbytes: int = 0, match: str = "") -> None:
-        """Make a pod's (or machine's) SSH commands stall: "sleep" (never answer) or "after" (output stops
-        after `nbytes`), only those containing `match` when given; None ends it. Needs ssh_faults=True."""
+    def stall_ssh(
+        self, resource_id: str, mode: str | None, *, nbytes: int = 0, match: str = "", armed_by: str = ""
+    ) -> None:
+        """Make a pod's (or machine's) SSH commands stall: "sleep" (never answer), "after" (output stops
+        after `nbytes`) or "take" (input stops being read after `nbytes`), only those containing `match`
+        when given, and only once a command containing `armed_by` ran, when given; None ends it.
+        Needs ssh_faults=True."""
         from gpujob.sim.ps_engine import machine_dir
         from gpujob.sim.rp_engine import pod_dir
         from gpujob.ssh.testing import set_ssh_fault
@@ -65,7 +69,7 @@ class Sim:
             raise RuntimeError("start the simulator with ssh_faults=True to stall its pods' SSH commands")
         pod, machine = pod_dir(self.engine, resource_id), machine_dir(self.engine, resource_id)
         ctl = (pod if pod.exists() else machine) / "ctl"
-        set_ssh_fault(ctl / "ssh_fault", mode, nbytes=nbytes, match=match)
+        set_ssh_fault(ctl / "ssh_fault", mode, nbytes=nbytes, match=match, armed_by=armed_by)
 
     def advance(self, seconds: float) -> float:
         return float(self.control("clock/advance", {"seconds": seconds})["now"])

@@ -274,7 +274,15 @@ async def quiesce_run(remote: Remote, spec: JobSpec, *, grace_s: float) -> Quies
 
     The run's exit code is not kept: it was stopped, not finished, so a later apply with state:
     running relaunches it (it resumes from its newest checkpoint) instead of reporting a failure."""
-    out = (await remote.run(_quiesce_command(spec, grace_s), timeout=grace_s + 60)).stdout
+    out = (
+        await remote.run(
+            _quiesce_command(spec, grace_s),
+            timeout=grace_s + 60,
+            idle=grace_s + remote.limits.idle_s,  # it is silent while the run makes its final save
+            what=f"stopping the run of {spec.name} before a teardown",
+            left="the run may have been sent SIGTERM; nothing was torn down",
+        )
+    ).stdout
     kv = dict(line.partition("=")[::2] for line in out.splitlines() if "=" in line)
     state = kv.get("state", "")
     if state not in ("not-running", "stopped", "killed", "stuck"):

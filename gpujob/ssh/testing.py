@@ -27,17 +27,32 @@ def force_command(fault_file: Path | str) -> str:
     return f"exec /bin/sh {shlex.quote(str(FAULT_SHIM))} {shlex.quote(str(fault_file))}"
 
 
-def set_ssh_fault(fault_file: Path, mode: str | None, *, nbytes: int = 0, match: str = "") -> None:
-    """Stall the commands (those containing `match`; all when empty): mode "sleep" (never answer) or
-    "after" (output stops after `nbytes`). None clears the fault."""
+def set_ssh_fault(
+    fault_file: Path, mode: str | None, *, nbytes: int = 0, match: str = "", armed_by: str = ""
+) -> None:
+    """Stall the commands (those containing `match`; all when empty): mode "sleep" (never answer),
+    "after" (output stops after `nbytes`) or "take" (input is taken up to `nbytes`, then no more).
+    With `armed_by`, the stall starts only once a command containing it finished. None clears it."""
+    nxt = fault_file.with_name(fault_file.name + ".next")
     if mode is None:
         fault_file.unlink(missing_ok=True)
+        nxt.unlink(missing_ok=True)
         return
-    if mode not in ("sleep", "after"):
-        raise ValueError(f"unknown ssh fault {mode!r}: sleep or after")
-    tmp = fault_file.with_name(fault_file.name + ".tmp")
-    tmp.write_text(f"{mode} {int(nbytes)} {match}\n")
-    os.replace(tmp, fault_file)
+    if mode not in ("sleep", "after", "take"):
+        raise ValueError(f"unknown ssh fault {mode!r}: sleep, after or take")
+    line = f"{mode} {int(nbytes)} {match}\n"
+    if armed_by:
+        _write(nxt, line)
+        line = f"arm 0 {armed_by}\n"
+    else:
+        nxt.unlink(missing_ok=True)
+    _write(fault_file, line)
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _free_port() -> int:
