@@ -1,3 +1,3 @@
-from gpujob.cli.main import cli
+from gpujob.cli.main import main
 
-cli()
+main()

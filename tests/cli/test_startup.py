@@ -56,3 +56,23 @@ def test_validate_imports_no_network_ssh_diff_template_or_ui_module() -> None:
     assert "gpujob.spec.load" in loaded  # the command really ran
     heavy = ("httpx", "asyncssh", "deepdiff", "jinja2", "rich")
     assert not [m for m in loaded if m.split(".")[0] in heavy]
+
+
+def test_process_entry_keeps_exit_codes_and_output(tmp_path: Path) -> None:
+    # main() freezes the heap at exit (the interpreter's final collections skip it); the exit code and
+    # every line written must come through unchanged, and the installed script must use the same entry.
+    import tomllib
+
+    missing = tmp_path / "missing.yaml"
+    bad = subprocess.run(
+        [sys.executable, "-m", "gpujob", "validate", str(missing)], capture_output=True, text=True
+    )
+    assert bad.returncode == 1
+    assert bad.stdout == f"{missing}:1:1: no such file\n1 problem(s) in 1 file(s)\n"
+    example = Path(__file__).resolve().parents[2] / "examples" / "runpod-ondemand" / "job.yaml"
+    good = subprocess.run(
+        [sys.executable, "-m", "gpujob", "validate", str(example)], capture_output=True, text=True
+    )
+    assert (good.returncode, good.stdout) == (0, "ok: 1 file(s) valid\n")
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["gpujob"] == "gpujob.cli.main:main"
