@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import re
 import shlex
 import stat
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -40,6 +41,7 @@ ENDPOINT_WAIT_S = 600.0
 NOT_COMING = ("stopped", "terminating")
 LAUNCH_ATTEMPTS = 3
 POLL_S = 3.0
+ATTEMPT_S = 10.0  # one connect try (with the SSH layer's own quick retries) before the state is re-read
 
 
 @dataclass
@@ -101,7 +103,9 @@ def sync_patterns(spec: JobSpec) -> list[str]:
     return [*spec.run.sync.exclude, *spec.run.sync.deny]
 
 
-async def wait_for_endpoint(target: Target, clock: Clock, note: Callable[[str], None]) -> SSHEndpoint:
+async def wait_for_endpoint(
+    target: Target, clock: Clock, note: Callable[[str], None], *, wait_s: float = ENDPOINT_WAIT_S
+) -> SSHEndpoint:
     """Re-read the resource until it runs and has an SSH endpoint; ports and IPs change on every start."""
     started = clock.now()
     kind = target.resource.kind
@@ -119,9 +123,9 @@ async def wait_for_endpoint(target: Target, clock: Clock, note: Callable[[str], 
                 return endpoint
             if fresh.status in NOT_COMING:
                 raise MachineNotRunning(target.spec, fresh)
-            if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
+            if (clock.now() - started).total_seconds() > wait_s:
                 raise SSHConnectError(
-                    f"{target.spec.name}: no SSH endpoint after {ENDPOINT_WAIT_S:.0f}s ({kind} is {fresh.raw_status or fresh.status})",
+                    f"{target.spec.name}: no SSH endpoint after {wait_s:.0f}s ({kind} is {fresh.raw_status or fresh.status})",
                     hint="check the platform console; re-run apply to resume",
                 )
             if not announced:
@@ -130,24 +134,68 @@ async def wait_for_endpoint(target: Target, clock: Clock, note: Callable[[str], 
                 if reporter is None:
                     note(what)
                 else:
-                    await waits.enter_async_context(reporter.waiting(what, ENDPOINT_WAIT_S))
+                    await waits.enter_async_context(reporter.waiting(what, wait_s))
                 announced = True
             await clock.sleep(POLL_S)
 
 
+def connect_wait_s(target: Target, connect_s: float) -> float:
+    """How long to keep trying to reach a machine. One the platform already ran (what status, logs,
+    pull, ssh and an apply on a running machine meet) answers within the connect limit or has a
+    problem of its own; one this apply just created or started may be booting a large image, so it
+    gets the endpoint wait (the machine's state is re-read between attempts, so a stop ends it)."""
+    return max(connect_s, ENDPOINT_WAIT_S) if target.moved else connect_s
+
+
+def _unreachable(target: Target, endpoint: SSHEndpoint, waited: float, last: str) -> SSHConnectError:
+    """Connecting gave up: what was tried, for how long, and what to look at."""
+    from gpujob.ssh.deadline import ENV_CONNECT
+
+    r = target.resource
+    if target.spec.platform == "runpod":
+        image = "check that its image starts sshd (RunPod's images do; a custom image must start it from CMD, RP10)"
+    else:
+        image = "check that sshd runs on it (the platform console shows its boot log)"
+    return SSHConnectError(
+        f"{target.spec.name}: no SSH answer from {r.kind} {r.name} at {endpoint.user}@{endpoint.host}:"
+        f"{endpoint.port} after trying for {waited:.0f}s, though the platform reports it "
+        f"{r.raw_status or r.status} (last error: {last})",
+        hint=f"{image}; if it is only slow to boot, raise {ENV_CONNECT} (this wait: {waited:.0f}s) and run the "
+        "command again",
+    )
+
+
 @contextlib.asynccontextmanager
 async def open_remote(
-    target: Target, ssh: SSHApi, clock: Clock, note: Callable[[str], None]
+    target: Target,
+    ssh: SSHApi,
+    clock: Clock,
+    note: Callable[[str], None],
+    *,
+    connect_s: float | None = None,
 ) -> AsyncIterator[Any]:
-    """Connect with the project key and the pinned host key, retrying while sshd comes up."""
+    """Connect with the project key and the pinned host key, retrying while sshd comes up, for at most
+    `connect_wait_s` (`connect_s`: the connect limit, GPUJOB_SSH_CONNECT_TIMEOUT when None). Between
+    attempts the machine is re-read: one that stopped ends the wait at once (MachineNotRunning)."""
+    if connect_s is None:
+        from gpujob.ssh.deadline import Limits
+
+        connect_s = Limits.from_env().connect_s
+    wait_s = connect_wait_s(target, connect_s)
     key_path, _ = ssh.ensure_project_key(target.state_dir)
     known_hosts = as_store(target.state_dir)
     started = clock.now()
     reporter = reporter_of(note)
+
+    def left() -> float:
+        return wait_s - (clock.now() - started).total_seconds()
+
     async with contextlib.AsyncExitStack() as waits:
         waiting = False
         while True:
-            endpoint = await wait_for_endpoint(target, clock, note)
+            # A machine still without an endpoint gets the endpoint wait, as before; the connect bound
+            # counts from the first endpoint.
+            endpoint = await wait_for_endpoint(target, clock, note, wait_s=max(left(), ENDPOINT_WAIT_S))
             try:
                 cm = ssh.open(
                     endpoint,
@@ -155,16 +203,22 @@ async def open_remote(
                     known_hosts=known_hosts,
                     resource_id=target.resource.id,
                     expect_new_host=target.moved,
+                    # Short tries, so the machine's state is re-read often while it does not answer.
+                    timeout=max(1.0, min(left(), ATTEMPT_S)),
                 )
                 remote = await cm.__aenter__()
             except SSHConnectError as exc:
-                if (clock.now() - started).total_seconds() > ENDPOINT_WAIT_S:
-                    raise
-                what = f"SSH to {endpoint.host}:{endpoint.port} not ready yet ({str(exc).splitlines()[0]})"
+                # The SSH layer's own line repeats the address: keep only its reason.
+                last = re.sub(r"^could not connect to .* within \d+s: ", "", str(exc).splitlines()[0])
+                if "host key" in last and "changed" in last:
+                    raise  # a different machine answers: waiting longer does not help
+                if left() <= POLL_S:
+                    raise _unreachable(target, endpoint, wait_s, last) from exc
+                what = f"SSH to {endpoint.host}:{endpoint.port} not ready yet ({last})"
                 if reporter is None:
                     note(f"{what}; retrying")
                 elif not waiting:  # one spinner for the whole wait; the reason of the first try names it
-                    await waits.enter_async_context(reporter.waiting(what, ENDPOINT_WAIT_S))
+                    await waits.enter_async_context(reporter.waiting(what, wait_s))
                     waiting = True
                 await clock.sleep(POLL_S)
                 continue

@@ -118,7 +118,7 @@ EVENTS_SHOWN = 5
 async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
-    from gpujob.errors import GpujobError
+    from gpujob.errors import GpujobError, SSHConnectError
     from gpujob.plan.run_evidence import status_warnings
     from gpujob.redact import from_machine
     from gpujob.ssh.deadline import SSHStalled
@@ -128,6 +128,8 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
             st = await ssh.run_status(remote, view.spec)
     except SSHStalled as exc:  # the machine stopped answering: status says so and exits 1
         return {"error": str(exc).splitlines()[0], "stalled": exc.render()}
+    except SSHConnectError as exc:  # a running machine that does not answer: say what to check
+        return {"error": str(exc).splitlines()[0], "hint": exc.hint}
     except GpujobError as exc:
         return {"error": str(exc).splitlines()[0]}
     return {
@@ -174,6 +176,8 @@ def _text(row: dict) -> str:
     if run is not None:
         if "error" in run:
             lines.append(f"  run:       unknown ({run['error']})")
+            if run.get("hint"):
+                lines.append(f"             hint: {run['hint']}")
         else:
             code = f", exit code {run['exit_code']}" if run.get("exit_code") is not None else ""
             lines.append(f"  run:       {run['state']}{code}")

@@ -16,6 +16,7 @@ FAULTS = (
     "auto_shutdown",
     "zero_gpu",
     "no_direct_ssh",
+    "no_sshd",
     "bid_too_low",
     "spot_floor",
     "clear",
@@ -29,6 +30,7 @@ QUEUED = {
     "create_500_but_created",
     "zero_gpu",
     "no_direct_ssh",
+    "no_sshd",
     "bid_too_low",
     "spot_floor",
 }
@@ -55,6 +57,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "no_direct_ssh": (
         ("count", "platform", "gpu", "cloud", "public_port"),
         "the next pods get no ssh.direct (a community host); --public-port false hides port 22",
+    ),
+    "no_sshd": (
+        ("count", "pod_id"),
+        "the next RunPod pod boots (or one pod's) start no sshd: RUNNING, SSH refused (RP10)",
     ),
     "bid_too_low": (
         ("count", "platform", "gpu"),

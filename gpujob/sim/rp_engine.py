@@ -117,8 +117,10 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
             new_host_key=pod.host != _host_of_key(sim, pod),
             ssh_faults=sim.options.ssh_faults,
         )
+        # A custom image that never starts sshd (RP10): the pod runs, its mapped port refuses.
+        no_sshd = sim.faults.take("no_sshd", platform="runpod", pod_id=pod.id) is not None
     time.sleep(sim.options.boot_seconds)
-    pid = sim.launch("runpod", pod_id, launch, "127.0.0.1")
+    pid = None if no_sshd else sim.launch("runpod", pod_id, launch, "127.0.0.1")
     with sim.lock:
         pod = sim.state.pods.get(pod_id)
         if pod is None or pod.gen != gen:
@@ -129,7 +131,7 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
         except FileNotFoundError:  # the simulator was shut down (its data dir removed) while booting
             sim.kill("runpod", pod_id, pid)
             return
-        if pid is None and sim.options.pods:
+        if pid is None and sim.options.pods and not no_sshd:
             sim.accrue(pod)
             pod.status = "ERROR"
             sim.save()

@@ -6,16 +6,20 @@ from pathlib import Path
 import pytest
 
 from gpujob.apply.runtime import (
+    ATTEMPT_S,
     ENDPOINT_WAIT_S,
     LARGE_TRANSFER,
     POLL_S,
     MachineNotRunning,
     Target,
     collect_secrets,
+    connect_wait_s,
+    open_remote,
     transfer_progress,
     wait_for_endpoint,
 )
-from gpujob.errors import GpujobError
+from gpujob.apply.sshapi import SSHApi
+from gpujob.errors import GpujobError, SSHConnectError
 from gpujob.live import LiveResource, SSHEndpoint
 from tests.apply.fakes import FakeClock, FakeProvider, make_spec
 
@@ -103,3 +107,81 @@ def test_a_pending_machine_is_still_waited_for_until_it_has_an_endpoint() -> Non
     clock = FakeClock()
     endpoint = asyncio.run(wait_for_endpoint(_target(provider, _pod()), clock, lambda _m: None))
     assert endpoint.port == 40022 and clock.slept == [POLL_S] * 5
+
+
+class _NoSSHD:
+    """An SSH layer whose connects are all refused (a machine without a working sshd)."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float] = []
+
+    def api(self) -> SSHApi:
+        def refuse(endpoint: SSHEndpoint, **kwargs: object) -> object:
+            self.timeouts.append(float(kwargs["timeout"]))  # type: ignore[arg-type]
+            raise SSHConnectError(
+                f"could not connect to {endpoint.host}:{endpoint.port}: ConnectionRefusedError"
+            )
+
+        return SSHApi(
+            ensure_project_key=lambda _d: (Path("id_ed25519"), "ssh-ed25519 AAAA gpujob"),
+            connect=refuse,
+            sync_tree=None,  # type: ignore[arg-type]
+            pull_checkpoints=None,  # type: ignore[arg-type]
+            launch_run=None,  # type: ignore[arg-type]
+            run_status=None,  # type: ignore[arg-type]
+        )
+
+
+async def _open(target: Target, ssh: SSHApi, clock: FakeClock, **kw: object) -> None:
+    async with open_remote(target, ssh, clock, lambda _m: None, **kw):  # type: ignore[arg-type]
+        raise AssertionError("connected to a machine with no sshd")
+
+
+class _Reads(FakeProvider):
+    """Answers each re-read with the next of `reads` (the last one from then on)."""
+
+    def __init__(self, reads: list[LiveResource]) -> None:
+        super().__init__()
+        self.queue, self.reads = list(reads), 0
+
+    async def get(self, kind: str, resource_id: str) -> LiveResource | None:
+        self.reads += 1
+        return self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
+
+
+UP = {"ssh": SSHEndpoint(host="127.0.0.1", port=40022), "raw_status": "RUNNING"}
+
+
+def test_a_read_gives_up_on_a_running_machine_without_sshd_after_the_connect_limit() -> None:
+    provider, clock, ssh = _Reads([_pod(**UP)]), FakeClock(), _NoSSHD()
+    with pytest.raises(SSHConnectError) as err:
+        asyncio.run(_open(_target(provider, _pod(**UP)), ssh.api(), clock, connect_s=20.0))
+    waited = (clock.now() - FakeClock().now()).total_seconds()
+    assert 17 <= waited <= 20 < ENDPOINT_WAIT_S, waited
+    assert max(ssh.timeouts) <= ATTEMPT_S and provider.reads == len(ssh.timeouts) > 1  # re-read each try
+    text = err.value.render()
+    assert "no SSH answer from pod gpujob-toy--p1 at root@127.0.0.1:40022 after trying for 20s" in text
+    assert "though the platform reports it RUNNING" in text and "ConnectionRefusedError" in text
+    assert "starts sshd" in text and "RP10" in text and "GPUJOB_SSH_CONNECT_TIMEOUT" in text
+
+
+def test_the_connect_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUJOB_SSH_CONNECT_TIMEOUT", "9s")
+    clock = FakeClock()
+    with pytest.raises(SSHConnectError, match="after trying for 9s"):
+        asyncio.run(_open(_target(_Reads([_pod(**UP)]), _pod(**UP)), _NoSSHD().api(), clock))
+    assert (clock.now() - FakeClock().now()).total_seconds() <= 9
+
+
+def test_after_a_create_apply_waits_longer_but_stops_as_soon_as_the_machine_exits() -> None:
+    exited = _pod(status="stopped", raw_status="EXITED")
+    # Running (and refusing SSH) for 40 re-reads, i.e. well past the read-only limit, then EXITED.
+    provider = _Reads([_pod(**UP)] * 40 + [exited])
+    target = _target(provider, _pod(**UP))
+    target.moved = True
+    assert connect_wait_s(target, 30.0) == ENDPOINT_WAIT_S
+    clock = FakeClock()
+    with pytest.raises(MachineNotRunning, match="is EXITED, not running"):
+        asyncio.run(_open(target, _NoSSHD().api(), clock, connect_s=30.0))
+    assert provider.reads == 41  # it kept trying past 30 s, and the first EXITED read ended the wait
+    assert 30 < (clock.now() - FakeClock().now()).total_seconds() < ENDPOINT_WAIT_S
