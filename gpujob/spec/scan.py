@@ -127,8 +127,9 @@ class _Scanner:
         if self.version is _UNSET:  # the document's YAML version decides what `yes` or `0o17` resolve to
             self.version = self.yaml.resolver.processing_version
         memo_key = (self.version, tag, ev.value, ev.implicit, ev.style)
-        if memo_key in _SCALARS:
-            return _SCALARS[memo_key]
+        known = _SCALARS.get(memo_key, _UNSET)  # one lookup: another thread may clear the memo meanwhile
+        if known is not _UNSET:
+            return known
         from ruamel.yaml.nodes import ScalarNode
 
         if tag is None or tag == "!":
