@@ -174,3 +174,41 @@ def test_a_checkpoint_rotated_away_during_the_pull_is_skipped_and_the_newer_one_
     assert got.listing is not None and sorted(got.listing.files) == ["step_1.pt", "step_2.pt", "step_3.pt"]
     assert all(p.verified and p.sha256 == sha(rdir / p.name) for p in got)
     assert not list(ldir.glob("step_1.pt*"))  # no partial left of the deleted one
+
+
+@pytest.mark.parametrize("openssl", ["real", "absent", "wrong"])
+def test_the_remote_hasher_is_openssl_only_when_it_gives_the_right_digest(
+    tmp_path: Path, openssl: str
+) -> None:
+    """The remote sha256 comes from `openssl dgst` when it hashes correctly (it is several times
+    faster than coreutils' sha256sum), else from sha256sum; either way the digest of the file at rest."""
+    import shutil
+    import subprocess
+
+    from gpujob.ssh.listing import HASHER
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("sh", "cut", "sha256sum"):
+        found = shutil.which(tool)
+        assert found is not None
+        (tools / tool).symlink_to(found)
+    if openssl == "real":
+        real = shutil.which("openssl")
+        assert real is not None, "the test machine needs openssl"
+        (tools / "openssl").symlink_to(real)
+    elif openssl == "wrong":  # an openssl that prints something else than the digest
+        (tools / "openssl").write_text("#!/bin/sh\necho 'SHA2-256(stdin)= 00'\n")
+        (tools / "openssl").chmod(0o755)
+    data = tmp_path / "ckpt.bin"
+    data.write_bytes(os.urandom(300_000))
+    out = subprocess.run(
+        [str(tools / "sh"), "-c", f'{HASHER}; printf "%s|" "$H"; $H < "$1" | cut -c1-64', "sh", str(data)],
+        env={"PATH": str(tools)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    chosen, _, digest = out.strip().partition("|")
+    assert chosen == ("openssl dgst -sha256 -r" if openssl == "real" else "sha256sum")
+    assert digest == sha(data)
