@@ -42,6 +42,10 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 API_NAMES = {"runpod": "RunPod", "paperspace": "Paperspace"}
 
 RetryNotice = Callable[[str], None]
+# Per platform, the highest attempt announced while its calls fail together: reads run in parallel
+# (a platform may have two clients, REST and GraphQL) and a person at the one terminal needs one line
+# per wait, not one per call (the log keeps each). Cleared when a call ends, however it ends.
+_ANNOUNCED: dict[str, int] = {}
 
 
 def terminal_notice(stream: Any = None, env: Mapping[str, str] | None = None) -> RetryNotice | None:
@@ -214,6 +218,19 @@ class ApiClient:
         """Send one call. Idempotent calls retry on 429, 5xx, timeouts and dropped connections within
         the policy's deadline; a non-idempotent one retries only when the request surely never
         reached the server (connect errors, 429) and raises OutcomeUnknown otherwise."""
+        try:
+            return await self._request(method, path, json_body, params, idempotent)
+        finally:
+            _ANNOUNCED.pop(self.platform, None)  # however it ended, the next failure is announced anew
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        json_body: Any,
+        params: Mapping[str, Any] | None,
+        idempotent: bool | None,
+    ) -> Any:
         if idempotent is None:
             idempotent = method != "POST"
         call = self.call_name(method, path)
@@ -289,7 +306,8 @@ class ApiClient:
                     "gpujob reads live state again first)",
                 )
             log.info("%s %s: %s, retrying in %.1fs", self.platform, call, self.scrub(reason), delay)
-            if self.notice is not None:
+            if self.notice is not None and attempt + 1 > _ANNOUNCED.get(self.platform, 0):
+                _ANNOUNCED[self.platform] = attempt + 1
                 self.notice(retry_line(self.platform, short, delay, attempt + 1, self.policy.attempts))
             await self.clock.sleep(delay)
 

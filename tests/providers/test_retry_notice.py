@@ -72,3 +72,27 @@ async def test_piped_output_gets_no_retry_lines(
     async with open_providers({"runpod"}, clock=clock, env=FAKE_ENV) as p:
         await p["runpod"].client.list_pods()  # type: ignore[attr-defined]
     assert len(clock.sleeps) == 1 and capsys.readouterr().err == ""
+
+
+@pytest.mark.anyio
+async def test_calls_failing_together_share_one_line_per_wait(
+    router: respx.Router, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    lines: list[str] = []
+    monkeypatch.setattr(http, "terminal_notice", lambda: lines.append)
+
+    async def yield_to_the_other_call(_s: float) -> None:
+        await asyncio.sleep(0)  # the calls wait at the same time, as parallel reads do
+
+    clock.on_sleep = yield_to_the_other_call
+    router.get(PODS).mock(side_effect=httpx.ConnectError("refused"))
+    router.get(f"{RUNPOD}/v2/network-volumes").mock(side_effect=httpx.ConnectError("refused"))
+    async with open_providers({"runpod"}, clock=clock, env=FAKE_ENV) as p:
+        client = p["runpod"].client  # type: ignore[attr-defined]
+        got = await asyncio.gather(client.list_pods(), client.list_volumes(), return_exceptions=True)
+    assert all(isinstance(g, http.ProviderUnavailable) for g in got), got
+    assert len(clock.sleeps) == 10  # both calls waited five times each (the log records each)
+    assert [line.rsplit("(", 1)[1] for line in lines] == [f"attempt {n}/6)" for n in range(2, 7)]
+    assert all(line.startswith("RunPod API: cannot connect, retrying in ") for line in lines)
