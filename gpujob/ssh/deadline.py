@@ -142,7 +142,10 @@ class Watch:
 
     def expired(self) -> SSHStalled:
         now = self._time()
-        moved = _size(self.moved) + (f" of {_size(self.expected)}" if self.expected else "")
+        # `expected` is the payload; a stream moves framing too (tar headers, stderr), so past it the
+        # share would read as nonsense ("10.8 kB of 7.8 kB").
+        expected = self.expected or 0
+        moved = _size(self.moved) + (f" of {_size(expected)}" if expected and self.moved <= expected else "")
         if now - self.started >= self.total_s and now - self.last < self.idle_s:
             why = f"did not finish within {self.total_s:.0f}s ({moved} moved)"
             knob = f"{ENV_COMMAND} or {ENV_MIN_RATE}"

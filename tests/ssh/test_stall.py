@@ -192,3 +192,17 @@ def test_remote_reports_its_limits(stall_sshd: SSHD, key: Path) -> None:
             return remote
 
     assert asyncio.run(go()).limits == FAST
+
+
+def test_a_stall_message_gives_the_share_moved_only_while_it_is_within_the_payload() -> None:
+    from gpujob.ssh.deadline import Watch
+
+    async def message(moved: int) -> str:
+        watch = Watch("code sync to /w", "root@h:22 (p1)", idle_s=1.0, total_s=10.0, expected=100)
+        watch.touch(moved)
+        watch.last -= 2  # no byte for longer than the idle limit
+        return str(watch.expired())
+
+    assert "stalled: no data for 1s (after 40 B of 100 B)" in asyncio.run(message(40))
+    # A stream's framing (tar headers) is counted too: past the payload the share would be nonsense.
+    assert "stalled: no data for 1s (after 150 B)" in asyncio.run(message(150))
