@@ -69,6 +69,7 @@ def test_apply_waiting_for_sshd_after_a_start_stops_when_the_pod_exits(project: 
             proc.wait()
     assert proc.returncode == 1 and elapsed < 20, (elapsed, out)
     assert "is EXITED, not running: `gpujob apply` starts it again" in out, out
+    assert "not ready yet" in out and "(gives up after 10m00s)" in out, out  # the wait it was in
 
     # The fault was for one boot: the next apply starts the pod with sshd and converges.
     p.gj("apply", "--auto-approve")
