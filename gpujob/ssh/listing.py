@@ -165,9 +165,22 @@ def _malformed(rdir: str, item: str) -> SSHError:
     return SSHError(f"unexpected listing of {rdir} from the remote: {item[:80]!r}")
 
 
+def state_command(path: str) -> str:
+    """The shell text remote_state sends. The run's keep rotation may delete the file between any two of
+    its steps: gone at any point is "gone" (empty answer, exit 0), never a failed command; only a file
+    still there that cannot be read fails."""
+    p = q(path)
+    return (
+        f"[ -f {p} ] || exit 0; {HASHER}; "
+        f"if s=$(stat -c %s -- {p} 2>/dev/null) && h=$($H 2>/dev/null < {p}); "
+        f'then printf \'%s %.64s\' "$s" "$h"; '
+        f"elif [ -e {p} ]; then echo 'cannot read the file' >&2; exit 1; fi"
+    )
+
+
 async def remote_state(remote: Remote, path: str, size_hint: int = 0) -> RemoteFile | None:
     """Size and sha256 of one remote file now, or None when it is gone."""
-    cmd = f'[ -f {q(path)} ] || exit 0; {HASHER}; s=$(stat -c %s -- {q(path)}) && h=$($H < {q(path)}) && printf \'%s %.64s\' "$s" "$h"'
+    cmd = state_command(path)
     bound = remote.limits.for_bytes(size_hint)
     answer = await remote.run(cmd, timeout=bound, idle=bound, what=f"remote sha256 of {path}")
     size, _, digest = answer.stdout.strip().partition(" ")
