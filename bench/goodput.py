@@ -216,7 +216,9 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
         price = sim.engine.rp_prices.gpu_hour("NVIDIA GeForce RTX 4090", cloud="SECURE", spot=True)
         billed_s = gpu_usd / price * 3600
     if billed_s <= 0:
-        raise RuntimeError("the simulator billed no GPU time to the job's pod: nothing to measure goodput against")
+        raise RuntimeError(
+            "the simulator billed no GPU time to the job's pod: nothing to measure goodput against"
+        )
     bound, tau = daly_bound(mtbf_s, write_s, restart_s)
     good.figure_samples.append(steps * pace / billed_s)
     good.floor_samples.append(bound)
