@@ -35,8 +35,8 @@ LOADS_FILE = LOADS + " {file}"
 
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
-    if not Path("/usr/sbin/sshd").exists() or os.geteuid() != 0:
-        pytest.fail("these tests need root and /usr/sbin/sshd (both present here and in CI)")
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.fail("these tests need /usr/sbin/sshd (openssh-server; make install brings it)")
     with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
         yield server
 

@@ -107,7 +107,8 @@ def test_latency_does_not_serialise_requests(sim):
             return time.monotonic() - t
 
     elapsed = asyncio.run(burst())
-    assert 0.1 <= elapsed < 1.0
+    # Serialised, 50 × 0.1 s would take 5 s; the margin below that is for a loaded 2-core machine.
+    assert 0.1 <= elapsed < 2.5
 
 
 def test_preempt_sends_sigterm_then_kills_and_keeps_the_volume(sim, ssh_key):

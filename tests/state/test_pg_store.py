@@ -131,6 +131,11 @@ with store.lock("bert", command="stuck apply"):
 """
 
 
+def _other_host(unshare: str) -> tuple[str, ...]:
+    """A UTS namespace of its own: as root directly, as an ordinary user inside a user namespace."""
+    return (unshare, "--uts") if os.geteuid() == 0 else (unshare, "--user", "--map-root-user", "--uts")
+
+
 def test_force_unlock_ends_the_session_of_a_holder_on_another_host(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,7 +144,7 @@ def test_force_unlock_ends_the_session_of_a_holder_on_another_host(
     unshare = shutil.which("unshare")
     assert unshare, "util-linux unshare is needed (see .ci/run)"
     code = f"import socket; socket.sethostname('ci-runner-7'); exec({HOLDER!r})"
-    child = Child(code, env, prefix=(unshare, "--uts"))
+    child = Child(code, env, prefix=_other_host(unshare))
     try:
         assert child.line() == "ready"
         store = PgStore(pg_url, "w")
@@ -214,7 +219,7 @@ def test_force_unlock_command_frees_a_job_held_from_another_host(pg_url: str, tm
     unshare = shutil.which("unshare")
     assert unshare
     code = f"import socket; socket.sethostname('ci-runner-9'); exec({HOLDER!r})"
-    child = Child(code, env, prefix=(unshare, "--uts"))
+    child = Child(code, env, prefix=_other_host(unshare))
     try:
         assert child.line() == "ready"
         done = subprocess.run(
