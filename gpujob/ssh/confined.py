@@ -73,10 +73,10 @@ class LocalDir:
         return h.hexdigest()
 
     def open_part(self, dfd: int, base: str, size: int) -> tuple[int, int]:
-        """Open `.part` for appending without following a symlink; (fd, offset to continue from).
+        """Open `.part` for writing at any offset (pwrite) without following a symlink; (fd, its size).
         Anything but a regular file under that name (a planted symlink, a FIFO) is removed first."""
         part = base + PART
-        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        flags = os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         current = self.regular_size(dfd, part)
         if current is None:
             try:
@@ -91,6 +91,26 @@ class LocalDir:
             os.unlink(part, dir_fd=dfd)
             return os.open(part, flags | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dfd), 0
         return os.open(part, flags, dir_fd=dfd), current
+
+    def read_small(self, dfd: int, name: str, limit: int = 1 << 20) -> bytes | None:
+        """A small regular file's bytes (never through a symlink), or None when there is none."""
+        try:
+            # O_NONBLOCK: a FIFO planted under the name must not hang the pull
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+            fd = os.open(name, flags, dir_fd=dfd)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read(limit) if stat.S_ISREG(os.fstat(fh.fileno()).st_mode) else None
+
+    def write_small(self, dfd: int, name: str, data: bytes) -> None:
+        """Replace `name` atomically (a temporary dotfile, then rename), never writing through a link."""
+        tmp = f"{name}.tmp"
+        self.discard(dfd, tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
 
     def promote(self, dfd: int, base: str) -> None:
         try:

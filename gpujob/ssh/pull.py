@@ -8,17 +8,16 @@ confined.LocalDir. The other direction (carrying checkpoints onto a new disk) is
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import queue
-import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from gpujob.errors import RemoteCommandError, SSHError
 from gpujob.model import Model
+from gpujob.ssh import spans
 from gpujob.ssh.confined import PART, LocalDir, UnsafeLocalPath
 from gpujob.ssh.listing import RemoteFile, RemoteListing, list_remote, remote_state
 from gpujob.ssh.quote import q, remote_path
@@ -35,7 +34,6 @@ __all__ = [
 ]
 Progress = Callable[[int, int], object]
 T = TypeVar("T")
-QUEUED_CHUNKS = 16  # at most this many received chunks wait for the disk writer
 
 
 class ChecksumMismatch(SSHError):
@@ -70,7 +68,7 @@ class PullOutcome:
 
 
 async def _fetch(
-    remote: Remote,
+    lanes: Sequence[Remote],
     path: str,
     local: LocalDir,
     dfd: int,
@@ -78,57 +76,86 @@ async def _fetch(
     size: int,
     on_bytes: Callable[[int], None],
     shown: Path,
+    stripes: int,
 ) -> tuple[str, int, int]:
-    """Continue `<base>.part` from its current size; returns (sha256 hex, bytes transferred, resumed_from)."""
-    fd, offset = local.open_part(dfd, base, size)
-    h = hashlib.sha256()
-    pos = 0
-    while pos < offset:  # the kept prefix, read through the very fd we append to
-        block = os.pread(fd, min(1 << 20, offset - pos), pos)
-        if not block:
-            break
-        h.update(block)
-        pos += len(block)
+    """Fill `<base>.part` (resuming what it holds) from the remote file, large files as several spans
+    at once, one channel each, spread over `lanes`; returns (sha256 hex, bytes transferred, bytes
+    already present)."""
+    writer, present = spans.open_spans(local, dfd, base, size, stripes)
     got = 0
-    # Writing and hashing run in a thread (both release the GIL on large buffers), so they overlap with
-    # decryption on the event loop instead of taking turns with it. The queue is bounded: when the disk
-    # is slower than the network, the transfer waits instead of buffering the checkpoint in memory.
-    chunks: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_CHUNKS)
-    with os.fdopen(fd, "ab") as fh:
 
-        def drain() -> None:
-            while (chunk := chunks.get()) is not None:
-                fh.write(chunk)
-                h.update(chunk)
-
-        writer = threading.Thread(target=drain, name="gpujob-pull-writer", daemon=True)
-        writer.start()
+    async def fetch(span: spans.Span, remote: Remote) -> None:
+        nonlocal got
+        expected, taken = span.missing, 0
 
         async def sink(chunk: bytes) -> None:
-            nonlocal got
-            try:
-                chunks.put_nowait(chunk)
-            except queue.Full:
-                await asyncio.to_thread(chunks.put, chunk)
+            nonlocal got, taken
+            if writer.failure is not None:
+                raise writer.failure
+            piece = chunk[: expected - taken]  # a file grown past its listed size: the hashes will differ
+            taken += len(chunk)
             got += len(chunk)
             on_bytes(len(chunk))
+            if piece:
+                try:
+                    writer.chunks.put_nowait((span, piece))
+                except queue.Full:
+                    await asyncio.to_thread(writer.chunks.put, (span, piece))
 
+        # The last span reads to the end; the others stop after their bytes (`head -c`).
+        cmd = f"tail -c +{span.filled + 1} -- {q(path)}"
+        if span.end < size:
+            cmd += f" | head -c {expected}"
+        await remote.stream_out(
+            cmd,
+            sink,
+            size=expected,
+            what=f"pull of {path}",
+            left=f"the partial file {shown}{PART} is kept; the next pull resumes it",
+        )
+        if taken < expected:  # `head` exits 0 when `tail` found no file: a short stream is a failure
+            raise RemoteCommandError(cmd, None, f"the stream ended after {taken} of {expected} bytes")
+
+    writer.start()
+    try:
+        todo = [s for s in writer.spans if s.missing]
+        await _all_or_none([fetch(s, lanes[i % len(lanes)]) for i, s in enumerate(todo)])
+    finally:
+        await asyncio.to_thread(writer.chunks.put, None)
         try:
-            if offset < size:
-                await remote.stream_out(
-                    f"tail -c +{offset + 1} -- {q(path)}",
-                    sink,
-                    size=size - offset,
-                    what=f"pull of {path}",
-                    left=f"the partial file {shown}{PART} is kept; the next pull resumes it",
-                )
-        finally:
-            await asyncio.to_thread(chunks.put, None)
             await asyncio.to_thread(writer.join)
-    return h.hexdigest(), got, offset
+        finally:
+            os.close(writer.fd)
+    return (writer.hash.hexdigest() if writer.complete else ""), got, present
+
+
+async def _all_or_none(work: list[Awaitable[None]]) -> None:
+    """Run `work` concurrently; the first failure ends the rest (their channels closed) and is raised."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    if not tasks:
+        return
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.wait(tasks)
+    for t in tasks:
+        if not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
 
 
 ROTATION_ROUNDS = 3
+DEFAULT_STRIPES = 1
+
+
+def stripe_count(given: int | None = None) -> int:
+    """How many spans of one large file are fetched at once: `given`, else GPUJOB_PULL_STRIPES, else
+    DEFAULT_STRIPES (1 to 16)."""
+    if given is None:
+        raw = os.environ.get("GPUJOB_PULL_STRIPES", "")
+        given = int(raw) if raw.strip().isdigit() else DEFAULT_STRIPES
+    return max(1, min(16, given))
 
 
 async def pull_checkpoints(
@@ -139,6 +166,8 @@ async def pull_checkpoints(
     verify: str | None,
     progress: Progress | None = None,
     cwd: Path | None = None,
+    lanes: Sequence[Remote] = (),
+    stripes: int | None = None,
 ) -> PullOutcome:
     """Pull every checkpoint under `remote_dir` into `local_dir`, resuming partial files, refusing a
     checksum mismatch (ChecksumMismatch), and recording the verify command's result per file.
@@ -146,7 +175,10 @@ async def pull_checkpoints(
     A running job keeps its newest N checkpoints: a file it deletes between the listing and its fetch
     was superseded, not missed. When that happens the dir is listed again and the newer files pulled
     too (ROTATION_ROUNDS at most). The outcome's listing is the first one plus those newer files, each
-    with the sha256 the remote computed during the pull ("" for a file that vanished first)."""
+    with the sha256 the remote computed during the pull ("" for a file that vanished first).
+
+    A file of at least 2 × spans.STRIPE_MIN is fetched as up to `stripes` spans at once (default
+    GPUJOB_PULL_STRIPES, else DEFAULT_STRIPES), over `remote` and the extra connections in `lanes`."""
     from gpujob import verify as verify_cmd
 
     remote_dir = remote_path(remote_dir)
@@ -156,6 +188,8 @@ async def pull_checkpoints(
     seen: dict[str, RemoteFile] = {}
     total = done = 0
 
+    ways = stripe_count(stripes)
+
     def present(name: str, want: RemoteFile) -> int:
         try:
             dfd, base = local.parent(name)
@@ -163,7 +197,7 @@ async def pull_checkpoints(
             return 0
         if local.regular_size(dfd, base) == want.size:
             return want.size
-        return min(local.regular_size(dfd, base + PART) or 0, want.size)
+        return spans.present(local, dfd, base, want.size)
 
     def on_bytes(n: int) -> None:
         nonlocal done
@@ -182,7 +216,9 @@ async def pull_checkpoints(
             rotated = False
             for name, want in files:
                 try:
-                    got = await _pull_one(remote, f"{remote_dir}/{name}", name, want, local, on_bytes)
+                    got = await _pull_one(
+                        [remote, *lanes], f"{remote_dir}/{name}", name, want, local, on_bytes, ways
+                    )
                 except UnsafeLocalPath as exc:
                     outcome.unpullable[name] = f"local path not writable safely: {exc}"
                     now = await remote_state(remote, f"{remote_dir}/{name}", want.size)
@@ -208,13 +244,20 @@ async def pull_checkpoints(
 
 
 async def _pull_one(
-    remote: Remote, path: str, name: str, want: RemoteFile, local: LocalDir, on_bytes: Callable[[int], None]
+    lanes: list[Remote],
+    path: str,
+    name: str,
+    want: RemoteFile,
+    local: LocalDir,
+    on_bytes: Callable[[int], None],
+    stripes: int,
 ) -> PulledCheckpoint | None:
     """One file; None when it vanished from the remote before it was fetched whole.
 
     The listing gave names and sizes only: the remote hashes the file at rest on a second channel while
     it streams (or while the local copy is hashed), so that pass overlaps the transfer instead of
     preceding it. The `.part` is promoted only when its sha256 equals that remote sha256."""
+    remote = lanes[0]
     dfd, base = local.parent(name)
     if local.regular_size(dfd, base) == want.size:
         hashing = _remote_hash(remote, path, want.size)
@@ -230,27 +273,28 @@ async def _pull_one(
     transferred, resumed = 0, 0
     for attempt in (1, 2):
         hashing = _remote_hash(remote, path, want.size)
-        fetch = _fetch(remote, path, local, dfd, base, want.size, on_bytes, local.root / name)
+        fetch = _fetch(lanes, path, local, dfd, base, want.size, on_bytes, local.root / name, stripes)
         try:
             local_sum, got, offset = await _cancelling(hashing, fetch, keep=RemoteCommandError)
         except RemoteCommandError:
             if await hashing is None:
-                local.discard(dfd, base + PART)
+                spans.discard(local, dfd, base)
                 return None  # rotated away while we read it
             raise
         now = await hashing
         if now is None:  # gone by the time it was hashed: what arrived cannot be checked
-            local.discard(dfd, base + PART)
+            spans.discard(local, dfd, base)
             return None
         transferred += got
         resumed = resumed or offset
         if now.size == want.size and local_sum == now.sha256:
             local.promote(dfd, base)
+            local.discard(dfd, spans.journal_name(base))
             return PulledCheckpoint(
                 name=name, size=want.size, sha256=local_sum, remote_sha256=now.sha256,
                 verified=None, verify_output="", bytes_transferred=transferred, resumed_from=resumed,
             )  # fmt: skip
-        local.discard(dfd, base + PART)  # never promote a mismatching file
+        spans.discard(local, dfd, base)  # never promote a mismatching file
         if attempt == 2:
             raise ChecksumMismatch(
                 f"checksum mismatch pulling {path}: local sha256 {local_sum}, remote {now.sha256}",
