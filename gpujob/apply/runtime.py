@@ -393,6 +393,42 @@ async def pull(
         return await pull_over(remote, target, ssh, clock, note, progress=progress)
 
 
+MAX_LANES = 4  # connections a striped pull may use, the first included
+
+
+async def _extra_lanes(
+    stack: contextlib.AsyncExitStack, remote: Any, target: Target, ssh: SSHApi, note: Callable[[str], None]
+) -> list[Any]:
+    """More connections to the same machine for a striped pull (GPUJOB_PULL_STRIPES above 1): each
+    stripe of a large file gets its own TCP stream, which is what fills a long, lossy link. The host key
+    is the one the first connection pinned. One that cannot be opened is done without, not an error."""
+    from gpujob.ssh.pull import stripe_count
+
+    endpoint = getattr(remote, "endpoint", None)
+    want = min(stripe_count(), MAX_LANES) - 1
+    if want <= 0 or not isinstance(endpoint, SSHEndpoint):
+        return []
+    key_path, _ = ssh.ensure_project_key(target.state_dir)
+    lanes: list[Any] = []
+    for _ in range(want):
+        cm = ssh.open(
+            endpoint,
+            key_path=key_path,
+            known_hosts=as_store(target.state_dir),
+            resource_id=target.resource.id,
+            timeout=ATTEMPT_S,
+        )
+        try:
+            lanes.append(await stack.enter_async_context(cm))
+        except (SSHConnectError, OSError) as exc:
+            note(
+                f"{target.spec.name}: pull: an extra connection failed ({str(exc)[:120]}); going on with fewer"
+            )
+            break
+    note(f"{target.spec.name}: pull: large files striped over {len(lanes) + 1} connections")
+    return lanes
+
+
 async def pull_over(
     remote: Any,
     target: Target,
@@ -408,10 +444,17 @@ async def pull_over(
     assert ck is not None
     local_dir = pull_dir(spec, target.spec_path)
     local_dir.mkdir(parents=True, exist_ok=True)
-    with transfer_reporting("pull", note) as fallback:
-        outcome = await ssh.pull_checkpoints(
-            remote, ck.dir, local_dir, verify=None, progress=progress or fallback
-        )
+    async with contextlib.AsyncExitStack() as stack:
+        lanes = await _extra_lanes(stack, remote, target, ssh, note)
+        with transfer_reporting("pull", note) as fallback:
+            outcome = await ssh.pull_checkpoints(
+                remote,
+                ck.dir,
+                local_dir,
+                verify=None,
+                progress=progress or fallback,
+                **({"lanes": lanes} if lanes else {}),
+            )
     if outcome.unpullable:
         note(
             f"not pullable, skipped: {_names(outcome.unpullable)} (rename or remove them on the "

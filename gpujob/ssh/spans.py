@@ -40,6 +40,12 @@ class Span:
         return self.end - self.filled
 
 
+def stripe_min() -> int:
+    """The least a stripe carries: GPUJOB_PULL_STRIPE_MIN_MB when set, else STRIPE_MIN."""
+    raw = os.environ.get("GPUJOB_PULL_STRIPE_MIN_MB", "").strip()
+    return max(1, int(raw)) * 1024 * 1024 if raw.isdigit() else STRIPE_MIN
+
+
 def journal_name(base: str) -> str:
     return f".{base}{PART}-spans"
 
@@ -51,7 +57,7 @@ def plan_spans(size: int, have: list[Span] | None, prefix: int, stripes: int) ->
         return have
     spans = [Span(0, prefix, prefix)] if prefix else []
     rest = size - prefix
-    n = max(1, min(stripes, rest // STRIPE_MIN))
+    n = max(1, min(stripes, rest // stripe_min()))
     step = -(-rest // n) if rest else 0
     for i in range(n):
         lo, hi = prefix + i * step, min(size, prefix + (i + 1) * step)
