@@ -1,5 +1,6 @@
-"""Checkpoint pulls: resumable (a local `.part` continues from its size), checksummed on both ends,
-then checked by the user's local verify command. A `.part` is only promoted once its sha256 matches
+"""Checkpoint pulls: resumable (a local `.part` continues from what it holds: spans.py), large files
+optionally striped over parallel channels and connections, checksummed on both ends, then checked by
+the user's local verify command. A `.part` is only promoted once its sha256 matches
 the remote file's. A file that disappears mid-pull (the run's `keep` rotation) is reported as
 vanished, not as an error. What is pulled comes from listing.list_remote; local writes go through
 confined.LocalDir. The other direction (carrying checkpoints onto a new disk) is carry.py.
