@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "machine": platform.platform(),
         "cores": os.cpu_count(),
+        # what the transfer figures ran over: the cipher gpujob and this machine's OpenSSH agree on
+        "cipher": negotiated_cipher() if "transfer" in (args.only or SUITES) else None,
         # a busy machine skews every figure: the load is recorded so a reader can judge a run
         "load_average": os.getloadavg(),
         "quick": args.quick,
@@ -54,6 +56,26 @@ def main(argv: list[str] | None = None) -> int:
     }
     Path(args.out).write_text(json.dumps(payload, indent=2, default=str) + "\n")
     return 1 if any(r.error for r in results) else 0
+
+
+def negotiated_cipher() -> str | None:
+    """The cipher of a gpujob connection to a local OpenSSH sshd, both directions ("recv/send")."""
+    import asyncio
+    import tempfile
+
+    from gpujob.ssh.session import connect
+    from gpujob.ssh.testing import local_sshd
+
+    async def ask(endpoint, key: Path, known: Path) -> str:  # type: ignore[no-untyped-def]
+        async with connect(endpoint, key_path=key, known_hosts=known, resource_id="bench") as remote:
+            recv, send = (remote.conn.get_extra_info(k) for k in ("recv_cipher", "send_cipher"))
+            return str(recv) if recv == send else f"{recv}/{send}"
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp, local_sshd(Path(tmp) / "sshd") as (endpoint, key):
+            return asyncio.run(ask(endpoint, key, Path(tmp) / "known_hosts.json"))
+    except Exception as exc:  # the figures stand without it; say why it is missing
+        return f"unknown ({type(exc).__name__}: {exc})"
 
 
 def render(results: list[Result]) -> str:

@@ -21,7 +21,10 @@ def test_every_benchmark_suite_runs_and_measures(tmp_path: Path) -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = json.loads(out.read_text())["results"]
+    payload = json.loads(out.read_text())
+    assert payload["cores"] >= 1
+    assert payload["cipher"] and not payload["cipher"].startswith("unknown"), payload["cipher"]
+    results = payload["results"]
     figures = {r["figure"] for r in results}
     for expected in (
         "gpujob --help",
