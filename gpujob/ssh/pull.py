@@ -91,8 +91,7 @@ async def _fetch(
 
         async def sink(chunk: bytes) -> None:
             nonlocal got, taken
-            if writer.failure is not None:
-                raise writer.failure
+            writer.check()
             piece = chunk[: expected - taken]  # a file grown past its listed size: the hashes will differ
             taken += len(chunk)
             got += len(chunk)
@@ -117,16 +116,15 @@ async def _fetch(
         if taken < expected:  # `head` exits 0 when `tail` found no file: a short stream is a failure
             raise RemoteCommandError(cmd, None, f"the stream ended after {taken} of {expected} bytes")
 
-    writer.start()
     try:
+        writer.start()
         todo = [s for s in writer.spans if s.missing]
         await _all_or_none([fetch(s, lanes[i % len(lanes)]) for i, s in enumerate(todo)])
     finally:
         await asyncio.to_thread(writer.chunks.put, None)
-        try:
-            await asyncio.to_thread(writer.join)
-        finally:
-            os.close(writer.fd)
+        await asyncio.to_thread(writer.join)
+        os.close(writer.fd)
+    writer.check()
     return (writer.hash.hexdigest() if writer.complete else ""), got, present
 
 

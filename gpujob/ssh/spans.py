@@ -11,6 +11,7 @@ needs the whole file's sha256 to equal the remote's: a wrong record costs a re-f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -19,12 +20,17 @@ import queue
 import threading
 from dataclasses import dataclass
 
+from gpujob.errors import GpujobError
 from gpujob.ssh.confined import PART, LocalDir
 
 STRIPE_MIN = 64 * 1024 * 1024  # a file is striped only when each stripe would carry at least this much
 JOURNAL_EVERY = 16 * 1024 * 1024  # bytes written between two updates of the span record (re-fetch bound)
 HASH_STEP = 4 * 1024 * 1024  # bytes re-read per step when hashing what arrived out of order
 QUEUED_CHUNKS = 16  # received chunks waiting for the writer: the pull's memory bound
+
+
+class LocalWriteError(GpujobError):
+    """The local `.part` could not be written (disk full, file size limit, I/O error)."""
 
 
 @dataclass
@@ -128,14 +134,27 @@ class SpanWriter:
         self._thread = threading.Thread(target=self._run, name="gpujob-pull-writer", daemon=True)
 
     def start(self) -> None:
-        if self.journal:
-            self._write_journal()  # before any striped byte, so a striped .part never lacks its record
+        try:
+            if self.journal:
+                self._write_journal()  # before any striped byte: a striped .part never lacks its record
+        except OSError as exc:
+            self.failure = exc
+            self.check()
         self._thread.start()
 
     def join(self) -> None:
-        self._thread.join()
+        if self._thread.ident is not None:
+            self._thread.join()
+
+    def check(self) -> None:
+        """Raise LocalWriteError when the writer failed: the pull stops instead of sending on."""
         if self.failure is not None:
-            raise self.failure
+            where = self.local.root / f"{self.base}{PART}"
+            raise LocalWriteError(
+                f"cannot write {where}: {type(self.failure).__name__}: {self.failure}",
+                hint=f"free space on the disk holding {self.local.root} (or fix what the error names), then "
+                "pull again: the bytes already written are kept and not sent again",
+            ) from self.failure
 
     @property
     def complete(self) -> bool:
@@ -156,8 +175,11 @@ class SpanWriter:
                 self._hash_step()
             if self.journal:
                 self._write_journal()
-        except BaseException as exc:  # raised in the event loop by join(); keep draining so puts end
+        except BaseException as exc:  # raised in the event loop by check(); keep draining so puts end
             self.failure = exc
+            if self.journal:  # what did land is kept for the next pull, when the record still fits
+                with contextlib.suppress(OSError):
+                    self._write_journal()
             while self.chunks.get() is not None:
                 pass
 

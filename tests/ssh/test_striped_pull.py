@@ -349,3 +349,64 @@ def test_peak_memory_of_a_large_striped_pull_is_bounded(sshd: SSHD, state: Path,
     # 16 queued chunks of at most 1 MB, the hasher's 4 MB step and asyncssh's window per channel:
     # far below the file's 384 MB, and independent of it.
     assert grew_mb < 96, f"peak RSS grew by {grew_mb:.0f} MB pulling {size // MB} MB"
+
+
+FULL_DISK_CHILD = textwrap.dedent(
+    """
+    import asyncio, resource, signal, sys
+    from pathlib import Path
+    from gpujob.errors import GpujobError
+    from gpujob.ssh import spans
+    from gpujob.ssh.pull import pull_checkpoints
+    from gpujob.ssh.session import connect
+    from gpujob.live import SSHEndpoint
+
+    host, port, user, key, known, rdir, ldir, stripes = sys.argv[1:]
+    spans.STRIPE_MIN = spans.JOURNAL_EVERY = 1 << 20
+    # The disk is "full" at 4 MB: writes past it fail with EFBIG instead of killing the process.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, 4 << 20))
+
+    async def main():
+        ep = SSHEndpoint(host=host, port=int(port), user=user)
+        async with connect(ep, key_path=Path(key), known_hosts=Path(known), resource_id="pod") as r:
+            await pull_checkpoints(r, rdir, Path(ldir), verify=None, stripes=int(stripes))
+
+    try:
+        asyncio.run(main())
+    except GpujobError as exc:
+        print(exc.render())
+        sys.exit(3)
+    """
+)
+
+
+@pytest.mark.parametrize("stripes", [1, 3])
+def test_a_full_disk_stops_the_pull_with_a_clear_error_and_keeps_what_arrived(
+    sshd: SSHD, state: Path, tmp_path: Path, small_stripes: None, stripes: int
+) -> None:
+    src = make_checkpoint(tmp_path / "r")
+    ldir = tmp_path / "l"
+    ep = sshd.endpoint
+    args = [ep.host, str(ep.port), ep.user, str(state / "id_ed25519"), str(state / "kh.json")]
+    child = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_CHILD, *args, str(tmp_path / "r"), str(ldir), str(stripes)],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a writer that died used to leave the transfer waiting on a full queue forever
+    )
+    assert child.returncode == 3, child.stdout + child.stderr
+    assert f"cannot write {ldir / 'model.pt.part'}" in child.stdout
+    assert "free space on the disk" in child.stdout and "Traceback" not in child.stderr
+    assert not (ldir / "model.pt").exists()
+    local = LocalDir(ldir)
+    try:
+        dfd, base = local.parent("model.pt")
+        present = spans.present(local, dfd, base, SIZE)
+    finally:
+        local.close()
+    # plain: the .part holds the 4 MB the limit let in; striped: what the record vouches for of it
+    assert present == 4 * MB if stripes == 1 else 0 <= present <= 4 * MB
+    [p] = asyncio.run(_pull(sshd, state, tmp_path / "r", ldir, stripes=stripes))
+    assert p.resumed_from == present and p.bytes_transferred == SIZE - present
+    assert sha(ldir / "model.pt") == sha(src)
