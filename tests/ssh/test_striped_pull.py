@@ -410,3 +410,35 @@ def test_a_full_disk_stops_the_pull_with_a_clear_error_and_keeps_what_arrived(
     [p] = asyncio.run(_pull(sshd, state, tmp_path / "r", ldir, stripes=stripes))
     assert p.resumed_from == present and p.bytes_transferred == SIZE - present
     assert sha(ldir / "model.pt") == sha(src)
+
+
+def test_a_large_checkpoint_rotated_away_before_its_stripes_start_is_vanished_not_an_error(
+    sshd: SSHD, state: Path, tmp_path: Path, small_stripes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpujob.ssh import pull as pull_mod
+
+    src = make_checkpoint(tmp_path / "r")
+    newer = tmp_path / "r" / "model-2.pt"
+    real = pull_mod.list_remote
+
+    async def list_then_rotate(remote, d, **kw):  # type: ignore[no-untyped-def]
+        listing = await real(remote, d, **kw)
+        if src.exists():  # the run's keep rotation, right after the first listing
+            newer.write_bytes(os.urandom(3 * MB))
+            src.unlink()
+        return listing
+
+    monkeypatch.setattr(pull_mod, "list_remote", list_then_rotate)
+    ldir = tmp_path / "l"
+
+    async def go():  # type: ignore[no-untyped-def]
+        async with connect(
+            sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
+        ) as remote:
+            return await pull_checkpoints(remote, str(tmp_path / "r"), ldir, verify=None, stripes=3)
+
+    got = asyncio.run(go())
+    # every stripe's `tail` found no file and `head` still exited 0: the short streams are a rotation
+    assert got.vanished == ["model.pt"]
+    assert [p.name for p in got] == ["model-2.pt"] and sha(ldir / "model-2.pt") == sha(newer)
+    assert sorted(p.name for p in ldir.iterdir()) == ["model-2.pt"]  # no .part, no span record
