@@ -34,8 +34,50 @@ CIPHERS = (
 WINDOW = 8 * 1024 * 1024  # a larger flow-control window keeps the pipe full on bulk transfers
 MAX_PKT = 256 * 1024
 CHUNK = 1024 * 1024
+HOLD_S = 0.02  # the longest an upload waits for the peer's window to fit a full packet
 RUN_OUTPUT_MAX = 16 * 1024 * 1024  # what `run` collects; bulk data goes through stream_out
 STDERR_KEEP = 64 * 1024  # the tail of stderr kept for error messages
+
+
+def _send_full_packets(chan: Any) -> None:
+    """Hold an upload until the peer's window allows a full packet. asyncssh sends whatever window the
+    peer grants at once, and OpenSSH grants it as its command drains the pipe, a few KB at a time: an
+    upload became ~22 KB packets where 32 KB fit, each with its own Python framing, encryption and
+    (asyncssh adds one before each packet) an empty MSG_IGNORE. A peer re-opens its window long before
+    it is down to an eighth; one that waits for the last byte still gets it, HOLD_S later."""
+    flush = getattr(chan, "_flush_send_buf", None)
+    initial = getattr(chan, "_send_window", None)
+    if (
+        flush is None
+        or not isinstance(initial, int)
+        or not isinstance(getattr(chan, "_send_pktsize", None), int)
+    ):
+        return  # not the asyncssh this was written against: keep its own behaviour
+    least = min(chan._send_pktsize, initial // 8)
+    loop = asyncio.get_running_loop()
+    late: list[asyncio.TimerHandle] = []
+
+    def flush_full() -> None:
+        while late:
+            late.pop().cancel()
+        window, packet = chan._send_window, chan._send_pktsize
+        if chan._send_buf_len <= window or least <= window < packet:
+            flush()  # all of it fits, or the peer's window is that small: as asyncssh would
+        elif window >= least:
+            whole = window - window % packet
+            chan._send_window = whole
+            try:
+                flush()
+            finally:
+                chan._send_window += window - whole
+        elif window > 0:
+            late.append(loop.call_later(HOLD_S, flush_held))  # the next window adjust usually comes first
+
+    def flush_held() -> None:
+        with suppress(asyncssh.Error, OSError):  # the channel's own error paths report a lost connection
+            flush()
+
+    chan._flush_send_buf = flush_full
 
 
 class CommandResult(Model):
@@ -238,6 +280,18 @@ class Remote:
         )
         return self._result(cmd, *await self._exchange(cmd, watch, sink=sink))
 
+    async def exchange(
+        self,
+        cmd: str,
+        watch: Watch,
+        *,
+        feed: Iterable[bytes] | AsyncIterator[bytes] | None = None,
+        sink: Callable[[bytes], object] | None = None,
+    ) -> CommandResult:
+        """Run `cmd` under an existing watch (several channels of one operation share its deadline),
+        feeding stdin from `feed` and passing stdout to `sink`. Raises on non-zero exit."""
+        return self._result(cmd, *await self._exchange(cmd, watch, feed=feed, sink=sink))
+
     async def _exchange(
         self,
         cmd: str,
@@ -255,6 +309,8 @@ class Remote:
             proc = await watch.guard(self.conn.create_process(cmd, encoding=None, stdin=stdin))
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from exc
+        if feed is not None:
+            _send_full_packets(proc.channel)
         out, err = bytearray(), bytearray()
 
         async def read_out() -> None:

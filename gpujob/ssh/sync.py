@@ -1,14 +1,18 @@
-"""Code sync: a tar stream over one SSH exec channel, sending only files whose size or mtime differ
-from the remote copy (rsync's quick check), then placing them atomically.
+"""Code sync: tar streams over SSH exec channels, sending only files whose size or mtime differ from the
+remote copy (rsync's quick check), then placing them atomically.
 
-Why a tar stream: measured on loopback it beats asyncssh SFTP by a wide margin and matches `rsync -a`
-(numbers in the SSH layer's report); it needs only GNU tar, find and cp on the remote.
+Why tar streams: measured on loopback they beat asyncssh SFTP by a wide margin and match `rsync -a`
+(numbers in the README's Performance section); they need only bash, GNU tar, find and cp on the remote.
 
-Atomicity: the stream is extracted into a staging directory inside `dest`, and only after the whole
-archive arrived are the files hard-linked into place (`cp -al --remove-destination`), so a dropped
-connection never leaves a half-written file under its real name; the next sync clears the stage and
-converges. A manifest under `dest` records which files gpujob put there, so a file deleted locally is
-deleted remotely, while files the run itself wrote are never touched.
+One control channel runs the whole sync on the remote: it clears a stale stage, prints the manifest and
+the listing, then waits. The client walks the local tree meanwhile, decides what to send and streams it
+on up to STREAMS data channels in parallel (small files' inode creation on one, large files on another:
+the remote's kernel work overlaps the client's encryption). Only once every data channel's `tar`
+exited 0 does the client tell the control channel to place: deletions, then hard links from the stage
+into place (`cp -al --remove-destination`). A dropped connection or a failed stream never tells it, so
+nothing is placed under its real name half-written; the next sync clears the stage and converges.
+A manifest under `dest` records which files gpujob put there, so a file deleted locally is deleted
+remotely, while files the run itself wrote are never touched.
 """
 
 from __future__ import annotations
@@ -16,25 +20,33 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import queue
-import tarfile
-import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from pydantic import Field
 
 from gpujob.model import Model
+from gpujob.ssh.deadline import Watch
 from gpujob.ssh.ignore import LocalEntry, walk
 from gpujob.ssh.quote import q, remote_path
-from gpujob.ssh.session import CHUNK, Remote
+from gpujob.ssh.session import Remote
+from gpujob.ssh.tarstream import read_ahead, split, tar_blocks
 
 STAGE = ".gpujob-sync.tmp"
 MANIFEST = ".gpujob-sync.json"
 DELETE = ".gpujob-sync.delete"  # inside the stage only: NUL-separated paths to delete
-READ_AHEAD = 8  # chunks packed ahead of the channel
-_MARK = "\0GPUJOB-LIST\0"
+STREAMS = 2  # data channels: two cores, two remote tars; more only add remote commands
+_MARK = b"\0GPUJOB-LIST\0"
+# Listing records are five NUL-terminated fields, the first four never empty, so five NULs in a row
+# only ever mean the end (the manifest is printed with its NULs made \1).
+_END = b"\0" * 5
+PLACE = b"place\n"
+LEFT = (
+    "files are staged and placed only once all arrived, so nothing is half-written; the next apply "
+    "syncs again"
+)
 
 Progress = Callable[[int, int], object]
 
@@ -45,34 +57,57 @@ class SyncStats(Model):
     files_deleted: int
     seconds: float
     warnings: list[str] = Field(default_factory=list)
+    streams: int = 0  # data channels the upload used
 
 
-class RemoteEntry(Model):
+class RemoteEntry(NamedTuple):  # a tuple: a no-op sync parses one per remote file
     kind: str  # find %y: f (file) or l (symlink)
     size: int
     mtime: int
     link: str
 
 
-async def remote_listing(
-    remote: Remote, dest: str
-) -> tuple[dict[str, RemoteEntry], dict[str, list[int]] | None]:
-    """One round trip: clear a stale stage, read the manifest, list files with size/mtime/link target.
-    The manifest is None when it exists but is not what gpujob writes (then nothing in it is trusted)."""
+def control_command(dest: str) -> str:
+    """The control channel: stage cleared, manifest and listing printed, then one line from the client:
+    `place` applies the deletions and hard-links the stage into place; end of input leaves all as is."""
     d = q(dest)
-    cmd = (
-        f"mkdir -p {d} && cd {d} && rm -rf {STAGE} && {{ cat {MANIFEST} 2>/dev/null || true; }} && "
+    listing = (
+        f"mkdir -p {d} && cd {d} && rm -rf {STAGE} && {{ tr '\\000' '\\001' 2>/dev/null < {MANIFEST} || true; }} && "
         f"printf '\\0GPUJOB-LIST\\0' && find . -mindepth 1 \\( -path ./{STAGE} -o -path ./{MANIFEST} \\) -prune "
-        "-o \\( -type f -o -type l \\) -printf '%P\\0%y\\0%s\\0%T@\\0%l\\0'"
+        "-o \\( -type f -o -type l \\) -printf '%P\\0%y\\0%s\\0%T@\\0%l\\0' && printf '\\0\\0\\0\\0\\0' || exit 1"
     )
-    out = (await remote.run(cmd, what=f"listing {dest} for the code sync", left="nothing was sent")).stdout
-    head, _, listing = out.partition(_MARK)
-    fields = listing.split("\0")
+    # Hard links make placement a rename-like metadata operation; a filesystem without hard links
+    # falls back to moving file by file (still never a partial file under its real name).
+    fallback = (
+        f"(cd {STAGE} && find . \\( -type f -o -type l \\) -print0 | while IFS= read -r -d '' f; do "
+        'mkdir -p "../${f%/*}" && mv -f "$f" "../$f" || exit 1; done)'
+    )
+    place = (
+        f"{{ [ ! -e {STAGE}/{DELETE} ] || {{ xargs -0 rm -f -- < {STAGE}/{DELETE} && rm -f {STAGE}/{DELETE}; }}; }} && "
+        f"{{ cp -al --remove-destination {STAGE}/. . 2>/dev/null || {fallback}; }} && rm -rf {STAGE}"
+    )
+    script = f'{listing}\nIFS= read -r verdict || exit 0\n[ "$verdict" = place ] || exit 0\n{place}'
+    return f"bash -c {q(script)}"
+
+
+def extract_command(dest: str) -> str:
+    """A data channel: one tar stream extracted into the stage (which the control channel cleared)."""
+    d = q(dest)
+    # 128 KiB records: tar drains the pipe in larger reads, so sshd re-opens the window (one packet
+    # each way) half as often as with tar's default 10 KiB.
+    return f"cd {d} && mkdir -p {STAGE} && tar -x -b 256 --no-same-owner -f - -C {STAGE}"
+
+
+def parse_listing(out: bytes) -> tuple[dict[str, RemoteEntry], dict[str, list[int]] | None]:
+    """The control channel's output up to the end mark: (listing, manifest); the manifest is None when it
+    exists but is not what gpujob writes (then nothing in it is trusted)."""
+    head, _, listing = out.removesuffix(_END).partition(_MARK)
+    fields = listing.decode("utf-8", "surrogateescape").split("\0")
     entries: dict[str, RemoteEntry] = {}
     for i in range(0, len(fields) - 4, 5):
         path, kind, size, mtime, link = fields[i : i + 5]
-        entries[path] = RemoteEntry(kind=kind, size=int(size), mtime=int(float(mtime)), link=link)
-    return entries, parse_manifest(head)
+        entries[path] = RemoteEntry(kind, int(size), int(float(mtime)), link)
+    return entries, parse_manifest(head.decode("utf-8", "replace"))
 
 
 def parse_manifest(text: str) -> dict[str, list[int]] | None:
@@ -101,129 +136,92 @@ def _changed(local: LocalEntry, rem: RemoteEntry | None) -> bool:
     return rem.kind != "f" or rem.size != local.size or rem.mtime != local.mtime
 
 
-def _member(name: str, data: bytes) -> bytes:
-    ti = tarfile.TarInfo(name)
-    ti.size = len(data)
-    ti.mtime = int(time.time())
-    ti.mode = 0o644
-    return (
-        ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
-        + data
-        + b"\0" * (-len(data) % tarfile.BLOCKSIZE)
-    )
+class _Abandoned(Exception):
+    """Tells the control channel to end without placing (a data channel failed)."""
 
 
-def _tar_blocks(entries: list[LocalEntry], extra: list[tuple[str, bytes]]) -> Iterator[tuple[bytes, int]]:
-    """A GNU tar stream of `entries`, cut into ~CHUNK blocks (small files batched together), each with the
-    file bytes it completes (for progress)."""
-    buf = bytearray()
-    done = 0
-    for e in entries:
-        ti = tarfile.TarInfo(e.rel)
-        ti.mtime = e.mtime
-        ti.mode = e.mode
-        if e.link is not None:
-            ti.type = tarfile.SYMTYPE
-            ti.linkname = e.link
-            buf += ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
-            continue
-        ti.size = e.size
-        buf += ti.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
-        remaining = e.size
-        with open(e.path, "rb") as fh:
-            while remaining > 0:
-                chunk = fh.read(min(CHUNK, remaining))
-                if not chunk:  # the file shrank since it was listed: pad; the next sync re-sends it
-                    chunk = b"\0" * min(CHUNK, remaining)
-                remaining -= len(chunk)
-                done += len(chunk)
-                if not buf and len(chunk) >= CHUNK:
-                    yield chunk, done
-                else:
-                    buf += chunk
-                    if len(buf) >= CHUNK:
-                        yield bytes(buf), done
-                        buf.clear()
-        buf += b"\0" * (-e.size % tarfile.BLOCKSIZE)
-    for name, data in extra:
-        buf += _member(name, data)
-    buf += b"\0" * (2 * tarfile.BLOCKSIZE)
-    yield bytes(buf), done
+class _Control:
+    """The control channel's two sides: its output up to the listing's end, and the one line it waits
+    for (`place`, or end of input)."""
+
+    def __init__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.out = bytearray()
+        self.listing: asyncio.Future[bytes] = loop.create_future()
+        self.verdict: asyncio.Future[bool] = loop.create_future()
+
+    def sink(self, chunk: bytes) -> None:
+        if self.listing.done():
+            return  # the script prints nothing after the listing; stray output is not ours to parse
+        self.out += chunk
+        if self.out.endswith(_END):
+            self.listing.set_result(bytes(self.out))
+
+    async def feed(self) -> AsyncGenerator[bytes, None]:
+        if await self.verdict:
+            yield PLACE
+
+    def decide(self, place: bool) -> None:
+        if not self.verdict.done():
+            self.verdict.set_result(place)
+
+    def abandon(self) -> None:
+        if not self.verdict.done():
+            self.verdict.set_exception(_Abandoned())
 
 
-async def _read_ahead(
-    blocks: Iterator[tuple[bytes, int]], total: int, progress: Progress | None
-) -> AsyncGenerator[bytes, None]:
-    """Read and pack files in a thread, a few chunks ahead, so disk reads overlap with encryption on the
-    event loop. Progress is reported here, on the loop. If the consumer stops (a dropped connection),
-    the reader notices within its put timeout and ends."""
-    chunks: queue.Queue[tuple[bytes, int] | BaseException | None] = queue.Queue(maxsize=READ_AHEAD)
-    stop = threading.Event()
-
-    def put(item: tuple[bytes, int] | BaseException | None) -> bool:
-        while not stop.is_set():
-            try:
-                chunks.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in blocks:
-                if not put(item):
-                    return
-            put(None)
-        except BaseException as exc:  # handed to the consumer, which raises it
-            put(exc)
-
-    reader = threading.Thread(target=produce, name="gpujob-sync-reader", daemon=True)
-    reader.start()
-    try:
-        while True:
-            try:
-                item = chunks.get_nowait()
-            except queue.Empty:
-                item = await asyncio.to_thread(chunks.get)
-            if item is None:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            chunk, done = item
-            yield chunk
-            if progress is not None:
-                progress(done, total)
-    finally:
-        stop.set()
-
-
-def _place_command(dest: str) -> str:
-    d = q(dest)
-    # Hard links make placement a rename-like metadata operation; a filesystem without hard links
-    # falls back to moving file by file (still never a partial file under its real name).
-    fallback = (
-        f"(cd {STAGE} && find . \\( -type f -o -type l \\) -print0 | while IFS= read -r -d '' f; do "
-        'mkdir -p "../${f%/*}" && mv -f "$f" "../$f" || exit 1; done)'
-    )
-    script = (
-        f"cd {d} && mkdir -p {STAGE} && tar -x --no-same-owner -f - -C {STAGE} && "
-        f"{{ [ ! -e {STAGE}/{DELETE} ] || {{ xargs -0 rm -f -- < {STAGE}/{DELETE} && rm -f {STAGE}/{DELETE}; }}; }} && "
-        f"{{ cp -al --remove-destination {STAGE}/. . 2>/dev/null || {fallback}; }} && rm -rf {STAGE}"
-    )
-    return f"bash -c {q(script)}"
+async def _first(fut: asyncio.Future[bytes], task: asyncio.Task[Any]) -> bytes:
+    """The listing, or the control channel's own failure if it ended (or broke) before printing it."""
+    either: list[asyncio.Future[Any]] = [fut, task]
+    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    if fut.done():
+        return fut.result()
+    task.result()  # raises the channel's error
+    raise ConnectionError("the remote ended the code sync before its listing was complete")
 
 
 async def sync_tree(
     remote: Remote, src: Path, dest: str, exclude: list[str], progress: Progress | None = None
 ) -> SyncStats:
     """Make `dest` hold the files of `src` (minus excludes and .gitignored paths). Re-running after
-    any interruption converges; an unchanged tree costs one round trip."""
+    any interruption converges; an unchanged tree costs one remote command, run while the local tree
+    is walked."""
     started = time.monotonic()
     dest = remote_path(dest)
     src = Path(src)
-    local = {e.rel: e for e in walk(src, exclude)}
-    remote_entries, found = await remote_listing(remote, dest)
+    watch = remote.watch(f"code sync to {dest}", left=LEFT)
+    control = _Control()
+    control_task = asyncio.create_task(
+        remote.exchange(control_command(dest), watch, feed=control.feed(), sink=control.sink)
+    )
+    try:
+        walking = asyncio.create_task(asyncio.to_thread(lambda: {e.rel: e for e in walk(src, exclude)}))
+        try:
+            out = await _first(control.listing, control_task)
+        finally:
+            local = await walking
+        stats = await _send(remote, src, dest, local, parse_listing(out), control, watch, progress)
+        await control_task
+    finally:
+        control.abandon()  # a no-op once decided
+        control_task.cancel()  # a no-op once it finished
+        # Its error, if it was not the one raised, is part of the same failure: collected, not logged.
+        await asyncio.gather(control_task, return_exceptions=True)
+    return stats.model_copy(update={"seconds": round(time.monotonic() - started, 4)})
+
+
+async def _send(
+    remote: Remote,
+    src: Path,
+    dest: str,
+    local: dict[str, LocalEntry],
+    listed: tuple[dict[str, RemoteEntry], dict[str, list[int]] | None],
+    control: _Control,
+    watch: Watch,
+    progress: Progress | None,
+) -> SyncStats:
+    """Decide what to send and delete, stream it, and tell the control channel to place it."""
+    remote_entries, found = listed
     warnings = []
     if found is None:
         # Whatever wrote it, the remote tree cannot be read as gpujob's: send every file (no quick
@@ -250,29 +248,47 @@ async def sync_tree(
         if rel not in local and rel in remote_entries and rel not in deleted
     }
     new_manifest = {rel: [e.size, e.mtime] for rel, e in local.items()} | kept
-    if to_send or to_delete or new_manifest != manifest or found is None:
-        # One stream carries the changed files, the deletions and the new manifest: one round trip.
-        extra = [(MANIFEST, json.dumps({"version": 1, "files": new_manifest}, sort_keys=True).encode())]
-        if to_delete:
-            extra.append((DELETE, "\0".join(to_delete).encode()))
-        blocks = _read_ahead(_tar_blocks(to_send, extra), total, progress)
-        try:
-            await remote.stream_in(
-                _place_command(dest),
-                blocks,
-                size=total,
-                what=f"code sync to {dest}",
-                left="files are staged and placed only once all arrived, so nothing is half-written; "
-                "the next apply syncs again",
-            )
-        finally:
-            await blocks.aclose()  # stops the reader thread at once when the connection dropped
-    elif progress is not None:
-        progress(0, 0)
-    return SyncStats(
-        files_sent=len(to_send),
-        bytes_sent=total,
-        files_deleted=len(to_delete),
-        seconds=round(time.monotonic() - started, 4),
-        warnings=warnings,
+    stats = SyncStats(
+        files_sent=len(to_send), bytes_sent=total, files_deleted=len(to_delete), seconds=0, warnings=warnings
     )
+    if not (to_send or to_delete or new_manifest != manifest or found is None):
+        control.decide(False)
+        if progress is not None:
+            progress(0, 0)
+        return stats
+    watch.total_s = remote.limits.for_bytes(total)
+    watch.expected = total or None
+    # The manifest and the deletions ride in the first stream: placed with the files, or not at all.
+    extra = [(MANIFEST, json.dumps({"version": 1, "files": new_manifest}, sort_keys=True).encode())]
+    if to_delete:
+        extra.append((DELETE, "\0".join(to_delete).encode()))
+    shares = split(to_send, STREAMS) or [[]]
+    done = [0] * len(shares)
+
+    def report(i: int) -> Callable[[int], object] | None:
+        if progress is None:
+            return None
+
+        def moved(n: int) -> None:
+            done[i] = n
+            progress(sum(done), total)
+
+        return moved
+
+    streams = [
+        read_ahead(tar_blocks(share, extra if i == 0 else []), report(i)) for i, share in enumerate(shares)
+    ]
+    tasks = [asyncio.create_task(remote.exchange(extract_command(dest), watch, feed=s)) for s in streams]
+    try:
+        await watch.all(tasks)
+    except BaseException:
+        control.abandon()
+        raise
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # the first error was raised; the rest follow it
+        for s in streams:
+            await s.aclose()  # stops the reader threads at once when the connection dropped
+    control.decide(True)
+    return stats.model_copy(update={"streams": len(streams)})
