@@ -72,7 +72,8 @@ def control_command(dest: str) -> str:
     `place` applies the deletions and hard-links the stage into place; end of input leaves all as is."""
     d = q(dest)
     listing = (
-        f"mkdir -p {d} && cd {d} && rm -rf {STAGE} && {{ tr '\\000' '\\001' 2>/dev/null < {MANIFEST} || true; }} && "
+        # Builtin tests first: an unchanged tree (the common case) then forks only tr and find.
+        f"{{ [ -d {d} ] || mkdir -p {d}; }} && cd {d} && {{ [ ! -e {STAGE} ] && [ ! -L {STAGE} ] || rm -rf {STAGE}; }} && {{ tr '\\000' '\\001' 2>/dev/null < {MANIFEST} || true; }} && "
         f"printf '\\0GPUJOB-LIST\\0' && find . -mindepth 1 \\( -path ./{STAGE} -o -path ./{MANIFEST} \\) -prune "
         "-o \\( -type f -o -type l \\) -printf '%P\\0%y\\0%s\\0%T@\\0%l\\0' && printf '\\0\\0\\0\\0\\0' || exit 1"
     )
