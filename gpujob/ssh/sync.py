@@ -4,13 +4,13 @@ remote copy (rsync's quick check), then placing them atomically.
 Why tar streams: measured on loopback they beat asyncssh SFTP by a wide margin and match `rsync -a`
 (numbers in the README's Performance section); they need only bash, GNU tar, find and cp on the remote.
 
-One control channel runs the whole sync on the remote: it clears a stale stage, prints the manifest and
-the listing, then waits. The client walks the local tree meanwhile, decides what to send and streams it
-on up to STREAMS data channels in parallel (small files' inode creation on one, large files on another:
-the remote's kernel work overlaps the client's encryption). Only once every data channel's `tar`
-exited 0 does the client tell the control channel to place: deletions, then hard links from the stage
-into place (`cp -al --remove-destination`). A dropped connection or a failed stream never tells it, so
-nothing is placed under its real name half-written; the next sync clears the stage and converges.
+The listing command clears a stale stage and prints the manifest and the listing while the client
+walks the local tree. The client then streams what changed on up to STREAMS data channels in parallel
+(small files' inode creation on one, large files on another: the remote's kernel work overlaps the
+client's encryption), and opens the place command beside them. Only once every data channel's `tar`
+exited 0 does the client tell it to place: deletions, then hard links from the stage into place
+(`cp -al --remove-destination`). A dropped connection or a failed stream never tells it, so nothing
+is placed under its real name half-written; the next sync clears the stage and converges.
 A manifest under `dest` records which files gpujob put there, so a file deleted locally is deleted
 remotely, while files the run itself wrote are never touched.
 """
@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pydantic import Field
 
@@ -39,9 +39,6 @@ MANIFEST = ".gpujob-sync.json"
 DELETE = ".gpujob-sync.delete"  # inside the stage only: NUL-separated paths to delete
 STREAMS = 2  # data channels: two cores, two remote tars; more only add remote commands
 _MARK = b"\0GPUJOB-LIST\0"
-# Listing records are five NUL-terminated fields, the first four never empty, so five NULs in a row
-# only ever mean the end (the manifest is printed with its NULs made \1).
-_END = b"\0" * 5
 PLACE = b"place\n"
 LEFT = (
     "files are staged and placed only once all arrived, so nothing is half-written; the next apply "
@@ -67,33 +64,39 @@ class RemoteEntry(NamedTuple):  # a tuple: a no-op sync parses one per remote fi
     link: str
 
 
-def control_command(dest: str) -> str:
-    """The control channel: stage cleared, manifest and listing printed, then one line from the client:
-    `place` applies the deletions and hard-links the stage into place; end of input leaves all as is."""
+def listing_command(dest: str) -> str:
+    """Stage cleared, then the manifest and the listing printed."""
     d = q(dest)
-    listing = (
-        # Builtin tests first: an unchanged tree (the common case) then forks only tr and find.
-        f"{{ [ -d {d} ] || mkdir -p {d}; }} && cd {d} && {{ [ ! -e {STAGE} ] && [ ! -L {STAGE} ] || rm -rf {STAGE}; }} && {{ tr '\\000' '\\001' 2>/dev/null < {MANIFEST} || true; }} && "
-        f"printf '\\0GPUJOB-LIST\\0' && find . -mindepth 1 \\( -path ./{STAGE} -o -path ./{MANIFEST} \\) -prune "
-        "-o \\( -type f -o -type l \\) -printf '%P\\0%y\\0%s\\0%T@\\0%l\\0' && printf '\\0\\0\\0\\0\\0' || exit 1"
+    # Builtin tests first: an unchanged tree (the common case) forks only tr and find. The manifest's
+    # NULs become \1: the listing's fields are what NULs separate.
+    return (
+        f"{{ [ -d {d} ] || mkdir -p {d}; }} && cd {d} && {{ [ ! -e {STAGE} ] && [ ! -L {STAGE} ] || rm -rf {STAGE}; }} && "
+        f"{{ tr '\\000' '\\001' 2>/dev/null < {MANIFEST} || true; }} && printf '\\0GPUJOB-LIST\\0' && "
+        f"find . -mindepth 1 \\( -path ./{STAGE} -o -path ./{MANIFEST} \\) -prune "
+        "-o \\( -type f -o -type l \\) -printf '%P\\0%y\\0%s\\0%T@\\0%l\\0'"
     )
+
+
+def place_command(dest: str) -> str:
+    """Waits for one line from the client: `place` applies the deletions and hard-links the stage into
+    place; end of input (a stream failed, the connection dropped) leaves everything as it is."""
     # Hard links make placement a rename-like metadata operation; a filesystem without hard links
     # falls back to moving file by file (still never a partial file under its real name).
     fallback = "bash -c " + q(
         f"cd {STAGE} && find . \\( -type f -o -type l \\) -print0 | while IFS= read -r -d '' f; do "
         'mkdir -p "../${f%/*}" && mv -f "$f" "../$f" || exit 1; done'
     )
-    place = (
+    # Run by the login shell itself: a nested `bash -c` would be a second shell start, and bash run
+    # by sshd reads ~/.bashrc, which on a machine with pyenv or conda init takes ~150 ms.
+    return (
+        f'cd {q(dest)} && {{ IFS= read -r verdict || exit 0; }} && {{ [ "$verdict" = place ] || exit 0; }} && '
         f"{{ [ ! -e {STAGE}/{DELETE} ] || {{ xargs -0 rm -f -- < {STAGE}/{DELETE} && rm -f {STAGE}/{DELETE}; }}; }} && "
         f"{{ cp -al --remove-destination {STAGE}/. . 2>/dev/null || {fallback}; }} && rm -rf {STAGE}"
     )
-    # Run by the login shell itself: a nested `bash -c` would be a second shell start, and bash run
-    # by sshd reads ~/.bashrc, which on a machine with pyenv or conda init takes ~150 ms.
-    return f'{listing}\nIFS= read -r verdict || exit 0\n[ "$verdict" = place ] || exit 0\n{place}'
 
 
 def extract_command(dest: str) -> str:
-    """A data channel: one tar stream extracted into the stage (which the control channel cleared)."""
+    """A data channel: one tar stream extracted into the stage (which the listing cleared)."""
     d = q(dest)
     # 128 KiB records: tar drains the pipe in larger reads, so sshd re-opens the window (one packet
     # each way) half as often as with tar's default 10 KiB.
@@ -101,9 +104,9 @@ def extract_command(dest: str) -> str:
 
 
 def parse_listing(out: bytes) -> tuple[dict[str, RemoteEntry], dict[str, list[int]] | None]:
-    """The control channel's output up to the end mark: (listing, manifest); the manifest is None when it
-    exists but is not what gpujob writes (then nothing in it is trusted)."""
-    head, _, listing = out.removesuffix(_END).partition(_MARK)
+    """The listing command's output: (listing, manifest); the manifest is None when it exists but is
+    not what gpujob writes (then nothing in it is trusted)."""
+    head, _, listing = out.partition(_MARK)
     fields = listing.decode("utf-8", "surrogateescape").split("\0")
     entries: dict[str, RemoteEntry] = {}
     for i in range(0, len(fields) - 4, 5):
@@ -139,47 +142,25 @@ def _changed(local: LocalEntry, rem: RemoteEntry | None) -> bool:
 
 
 class _Abandoned(Exception):
-    """Tells the control channel to end without placing (a data channel failed)."""
+    """Tells the place command to end without placing (a data channel failed)."""
 
 
-class _Control:
-    """The control channel's two sides: its output up to the listing's end, and the one line it waits
-    for (`place`, or end of input)."""
+class _Verdict:
+    """What the place command waits for: `place` once every stream arrived, else end of input."""
 
     def __init__(self) -> None:
-        loop = asyncio.get_running_loop()
-        self.out = bytearray()
-        self.listing: asyncio.Future[bytes] = loop.create_future()
-        self.verdict: asyncio.Future[bool] = loop.create_future()
-
-    def sink(self, chunk: bytes) -> None:
-        if self.listing.done():
-            return  # the script prints nothing after the listing; stray output is not ours to parse
-        self.out += chunk
-        if self.out.endswith(_END):
-            self.listing.set_result(bytes(self.out))
+        self.decided: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
     async def feed(self) -> AsyncGenerator[bytes, None]:
-        if await self.verdict:
+        if await self.decided:
             yield PLACE
 
-    def decide(self, place: bool) -> None:
-        if not self.verdict.done():
-            self.verdict.set_result(place)
+    def place(self) -> None:
+        self.decided.set_result(True)
 
     def abandon(self) -> None:
-        if not self.verdict.done():
-            self.verdict.set_exception(_Abandoned())
-
-
-async def _first(fut: asyncio.Future[bytes], task: asyncio.Task[Any]) -> bytes:
-    """The listing, or the control channel's own failure if it ended (or broke) before printing it."""
-    either: list[asyncio.Future[Any]] = [fut, task]
-    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-    if fut.done():
-        return fut.result()
-    task.result()  # raises the channel's error
-    raise ConnectionError("the remote ended the code sync before its listing was complete")
+        if not self.decided.done():
+            self.decided.set_exception(_Abandoned())
 
 
 async def sync_tree(
@@ -192,23 +173,15 @@ async def sync_tree(
     dest = remote_path(dest)
     src = Path(src)
     watch = remote.watch(f"code sync to {dest}", left=LEFT)
-    control = _Control()
-    control_task = asyncio.create_task(
-        remote.exchange(control_command(dest), watch, feed=control.feed(), sink=control.sink)
-    )
+    out = bytearray()
+    listing = asyncio.create_task(remote.exchange(listing_command(dest), watch, sink=out.extend))
+    walking = asyncio.create_task(asyncio.to_thread(lambda: {e.rel: e for e in walk(src, exclude)}))
     try:
-        walking = asyncio.create_task(asyncio.to_thread(lambda: {e.rel: e for e in walk(src, exclude)}))
-        try:
-            out = await _first(control.listing, control_task)
-        finally:
-            local = await walking
-        stats = await _send(remote, src, dest, local, parse_listing(out), control, watch, progress)
-        await control_task
+        await listing
     finally:
-        control.abandon()  # a no-op once decided
-        control_task.cancel()  # a no-op once it finished
-        # Its error, if it was not the one raised, is part of the same failure: collected, not logged.
-        await asyncio.gather(control_task, return_exceptions=True)
+        listing.cancel()  # a no-op once it finished
+        local = await walking
+    stats = await _send(remote, src, dest, local, parse_listing(bytes(out)), watch, progress)
     return stats.model_copy(update={"seconds": round(time.monotonic() - started, 4)})
 
 
@@ -218,11 +191,10 @@ async def _send(
     dest: str,
     local: dict[str, LocalEntry],
     listed: tuple[dict[str, RemoteEntry], dict[str, list[int]] | None],
-    control: _Control,
     watch: Watch,
     progress: Progress | None,
 ) -> SyncStats:
-    """Decide what to send and delete, stream it, and tell the control channel to place it."""
+    """Decide what to send and delete, stream it, and tell the place command to place it."""
     remote_entries, found = listed
     warnings = []
     if found is None:
@@ -254,7 +226,6 @@ async def _send(
         files_sent=len(to_send), bytes_sent=total, files_deleted=len(to_delete), seconds=0, warnings=warnings
     )
     if not (to_send or to_delete or new_manifest != manifest or found is None):
-        control.decide(False)
         if progress is not None:
             progress(0, 0)
         return stats
@@ -280,17 +251,25 @@ async def _send(
     streams = [
         read_ahead(tar_blocks(share, extra if i == 0 else []), report(i)) for i, share in enumerate(shares)
     ]
+    verdict = _Verdict()
+    # Opened with the streams, so its remote shell start overlaps them; it places on the word only.
+    placing = asyncio.create_task(remote.exchange(place_command(dest), watch, feed=verdict.feed()))
     tasks = [asyncio.create_task(remote.exchange(extract_command(dest), watch, feed=s)) for s in streams]
     try:
-        await watch.all(tasks)
-    except BaseException:
-        control.abandon()
-        raise
+        try:
+            await watch.all(tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(
+                *tasks, return_exceptions=True
+            )  # the first error was raised; the rest follow it
+            for s in streams:
+                await s.aclose()  # stops the reader threads at once when the connection dropped
+        verdict.place()
+        await placing
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)  # the first error was raised; the rest follow it
-        for s in streams:
-            await s.aclose()  # stops the reader threads at once when the connection dropped
-    control.decide(True)
+        verdict.abandon()  # a no-op once placed
+        placing.cancel()  # a no-op once it finished
+        await asyncio.gather(placing, return_exceptions=True)
     return stats.model_copy(update={"streams": len(streams)})

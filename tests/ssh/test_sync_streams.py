@@ -97,7 +97,7 @@ def test_a_split_upload_lands_whole_and_an_unchanged_tree_is_one_command(
     monkeypatch.setattr(Remote, "exchange", counted)
     seen: list[tuple[int, int]] = []
     st = asyncio.run(_sync(sshd, state, src, dest, progress=lambda d, t: seen.append((d, t))))
-    assert st.streams == 2 and len(commands) == 3  # control + two data channels
+    assert st.streams == 2 and len(commands) == 4  # listing, place and two data channels
     assert remote_files(dest) == wanted and all(same_content(src, dest, r) for r in wanted)
     assert not (dest / STAGE).exists()
     counts = [d for d, _ in seen]
