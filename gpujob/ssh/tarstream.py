@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import suppress
 
+from gpujob.errors import GpujobError
 from gpujob.ssh.ignore import LocalEntry
 from gpujob.ssh.session import CHUNK
 
@@ -64,6 +65,18 @@ def _parents(rel: str) -> Iterator[str]:
         yield "/".join(parts[:i])
 
 
+class LocalReadError(GpujobError):
+    """A file of the code tree could not be read while it was being sent."""
+
+
+def _unreadable(e: LocalEntry, exc: OSError) -> LocalReadError:
+    return LocalReadError(
+        f"cannot read {e.path} for the code sync: {exc.strerror or exc}",
+        hint="fix its permissions, or leave it out with run.sync.exclude; nothing was placed on the "
+        "machine, and the next apply syncs again",
+    )
+
+
 def member(name: str, data: bytes) -> bytes:
     ti = tarfile.TarInfo(name)
     ti.size = len(data)
@@ -87,13 +100,24 @@ def tar_blocks(entries: list[LocalEntry], extra: list[tuple[str, bytes]]) -> Ite
             if d not in made:
                 made.add(d)
                 buf += _dir_header(d, now)
-        buf += _header(e)
         if e.link is not None:
+            buf += _header(e)
             continue
+        try:
+            fh = open(e.path, "rb")  # noqa: SIM115 (closed by the with below, after the header)
+        except FileNotFoundError:
+            done += e.size  # deleted since the walk (an editor's temp file): the next sync sees it gone
+            continue
+        except OSError as exc:
+            raise _unreadable(e, exc) from exc
+        buf += _header(e)
         remaining = e.size
-        with open(e.path, "rb") as fh:
+        with fh:
             while remaining > 0:
-                chunk = fh.read(min(CHUNK, remaining))
+                try:
+                    chunk = fh.read(min(CHUNK, remaining))
+                except OSError as exc:
+                    raise _unreadable(e, exc) from exc
                 if not chunk:  # the file shrank since it was listed: pad; the next sync re-sends it
                     chunk = b"\0" * min(CHUNK, remaining)
                 remaining -= len(chunk)

@@ -180,3 +180,41 @@ def test_malformed_remote_manifest_means_a_full_sync_with_a_warning(
     # The fresh manifest is a good one again: the next sync is a no-op without a warning.
     again = asyncio.run(_sync(sshd, state, src, dest, ["*.ckpt"]))
     assert (again.files_sent, again.files_deleted, again.warnings) == (0, 0, [])
+
+
+@pytest.mark.parametrize("change", ["deleted", "became a directory"])
+def test_a_file_that_changes_between_the_walk_and_its_read(
+    sshd: SSHD, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """Deleted after the walk: not sent, the sync goes on and the next one converges. Unreadable
+    (here: replaced by a directory): the sync stops naming the file, not a lost connection, and
+    nothing is placed."""
+    from gpujob.errors import GpujobError
+    from gpujob.ssh import sync as sync_mod
+
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    src.mkdir()
+    (src / "a.py").write_text("a\n")
+    (src / "b.py").write_text("b\n")
+    real_walk = sync_mod.walk
+
+    def walk_then_change(root, exclude):  # type: ignore[no-untyped-def]
+        entries = list(real_walk(root, exclude))
+        (src / "b.py").unlink()
+        if change == "became a directory":
+            (src / "b.py").mkdir()
+        return entries
+
+    monkeypatch.setattr(sync_mod, "walk", walk_then_change)
+    if change == "deleted":
+        stats = asyncio.run(_sync(sshd, state, src, dest, []))
+        assert remote_files(dest) == {"a.py"} and isinstance(stats, SyncStats)
+        monkeypatch.setattr(sync_mod, "walk", real_walk)
+        again = asyncio.run(_sync(sshd, state, src, dest, []))
+        assert remote_files(dest) == {"a.py"} and again.files_sent == 0
+        return
+    with pytest.raises(GpujobError) as err:
+        asyncio.run(_sync(sshd, state, src, dest, []))
+    assert not isinstance(err.value, SSHError)
+    assert f"cannot read {src / 'b.py'}" in str(err.value) and "run.sync.exclude" in (err.value.hint or "")
+    assert not (dest / "a.py").exists()  # nothing placed
