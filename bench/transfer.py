@@ -6,6 +6,7 @@ rsync; an interrupted pull resumes without re-sending what arrived."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ import time
 from pathlib import Path
 
 from bench.harness import Result
+
+STRIPES = 2  # the striped pull's figure: one span and one connection each
 
 
 def _make_tree(root: Path, big_mb: int, small_files: int) -> None:
@@ -111,22 +114,44 @@ def run(repeat: int, quick: bool = False) -> list[Result]:
                 unit=" MB/s",
             )
 
-            async def gp_pull(local: Path) -> float:
-                async with connect(endpoint, key_path=key, known_hosts=known, resource_id="bench") as remote:
+            striped = Result(
+                f"pull+verify {ckpt_mb} MB checkpoint, {STRIPES} stripes over {STRIPES} connections",
+                "rsync -a over ssh",
+                1.0,
+                higher_is_better=True,
+                unit=" MB/s",
+            )
+
+            async def gp_pull(local: Path, stripes: int = 1) -> float:
+                async with contextlib.AsyncExitStack() as stack:
+                    remote = await stack.enter_async_context(
+                        connect(endpoint, key_path=key, known_hosts=known, resource_id="bench")
+                    )
                     pull.note = f"cipher {remote.conn.get_extra_info('recv_cipher')}"
-                    start = time.perf_counter()
-                    await pull_checkpoints(remote, str(remote_ck), local, verify=None)
+                    start = time.perf_counter()  # the extra connections a striped pull opens count
+                    lanes = [
+                        await stack.enter_async_context(
+                            connect(endpoint, key_path=key, known_hosts=known, resource_id="bench")
+                        )
+                        for _ in range(stripes - 1)
+                    ]
+                    await pull_checkpoints(
+                        remote, str(remote_ck), local, verify=None, lanes=lanes, stripes=stripes
+                    )
                     return time.perf_counter() - start
 
             for i in range(reps):
                 g = asyncio.run(gp_pull(base / f"local-g{i}"))
+                gs = asyncio.run(gp_pull(base / f"local-s{i}", STRIPES))
                 local_r = base / f"local-r{i}"
                 r = _rsync_pull(f"{remote_ck}/", str(local_r), endpoint, key)
                 pull.figure_samples.append(ckpt_mb / g)
+                striped.figure_samples.append(ckpt_mb / gs)
                 pull.floor_samples.append(ckpt_mb / r)
-                shutil.rmtree(base / f"local-g{i}", ignore_errors=True)
-                shutil.rmtree(local_r, ignore_errors=True)
-            results.append(pull)
+                striped.floor_samples.append(ckpt_mb / r)
+                for d in (base / f"local-g{i}", base / f"local-s{i}", local_r):
+                    shutil.rmtree(d, ignore_errors=True)
+            results += [pull, striped]
 
             # a pull interrupted half-way: the arrived half stays as .part and is not sent again
             resumed_dir = base / "local-resume"
