@@ -170,7 +170,7 @@ def _preempted(p: Project) -> str:
     "fault",
     [
         pytest.param(("sleep", 0, ""), id="every-command-sleeps"),
-        pytest.param(("take", 1024, "tar -x --no-same-owner"), id="sync-cut-off-mid-stream"),
+        pytest.param(("take", 1024, "--no-same-owner -f - -C"), id="sync-cut-off-mid-stream"),
     ],
 )
 def test_apply_stuck_in_its_sync_fails_within_its_bound_and_a_rerun_converges(
