@@ -31,8 +31,9 @@ lint:               ## ruff + mypy
 	$(PY) -m ruff format --check gpujob tests bench
 	$(PY) -m mypy gpujob
 
-schemas:            ## regenerate schemas/*.json from the pydantic models
+schemas:            ## regenerate schemas/*.json and gpujob/spec/fastrules.json from the pydantic models
 	$(PY) -m gpujob.schemas
+	$(PY) -m gpujob.spec.fastgen
 
 golden:             ## rewrite golden plan files after a reviewed change
 	GPUJOB_UPDATE_GOLDEN=1 $(PY) -m pytest tests -q -k golden

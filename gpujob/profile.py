@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from datetime import date
 from functools import cache
-from pathlib import Path
 from typing import Literal
 
 from pydantic import ConfigDict, Field
 
 from gpujob.model import Model, Platform
+from gpujob.profile_facts import find_gpu
+from gpujob.profile_facts import profiles_dir as profiles_dir
 
 HOURS_PER_MONTH = 720
 # Timestamps travel as ISO strings with milliseconds: a period this close to a whole hour is that hour.
@@ -293,10 +294,7 @@ class Profile(Model):
         raise KeyError(f"{self.platform} profile has no survival row for '{tier_id}'")
 
     def gpu(self, alias: str) -> GpuOffer | None:
-        for g in self.gpus:
-            if g.alias.lower() == alias.lower() or g.platform_id == alias:
-                return g
-        return None
+        return find_gpu(self.gpus, alias)
 
     def gotcha(self, gotcha_id: str) -> Gotcha:
         for g in self.gotchas:
@@ -349,24 +347,18 @@ class Profile(Model):
         return [g.id for g in self.gotchas]
 
 
-def profiles_dir() -> Path:
-    """profiles/ beside the package in a checkout or editable install, else the copy inside the wheel."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "profiles", here / "_data" / "profiles"):
-        if (candidate / "runpod.yaml").exists():
-            return candidate
-    raise FileNotFoundError("gpujob's platform profiles are missing (profiles/runpod.yaml)")
-
-
 @cache
 def load_profile(platform: str) -> Profile:
     """Load and validate profiles/<platform>.yaml. Cached: profiles are read-only data, validated once per
     content (see profile_cache) and then read back without parsing YAML or building schemas."""
+    return profile_from_bytes(platform, (profiles_dir() / f"{platform}.yaml").read_bytes())
+
+
+def profile_from_bytes(platform: str, raw: bytes) -> Profile:
+    """The Profile that profiles/<platform>.yaml holding `raw` describes (through the cache)."""
     from gpujob import profile_cache
     from gpujob.errors import ProfileError
 
-    path = profiles_dir() / f"{platform}.yaml"
-    raw = path.read_bytes()
     cached = profile_cache.read(platform, raw)
     if isinstance(cached, Profile):
         return cached
@@ -375,6 +367,6 @@ def load_profile(platform: str) -> Profile:
 
         profile = Profile.model_validate(YAML(typ="safe").load(raw))
     except Exception as exc:  # a broken bundled profile is a packaging bug; say which file
-        raise ProfileError(f"{path}: invalid platform profile: {exc}") from exc
+        raise ProfileError(f"{profiles_dir() / f'{platform}.yaml'}: invalid platform profile: {exc}") from exc
     profile_cache.write(platform, raw, profile)
     return profile

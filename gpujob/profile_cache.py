@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,8 @@ from typing import Any
 _CODE = Path(__file__).with_name("profile.py")
 
 
-def _folder() -> Path | None:
+def folder() -> Path | None:
+    """Where the cache lives (None: switched off). gpujob.profile_facts keeps its files here too."""
     setting = os.environ.get("GPUJOB_PROFILE_CACHE", "")
     if setting.lower() in ("off", "0", "false", "no"):
         return None
@@ -32,18 +32,20 @@ def _folder() -> Path | None:
 
 
 def _path(platform: str, raw: bytes) -> Path | None:
-    folder = _folder()
-    if folder is None:
+    where = folder()
+    if where is None:
         return None
     import pydantic
 
     digest = hashlib.sha256()
     for part in (raw, _CODE.read_bytes(), sys.version.encode(), pydantic.VERSION.encode()):
         digest.update(hashlib.sha256(part).digest())
-    return folder / f"{platform}-{digest.hexdigest()[:32]}.pickle"
+    return where / f"{platform}-{digest.hexdigest()[:32]}.pickle"
 
 
 def read(platform: str, raw: bytes) -> Any | None:
+    import pickle
+
     path = _path(platform, raw)
     if path is None:
         return None
@@ -58,6 +60,8 @@ def read(platform: str, raw: bytes) -> Any | None:
 
 
 def write(platform: str, raw: bytes, obj: Any) -> None:
+    import pickle
+
     path = _path(platform, raw)
     if path is None:
         return

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from gpujob.cli.main import run_command
 from gpujob.cli.options import accepts_no_color
 
+if TYPE_CHECKING:
+    from gpujob.spec.problem import SpecProblem
+
 
 def _targets(paths: tuple[str, ...]) -> list[Path]:
     from gpujob.errors import GpujobError
-    from gpujob.spec.load import discover_job_files, no_job_files_hint
+    from gpujob.spec.files import discover_job_files, no_job_files_hint
 
     if not paths:
         found = discover_job_files(Path.cwd())
@@ -39,11 +43,21 @@ def _targets(paths: tuple[str, ...]) -> list[Path]:
     return out
 
 
-def _validate(paths: tuple[str, ...], fmt: str) -> None:
+def _problems(files: list[Path]) -> list[SpecProblem]:
+    """check_files' answer. Files that are certainly valid need no pydantic to say so (the fast path,
+    spec.fastcheck); any doubt, and every problem, is the full loader's."""
+    from gpujob.spec.fastcheck import certainly_valid
+
+    if certainly_valid(files):
+        return []
     from gpujob.spec.load import check_files
 
+    return check_files(files)
+
+
+def _validate(paths: tuple[str, ...], fmt: str) -> None:
     files = _targets(paths)
-    problems = check_files(files)
+    problems = _problems(files)
     bad_files = sorted({p.file for p in problems})
     if fmt == "json":
         report = {

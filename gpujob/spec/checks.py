@@ -7,17 +7,23 @@ platform problem reported in the same run. Values of the wrong type are left to 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from gpujob.spec.errmap import did_you_mean, suggestion
+from gpujob.spec.problem import did_you_mean, suggestion
 
 if TYPE_CHECKING:
     from gpujob.profile import Profile
     from gpujob.spec.model import JobSpec
 
+# platform -> its Profile. The checks read only what gpujob.profile_facts.ProfileFacts also carries, so
+# `gpujob validate`'s fast path runs these same checks on those facts, without pydantic.
+ProfileSource = Callable[[str], Any]
+
+# gpujob.model.PLATFORMS, without importing pydantic (a test keeps the two equal).
+PLATFORMS = ("runpod", "paperspace")
 # Options that exist on one platform only; everything else in machine/storage is common ground.
 PLATFORM_OPTIONS = {
     "machine": ("spot", "cloud", "image", "template", "container_disk_gb", "public_ip", "auto_shutdown"),
@@ -45,14 +51,14 @@ def resolve_region(profile: Profile, name: str) -> str | None:
 
 
 def _hours(h: float) -> str:
-    from gpujob.spec.model import format_duration
+    from gpujob.spec.rules import format_duration
 
     return format_duration(timedelta(hours=h))
 
 
-def _options(profile: Profile, section: str, body: Mapping[str, Any]) -> list[CheckProblem]:
-    from gpujob.profile import load_profile
-
+def _options(
+    profile: Profile, section: str, body: Mapping[str, Any], load_profile: ProfileSource
+) -> list[CheckProblem]:
     offered = {o.rpartition(".")[2] for o in profile.options}
     other = "paperspace" if profile.platform == "runpod" else "runpod"
     out = []
@@ -177,7 +183,7 @@ def _sizes(profile: Profile, machine: Mapping[str, Any], storage: Mapping[str, A
 
 
 def _auto_shutdown(profile: Profile, machine: Mapping[str, Any]) -> list[CheckProblem]:
-    from gpujob.spec.model import parse_duration
+    from gpujob.spec.rules import parse_duration
 
     core = next((a for a in profile.auto_shutdown if a.kind == "core"), None)
     raw = machine.get("auto_shutdown")
@@ -230,10 +236,15 @@ def _required(profile: Profile, machine: Mapping[str, Any]) -> list[CheckProblem
     return []
 
 
-def platform_problems(data: Mapping[str, Any]) -> list[CheckProblem]:
-    """Every platform problem in a raw job mapping. Unknown platforms are left to the model's errors."""
-    from gpujob.model import PLATFORMS
-    from gpujob.profile import load_profile
+def platform_problems(
+    data: Mapping[str, Any], load_profile: ProfileSource | None = None
+) -> list[CheckProblem]:
+    """Every platform problem in a raw job mapping. Unknown platforms are left to the model's errors.
+    load_profile: where profiles come from (default gpujob.profile.load_profile)."""
+    if load_profile is None:
+        from gpujob.profile import load_profile as bundled
+
+        load_profile = bundled
 
     platform = data.get("platform")
     if platform not in PLATFORMS:
@@ -249,7 +260,8 @@ def platform_problems(data: Mapping[str, Any]) -> list[CheckProblem]:
     machine = data.get("machine") if isinstance(data.get("machine"), Mapping) else {}
     storage = data.get("storage") if isinstance(data.get("storage"), Mapping) else {}
     assert isinstance(machine, Mapping) and isinstance(storage, Mapping)
-    out = _options(profile, "machine", machine) + _options(profile, "storage", storage)
+    out = _options(profile, "machine", machine, load_profile)
+    out += _options(profile, "storage", storage, load_profile)
     region_problems, regions = _regions(profile, machine)
     out += region_problems + _gpus(profile, machine, regions)
     out += _sizes(profile, machine, storage) + _auto_shutdown(profile, machine) + _required(profile, machine)

@@ -3,7 +3,6 @@ a plain message and a hint (did-you-mean for typos, the accepted forms for durat
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -12,6 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpujob.spec.problem import SpecProblem, printable
+from gpujob.spec.problem import did_you_mean as did_you_mean
+from gpujob.spec.problem import suggestion as suggestion
 from gpujob.spec.yamlsafe import Positions, child_path
 
 DURATION_HINT = "write a number with a unit: 30s, 15m, 48h, 2d or 1w"
@@ -22,25 +23,6 @@ MODEL_HINTS = {
     "checkpoint.interval": "set checkpoint.mtbf and checkpoint.write_time, or a fixed interval such as 15m",
 }
 _PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+): (.+)$")
-
-
-def did_you_mean(word: str, choices: typing.Iterable[str]) -> str | None:
-    pool = list(choices)
-    lowered: dict[str, str] = {}
-    for c in pool:  # the first spelling wins, so canonical ids listed first beat their aliases
-        lowered.setdefault(c.lower(), c)
-    if word.lower() in lowered and lowered[word.lower()] != word:
-        return lowered[word.lower()]
-    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.7)
-    return lowered[close[0]] if close else None
-
-
-def suggestion(word: str, choices: typing.Iterable[str], *, what: str = "known") -> str:
-    pool = list(dict.fromkeys(choices))
-    guess = did_you_mean(word, pool)
-    if guess:
-        return f"did you mean '{guess}'?"
-    return f"{what}: {', '.join(sorted(pool))}"
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -164,7 +146,7 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
 
 def _sensitive_items(path: str, data: Any, positions: Positions, display: str) -> list[SpecProblem]:
     """run.env / run.secrets name errors: one problem per bad name, without echoing the value."""
-    from gpujob.spec.model import ENV_NAME_PATTERN, env_value_problem, secret_name_problem
+    from gpujob.spec.rules import ENV_NAME_PATTERN, env_value_problem, secret_name_problem
 
     section = (data.get("run") or {}) if isinstance(data, dict) else {}
     found: list[SpecProblem] = []

@@ -19,6 +19,7 @@ from gpujob.errors import SpecError
 from gpujob.model import SourceRef
 from gpujob.spec.checks import platform_problems
 from gpujob.spec.errmap import validation_problems
+from gpujob.spec.files import discover_job_files, no_job_files_hint
 from gpujob.spec.model import JobSpec
 from gpujob.spec.places import place_problems
 from gpujob.spec.problem import SpecProblem
@@ -167,17 +168,6 @@ def _name_clash(spec: LoadedSpec, names: dict[str, LoadedSpec]) -> SpecProblem |
     return None
 
 
-def discover_job_files(root: Path) -> list[Path]:
-    """root/job.yaml if present, else every root/*.job.yaml and root/jobs/*.yaml (sorted)."""
-    root = Path(root)
-    single = root / "job.yaml"
-    if single.is_file():
-        return [single]
-    found = sorted(p for p in root.glob("*.job.yaml") if p.is_file())
-    found += sorted(p for p in root.glob("jobs/*.yaml") if p.is_file())
-    return found
-
-
 def resolve_job_files(paths: Sequence[Path], *, command: str = "plan") -> list[Path]:
     """The job files a command means: the paths given (a folder stands for the job files in it), else the
     ones discovered under the current directory. None at all is an error that says how to name one."""
@@ -194,16 +184,3 @@ def resolve_job_files(paths: Sequence[Path], *, command: str = "plan") -> list[P
             "no job files found here (job.yaml, *.job.yaml or jobs/*.yaml)", hint=no_job_files_hint(command)
         )
     return [p.relative_to(Path.cwd()) for p in found]
-
-
-def no_job_files_hint(command: str) -> str:
-    """What to run when the current directory holds no job file: a job file a level or two down, when
-    there is one, and `gpujob init`, which writes a starter one here (both work as printed)."""
-    import shlex
-
-    here = Path.cwd()
-    near = sorted(p for p in [*here.glob("*/job.yaml"), *here.glob("*/*/job.yaml")] if p.is_file())
-    init = "or write a starter job.yaml (and train.py) here: `gpujob init`"
-    if near:
-        return f"name one: `gpujob {command} {shlex.quote(str(near[0].relative_to(here)))}`, {init}"
-    return f"pass a job file's path ({'gpujob ' + command} path/to/job.yaml), {init}"

@@ -7,7 +7,6 @@ against the platform profile by `gpujob.spec.checks`, not here, so the profile s
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
@@ -15,38 +14,22 @@ from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, fi
 
 from gpujob.model import Model, Platform
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-DURATION_PATTERN = r"^\d+(\.\d+)?(s|m|h|d|w)$"
-_MAX_DURATION_S = 10 * 365 * 86400
-
-
-def parse_duration(value: Any) -> timedelta:
-    """'15m', '48h', '1w', '30s', '2d' -> timedelta. Bare numbers are refused: the unit is never guessed."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, str):
-        raise ValueError("expected a duration such as 30s, 15m, 48h, 2d or 1w (a number with a unit)")
-    match = _DURATION_RE.match(value)
-    if not match:
-        raise ValueError(f"'{value}' is not a duration; write a number with a unit: 30s, 15m, 48h, 2d or 1w")
-    amount, unit = float(match.group(1)), match.group(2)
-    seconds = amount * _UNIT_SECONDS[unit]
-    if seconds <= 0:
-        raise ValueError("a duration must be longer than zero")
-    if seconds > _MAX_DURATION_S:  # also keeps timedelta() from overflowing on absurd input
-        raise ValueError(f"'{value}' is too long a duration (at most 10 years)")
-    return timedelta(seconds=seconds)
-
-
-def format_duration(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
-    for unit in ("w", "d", "h", "m"):
-        size = _UNIT_SECONDS[unit]
-        if seconds % size == 0 and seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
+# The rules themselves need no pydantic (gpujob.spec.rules); they are importable from here too.
+from gpujob.spec.rules import _MAX_DURATION_S as _MAX_DURATION_S
+from gpujob.spec.rules import _UNIT_SECONDS as _UNIT_SECONDS
+from gpujob.spec.rules import DURATION_PATTERN, NAME_MAX, NAME_PATTERN, auto_interval_problem, parked_problem
+from gpujob.spec.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
+from gpujob.spec.rules import checked_path as _checked_path
+from gpujob.spec.rules import deny_patterns as _deny
+from gpujob.spec.rules import env_names as _env
+from gpujob.spec.rules import env_value_problem as env_value_problem
+from gpujob.spec.rules import format_duration as format_duration
+from gpujob.spec.rules import one_or_many as _one
+from gpujob.spec.rules import parse_duration as parse_duration
+from gpujob.spec.rules import path_problem as path_problem
+from gpujob.spec.rules import secret_name_problem as secret_name_problem
+from gpujob.spec.rules import secret_names as _secrets
+from gpujob.spec.rules import sync_src as _src
 
 Duration = Annotated[
     timedelta,
@@ -54,94 +37,6 @@ Duration = Annotated[
     PlainSerializer(format_duration, return_type=str),
     WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["15m", "48h", "1w"]}),
 ]
-
-# Letters, digits and single dashes between them: "--" separates the parts of a resource name
-# (gpujob.naming), so a name may not contain it or end in "-". At most 39 characters (max_length).
-NAME_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
-NAME_MAX = 39
-ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-# A literal value under one of these names is a secret pasted into a file that gets committed and shown.
-_SECRET_WORDS = {
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "PASS",
-    "KEY",
-    "APIKEY",
-    "CREDENTIAL",
-    "CREDENTIALS",
-}
-_SECRET_VALUE = re.compile(
-    r"^(hf_|sk-|sk_live_|rpa_|ghp_|gho_|github_pat_|glpat-|xox[abpr]-|AKIA)[A-Za-z0-9_-]{8,}"
-)
-
-
-def secret_name_problem(name: str) -> tuple[str, str] | None:
-    """(message, hint) when `name` may not be listed in run.secrets, else None."""
-    from gpujob.config import API_KEY_ENV
-
-    if not re.match(ENV_NAME_PATTERN, name):
-        return (
-            "not a valid environment variable name",
-            "secrets lists the NAMES of local env vars, never their values",
-        )
-    platform = next((p for p, env in API_KEY_ENV.items() if env == name), None)
-    if platform is None:
-        return None
-    where = (
-        "RunPod's official templates already carry a pod-scoped key for runpodctl; "
-        if platform == "runpod"
-        else ""
-    )
-    return (
-        f"{name} is gpujob's {platform} account key: on the machine, the run and any code it loads "
-        "could create, stop and delete everything in the account",
-        f"remove it; {where}if the run must call the API, give it a separate key with the least access "
-        "it needs, under another name",
-    )
-
-
-def env_value_problem(name: str, value: str) -> str | None:
-    """Why a run.env entry may not be written in job.yaml, or None. Never includes the value."""
-    if "\x00" in value:
-        return "contains a NUL character, which no environment variable can hold"
-    if not value:
-        return None
-    words = name.upper().split("_")
-    if (
-        words[-1] in _SECRET_WORDS
-        or {"SECRET", "PASSWORD", "TOKEN"} & set(words)
-        or _SECRET_VALUE.match(value)
-    ):
-        return "looks like a secret value; job files hold secret names only"
-    return None
-
-
-def path_problem(value: str, *, local: bool = False, up: bool = False) -> str | None:
-    """Why a path would escape where gpujob confines it (remote: under its root; local: the project),
-    or could not be passed to a remote shell as the path the user meant. `up`: '..' is allowed here
-    (the loader checks where it resolves)."""
-    if "\x00" in value:
-        return "contains a NUL character"
-    bad = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
-    if bad is not None:
-        return f"contains a control character ({repr(bad)[1:-1]}); write the path on one line, without it"
-    parts = value.replace("\\", "/").split("/")
-    if ".." in parts and not up:
-        return "must not contain '..' (paths stay inside the directory they name)"
-    if not local and "." in parts:
-        return "must not contain '.' components; write the path without them"
-    if local and (value.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:", value)):
-        return "must be a relative path inside the project (relative to the job file)"
-    return None
-
-
-def _checked_path(value: str, *, local: bool = False) -> str:
-    problem = path_problem(value, local=local)
-    if problem:
-        raise ValueError(problem)
-    return value
 
 
 class NetworkVolumeSpec(Model):
@@ -203,7 +98,7 @@ class MachineSpec(Model):
     @field_validator("gpu", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
+        return _one(value)
 
 
 class StorageSpec(Model):
@@ -296,10 +191,7 @@ class SyncSpec(Model):
     @field_validator("src")
     @classmethod
     def _src_path(cls, value: str) -> str:
-        problem = path_problem(value, local=True, up=True)  # where '..' leads is checked by the loader
-        if problem:
-            raise ValueError(problem)
-        return value
+        return _src(value)  # where '..' leads is checked by the loader
 
     @field_validator("dest")
     @classmethod
@@ -309,10 +201,7 @@ class SyncSpec(Model):
     @field_validator("deny")
     @classmethod
     def _deny_patterns(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            if not pattern.strip() or pattern.startswith("!"):
-                raise ValueError(f"'{pattern}' is not a deny pattern (a glob; '!' cannot re-include here)")
-        return value
+        return _deny(value)
 
 
 class RunSpec(Model):
@@ -355,22 +244,12 @@ class RunSpec(Model):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, item in value.items():
-            if not re.match(ENV_NAME_PATTERN, key):
-                raise ValueError(f"'{key}' is not a valid environment variable name")
-            problem = env_value_problem(key, item)
-            if problem:
-                raise ValueError(f"{key}: {problem}")
-        return value
+        return _env(value)
 
     @field_validator("secrets")
     @classmethod
     def _secret_names(cls, value: list[str]) -> list[str]:
-        for key in value:
-            problem = secret_name_problem(key)
-            if problem is not None:
-                raise ValueError(problem[0])
-        return value
+        return _secrets(value)
 
 
 class TeardownSpec(Model):
@@ -423,23 +302,21 @@ class JobSpec(Model):
     @model_validator(mode="after")
     def _auto_needs_inputs(self) -> JobSpec:
         ck = self.checkpoint
-        if ck is not None and ck.interval == "auto" and (ck.mtbf is None or ck.write_time is None):
-            raise ValueError("checkpoint.interval: auto needs checkpoint.mtbf and checkpoint.write_time")
+        problem = auto_interval_problem(ck.interval, ck.mtbf, ck.write_time) if ck is not None else None
+        if problem:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
     def _parked_keeps_checkpoints(self) -> JobSpec:
-        if self.state != "parked" or self.platform != "runpod":
-            return self
-        if self.storage.network_volume is None:
-            raise ValueError(
-                "storage.network_volume: state: parked terminates the pod and keeps only a network volume, "
-                "and this job has none (add one, or use state: stopped or absent)"
-            )
-        ck, mount = self.checkpoint, self.storage.mount.rstrip("/") or "/"
-        if ck is not None and not (ck.dir == mount or ck.dir.startswith(mount + "/")):
-            raise ValueError(
-                f"checkpoint.dir: state: parked keeps only the network volume at {self.storage.mount}, and "
-                f"{ck.dir} is not under it: parking would erase the checkpoints"
-            )
+        ck = self.checkpoint
+        problem = parked_problem(
+            self.state,
+            self.platform,
+            self.storage.network_volume,
+            self.storage.mount,
+            ck.dir if ck is not None else None,
+        )
+        if problem:
+            raise ValueError(problem)
         return self

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,3 +36,24 @@ def printable(text: str) -> str:
     """Escape what a terminal would act on (newlines, control and bidi/format characters): a key or
     value in a job file must not forge output lines ("\\nok: 1 file(s) valid") or reorder the text."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    import difflib
+
+    pool = list(choices)
+    lowered: dict[str, str] = {}
+    for c in pool:  # the first spelling wins, so canonical ids listed first beat their aliases
+        lowered.setdefault(c.lower(), c)
+    if word.lower() in lowered and lowered[word.lower()] != word:
+        return lowered[word.lower()]
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.7)
+    return lowered[close[0]] if close else None
+
+
+def suggestion(word: str, choices: Iterable[str], *, what: str = "known") -> str:
+    pool = list(dict.fromkeys(choices))
+    guess = did_you_mean(word, pool)
+    if guess:
+        return f"did you mean '{guess}'?"
+    return f"{what}: {', '.join(sorted(pool))}"

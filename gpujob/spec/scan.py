@@ -9,6 +9,7 @@ rest of validating a job file)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cache
@@ -279,6 +280,87 @@ def _fast_parser() -> Any:
     return YAML(typ="safe")
 
 
+def _events(yaml: Any, text: str, build: bool) -> Iterator[Any]:
+    """yaml.parse(text)'s events. For the libyaml parser, straight from its CParser: the same events
+    (YAML.parse makes that very parser, after building a loader class for it at every call, which cost
+    a third of a small file's parse)."""
+    parser_class = getattr(yaml, "Parser", None)
+    if not build or parser_class is None or parser_class.__name__ != "CParser":
+        yield from yaml.parse(io.StringIO(text))
+        return
+    parser = parser_class(io.StringIO(text))
+    try:
+        while parser.check_event():
+            yield parser.get_event()
+    finally:
+        parser.dispose()
+
+
+def plain_document(text: str) -> Any:
+    """The data of a plain document, for `gpujob validate`'s fast path: one document of mappings,
+    sequences and scalars only (no tag, anchor, alias or merge key, no collection as a key, no key
+    written twice, not deeper than MAX_DEPTH): None for anything else, and for any parse error.
+
+    For such a document scan_events builds the very same data (the same events, each scalar resolved by
+    the same _Scanner._scalar) and finds no problem, since every one it reports is refused here too; so
+    yamlsafe.parse_file's data for it is yamlsafe._plain of this, without problems. The checks the
+    scanner makes for messages and positions are what this saves."""
+    yaml = _fast_parser()
+    resolver = _Scanner("", yaml)  # its _scalar resolves and constructs each scalar, memoised
+    scalar = resolver._scalar
+    stack: list[tuple[Any, list[Any], set[str]]] = []  # (container, [the key awaiting its value], raw keys)
+    root: Any = None
+    nodes = documents = 0
+    no_key: Any = _UNSET
+    try:
+        for ev in _events(yaml, text, True):
+            kind = type(ev).__name__
+            if kind == "ScalarEvent":
+                if ev.tag is not None or ev.anchor is not None:
+                    return None
+                value = scalar(ev, None)
+                if resolver.yaml is None:  # a merge key
+                    return None
+            elif kind == "MappingStartEvent" or kind == "SequenceStartEvent":
+                if ev.tag is not None or ev.anchor is not None or len(stack) >= MAX_DEPTH:
+                    return None
+                value = {} if kind == "MappingStartEvent" else []
+            elif kind == "MappingEndEvent" or kind == "SequenceEndEvent":
+                stack.pop()
+                continue
+            elif kind == "DocumentStartEvent":
+                documents += 1
+                if documents > 1:
+                    return None
+                continue
+            elif kind in ("StreamStartEvent", "StreamEndEvent", "DocumentEndEvent"):
+                continue
+            else:
+                return None  # an alias, or an event this does not know
+            nodes += 1
+            if nodes > MAX_NODES:
+                return None
+            if not stack:
+                root = value
+            else:
+                container, key, seen = stack[-1]
+                if type(container) is list:
+                    container.append(value)
+                elif key[0] is no_key:  # this node is a key
+                    if kind != "ScalarEvent" or ev.value in seen or value in container:
+                        return None
+                    seen.add(ev.value)
+                    key[0] = value
+                else:
+                    container[key[0]] = value
+                    key[0] = no_key
+            if kind != "ScalarEvent":
+                stack.append((value, [no_key], set()))
+    except Exception:  # the scanner words parse errors; here any of them is "not sure"
+        return None
+    return root
+
+
 def _scan(text: str, display: str, yaml: Any, *, build: bool) -> ScanResult:
     from ruamel.yaml.error import YAMLError
 
@@ -288,7 +370,7 @@ def _scan(text: str, display: str, yaml: Any, *, build: bool) -> ScanResult:
         return ScanResult(scanner.positions, scanner.problems, True)
 
     try:
-        for ev in yaml.parse(io.StringIO(text)):
+        for ev in _events(yaml, text, build):
             scanner.event(ev)
     except _Stop:
         return fatal()
