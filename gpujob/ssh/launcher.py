@@ -116,6 +116,12 @@ def _run(spec: JobSpec) -> RunSpec:
     return spec.run
 
 
+# Whether "$pid" is this job's run: the pid file lives on the durable mount and outlives the container,
+# and a new container numbers its processes from 1 again, so the pid may now be anything, even the very
+# `launcher.sh start` asking (its argv also holds "$SELF"). Only the run's own process has "$SELF run".
+IS_RUN = r"""tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -A1 -xF -- "$SELF" | grep -qx run"""
+
+
 def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
     import jinja2
 
@@ -130,6 +136,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
     )
     tpl_env.filters["q"] = q
     return tpl_env.get_template("launcher.sh.j2").render(
+        is_run=IS_RUN,
         job=spec.name,
         jobdir=job_dir(spec),
         scratch=scratch_dir(spec, scratch_root),
@@ -196,7 +203,7 @@ def _status_command(spec: JobSpec) -> str:
     ck = q(remote_path(spec.checkpoint.dir)) if spec.checkpoint else "''"
     return f"""J={jobdir}; C={ck}; SELF="$J/launcher.sh"
 pid=$(cat "$J/pid" 2>/dev/null); alive=0
-if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\\0' '\\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$SELF"; then alive=1; fi
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && {IS_RUN}; then alive=1; fi
 echo "alive=$alive"
 echo "exit_code=$(cat "$J/exit_code" 2>/dev/null)"
 echo "started_at=$(cat "$J/started_at" 2>/dev/null)"
@@ -243,7 +250,7 @@ def _quiesce_command(spec: JobSpec, grace_s: float) -> str:
     return f"""J={jobdir}; SELF="$J/launcher.sh"; G={ticks}
 pid=$(cat "$J/pid" 2>/dev/null)
 gone() {{ [ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }}
-ours() {{ [ -n "$pid" ] && ! gone "$pid" && tr '\\0' '\\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$SELF"; }}
+ours() {{ [ -n "$pid" ] && ! gone "$pid" && {IS_RUN}; }}
 tree() {{ cat /proc/[0-9]*/status 2>/dev/null | awk -v root="$1" '/^Pid:/{{p=$2}} /^PPid:/{{pp[p]=$2}} END{{n=1;q[1]=root;i=1;while(i<=n){{c=q[i];for(k in pp)if(pp[k]==c){{n++;q[n]=k}}i++}}for(j=1;j<=n;j++)print q[j]}}'; }}
 living() {{ for p in $all; do gone "$p" || echo "$p"; done; }}
 if ! ours; then echo "state=not-running"; exit 0; fi

@@ -298,3 +298,34 @@ def test_progress_first_and_previous_steps_are_recorded_per_run(
 
     (Path(job_dir(spec)) / "progress").write_text("$(id) not a step\n")
     assert status().progress is None  # user-written text: anything but a number is ignored
+
+
+def test_the_run_check_knows_the_run_from_a_start_that_got_its_old_pid(tmp_path: Path) -> None:
+    """A restarted container numbers processes from 1 again: the durable pid file's number may now be
+    the very `launcher.sh start` asking. Only `bash <launcher> run ...` is the run."""
+    import subprocess
+
+    from gpujob.ssh.launcher import IS_RUN
+
+    self_path = tmp_path / "launcher.sh"
+    self_path.write_text("sleep 30\n")  # bash stays, with its argv, until the sleep ends
+    procs = {
+        argv[0]: subprocess.Popen(["bash", str(self_path), *argv], start_new_session=True)
+        for argv in (["start"], ["run", str(tmp_path / "fifo")], ["status"])
+    }
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+
+        def is_run(pid: int) -> bool:
+            script = f'pid={pid}; SELF="{self_path}"; {IS_RUN}'
+            return subprocess.run(["sh", "-c", script]).returncode == 0
+
+        assert is_run(procs["run"].pid)
+        assert not is_run(procs["start"].pid) and not is_run(procs["status"].pid)
+        assert not is_run(other.pid) and not is_run(2**22 + 7)
+    finally:
+        for p in procs.values():
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        other.kill()
+        other.wait()
