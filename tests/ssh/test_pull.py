@@ -10,10 +10,10 @@ import pytest
 
 from gpujob.errors import SSHError
 from gpujob.ssh import pull as pull_mod
-from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.pull import ChecksumMismatch, PulledCheckpoint, pull_checkpoints
 from gpujob.ssh.session import connect
-from gpujob.ssh.testing import SSHD, running_sshd
+from gpujob.ssh.testing import SSHD
+from tests.ssh.drops import CutAt, own_sshd
 
 VERIFY = f"{sys.executable} -c \"import sys; sys.exit(0 if open(sys.argv[1],'rb').read(4) == b'CKPT' else 3)\" {{file}}"
 
@@ -122,19 +122,11 @@ def test_interrupted_pull_resumes_without_resending(tmp_path: Path) -> None:
     rdir.mkdir()
     size = 40 * 1024 * 1024
     (rdir / "big.pt").write_bytes(os.urandom(size))
-    state = tmp_path / "state"
-    _, line = ensure_project_key(state)
-    with running_sshd(tmp_path / "own") as server:
-        server.authorize(line)
-        killed: list[int] = []
-
-        def progress(done: int, total: int) -> None:
-            if not killed and done > total * 0.4:
-                killed.append(server.kill_connections())
-
+    with own_sshd(tmp_path) as (server, state):
+        cut = CutAt(server, 0.4)
         with pytest.raises(SSHError):
-            asyncio.run(_pull(server, state, rdir, ldir, verify=None, progress=progress))
-        assert killed and killed[0] >= 1
+            asyncio.run(_pull(server, state, rdir, ldir, verify=None, progress=cut))
+        assert cut.fired
         part = ldir / "big.pt.part"
         arrived = part.stat().st_size
         assert 0 < arrived < size

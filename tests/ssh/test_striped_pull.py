@@ -21,10 +21,10 @@ import pytest
 from gpujob.errors import SSHError
 from gpujob.ssh import spans
 from gpujob.ssh.confined import LocalDir
-from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.pull import PulledCheckpoint, pull_checkpoints
 from gpujob.ssh.session import CHUNK, connect
-from gpujob.ssh.testing import SSHD, running_sshd
+from gpujob.ssh.testing import SSHD
+from tests.ssh.drops import CutAt, own_sshd
 
 MB = 1 << 20
 SIZE = 24 * MB + 12345  # not a multiple of anything the spans use
@@ -200,19 +200,12 @@ def test_a_striped_pull_killed_anywhere_resumes_sending_only_the_missing_bytes(
 
 def test_a_dropped_connection_mid_stripe_resumes_from_the_record(tmp_path: Path, small_stripes: None) -> None:
     src = make_checkpoint(tmp_path / "r", 40 * MB)
-    ldir, state = tmp_path / "l", tmp_path / "state"
-    _, line = ensure_project_key(state)
-    with running_sshd(tmp_path / "own") as server:
-        server.authorize(line)
-        killed: list[int] = []
-
-        def progress(done: int, total: int) -> None:
-            if not killed and done > total * 0.4:
-                killed.append(server.kill_connections())
-
+    ldir = tmp_path / "l"
+    with own_sshd(tmp_path) as (server, state):
+        cut = CutAt(server, 0.4)
         with pytest.raises(SSHError):
-            asyncio.run(_pull(server, state, tmp_path / "r", ldir, stripes=4, progress=progress))
-        assert killed and killed[0] >= 1
+            asyncio.run(_pull(server, state, tmp_path / "r", ldir, stripes=4, progress=cut))
+        assert cut.fired
         local = LocalDir(ldir)
         try:
             dfd, base = local.parent("model.pt")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpujob.errors import SSHError
-from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.session import connect
 from gpujob.ssh.sync import MANIFEST, STAGE, SyncStats, sync_tree
-from gpujob.ssh.testing import SSHD, running_sshd
+from gpujob.ssh.testing import SSHD
+from tests.ssh.drops import CutAt, own_sshd
 
 
 def make_tree(src: Path) -> None:
@@ -130,19 +130,11 @@ def test_sync_dropped_connection_then_resync_converges(tmp_path: Path) -> None:
     (src / "zz").mkdir()
     for i in range(50):
         (src / "zz" / f"after{i}.bin").write_bytes(os.urandom(20_000))
-    state = tmp_path / "state"
-    _, line = ensure_project_key(state)
-    with running_sshd(tmp_path / "own") as server:
-        server.authorize(line)
-        killed: list[int] = []
-
-        def progress(done: int, total: int) -> None:
-            if not killed and done > total // 3:
-                killed.append(server.kill_connections())
-
+    with own_sshd(tmp_path) as (server, state):
+        cut = CutAt(server, 1 / 3)
         with pytest.raises(SSHError):
-            asyncio.run(_sync(server, state, src, dest, [], progress=progress))
-        assert killed and killed[0] >= 1
+            asyncio.run(_sync(server, state, src, dest, [], progress=cut))
+        assert cut.fired
         # Whatever arrived before the drop: no file under its real name is partial.
         for rel in remote_files(dest) if dest.exists() else set():
             if not rel.startswith(STAGE):

@@ -16,10 +16,10 @@ import pytest
 from gpujob.errors import SSHError
 from gpujob.ssh import sync, tarstream
 from gpujob.ssh.ignore import LocalEntry, walk
-from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.session import Remote, connect
 from gpujob.ssh.sync import MANIFEST, STAGE, SyncStats, sync_tree
-from gpujob.ssh.testing import SSHD, running_sshd
+from gpujob.ssh.testing import SSHD
+from tests.ssh.drops import CutAt, own_sshd
 from tests.ssh.test_sync import remote_files, same_content
 
 
@@ -155,19 +155,11 @@ def test_a_connection_dropped_during_a_split_upload_places_nothing(tmp_path: Pat
     (src / "data" / "big.bin").write_bytes(os.urandom(40 * 1024 * 1024))
     for i in range(300):
         (src / "data" / f"f{i}.bin").write_bytes(os.urandom(30_000))
-    state = tmp_path / "state"
-    _, line = ensure_project_key(state)
-    with running_sshd(tmp_path / "own") as server:
-        server.authorize(line)
-        killed: list[int] = []
-
-        def progress(done: int, total: int) -> None:
-            if not killed and done > total // 3:
-                killed.append(server.kill_connections())
-
+    with own_sshd(tmp_path) as (server, state):
+        cut = CutAt(server, 1 / 3)
         with pytest.raises(SSHError):
-            asyncio.run(_sync(server, state, src, dest, progress=progress))
-        assert killed and killed[0] >= 1
+            asyncio.run(_sync(server, state, src, dest, progress=cut))
+        assert cut.fired
         # Placement waits for every stream: whatever a stream got through stays in the stage.
         placed = {r for r in remote_files(dest) if not r.startswith(STAGE)} if dest.exists() else set()
         assert placed == set()
