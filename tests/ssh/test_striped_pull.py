@@ -227,6 +227,14 @@ def _plant_record(ldir: Path, spans_: list[list[int]], part: bytes, size: int = 
     (ldir / spans.journal_name("model.pt")).write_text(json.dumps(record))
 
 
+def _repull(server: SSHD, state: Path, tmp_path: Path, ldir: Path, stripes: int) -> PulledCheckpoint:
+    """Pull tmp_path/r/model.pt into ldir; it must arrive whole, with nothing of the pull left beside it."""
+    [p] = asyncio.run(_pull(server, state, tmp_path / "r", ldir, stripes=stripes))
+    assert sha(ldir / "model.pt") == sha(tmp_path / "r" / "model.pt") == p.sha256
+    assert leftovers(ldir) == []
+    return p
+
+
 @pytest.mark.parametrize(
     "record,why",
     [
@@ -239,30 +247,26 @@ def _plant_record(ldir: Path, spans_: list[list[int]], part: bytes, size: int = 
 def test_a_record_that_does_not_fit_is_dropped_with_its_part(
     sshd: SSHD, state: Path, tmp_path: Path, small_stripes: None, record: str, why: str
 ) -> None:
-    src = make_checkpoint(tmp_path / "r")
+    make_checkpoint(tmp_path / "r")
     ldir = tmp_path / "l"
     ldir.mkdir()
     (ldir / "model.pt.part").write_bytes(b"\0" * 1000)
     (ldir / spans.journal_name("model.pt")).write_text(record)
-    [p] = asyncio.run(_pull(sshd, state, tmp_path / "r", ldir, stripes=2))
+    p = _repull(sshd, state, tmp_path, ldir, stripes=2)
     assert p.resumed_from == 0 and p.bytes_transferred == SIZE, why
-    assert sha(ldir / "model.pt") == sha(src)
-    assert leftovers(ldir) == []
 
 
 def test_a_lying_record_costs_a_refetch_never_a_bad_file(
     sshd: SSHD, state: Path, tmp_path: Path, small_stripes: None
 ) -> None:
-    src = make_checkpoint(tmp_path / "r")
+    make_checkpoint(tmp_path / "r")
     ldir = tmp_path / "l"
     half = SIZE // 2
     # It fits the file, but the bytes it vouches for are not the remote's.
     _plant_record(ldir, [[0, half, half], [half, SIZE, half]], b"\xff" * half)
-    [p] = asyncio.run(_pull(sshd, state, tmp_path / "r", ldir, stripes=2))
+    p = _repull(sshd, state, tmp_path, ldir, stripes=2)
     assert p.resumed_from == half
     assert p.bytes_transferred == (SIZE - half) + SIZE  # the rest, then the whole file once more
-    assert sha(ldir / "model.pt") == sha(src)
-    assert leftovers(ldir) == []
 
 
 def test_a_link_or_fifo_planted_as_the_record_is_never_followed(
@@ -280,11 +284,9 @@ def test_a_link_or_fifo_planted_as_the_record_is_never_followed(
             record.symlink_to(outside)
         else:
             os.mkfifo(record)
-        [p] = asyncio.run(_pull(sshd, state, tmp_path / "r", ldir, stripes=3))  # a FIFO would hang here
-        assert sha(ldir / "model.pt") == sha(src)
+        p = _repull(sshd, state, tmp_path, ldir, stripes=3)  # a FIFO would hang here
         assert p.resumed_from == 1000 and p.bytes_transferred == SIZE - 1000
         assert outside.read_text() == "precious"
-        assert leftovers(ldir) == []
 
 
 MEMORY_CHILD = textwrap.dedent(
