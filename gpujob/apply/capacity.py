@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpujob import gpus
+from gpujob import gpus, naming
+from gpujob.apply.context import JobContext
 from gpujob.apply.progress import reporter_of
 from gpujob.clock import Clock
 from gpujob.errors import ProviderCapacityError
 from gpujob.gpus import Candidate
+from gpujob.images import cuda_from_tag
 from gpujob.live import LiveResource, PriceQuote
 from gpujob.providers.base import LaunchRequest, Provider
 from gpujob.spec.model import JobSpec
@@ -116,3 +118,29 @@ def backoff_message(cands: list[Candidate], delay: float) -> str:
     names = [c.describe().split(" at $")[0] for c in cands]  # prices are in the per-candidate notes
     full = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return f"waiting {delay:.0f}s for capacity: {full} full; next: {names[0]}"
+
+
+def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
+    spec, m = ctx.spec, ctx.spec.machine
+    env = dict(spec.run.env) if spec.run else {}
+    # The ownership marker (gpujob.naming): a pod reports its env back, so it says whose it is.
+    env |= {naming.PROJECT_ENV: ctx.project, naming.OWNER_ENV: ctx.project_label}
+    return LaunchRequest(
+        name=ctx.machine_name,
+        gpu_id=m.gpu[0],
+        gpu_count=m.gpu_count,
+        region=m.regions[0] if m.regions else None,
+        cloud=m.cloud or "secure",
+        spot=m.spot,
+        image=m.image,
+        template=m.template,
+        container_disk_gb=m.container_disk_gb,
+        volume_gb=spec.storage.volume_gb,
+        mount_path=spec.storage.mount,
+        network_volume_id=ctx.volume.id if ctx.volume is not None else None,
+        public_ip=m.public_ip,
+        auto_shutdown_hours=m.auto_shutdown.total_seconds() / 3600 if m.auto_shutdown else None,
+        env=env,
+        ssh_public_key=public_key,
+        min_cuda=cuda_from_tag(m.image),  # RP9: a host whose driver runs the image's CUDA
+    )

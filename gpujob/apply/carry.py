@@ -4,22 +4,20 @@ pull go onto the new machine's checkpoint.dir before its run starts, and are rea
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
-from gpujob.apply import runtime
+from gpujob.apply.context import JobContext
 from gpujob.apply.gate import unsafe_files
+from gpujob.apply.reconcile import push_pending
 from gpujob.apply.records import load_pull_record
+from gpujob.apply.runtime.pulling import pull_dir
+from gpujob.apply.runtime.remote import Target, open_remote
+from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.errors import GpujobError
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action
 
-if TYPE_CHECKING:
-    from gpujob.apply.applier import JobContext
 
-
-async def push_after_replace(
-    ctx: JobContext, action: Action, target: runtime.Target
-) -> tuple[str | None, str]:
+async def push_after_replace(ctx: JobContext, action: Action, target: Target) -> tuple[str | None, str]:
     """(resource id, outcome detail). Only the files the final pull listed on the replaced machine."""
     ck = ctx.spec.checkpoint
     if ck is None:
@@ -28,7 +26,7 @@ async def push_after_replace(
     replaced = ctx.replaced or _pending(ctx, action)
     if record is None or replaced is None or record.resource_id != replaced:
         return None, "the replaced machine held no checkpoint files: nothing to carry across"
-    local_dir = runtime.pull_dir(ctx.spec, ctx.spec_path)
+    local_dir = pull_dir(ctx.spec, ctx.spec_path)
     files = {n: f for n in record.remote_files if (f := record.file(n)) is not None}
     bad = await asyncio.to_thread(unsafe_files, files, record, local_dir)
     if bad or set(files) != set(record.remote_files):
@@ -37,8 +35,8 @@ async def push_after_replace(
             hint=f"the old machine is gone; copy them by hand into {ck.dir} (gpujob ssh) before the run starts",
         )
     names = sorted(files)
-    async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
-        with runtime.transfer_reporting("push", ctx.note) as progress:
+    async with open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
+        with transfer_reporting("push", ctx.note) as progress:
             await ctx.ssh.push_checkpoints(remote, local_dir, names, ck.dir, progress=progress)
         landed = await ctx.ssh.list_checkpoints(remote, ck.dir)
     ctx.machine = target.resource
@@ -56,6 +54,4 @@ async def push_after_replace(
 
 def _pending(ctx: JobContext, action: Action) -> str | None:
     """The replaced machine of an earlier apply that died before this push (from the journal)."""
-    from gpujob.apply.reconcile import push_pending
-
     return push_pending(ctx.journal.entries())

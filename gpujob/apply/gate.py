@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gpujob.apply.localfiles import local_sha256
 from gpujob.apply.records import PullRecord, load_pull_record, load_pull_records
 from gpujob.errors import GateError
 from gpujob.plan.model import Action
@@ -96,8 +97,6 @@ def unsafe_files(remote: Mapping[str, Any], record: PullRecord | None, local_dir
     with the reason. The local copy is read again: it must be a regular file under local_dir (no
     symlink in its last part) with the remote's size and sha256, and the record must say that very
     copy passed checkpoint.verify."""
-    from gpujob.apply.runtime import local_sha256
-
     out = []
     for name, want in sorted(remote.items()):
         got = record.file(name) if record is not None else None

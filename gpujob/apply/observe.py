@@ -12,7 +12,7 @@ from gpujob.apply.records import PullRecord, current_record, load_pull_record
 from gpujob.apply.runtime import Target
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
-from gpujob.state import StateRef, Store, as_store
+from gpujob.state import StateRef, Store, as_store, open_store
 
 
 @dataclass
@@ -47,7 +47,6 @@ class JobView:
 @contextlib.asynccontextmanager
 async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
     """One list_resources per platform, each job's machine and volume picked by deterministic name."""
-    from gpujob.apply.session import state_dir_of
     from gpujob.naming import machines, owned, volume_name
     from gpujob.project import with_projects
     from gpujob.providers.registry import open_providers
@@ -65,7 +64,7 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
             nv = spec.storage.network_volume
             vname = volume_name(spec.name, nv.name, ls.project) if nv and ls.project else None
             volume = next((r for r in mine if r.kind == "network_volume" and r.name == vname), None)
-            sdir = state_dir_of(ls.path)
+            sdir = open_store(ls.path)
             # The last pull is shown only for the machine or volume it came from, never for a replacement.
             pulled = current_record(load_pull_record(sdir, spec.name), machine, [volume])
             views.append(JobView(ls, sdir, providers[spec.platform], machine, volume, pulled))

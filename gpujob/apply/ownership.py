@@ -8,19 +8,24 @@ running, and two checkouts that create one at the same moment settle which one s
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from gpujob import naming
+from gpujob.apply.context import JobContext
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
-from gpujob.plan.model import Action
-
-if TYPE_CHECKING:
-    from gpujob.apply.applier import JobContext
+from gpujob.plan.model import Action, ActionKind
 
 
 def machine_kind(ctx: JobContext) -> str:
-    return "pod" if ctx.spec.platform == "runpod" else "machine"
+    return ctx.machine_kind
+
+
+async def volume_of(ctx: JobContext, action: Action) -> LiveResource | None:
+    """The network volume `action` acts on: the job's own, or (a stale volume of the job) read by id."""
+    vol = ctx.volume
+    if action.resource_id is not None and (vol is None or vol.id != action.resource_id):
+        vol = await ctx.provider.get("network_volume", action.resource_id)
+    return vol
 
 
 async def require_owned(ctx: JobContext, resource: LiveResource, action: Action, verb: str) -> LiveResource:
@@ -96,9 +101,6 @@ async def settle_create_race(ctx: JobContext, action: Action, made: LiveResource
 async def require_target_owned(ctx: JobContext, action: Action) -> None:
     """Before the teardown gate looks at a gated action's target (it may start a pod, mount a volume
     through a temporary pod and pull its files): the target must be the job's own."""
-    from gpujob.apply.teardown import volume_of
-    from gpujob.plan.model import ActionKind
-
     target: LiveResource | None = None
     if action.kind in (ActionKind.TERMINATE, ActionKind.REPLACE):
         target = ctx.machine

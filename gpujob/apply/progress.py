@@ -236,12 +236,3 @@ class JobReporter:
 
 def reporter_of(note: Callable[[str], None]) -> JobReporter | None:
     return note if isinstance(note, JobReporter) else None
-
-
-def __getattr__(name: str) -> Any:
-    # RichHooks lives in its own module (rich is imported only for a terminal); old imports still work.
-    if name == "RichHooks":
-        from gpujob.apply.progress_rich import RichHooks
-
-        return RichHooks
-    raise AttributeError(name)

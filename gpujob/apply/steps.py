@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gpujob import naming
 from gpujob.apply import ownership as guard
 from gpujob.apply import runtime, teardown
-from gpujob.apply.capacity import candidates, create_with_fallback
+from gpujob.apply.capacity import candidates, create_with_fallback, launch_request
+from gpujob.apply.carry import push_after_replace
+from gpujob.apply.context import JobContext
 from gpujob.apply.journal import crashpoint
 from gpujob.apply.reconcile import HOST_LOST_GPU
-from gpujob.apply.records import note_launch
+from gpujob.apply.records import PullRecord, note_launch
 from gpujob.errors import GpujobError, ProviderNotFound, command_text, job_file_args, ssh_words
-from gpujob.images import cuda_from_tag
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
-from gpujob.providers.base import LaunchRequest, VolumeRequest, ZeroGpuError
-
-if TYPE_CHECKING:
-    from gpujob.apply.applier import JobContext
-    from gpujob.apply.records import PullRecord
+from gpujob.providers.base import VolumeRequest, ZeroGpuError
 
 CAPACITY_WAIT_S = 1800.0
 ABSENCE_READS = 3  # a just-created resource may not be listed yet: absence needs more than one read
@@ -74,7 +70,7 @@ async def _look_harder(ctx: JobContext, action: Action) -> None:
 async def run(ctx: JobContext, action: Action) -> Outcome:
     kind = action.kind
     gone = (kind in (ActionKind.TERMINATE, ActionKind.REPLACE) and ctx.machine is None) or (
-        kind is ActionKind.DELETE_VOLUME and await teardown.volume_of(ctx, action) is None
+        kind is ActionKind.DELETE_VOLUME and await guard.volume_of(ctx, action) is None
     )
     checked = ""
     if action.gated and not gone:
@@ -156,32 +152,6 @@ def _volume_region(ctx: JobContext) -> str:
     return load_profile(ctx.spec.platform).regions[0]
 
 
-def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
-    spec, m = ctx.spec, ctx.spec.machine
-    env = dict(spec.run.env) if spec.run else {}
-    # The ownership marker (gpujob.naming): a pod reports its env back, so it says whose it is.
-    env |= {naming.PROJECT_ENV: ctx.project, naming.OWNER_ENV: ctx.project_label}
-    return LaunchRequest(
-        name=ctx.machine_name,
-        gpu_id=m.gpu[0],
-        gpu_count=m.gpu_count,
-        region=m.regions[0] if m.regions else None,
-        cloud=m.cloud or "secure",
-        spot=m.spot,
-        image=m.image,
-        template=m.template,
-        container_disk_gb=m.container_disk_gb,
-        volume_gb=spec.storage.volume_gb,
-        mount_path=spec.storage.mount,
-        network_volume_id=ctx.volume.id if ctx.volume is not None else None,
-        public_ip=m.public_ip,
-        auto_shutdown_hours=m.auto_shutdown.total_seconds() / 3600 if m.auto_shutdown else None,
-        env=env,
-        ssh_public_key=public_key,
-        min_cuda=cuda_from_tag(m.image),  # RP9: a host whose driver runs the image's CUDA
-    )
-
-
 async def create_machine(ctx: JobContext, action: Action) -> Outcome:
     await _look_harder(ctx, action)
     if ctx.machine is not None:
@@ -261,7 +231,7 @@ async def terminate(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def delete_volume(ctx: JobContext, action: Action) -> Outcome:
-    vol = await teardown.volume_of(ctx, action)
+    vol = await guard.volume_of(ctx, action)
     if vol is None:
         return Outcome(action.resource_id, "already gone")
     vol = await guard.require_owned(ctx, vol, action, "delete")
@@ -479,8 +449,6 @@ def _said(record: PullRecord, name: str) -> str:
 
 
 async def push(ctx: JobContext, action: Action) -> Outcome:
-    from gpujob.apply.carry import push_after_replace
-
     resource_id, detail = await push_after_replace(ctx, action, _target(ctx, action))
     return Outcome(resource_id, detail)
 

@@ -27,20 +27,22 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gpujob import naming
-from gpujob.apply import gate, runtime
+from gpujob import gpus, naming
+from gpujob.apply import gate
+from gpujob.apply.capacity import create_with_fallback, launch_request
+from gpujob.apply.context import JobContext
+from gpujob.apply.ownership import volume_of
 from gpujob.apply.records import current_record, load_pull_record
+from gpujob.apply.runtime.pulling import pull_dir, pull_over
+from gpujob.apply.runtime.remote import Target, open_remote
 from gpujob.errors import GateError, GpujobError, ProviderError
 from gpujob.live import LiveResource
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import ZeroGpuError
 from gpujob.ssh.quote import remote_path
-
-if TYPE_CHECKING:
-    from gpujob.apply.applier import JobContext
 
 
 @dataclass
@@ -120,13 +122,6 @@ async def _volume_gate(ctx: JobContext, action: Action) -> str:
     return await _through_helper(ctx, action, vol)
 
 
-async def volume_of(ctx: JobContext, action: Action) -> LiveResource | None:
-    vol = ctx.volume
-    if action.resource_id is not None and (vol is None or vol.id != action.resource_id):
-        vol = await ctx.provider.get("network_volume", action.resource_id)  # e.g. a stale volume of the job
-    return vol
-
-
 async def _through_helper(ctx: JobContext, action: Action, vol: LiveResource) -> str:
     """No pod mounts the volume: bring up the cheapest one that can, look and pull, terminate it."""
     if ctx.spec.platform != "runpod":
@@ -167,9 +162,6 @@ async def _through_helper(ctx: JobContext, action: Action, vol: LiveResource) ->
 
 
 async def _create_helper(ctx: JobContext, vol: LiveResource) -> LiveResource:
-    from gpujob import gpus
-    from gpujob.apply.capacity import create_with_fallback
-    from gpujob.apply.steps import launch_request
     from gpujob.profile import load_profile
 
     profile = load_profile(ctx.spec.platform)
@@ -232,8 +224,8 @@ async def start_for_disk(ctx: JobContext, machine: LiveResource, why: str) -> Li
     return started
 
 
-def _target(ctx: JobContext, machine: LiveResource, *, moved: bool) -> runtime.Target:
-    return runtime.Target(
+def _target(ctx: JobContext, machine: LiveResource, *, moved: bool) -> Target:
+    return Target(
         spec=ctx.spec,
         spec_path=ctx.spec_path,
         provider=ctx.provider,
@@ -262,7 +254,7 @@ async def _inspect(
             ctx.machine = machine
     target = _target(ctx, machine, moved=moved)
     through = through or f"{machine.name} ({machine.id})"
-    async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
+    async with open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
         if own:
             ctx.machine = target.resource
         stopped = await _quiesce(ctx, action, remote, machine)
@@ -272,9 +264,9 @@ async def _inspect(
         if not at_risk:
             return _kept_detail(stopped, kept)
         ck_dir = _pullable_dir(ctx, action, at_risk, machine, stopped)
-        record = await runtime.pull_over(remote, target, ctx.ssh, ctx.clock, ctx.note)
+        record = await pull_over(remote, target, ctx.ssh, ctx.clock, ctx.note)
         final = await ctx.ssh.list_checkpoints(remote, ck_dir)
-    local_dir = runtime.pull_dir(ctx.spec, ctx.spec_path)
+    local_dir = pull_dir(ctx.spec, ctx.spec_path)
     problems = [f"{n!r} (not pullable: {why})" for n, why in sorted(final.unpullable.items())]
     problems += await asyncio.to_thread(gate.unsafe_files, final.files, record, local_dir)
     if problems:

@@ -12,7 +12,7 @@ import pytest
 
 from gpujob import naming
 from gpujob.apply import teardown
-from gpujob.apply.applier import JobContext
+from gpujob.apply.context import JobContext
 from gpujob.apply.gate import checkpoint_tier, require_approvals, require_approved, unsafe_files
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import RecordingHooks

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from gpujob.apply.progress import LineHooks, RichHooks
+from gpujob.apply.progress import LineHooks
+from gpujob.apply.progress_rich import RichHooks
 from gpujob.plan.model import ActionKind
 from tests.apply.fakes import action
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpujob.apply import steps
-from gpujob.apply.applier import JobContext
+from gpujob.apply.context import JobContext
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import RecordingHooks
 from gpujob.errors import GpujobError

@@ -224,7 +224,7 @@ async def test_apply_grows_a_running_machine_stop_put_start_and_records_the_size
 ) -> None:
     """The apply step around it: stop, PUT diskSize, start, and the launch record now says 100 GB."""
     from gpujob.apply import steps
-    from gpujob.apply.applier import JobContext
+    from gpujob.apply.context import JobContext
     from gpujob.apply.journal import Journal
     from gpujob.apply.progress import RecordingHooks
     from gpujob.apply.records import load_launch_record, note_launch

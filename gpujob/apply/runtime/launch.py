@@ -1,0 +1,122 @@
+"""Starting the run: the secrets it gets, the sync of the code, the detached launch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gpujob.apply.runtime.remote import POLL_S, Target, open_remote
+from gpujob.apply.runtime.transfer import transfer_reporting
+from gpujob.apply.sshapi import SSHApi
+from gpujob.clock import Clock
+from gpujob.errors import GpujobError, SSHConnectError
+from gpujob.spec.model import JobSpec
+from gpujob.ssh.quote import remote_path
+
+LAUNCH_ATTEMPTS = 3
+
+
+def collect_secrets(spec: JobSpec, env: Mapping[str, str], *, rerun: str = "gpujob apply") -> dict[str, str]:
+    """Values of run.secrets from the local environment. Missing ones are named (never valued).
+    `rerun` is the command line that repeats this one, for the hint."""
+    names = spec.run.secrets if spec.run else []
+    missing = [n for n in names if not env.get(n)]
+    if missing:
+        exports = " ".join(f"{n}=..." for n in missing)
+        raise GpujobError(
+            f"{spec.name}: secret(s) not set in the local environment: {', '.join(missing)}",
+            hint=f"export {exports} in this shell (gpujob passes the values over SSH and never stores them), "
+            f"then run: `{rerun}`",
+        )
+    from gpujob.config import API_KEY_ENV
+
+    keys = {env.get(k, "").strip(): k for k in API_KEY_ENV.values() if env.get(k, "").strip()}
+    for n in names:
+        if env[n].strip() in keys:
+            raise GpujobError(
+                f"{spec.name}: the secret {n} holds the same value as {keys[env[n].strip()]}, gpujob's "
+                "account key; it is not sent to the machine",
+                hint="give the run a separate key with the least access it needs",
+            )
+    return {n: env[n] for n in names}
+
+
+def sync_patterns(spec: JobSpec) -> list[str]:
+    """The job's excludes, then its deny patterns: later rules win, so no exclude negation re-includes a
+    denied file (the SSH layer adds its own credential deny list after both)."""
+    assert spec.run is not None
+    return [*spec.run.sync.exclude, *spec.run.sync.deny]
+
+
+def _alive(status: Any) -> bool:
+    for name in ("alive", "running", "is_alive"):
+        value = getattr(status, name, None)
+        if isinstance(value, bool):
+            return value
+    return str(getattr(status, "state", "")).lower() in ("running", "alive")
+
+
+async def launch(
+    target: Target, ssh: SSHApi, clock: Clock, env: Mapping[str, str], note: Callable[[str], None]
+) -> str:
+    """Sync the code and start the run detached, unless it is already alive. Returns a one-line outcome."""
+    spec = target.spec
+    if spec.run is None:
+        return "no run section: nothing to launch"
+    secrets = collect_secrets(spec, env)
+    for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+        try:
+            return await _launch_once(target, ssh, clock, secrets, note)
+        except SSHConnectError as exc:
+            # A dropped connection mid-sync: reconnect (the endpoint is re-read) and sync again; only
+            # the files that did not arrive are sent.
+            if attempt == LAUNCH_ATTEMPTS:
+                raise
+            note(f"connection lost ({str(exc).splitlines()[0]}); reconnecting, attempt {attempt + 1}")
+            await clock.sleep(POLL_S)
+    raise AssertionError("unreachable")
+
+
+async def _launch_once(
+    target: Target, ssh: SSHApi, clock: Clock, secrets: dict[str, str], note: Callable[[str], None]
+) -> str:
+    spec = target.spec
+    assert spec.run is not None
+    async with open_remote(target, ssh, clock, note) as remote:
+        status = await ssh.run_status(remote, spec)
+        if _alive(status):
+            return "run already alive: not relaunched"
+        src = (target.spec_path.parent / spec.run.sync.src).resolve()
+        with transfer_reporting("sync", note) as progress:
+            stats = await ssh.sync_tree(
+                remote, src, spec.run.sync.dest, sync_patterns(spec), progress=progress
+            )
+        for warning in getattr(stats, "warnings", None) or []:
+            note(f"warning: {warning}")
+        note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
+        await _carry_to_new_dir(remote, spec, ssh, note)
+        started = await ssh.launch_run(remote, spec, secrets=secrets)
+    if started is False:
+        return "run already alive: not relaunched"
+    return f"run launched on {target.resource.name}"
+
+
+async def _carry_to_new_dir(remote: Any, spec: JobSpec, ssh: SSHApi, note: Callable[[str], None]) -> None:
+    """checkpoint.dir changed since the last run on this disk: its checkpoints move to the new dir
+    before the run starts (only into an empty one), so training continues from its step."""
+    if spec.checkpoint is None:
+        return
+    old = await ssh.recorded_checkpoint_dir(remote, spec)
+    if not old or old == remote_path(spec.checkpoint.dir):
+        return
+    moved = await ssh.move_checkpoints(remote, old, spec.checkpoint.dir)
+    if moved is not None:
+        note(
+            f"checkpoint.dir changed: moved {len(moved.files)} checkpoint file(s) "
+            f"({moved.total_bytes} B) from {old} to {spec.checkpoint.dir}, read back before removing"
+        )
+
+
+def _describe_stats(stats: Any) -> str:
+    files = getattr(stats, "files_sent", None)  # SyncStats; a fake SSH layer may return None
+    return f" ({files} file(s) sent)" if isinstance(files, int) else ""
