@@ -1,20 +1,27 @@
 """Markdown rendering for PR comments and CI summaries, from the jinja2 template templates/plan.md.j2.
 
-A pure function of the Plan. Table cells are escaped (pipes, newlines) so user text cannot break the
-layout; nothing here reads the environment.
+A pure function of the Plan; nothing here reads the environment. Every string that did not come from
+this file (names, reasons, values, findings, paths: much of it from the platforms or the job file) goes
+through one of the escapes below before it reaches the template, so no text can add markup, links,
+HTML or break the layout: `md` for prose and table cells, `html_text` inside HTML (the <summary> line),
+`code` for code spans, `fenced` for code blocks, `mermaid_label` inside the chart.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from gpujob.cost.rates import rate, usd
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, MeterLine, Plan
+from gpujob.profile import HOURS_PER_MONTH
 from gpujob.render import summary as S
 
 ICON = {"error": "⛔", "warning": "⚠️", "info": "ℹ️"}
+APPROVE_PREFIX = "gpujob-approve:"  # what examples/ci and `gpujob pr-comment approvals` read (gitops)
 
 
 @cache
@@ -23,14 +30,17 @@ def _template() -> Any:
 
     env = Environment(
         loader=FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=False,  # Markdown, not HTML; cells are escaped by the `cell` filter
+        autoescape=False,  # Markdown, not HTML: each value is escaped by the filter fit for its place
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=StrictUndefined,
     )
     env.filters["cell"] = cell
-    env.filters["inline"] = inline
+    env.filters["inline"] = md
+    env.filters["md"] = md
+    env.filters["html_text"] = html_text
+    env.filters["code"] = code
     env.globals.update(
         usd=usd,
         rate=rate,
@@ -41,7 +51,7 @@ def _template() -> Any:
         icon=lambda s: ICON[s],
         value=_value,
         summary_line=S.summary_line,
-        billing_line=S.billing_line,
+        money_line=money_line,
         finding_counts=S.finding_counts,
         job_cost_line=S.job_cost_line,
         run_line=S.run_line,
@@ -50,6 +60,11 @@ def _template() -> Any:
         open_job=open_job,
         meter_rows=meter_rows,
         finding=finding,
+        gated=gated_actions,
+        approves=approves,
+        approve_block=approve_block,
+        billing_chart=billing_chart,
+        changes_block=changes_block,
     )
     return env.get_template("plan.md.j2")
 
@@ -59,21 +74,76 @@ def render_markdown(plan: Plan) -> str:
     return text.rstrip("\n") + "\n"
 
 
+# --- escapes ---------------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
+_LINE_START = re.compile(r"^([-+>=]|\d+[.)])")
+
+
+def inline(text: object) -> str:
+    """One line: every run of whitespace (newlines included) becomes one space, and control characters
+    are shown as escapes (a plan printed to a terminal acts on none)."""
+    from gpujob.redact import visible
+
+    return " ".join(visible(str(text)).split())
+
+
+def md(text: object) -> str:
+    """Untrusted text as literal Markdown prose (also safe in a table cell): HTML special characters
+    become entities, Markdown punctuation is backslash-escaped, and nothing can start a list, quote
+    or heading."""
+    out = html.escape(inline(text), quote=False)
+    out = _MD_SPECIAL.sub(r"\\\1", out)
+    return _LINE_START.sub(r"\\\1", out)
+
+
+def cell(text: object) -> str:
+    return md(text)
+
+
+def html_text(text: object) -> str:
+    """Inside an HTML element (where Markdown is not parsed): entities only."""
+    return html.escape(inline(text), quote=True)
+
+
+def code(text: object, *, in_table: bool = False) -> str:
+    """A code span holding `text` literally, whatever backticks it contains (CommonMark: the fence is
+    one backtick longer than the longest run inside, padded when the text touches a backtick)."""
+    body = inline(text)
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    if body.startswith("`") or body.endswith("`") or not body.strip():
+        body = f" {body} "
+    if in_table:  # GFM splits a table row on any unescaped pipe, even inside a code span
+        body = body.replace("|", "\\|")
+    return f"{fence}{body}{fence}"
+
+
+def fenced(lines: list[str], info: str = "") -> str:
+    """A fenced code block that no line of `lines` can close early."""
+    longest = max((len(m) for line in lines for m in re.findall(r"`{3,}", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([f"{fence}{info}", *lines, fence])
+
+
+def mermaid_label(text: object) -> str:
+    """Text inside a quoted Mermaid label: Mermaid's own entity codes for what would end or mark it up."""
+    out = inline(text)
+    for ch, name in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+        out = out.replace(ch, name)
+    return out
+
+
+# --- pieces ----------------------------------------------------------------------------------------
+
+
 def finding(f: Finding) -> str:
-    line = f"- {ICON[f.severity]} **{f.severity}** `{f.code}` {inline(f.summary)}"
+    line = f"- {ICON[f.severity]} **{md(f.severity)}** {code(f.code)} {md(f.summary)}"
     if f.source is not None:
-        line += f" — `{S.where(f)}`"
+        line += f" — {code(S.where(f))}"
     if f.fix:
-        line += f"<br>fix: {inline(f.fix)}"
+        line += f"<br>fix: {md(f.fix)}"
     return line
-
-
-def inline(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def cell(text: str) -> str:
-    return inline(text).replace("|", "\\|")
 
 
 def _value(v: object) -> str:
@@ -81,7 +151,81 @@ def _value(v: object) -> str:
         return "(none)"
     if isinstance(v, bool):
         return "true" if v else "false"
-    return f'"{v}"' if isinstance(v, str) else str(v)
+    return f'"{inline(v)}"' if isinstance(v, str) else inline(v)
+
+
+def changes_block(a: Action) -> str:
+    lines = [
+        f"~ {inline(c.path)} = {_value(c.before)} -> {_value(c.after)}"
+        + ("  # forces replacement" if c.forces_replacement else "")
+        for c in a.changes
+    ]
+    return fenced(lines, "diff")
+
+
+def per_month(usd_per_hour: float) -> float:
+    return round(usd_per_hour * HOURS_PER_MONTH, 6)
+
+
+def _signed(amount: float, unit: str) -> str:
+    return f"{'+' if amount > 0 else ''}{usd(amount)}/{unit}"
+
+
+def money_line(plan: Plan) -> str:
+    """'Billing now $3.00/h (≈ $2,160.00/mo if left running), after apply $0.00/h (≈ $0.00/mo):
+    -$3.00/h, ≈ -$2,160.00/mo.'"""
+    t = S.totals(plan)
+    now, after = t.now_per_hour, t.after_per_hour
+    text = (
+        f"Billing now {usd(now)}/h (≈ {usd(per_month(now))}/mo if left running), "
+        f"after apply {usd(after)}/h (≈ {usd(per_month(after))}/mo if left running)"
+    )
+    if not t.delta_per_hour:
+        return text + ": no change."
+    delta = t.delta_per_hour
+    return text + f": {_signed(delta, 'h')}, ≈ {_signed(per_month(delta), 'mo')}."
+
+
+def billing_chart(plan: Plan) -> str:
+    """A Mermaid flowchart of what bills now -> after apply, per job and in total ($/h and ≈ $/mo)."""
+
+    def node(key: str, title: str, per_hour: float) -> str:
+        label = mermaid_label(f"{title}: {usd(per_hour)}/h ≈ {usd(per_month(per_hour))}/mo")
+        return f'{key}["{label}"]'
+
+    lines = ["flowchart LR"]
+    rows: list[tuple[str, float, float]] = [
+        (j.job, j.current_usd_per_hour, j.after_usd_per_hour) for j in plan.jobs
+    ]
+    if len(rows) != 1:
+        t = S.totals(plan)
+        rows.append(("all jobs", t.now_per_hour, t.after_per_hour))
+    for i, (name, now, after) in enumerate(rows):
+        delta = round(after - now, 6)
+        edge = mermaid_label(_signed(delta, "h") if delta else "no change")
+        lines.append(
+            f'    {node(f"now{i}", f"{name} now", now)} -->|"{edge}"| {node(f"after{i}", f"{name} after apply", after)}'
+        )
+    return fenced(lines, "mermaid")
+
+
+def gated_actions(plan: Plan) -> list[Action]:
+    return [a for a in plan.all_actions() if a.gated]
+
+
+def approves(a: Action) -> str:
+    """What approving `a` allows, in words (escaped)."""
+    words = f"{S.verb(a)} {S.resource_label(a)}"
+    if a.resource_id:
+        words += f" ({a.resource_id})"
+    if a.data.summary:
+        words += f": {a.data.summary}"
+    return md(words)
+
+
+def approve_block(plan: Plan) -> str:
+    """The lines to paste into the PR description, one per gated action, as a code block to copy."""
+    return fenced([f"{APPROVE_PREFIX} {a.id}" for a in gated_actions(plan)], "text")
 
 
 def job_findings(job: JobPlan) -> list[Finding]:
@@ -96,9 +240,10 @@ def job_symbols(job: JobPlan) -> str:
 
 
 def open_job(job: JobPlan) -> bool:
-    """Expanded by default when it has errors or destroys something; collapsed otherwise."""
+    """Expanded by default when it has errors, destroys something or needs an approval; collapsed
+    otherwise."""
     return any(f.severity == "error" for f in job_findings(job)) or any(
-        a.kind in S.DESTROY for a in job.actions
+        a.kind in S.DESTROY or a.gated for a in job.actions
     )
 
 
