@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("cmd_validate", "Check job files and report every problem.   e.g. gpujob validate job.yaml"),
     "plan": ("cmd_plan", "Show what apply would do, cost and destroy.   e.g. gpujob plan --format markdown"),
     "apply": ("cmd_apply", "Make live state match the spec, safely.   e.g. gpujob apply plan.json"),
+    "show": ("cmd_show", "Render a saved plan for review.   e.g. gpujob show plan.json --format markdown"),
     "destroy": (
         "cmd_destroy",
         "Plan and run the gated teardown of a job.   e.g. gpujob destroy --approve ID",
@@ -47,6 +48,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("cmd_audit", "Find everything billing in the account.   e.g. gpujob audit --format json"),
     "cost": ("cmd_cost", "Spend so far, burn rate and projection.   e.g. gpujob cost"),
     "watch": ("cmd_watch", "Keep jobs true to their files, unattended.   e.g. gpujob watch --once"),
+    "import": (
+        "cmd_import",
+        "Adopt an existing pod, volume or machine into a job.   e.g. gpujob import bert pod-abc123",
+    ),
+    "pr-comment": (
+        "cmd_pr_comment",
+        "The plan as one PR/MR comment, edited on each push.   e.g. gpujob pr-comment post --plan plan.md",
+    ),
     "force-unlock": ("cmd_lock", "Remove a stale apply lock.   e.g. gpujob force-unlock bert"),
     "doctor": ("cmd_doctor", "Check every API read against your account (read-only).   e.g. gpujob doctor"),
     "sim": ("cmd_sim", "Local simulator of RunPod and Paperspace.   e.g. gpujob sim up"),

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 class FakeHost:
     url: str = ""
     comments: list[dict[str, Any]] = field(default_factory=list)
-    pulls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> PRs
+    pulls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> PRs (GitHub) / MRs (GitLab)
     requests: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
     next_id: int = 1000
 
@@ -56,6 +56,9 @@ def _handler(host: FakeHost) -> type[BaseHTTPRequestHandler]:
             if not self._authorised():
                 return
             m = re.fullmatch(r"/repos/[^/]+/[^/]+/commits/([0-9a-f]+)/pulls", path)
+            if m:
+                return self._reply(200, host.pulls.get(m.group(1), []))
+            m = re.fullmatch(r"/projects/[^/]+/repository/commits/([0-9a-f]+)/merge_requests", path)
             if m:
                 return self._reply(200, host.pulls.get(m.group(1), []))
             if path.endswith("/comments") or path.endswith("/notes"):

@@ -1,4 +1,4 @@
-"""The PR step end to end against the simulator: `gpujob plan --format markdown` -> pr_comment.py body."""
+"""The PR step end to end against the simulator: `gpujob plan --format markdown` -> `gpujob pr-comment body`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "examples" / "ci" / "pr_comment.py"
 JOB = ROOT / "tests" / "audit" / "jobs" / "bert.yaml"
 
 pytestmark = pytest.mark.sim
@@ -34,11 +33,12 @@ def test_plan_markdown_becomes_the_comment(tmp_path: Path) -> None:
     (tmp_path / "plan.md").write_text(plan.stdout)
     assert (tmp_path / "plan.json").exists()
     body = subprocess.run(
-        [sys.executable, str(SCRIPT), "body", "--plan", "plan.md", "--exit-code", str(plan.returncode)],
+        [sys.executable, "-m", "gpujob", "pr-comment", "body", "--plan", "plan.md", "--exit-code", str(plan.returncode)],
         cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert body.returncode == 0, body.stderr
-    assert body.stdout.startswith("<!-- gpujob-plan -->\n### gpujob plan\n")
+    assert body.stdout.startswith("<!-- gpujob-plan -->\n## gpujob plan\n")
+    assert [ln for ln in body.stdout.splitlines() if ln.startswith("#")] == ["## gpujob plan"]
     assert "bert" in body.stdout and len(body.stdout) <= 65536
-    assert plan.stdout.strip().splitlines()[0] in body.stdout
+    assert plan.stdout.strip().splitlines()[2] in body.stdout  # the summary line
     assert "RUNPOD_API_KEY" not in body.stdout and sim.env["RUNPOD_API_KEY"] not in body.stdout

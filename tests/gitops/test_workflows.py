@@ -1,4 +1,4 @@
-"""The example pipelines: the steps the README promises, and script calls the script accepts."""
+"""The example pipelines: the steps the README promises, and `gpujob pr-comment` calls gpujob accepts."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_github_workflow_shape() -> None:
     plan, apply_, audit = jobs["plan"], jobs["apply"], jobs["audit"]
     assert "gpujob validate" in runs(plan)
     assert "gpujob plan --format markdown -o plan.json" in runs(plan)
-    assert "pr_comment.py post" in runs(plan)
+    assert "gpujob pr-comment post" in runs(plan)
     assert plan["permissions"]["pull-requests"] == "write"
     upload = next(s for s in plan["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact"))
     assert "plan.json" in upload["with"]["path"]
@@ -44,7 +44,7 @@ def test_gitlab_pipeline_shape() -> None:
     plan_script = "\n".join(ci["plan"]["script"])
     assert (
         "gpujob plan --format markdown -o plan.json" in plan_script
-        and "pr_comment.py post --gitlab" in plan_script
+        and "gpujob pr-comment post --gitlab" in plan_script
     )
     assert "plan.json" in ci["plan"]["artifacts"]["paths"]
     assert ci["apply"]["resource_group"] == "gpujob-apply"
@@ -53,11 +53,11 @@ def test_gitlab_pipeline_shape() -> None:
     assert any("gpujob doctor" in line for line in ci["audit"]["script"])
 
 
-def _script_calls(text: str) -> list[list[str]]:
-    """Each `python examples/ci/pr_comment.py ...` command in a pipeline, split into arguments."""
+def _calls(text: str) -> list[list[str]]:
+    """Each `gpujob pr-comment ...` command in a pipeline, split into arguments."""
     out = []
     joined = text.replace("\\\n", " ")
-    for chunk in joined.split("python examples/ci/pr_comment.py")[1:]:
+    for chunk in joined.split("gpujob pr-comment")[1:]:
         lexer = shlex.shlex(chunk.split("\n")[0], posix=True, punctuation_chars=True)
         args: list[str] = []
         for token in lexer:
@@ -68,27 +68,24 @@ def _script_calls(text: str) -> list[list[str]]:
     return out
 
 
-def test_pipeline_commands_parse_with_the_script(tmp_path: Path) -> None:
-    """Every invocation written in the pipelines is accepted by the script's argument parser."""
+def test_pipeline_commands_parse_with_gpujob() -> None:
+    """Every `gpujob pr-comment` call written in the pipelines is accepted by gpujob's parser, and
+    nothing calls a script a user's repository does not have."""
+    from gpujob.cli.cmd_pr_comment import command
+
     wf = load(CI / "github" / "gpujob.yml")
     ci = load(CI / "gitlab" / ".gitlab-ci.yml")
-    texts = [runs(j) for j in wf["jobs"].values()] + ["\n".join(ci[k]["script"]) for k in ("plan",)]
-    calls = [c for t in texts for c in _script_calls(t)]
-    assert len(calls) >= 3
-    probe = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import pr_comment, argparse\n"
-        "orig = argparse.ArgumentParser.parse_args\n"
-        "def check(self, args=None, ns=None):\n"
-        "    r = orig(self, args, ns); print('OK', r.cmd); raise SystemExit(0)\n"
-        "argparse.ArgumentParser.parse_args = check\n"
-        "pr_comment.main(sys.argv[2:])\n"
-    )
+    texts = [runs(j) for j in wf["jobs"].values()] + ["\n".join(ci[k]["script"]) for k in ("plan", "apply")]
+    calls = [c for t in texts for c in _calls(t)]
+    assert len(calls) >= 4 and {c[0] for c in calls} == {"post", "approvals"}
     for call in calls:
         args = [a if not a.startswith("$") and "${{" not in a else "1" for a in call]
-        res = subprocess.run(
-            [sys.executable, "-c", probe, str(CI), *args], capture_output=True, text=True, timeout=60
-        )
-        assert res.returncode == 0 and res.stdout.startswith("OK"), (call, res.stderr)
+        sub = command.commands[args[0]]
+        ctx = sub.make_context(f"pr-comment {args[0]}", args[1:], resilient_parsing=False)
+        assert ctx.params, call
+    raw = (CI / "github" / "gpujob.yml").read_text() + (CI / "gitlab" / ".gitlab-ci.yml").read_text()
+    assert "examples/ci" not in raw and "pr_comment.py" not in raw
+    assert "gpujob @ git+https://" in raw and "gpujob==" not in raw  # installed from the repository, pinned
 
 
 def test_pipelines_keep_state_in_the_database_not_a_cache() -> None:
