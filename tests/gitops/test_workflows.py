@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 from ruamel.yaml import YAML
