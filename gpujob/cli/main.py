@@ -57,7 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "The plan as one PR/MR comment, edited on each push.   e.g. gpujob pr-comment post --plan plan.md",
     ),
     "force-unlock": ("cmd_lock", "Remove a stale apply lock.   e.g. gpujob force-unlock bert"),
-    "doctor": ("cmd_doctor", "Check every API read against your account (read-only).   e.g. gpujob doctor"),
+    "doctor": ("cmd_doctor", "Check the team setup and every API read (read-only).   e.g. gpujob doctor"),
     "sim": ("cmd_sim", "Local simulator of RunPod and Paperspace.   e.g. gpujob sim up"),
 }
 

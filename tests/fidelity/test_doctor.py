@@ -81,12 +81,13 @@ def test_doctor_is_all_ok_against_the_simulator_and_sends_only_reads(sim: Sim) -
     seen = _record(sim)
     done = _doctor(sim.env)
     assert done.returncode == 0, done.stdout + done.stderr
+    setup, _, apis = done.stdout.partition("\ngpujob doctor ")
     lines = [
-        line.split()[0]
-        for line in done.stdout.splitlines()
-        if line.startswith("  ") and line.split()[0].isupper()
+        line.split()[0] for line in apis.splitlines() if line.startswith("  ") and line.split()[0].isupper()
     ]
     assert lines and set(lines) == {"OK"}, done.stdout
+    # The setup says where the API URLs point: the simulator, which is fine here and worth a warning.
+    assert "WARN  API URLs" in setup and "point at a simulator" in setup, setup
     for call in ("GET /v2/pods", "GET /v2/catalog/gpus (community)", "query gpuTypes", "query myself",
                  "GET /v1/os-templates", "GET /v1/public-ips", "GET /v1/snapshots", "GET /v1/machine-availability"):  # fmt: skip
         assert call in done.stdout
@@ -135,7 +136,7 @@ def test_refused_calls_are_reported_and_the_key_never_printed(fake: RunningFake)
     done = _doctor(fake.env, "--platform", "runpod")
     assert "REFUSED  GET /v2/registries" in done.stdout and "HTTP 403" in done.stdout
     assert RP_KEY not in done.stdout + done.stderr and PS_KEY not in done.stdout
-    assert "Paperspace" not in done.stdout  # --platform runpod
+    assert "\nPaperspace: " not in done.stdout and "GET /v1/" not in done.stdout  # --platform runpod
     assert done.returncode == 0, done.stdout  # a key scoped without one read still works for the rest
 
 
