@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from gpujob.model import Model
 
@@ -166,3 +167,26 @@ def _user() -> str:
         return getpass.getuser()
     except Exception:  # no passwd entry in some containers
         return str(os.getuid())
+
+
+@contextlib.contextmanager
+def locked_within(
+    store: Any, job: str, *, timeout: float = 0.0, command: str | None = None
+) -> Iterator[LockInfo]:
+    """A store's job lock, waited for up to `timeout` seconds (--lock-timeout); the refusal says how
+    long it waited and how to wait longer."""
+    from gpujob.errors import LockError
+
+    with contextlib.ExitStack() as stack:
+        try:
+            info = stack.enter_context(store.lock(job, timeout=timeout, command=command))
+        except LockError as exc:
+            if timeout <= 0:
+                wait = "or wait for it: --lock-timeout 5m"
+                raise LockError(str(exc), hint=f"{exc.hint}; {wait}" if exc.hint else wait) from None
+            raise LockError(f"{exc} (waited {_seconds(timeout)} for it)", hint=exc.hint) from None
+        yield info
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s" if value < 120 else f"{value / 60:g}m"

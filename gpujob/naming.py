@@ -14,6 +14,10 @@ RunPod pods also carry the project in their env (GPUJOB_PROJECT, plus GPUJOB_OWN
 lives), which the platform reports back: a pod is the job's only when name and env agree.
 
 Static IPs and snapshots are not named by gpujob: they belong to whoever owns their machine.
+
+Two records of the project's state amend the rule (gpujob.stateops, loaded with the project id):
+a resource `gpujob state rm` forgot is nobody's, whatever its name says; a pod `gpujob import` adopted
+is the job's with its new name alone, since writing the env marker would restart a running pod.
 """
 
 from __future__ import annotations
@@ -35,6 +39,19 @@ FOLLOWERS = ("public_ip", "snapshot")  # unnamed by gpujob: owned through their 
 
 
 HELPER = "gate"  # the role part of a temporary pod's name (gpujob.apply.teardown)
+
+# Resource id -> project id, from the projects' state (gpujob.stateops.records.load): forgotten ones are
+# nobody's; adopted pods need no env marker.
+_FORGOTTEN: dict[str, str] = {}
+_ADOPTED: dict[str, str] = {}
+
+
+def remember(*, forgotten: Mapping[str, str], adopted: Mapping[str, str]) -> None:
+    """Add a project's forgotten and adopted resource ids (id -> project)."""
+    _FORGOTTEN.update(forgotten)
+    _ADOPTED.update(adopted)
+    for rid in forgotten:
+        _ADOPTED.pop(rid, None)
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,8 @@ def owner(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -
     """Whose resource this is: its name, checked against its kind (a volume name on a volume, a machine
     name on a machine) and, for a RunPod pod, against the project in its env. An IP or a snapshot is
     owned by the owner of its machine (`machines`: machine id -> machine), else by nobody."""
+    if r.id in _FORGOTTEN:
+        return None
     if r.kind in FOLLOWERS:
         machine = (machines or {}).get(r.machine_id or "")
         return owner(machine) if machine is not None and machine.kind in MACHINE_KINDS else None
@@ -90,7 +109,11 @@ def owner(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -
         return None
     if r.kind not in MACHINE_KINDS and r.kind != "network_volume":
         return None
-    if r.kind == "pod" and r.attributes.get("project") != found.project:
+    if (
+        r.kind == "pod"
+        and r.attributes.get("project") != found.project
+        and _ADOPTED.get(r.id) != found.project
+    ):
         return None  # renamed, or made by hand with our name: the env marker says it is not ours
     return found
 

@@ -130,5 +130,9 @@ def with_projects(loaded: Sequence[L], *, create: bool) -> list[L]:
     for ls in loaded:
         store = open_store(ls.path)  # type: ignore[attr-defined]
         project = ensure_project(store) if create else read_project(store)
+        if project is not None:
+            from gpujob.stateops.records import load
+
+            load(store, project.id)  # what `state rm` forgot and `import` adopted (gpujob.naming)
         out.append(dataclasses.replace(ls, project=project.id if project else None))  # type: ignore[type-var]
     return out

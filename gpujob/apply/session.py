@@ -55,12 +55,15 @@ def pull_records(loaded: Sequence[Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def locked(loaded: Sequence[Any], command: str) -> Iterator[None]:
-    """Every job's lock, in a fixed order so two applies over overlapping jobs cannot deadlock."""
+def locked(loaded: Sequence[Any], command: str, *, timeout: float = 0.0) -> Iterator[None]:
+    """Every job's lock, in a fixed order so two applies over overlapping jobs cannot deadlock; each
+    waited for up to `timeout` seconds (--lock-timeout) when another gpujob holds it."""
+    from gpujob.lock import locked_within
+
     stores = {(state_dir_of(ls.path).location, ls.spec.name): state_dir_of(ls.path) for ls in loaded}
     with contextlib.ExitStack() as stack:
         for key in sorted(stores):
-            stack.enter_context(stores[key].lock(key[1], command=command))
+            stack.enter_context(locked_within(stores[key], key[1], timeout=timeout, command=command))
         yield
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import lock_timeout_option
 
 HELP = """Make live state match the job files: plan, show, confirm, execute.
 
@@ -23,6 +24,7 @@ Examples:
   gpujob apply job.yaml --auto-approve          no question for ordinary actions
   gpujob apply plan.json                        execute exactly a saved plan (refused if stale)
   gpujob apply --approve bert.pod.terminate     approve one irreversible action
+  gpujob apply --lock-timeout 5m                wait for another apply of the same job to finish
 """
 
 
@@ -39,10 +41,26 @@ Examples:
     help="Approve one gated action (repeatable).",
 )
 @click.option("--no-color", is_flag=True, help="Plain output.")
+@lock_timeout_option()
 def command(
-    targets: tuple[Path, ...], auto_approve: bool, approvals: tuple[str, ...], no_color: bool
+    targets: tuple[Path, ...],
+    auto_approve: bool,
+    approvals: tuple[str, ...],
+    no_color: bool,
+    lock_timeout: float,
 ) -> None:
-    sys.exit(run_command(run, targets, auto_approve, set(approvals), no_color, "gpujob apply", destroy=False))
+    sys.exit(
+        run_command(
+            run,
+            targets,
+            auto_approve,
+            set(approvals),
+            no_color,
+            "gpujob apply",
+            destroy=False,
+            lock_timeout=lock_timeout,
+        )
+    )
 
 
 def run(
@@ -53,6 +71,7 @@ def run(
     name: str,
     *,
     destroy: bool,
+    lock_timeout: float = 0.0,
 ) -> int:
     import asyncio
 
@@ -93,7 +112,7 @@ def run(
     async def go():  # type: ignore[no-untyped-def]
         from gpujob.providers.registry import open_providers
 
-        with session.locked(loaded, " ".join([name, *map(str, targets)])):
+        with session.locked(loaded, " ".join([name, *map(str, targets)]), timeout=lock_timeout):
             async with open_providers({ls.spec.platform for ls in loaded}) as providers:
                 hooks = _hooks(color)
                 with hooks if hasattr(hooks, "__enter__") else _nothing():

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import lock_timeout_option
 
 HELP = """Tear a job down: pull and verify checkpoints, then terminate, delete volumes, release IPs.
 
@@ -34,11 +35,25 @@ Examples:
     help="Approve one gated action (repeatable).",
 )
 @click.option("--no-color", is_flag=True, help="Plain output.")
+@lock_timeout_option()
 def command(
-    targets: tuple[Path, ...], auto_approve: bool, approvals: tuple[str, ...], no_color: bool
+    targets: tuple[Path, ...],
+    auto_approve: bool,
+    approvals: tuple[str, ...],
+    no_color: bool,
+    lock_timeout: float,
 ) -> None:
     from gpujob.cli.cmd_apply import run
 
     sys.exit(
-        run_command(run, targets, auto_approve, set(approvals), no_color, "gpujob destroy", destroy=True)
+        run_command(
+            run,
+            targets,
+            auto_approve,
+            set(approvals),
+            no_color,
+            "gpujob destroy",
+            destroy=True,
+            lock_timeout=lock_timeout,
+        )
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
+from gpujob.cli.options import lock_timeout_option
 
 HELP = """Pull every checkpoint of checkpoint.dir into checkpoint.pull_to, resuming partial files,
 checking each SHA-256 against the remote and running checkpoint.verify on it. The record
@@ -23,11 +24,12 @@ Examples:
 @click.command(name="pull", help=HELP)
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--no-color", is_flag=True, help="Plain lines, no progress bars.")
-def command(targets: tuple[Path, ...], no_color: bool) -> None:
-    sys.exit(run_command(_pull, targets, no_color))
+@lock_timeout_option()
+def command(targets: tuple[Path, ...], no_color: bool, lock_timeout: float) -> None:
+    sys.exit(run_command(_pull, targets, no_color, lock_timeout))
 
 
-def _pull(targets: tuple[Path, ...], no_color: bool = False) -> int:
+def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float = 0.0) -> int:
     import asyncio
 
     from gpujob.apply.session import job_files, locked
@@ -41,7 +43,10 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False) -> int:
 
     # Bars and spinners on a terminal; piped, a few plain lines per transfer on stderr.
     hooks = choose_hooks(no_color, lambda line: click.echo(line, err=True))
-    with locked(loaded, "gpujob pull"), hooks if hasattr(hooks, "__enter__") else _Nothing():
+    with (
+        locked(loaded, "gpujob pull", timeout=lock_timeout),
+        hooks if hasattr(hooks, "__enter__") else _Nothing(),
+    ):
         records = asyncio.run(_go(loaded, hooks))
     from gpujob.errors import command_text, job_file_args, ssh_words
 

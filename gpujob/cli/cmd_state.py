@@ -194,3 +194,13 @@ def _migrate(target: str, source: str | None, workspace: str | None, job_file: P
         click.echo(
             f"{src.location} is left as it was; it holds the SSH key in clear: remove it once you switched."
         )
+
+
+def _attach() -> None:
+    from gpujob.cli.cmd_state_ops import list_command, rm_command
+
+    command.add_command(list_command)
+    command.add_command(rm_command)
+
+
+_attach()

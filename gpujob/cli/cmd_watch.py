@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
-from gpujob.cli.options import accepts_no_color
+from gpujob.cli.options import accepts_no_color, lock_timeout_option
 
 HELP = """Keep each job what its file says, unattended: a level-triggered reconcile loop.
 
@@ -63,6 +63,7 @@ Examples:
     type=click.IntRange(1),
     help="Then park the job.",
 )
+@lock_timeout_option()
 @accepts_no_color
 def command(
     targets: tuple[Path, ...],
@@ -72,9 +73,20 @@ def command(
     notify: str | None,
     approvals: tuple[str, ...],
     max_recoveries_per_hour: int,
+    lock_timeout: float,
 ) -> None:
     sys.exit(
-        run_command(_watch, targets, once, interval, probe, notify, set(approvals), max_recoveries_per_hour)
+        run_command(
+            _watch,
+            targets,
+            once,
+            interval,
+            probe,
+            notify,
+            set(approvals),
+            max_recoveries_per_hour,
+            lock_timeout,
+        )
     )
 
 
@@ -96,6 +108,7 @@ def _watch(
     notify: str | None,
     approvals: set[str],
     max_recoveries_per_hour: int,
+    lock_timeout: float = 0.0,
 ) -> int:
     import asyncio
     import os
@@ -118,7 +131,7 @@ def _watch(
     loaded = load_specs(paths)
     jobs = [(ls.path, ls.spec.name, session.state_dir_of(ls.path)) for ls in loaded]
     command_line = " ".join(["gpujob watch", *map(str, targets)] + (["--once"] if once else []))
-    with session.locked(loaded, command_line):
+    with session.locked(loaded, command_line, timeout=lock_timeout):
         loop = asyncio.new_event_loop()
         try:
             main = loop.create_task(

@@ -39,3 +39,29 @@ def accepts_no_color(func: F) -> F:
         help="Accepted for scripts: this command prints no colour.",
     )
     return option(func)
+
+
+def parse_lock_timeout(value: str) -> float:
+    """'0s' / '0' (refuse at once) or a duration such as 30s, 5m, 1h -> seconds."""
+    text = value.strip()
+    if text in ("0", "0s", "0m", "0h"):
+        return 0.0
+    from gpujob.spec.rules import parse_duration
+
+    try:
+        return parse_duration(text).total_seconds()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def lock_timeout_option() -> Callable[[F], F]:
+    """--lock-timeout DURATION, passed as `lock_timeout` in seconds (Terraform's flag: 0s refuses at once)."""
+    return click.option(
+        "--lock-timeout",
+        "lock_timeout",
+        default="0s",
+        show_default=True,
+        metavar="DURATION",
+        callback=lambda _ctx, _param, value: parse_lock_timeout(value),
+        help="Wait up to this long for a job's lock another gpujob holds (e.g. 30s, 5m), then refuse.",
+    )

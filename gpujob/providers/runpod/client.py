@@ -180,6 +180,11 @@ class RunPodClient:
         body = await self.rest.request("PATCH", f"/network-volumes/{volume_id}", json_body={"size": size_gb})
         return wire.NetworkVolume.model_validate(body)
 
+    async def rename_volume(self, volume_id: str, name: str) -> wire.NetworkVolume:
+        """A network volume's name changes in place (nothing is mounted or moved)."""
+        body = await self.rest.request("PATCH", f"/network-volumes/{volume_id}", json_body={"name": name})
+        return wire.NetworkVolume.model_validate(body)
+
     async def delete_volume(self, volume_id: str) -> None:
         await self.rest.request("DELETE", f"/network-volumes/{volume_id}")
 

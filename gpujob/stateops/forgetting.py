@@ -1,0 +1,58 @@
+"""`gpujob state rm TARGET`: forget a job's resources, or one resource, without touching the platform.
+
+A job name forgets every resource that job owns now; an id or a name forgets that one. Only the
+forgotten list of the project's store changes (gpujob.stateops.records): pull records, the journal and
+the spend ledger stay, so the teardown gate and `gpujob cost` keep their evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gpujob import naming
+from gpujob.errors import GpujobError
+from gpujob.live import LiveResource
+
+
+def targets(
+    loaded: Sequence[Any], listed: dict[str, list[LiveResource]], target: str
+) -> list[tuple[Any, LiveResource]]:
+    """(job, resource) pairs TARGET names; GpujobError listing what it could have been otherwise."""
+    owned = [
+        (ls, r)
+        for ls in loaded
+        for r in naming.owned(listed.get(ls.spec.platform, []), ls.spec.name, ls.project)
+    ]
+    jobs = [ls for ls in loaded if ls.spec.name == target]
+    if jobs:
+        return [(ls, r) for ls, r in owned if ls in jobs]
+    picked = [(ls, r) for ls, r in owned if target in (r.id, r.name)]
+    if picked:
+        return picked
+    known = ", ".join(f"{r.id} ({r.kind} {r.name} of {ls.spec.name})" for ls, r in owned) or "none"
+    raise GpujobError(
+        f"nothing here is named {target!r}: no job of that name, and no resource a job owns has that id or name",
+        hint=f"see `gpujob state list`; the jobs here: {', '.join(ls.spec.name for ls in loaded)}; "
+        f"their resources: {known}",
+    )
+
+
+def forget(pairs: list[tuple[Any, LiveResource]]) -> None:
+    from gpujob.state import open_store
+    from gpujob.stateops import records
+
+    by_path: dict[Any, list[dict[str, Any]]] = {}
+    for ls, r in pairs:
+        by_path.setdefault(ls.path, []).append(
+            {
+                "id": r.id,
+                "job": ls.spec.name,
+                "kind": r.kind,
+                "name": r.name,
+                "platform": r.platform,
+                "project": ls.project,
+            }
+        )
+    for path, entries in by_path.items():
+        records.forget(open_store(path), entries)

@@ -1,0 +1,93 @@
+"""`gpujob state list`: every job here with the resources that are its own now (gpujob.naming, with
+what this project adopted), where they run, and what it forgot; read from the platforms, read-only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gpujob.live import LiveResource
+
+
+@dataclass(frozen=True)
+class Row:
+    job: str
+    platform: str
+    kind: str
+    name: str
+    id: str
+    status: str
+    region: str
+    note: str
+
+
+async def read_resources(platforms: set[str]) -> dict[str, list[LiveResource]]:
+    from gpujob.providers.registry import open_providers
+
+    async with open_providers(platforms) as providers:
+        return {p: await providers[p].list_resources() for p in platforms}
+
+
+def rows(loaded: Sequence[Any], listed: dict[str, list[LiveResource]]) -> list[Row]:
+    from gpujob import naming
+    from gpujob.state import open_store
+    from gpujob.stateops import records
+
+    out: list[Row] = []
+    for ls in loaded:
+        platform = ls.spec.platform
+        resources = listed.get(platform, [])
+        doc = records.read(open_store(ls.path))
+        adopted = {rid for rid, e in doc["adopted"].items() if e.get("project") == ls.project}
+        for r in naming.owned(resources, ls.spec.name, ls.project):
+            note = "adopted (gpujob import)" if r.id in adopted else ""
+            if naming.is_helper(r):
+                note = "the gate's temporary pod"
+            out.append(_row(ls.spec.name, r, note))
+        by_id = {r.id: r for r in resources}
+        for rid, e in doc["forgotten"].items():
+            if e.get("job") != ls.spec.name or e.get("project") != ls.project:
+                continue
+            live = by_id.get(rid)
+            note = f"forgotten {str(e.get('at', ''))[:16]} (gpujob state rm): not managed"
+            if live is not None:
+                out.append(_row(ls.spec.name, live, note + ", still on the platform"))
+            else:
+                out.append(Row(ls.spec.name, platform, str(e.get("kind", "?")), str(e.get("name", "?")), rid,
+                               "gone", "-", note + ", gone from the platform"))  # fmt: skip
+    return out
+
+
+def _row(job: str, r: LiveResource, note: str) -> Row:
+    status = r.status if r.raw_status in ("", r.status) else f"{r.status} ({r.raw_status})"
+    return Row(job, r.platform, r.kind, r.name, r.id, status, r.region or "-", note)
+
+
+def render_text(found: list[Row], loaded: Sequence[Any]) -> str:
+    from gpujob.redact import from_machine
+    from gpujob.state import open_store
+
+    lines = []
+    stores = dict.fromkeys(open_store(ls.path).location for ls in loaded)
+    lines.append(f"state: {', '.join(stores)}")
+    header = ("JOB", "PLATFORM", "KIND", "NAME", "ID", "STATUS", "REGION", "NOTE")
+    table = [header] + [tuple(asdict(r).values()) for r in found]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for row in table:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    empty = [ls.spec.name for ls in loaded if not any(r.job == ls.spec.name for r in found)]
+    for job in empty:
+        project = next(ls.project for ls in loaded if ls.spec.name == job)
+        why = (
+            "no project id here yet (nothing applied from this checkout)"
+            if project is None
+            else "nothing live"
+        )
+        lines.append(f"{job}: {why}")
+    return from_machine("\n".join(lines)) + "\n"  # names and statuses come from the platforms
+
+
+def render_json(found: list[Row]) -> str:
+    return json.dumps([asdict(r) for r in found], indent=2) + "\n"
