@@ -130,6 +130,8 @@ def test_gated_actions_get_their_approve_lines_in_words() -> None:
     assert "<details open>\n<summary><b>a</b>" in text and "<details>\n<summary><b>b</b>" in text
 
 
-def test_no_gated_action_no_approve_section() -> None:
+def test_no_gated_action_no_approve_section_and_no_chart_without_changes() -> None:
     text = render_plan(plan_of(job("a", "running", [action(ActionKind.CREATE)])), "markdown")
     assert "gpujob-approve" not in text and "```mermaid" in text
+    quiet = render_plan(plan_of(job("a", "running", [action(ActionKind.NOOP)])), "markdown")
+    assert "```mermaid" not in quiet and "Billing now $0.00/h (≈ $0.00/mo if left running)" in quiet
