@@ -105,6 +105,8 @@ HELP = """A job's live state (`gpujob state [JOBFILE]`), and where gpujob keeps 
 
 Examples:
   gpujob state --format json
+  gpujob state list                          every job here, its resources and where they run
+  gpujob state rm pod-abc123                 forget one resource (the platform is untouched)
   gpujob state migrate --to postgresql://gpujob@db.internal/gpujob
   GPUJOB_STATE_URL=postgresql://gpujob@db.internal/gpujob gpujob state migrate --to .gpujob
 """

@@ -190,3 +190,55 @@ def test_lock_timeout_refuses_at_once_waits_then_refuses_or_proceeds(project: Pr
             holder.kill()
             holder.wait(30)
     assert len(p.live("pods")) == 1
+
+
+PS_JOB = """version: 1
+name: pscore
+platform: paperspace
+machine:
+  gpu: [A4000]
+  regions: [ny2]
+  template: t0nspur5
+  public_ip: static
+storage:
+  volume_gb: 50
+  mount: /workspace
+run:
+  command: sleep 1000
+"""
+
+
+def test_import_a_running_paperspace_machine_with_its_static_ip(project: Project) -> None:
+    p = project
+    (p.dir / "job.yaml").write_text(PS_JOB)
+    api = httpx.Client(base_url=p.env["GPUJOB_PAPERSPACE_API_URL"],
+                       headers={"Authorization": f"Bearer {p.env['PAPERSPACE_API_KEY']}"}, timeout=30)  # fmt: skip
+    with api:
+        made = api.post("/machines", json={
+            "name": "bobs-box", "machineType": "A4000", "templateId": "t0nspur5", "diskSize": 50, "region": "ny2",
+            "publicIpType": "static", "startOnCreate": True,
+        })  # fmt: skip
+        made.raise_for_status()
+    mid = made.json()["data"]["id"]
+
+    def machine() -> dict:
+        return next(o for o in p.sim_objects("machines") if o["id"] == mid)
+
+    poll("bob's machine to run", lambda: machine()["state"] == "ready" and machine()["sshd_pid"])
+    before = machine()
+    done = p.gj("import", "pscore", mid)
+    assert "renamed 'bobs-box' -> 'gpujob-pscore--" in done.stdout
+    after = machine()
+    assert (
+        after["state"] == "ready"
+        and after["sshd_pid"] == before["sshd_pid"]
+        and after["gen"] == before["gen"]
+    )
+    kinds = {r["kind"]: r for r in rows(p)}
+    assert kinds["machine"]["id"] == mid and kinds["machine"]["name"] == p.machine_name("pscore")
+    assert kinds["public_ip"]["id"] == after["public_ip"]  # the static IP follows its machine
+    plan = p.gj("plan", "--no-refresh-runs", check=False).stdout
+    assert f"machine {p.machine_name('pscore')} is running and matches the spec" in plan, plan
+    assert "No changes: live state matches the spec" in plan  # the adopted machine is the job's as it is
+    refused = p.gj("import", "pscore", after["public_ip"], check=False)
+    assert refused.returncode == 1 and "follows its machine" in refused.stderr
