@@ -121,6 +121,14 @@ def test_import_adopts_a_hand_made_pod_and_volume_without_restarting_the_pod(pro
         f"-/+ replace pod {p.machine_name()} [gated]" in plan
         and "~ spot = false -> true  # forces replacement" in plan
     )
+    # The PR comment for this plan: the approve line for the gated replace, one heading, money per month,
+    # the chart; and the saved plan shows the same.
+    md = p.gj("plan", "--no-refresh-runs", "--format", "markdown", "-o", "plan.json", check=False).stdout
+    assert "```text\ngpujob-approve: quickstart.pod.replace\n```" in md
+    assert "- `quickstart.pod.replace` approves: replace pod " in md
+    assert [ln for ln in md.splitlines() if ln.startswith("#")] == ["## gpujob plan"]
+    assert "/mo if left running)" in md and "```mermaid\nflowchart LR" in md
+    assert p.gj("show", "plan.json", "--format", "markdown").stdout == md
     assert pod_of(p, pod_id)["sshd_pid"] == before["sshd_pid"]  # planning changed nothing either
 
     # One machine per job; a follower, an unknown id and another job's resource are refused.
