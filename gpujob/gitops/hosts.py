@@ -36,6 +36,12 @@ def token(name: str) -> str:
     return value
 
 
+class HttpError(GpujobError):
+    def __init__(self, message: str, *, status: int, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
 class Api:
     def __init__(self, target: Target) -> None:
         import httpx
@@ -72,8 +78,9 @@ class Api:
             ) from None
         if resp.status_code >= 400:
             detail = " ".join(resp.text[:300].split())
-            raise GpujobError(
+            raise HttpError(
                 f"pr-comment: {method} {path}: HTTP {resp.status_code}: {detail}",
+                status=resp.status_code,
                 hint="401/403: the token may not comment here; 404: check --repo/--project and --pr",
             )
         return resp.json() if resp.content else None
@@ -91,28 +98,32 @@ def _edit_path(t: Target, pr: str, comment_id: Any) -> str:
     return f"/repos/{t.repo}/issues/comments/{comment_id}"
 
 
-def find_marked(api: Api, path: str, mark: str) -> dict[str, Any] | None:
-    """The first comment carrying the marker, across every page."""
+def find_marked(api: Api, path: str, mark: str) -> list[dict[str, Any]]:
+    """Every comment that starts with the marker, across every page, oldest first."""
+    found: list[dict[str, Any]] = []
     page = 1
     while True:
         items = api.call("GET", path, params={"per_page": PER_PAGE, "page": page}) or []
-        for item in items:
-            if mark in (item.get("body") or ""):
-                return dict(item)
+        found += [dict(item) for item in items if (item.get("body") or "").startswith(mark)]
         if len(items) < PER_PAGE:
-            return None
+            return found
         page += 1
 
 
 def post_or_edit(target: Target, pr: str, body: str, mark: str) -> tuple[str, Any]:
-    """('created' | 'updated', comment id): edits the marked comment, or creates it."""
+    """('created' | 'updated', comment id): edits the marked comment, or creates it. A marked comment
+    this token may not edit (someone else's, copying the marker) is passed over, not fatal."""
     word = "note" if target.host == "gitlab" else "comment"
+    method = "PUT" if target.host == "gitlab" else "PATCH"
     with Api(target) as api:
         path = _comments_path(target, pr)
-        found = find_marked(api, path, mark)
-        if found is not None:
-            method = "PUT" if target.host == "gitlab" else "PATCH"
-            api.call(method, _edit_path(target, pr, found["id"]), {"body": body})
+        for found in find_marked(api, path, mark):
+            try:
+                api.call(method, _edit_path(target, pr, found["id"]), {"body": body})
+            except HttpError as exc:
+                if exc.status in (403, 404):
+                    continue
+                raise
             return f"updated {word}", found["id"]
         created = api.call("POST", path, {"body": body})
         return f"created {word}", created["id"]

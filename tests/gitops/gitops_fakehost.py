@@ -73,6 +73,8 @@ def _handler(host: FakeHost) -> type[BaseHTTPRequestHandler]:
             cid = int(path.rsplit("/", 1)[1])
             for c in host.comments:
                 if c["id"] == cid:
+                    if c.get("author") not in (None, "gpujob-bot"):  # the token may edit its own only
+                        return self._reply(403, {"message": "Must have admin rights to Repository."})
                     c["body"] = body["body"]
                     return self._reply(200, c)
             self._reply(404, {"message": "Not Found"})

@@ -138,6 +138,35 @@ def test_gitlab_creates_then_edits_one_note(tmp_path: Path, fake_host: FakeHost)
     assert headers["private-token"] == "t0ken"
 
 
+def test_someone_elses_comment_with_the_marker_is_passed_over(tmp_path: Path, fake_host: FakeHost) -> None:
+    fake_host.comments = [
+        {"id": 1, "author": "mallory", "body": f"{MARK}\nlooks like a plan"},
+        {"id": 2, "author": "alice", "body": f"see {MARK} above"},  # quotes it: not a plan comment
+    ]
+    (tmp_path / "plan.md").write_text(SHORT_PLAN)
+    args = [
+        "post",
+        "--plan",
+        str(tmp_path / "plan.md"),
+        "--api-url",
+        fake_host.url,
+        "--repo",
+        "a/b",
+        "--pr",
+        "1",
+    ]
+    first = run(*args, env={"GITHUB_TOKEN": "t0ken"})
+    assert first.returncode == 0, first.stderr
+    assert fake_host.writes() == [
+        ("PATCH", "/repos/a/b/issues/comments/1"),
+        ("POST", "/repos/a/b/issues/1/comments"),
+    ]
+    assert fake_host.comments[0]["body"] == f"{MARK}\nlooks like a plan"  # untouched
+    ours = fake_host.comments[-1]
+    second = run(*args, env={"GITHUB_TOKEN": "t0ken"})
+    assert f"updated comment {ours['id']}" in second.stdout and len(fake_host.comments) == 3
+
+
 def test_missing_token_and_http_errors_fail_clearly(tmp_path: Path, fake_host: FakeHost) -> None:
     (tmp_path / "plan.md").write_text(SHORT_PLAN)
     args = [
