@@ -143,3 +143,24 @@ def test_refused_calls_are_reported_and_the_key_never_printed(fake: RunningFake)
 def test_no_key_says_which_to_set() -> None:
     done = _doctor({})
     assert done.returncode == 1 and "RUNPOD_API_KEY" in done.stderr
+
+
+def test_the_setup_fails_the_doctor_even_with_every_api_answer_ok(fake: RunningFake) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once closed
+    done = _doctor({**fake.env, "GPUJOB_STATE_URL": f"postgresql://gpujob@127.0.0.1:{port}/gpujob"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    setup, _, apis = done.stdout.partition("\ngpujob doctor ")
+    assert "FAIL  state reachable" in setup and "chosen by GPUJOB_STATE_URL" in setup
+    assert "OK       GET /v2/pods" in apis and "DRIFT" not in apis  # the APIs were still checked
+    report = json.loads(
+        _doctor(
+            {**fake.env, "GPUJOB_STATE_URL": f"postgresql://gpujob@127.0.0.1:{port}/gpujob"},
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert report["exit_code"] == 1 and any(c["outcome"] == "fail" for c in report["setup"])
