@@ -78,6 +78,7 @@ def render_markdown(plan: Plan) -> str:
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _LINE_START = re.compile(r"^([-+>=]|\d+[.)])")
+_CODE_SPAN = re.compile(r"`([^`]+)`")  # a balanced span in gpujob's own wording ("run `python train.py`")
 
 
 def inline(text: object) -> str:
@@ -88,17 +89,27 @@ def inline(text: object) -> str:
     return " ".join(visible(str(text)).split())
 
 
-def md(text: object) -> str:
+def _plain(text: str) -> str:
+    out = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    return out.replace("@", "&#64;")  # no @mention pings anyone
+
+
+def md(text: object, *, in_table: bool = False) -> str:
     """Untrusted text as literal Markdown prose (also safe in a table cell): HTML special characters
-    become entities, Markdown punctuation is backslash-escaped, and nothing can start a list, quote
-    or heading."""
-    out = html.escape(inline(text), quote=False)
-    out = _MD_SPECIAL.sub(r"\\\1", out)
-    return _LINE_START.sub(r"\\\1", out)
+    become entities, Markdown punctuation is backslash-escaped, @mentions are broken, and nothing can
+    start a list, quote or heading. A balanced `code span` stays one (nothing is live inside it)."""
+    s = inline(text)
+    parts: list[str] = []
+    last = 0
+    for m in _CODE_SPAN.finditer(s):
+        parts += [_plain(s[last : m.start()]), code(m.group(1), in_table=in_table)]
+        last = m.end()
+    parts.append(_plain(s[last:]))
+    return _LINE_START.sub(r"\\\1", "".join(parts))
 
 
 def cell(text: object) -> str:
-    return md(text)
+    return md(text, in_table=True)
 
 
 def html_text(text: object) -> str:

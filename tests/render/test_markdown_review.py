@@ -34,11 +34,23 @@ HOSTILE = [
     "1. list",
     "*bold* _em_ ~~gone~~",
     "\x1b[2J\x1b]8;;https://evil.example\x07link\x1b]8;;\x07",
+    "ping @everyone and @octo-org/admins",
+    "`<img src=y>` | `a|b`",
 ]
 
 
 def html_of(text: str) -> str:
     return MarkdownIt("commonmark").enable("table").enable("strikethrough").render(text)
+
+
+def outside_code(text: str) -> str:
+    """The Markdown source without its code blocks and code spans."""
+    lines = text.splitlines()
+    for tok in MarkdownIt("commonmark").enable("table").parse(text):
+        if tok.type == "fence" and tok.map:
+            for i in range(*tok.map):
+                lines[i] = ""
+    return re.sub(r"(`+).*?\1", "", "\n".join(lines))
 
 
 def hostile_plan():  # type: ignore[no-untyped-def]
@@ -89,11 +101,17 @@ def test_hostile_text_adds_no_markup_no_links_no_html() -> None:
     # The hostile text is still shown, as text.
     assert "&lt;img src=x onerror=" in out and "[click me](https://evil.example)" in out
     assert "\x1b" not in text and "\x07" not in text and "\\x1b[2J" in text
+    # No @mention: outside code (where hosts never link one) the @ is an entity.
+    assert "@everyone" not in outside_code(text) and "&#64;everyone" in text
+    assert "<code>&lt;img src=y&gt;</code>" in out  # gpujob's own `code` wording stays code, inert
 
 
 def test_escapes_are_literal() -> None:
     assert md("<b>x</b> | *y*") == "&lt;b&gt;x&lt;/b&gt; \\| \\*y\\*"
     assert md("- starts a list") == "\\- starts a list"
+    assert md("run `python train.py | tee log` detached") == "run `python train.py | tee log` detached"
+    assert md("a `b|c` d", in_table=True) == "a `b\\|c` d"
+    assert md("mail me@x") == "mail me&#64;x"
     assert code("a `b` c") == "``a `b` c``"
     assert code("`x") == "`` `x ``"
     block = fenced(["```", "x"], "diff")
