@@ -20,6 +20,7 @@ class Row:
     id: str
     status: str
     region: str
+    ssh: str  # user@host:port where the machine answers SSH, "-" for the rest
     note: str
 
 
@@ -56,13 +57,14 @@ def rows(loaded: Sequence[Any], listed: dict[str, list[LiveResource]]) -> list[R
                 out.append(_row(ls.spec.name, live, note + ", still on the platform"))
             else:
                 out.append(Row(ls.spec.name, platform, str(e.get("kind", "?")), str(e.get("name", "?")), rid,
-                               "gone", "-", note + ", gone from the platform"))  # fmt: skip
+                               "gone", "-", "-", note + ", gone from the platform"))  # fmt: skip
     return out
 
 
 def _row(job: str, r: LiveResource, note: str) -> Row:
     status = r.status if r.raw_status in ("", r.status) else f"{r.status} ({r.raw_status})"
-    return Row(job, r.platform, r.kind, r.name, r.id, status, r.region or "-", note)
+    ssh = f"{r.ssh.user}@{r.ssh.host}:{r.ssh.port}" if r.ssh else "-"
+    return Row(job, r.platform, r.kind, r.name, r.id, status, r.region or "-", ssh, note)
 
 
 def render_text(found: list[Row], loaded: Sequence[Any]) -> str:
@@ -72,7 +74,7 @@ def render_text(found: list[Row], loaded: Sequence[Any]) -> str:
     lines = []
     stores = dict.fromkeys(open_store(ls.path).location for ls in loaded)
     lines.append(f"state: {', '.join(stores)}")
-    header = ("JOB", "PLATFORM", "KIND", "NAME", "ID", "STATUS", "REGION", "NOTE")
+    header = ("JOB", "PLATFORM", "KIND", "NAME", "ID", "STATUS", "REGION", "SSH", "NOTE")
     table = [header] + [tuple(asdict(r).values()) for r in found]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:

@@ -39,6 +39,7 @@ def test_state_list_then_rm_forgets_without_touching_the_platform(project: Proje
         ("network_volume", p.volume_name()),
     }
     assert all(r["job"] == "quickstart" and r["region"] == "EU-RO-1" and r["note"] == "" for r in listed)
+    assert next(r for r in listed if r["kind"] == "pod")["ssh"].startswith("root@127.0.0.1:")  # where it runs
     pod_id = next(r["id"] for r in listed if r["kind"] == "pod")
     text = p.gj("state", "list").stdout
     assert f"state: {p.state}" in text and p.machine_name() in text and pod_id in text
