@@ -236,6 +236,31 @@ def _required(profile: Profile, machine: Mapping[str, Any]) -> list[CheckProblem
     return []
 
 
+def _outputs(profile: Profile, data: Mapping[str, Any], storage: Mapping[str, Any]) -> list[CheckProblem]:
+    """RP2: a RunPod pod's container disk (anything outside storage.mount) is wiped by every stop, so
+    results written there are gone before any pull could protect them. (A Paperspace machine has one
+    disk, kept while it is off.)"""
+    outputs = data.get("outputs")
+    paths = outputs.get("paths") if isinstance(outputs, Mapping) else None
+    mount = storage.get("mount", "/workspace")
+    if profile.platform != "runpod" or not isinstance(paths, list) or not isinstance(mount, str):
+        return []
+    base = mount.rstrip("/") or "/"
+    out = []
+    for i, path in enumerate(paths):
+        if not isinstance(path, str) or path == base or path.startswith(base + "/") or base == "/":
+            continue
+        out.append(
+            CheckProblem(
+                f"outputs.paths[{i}]",
+                f"{path} is on the pod's container disk, which every stop wipes (RP2): results written there "
+                "are lost before anything can pull them",
+                f"write the results under storage.mount ({mount}), e.g. {base}/results",
+            )
+        )
+    return out
+
+
 def platform_problems(
     data: Mapping[str, Any], load_profile: ProfileSource | None = None
 ) -> list[CheckProblem]:
@@ -265,6 +290,7 @@ def platform_problems(
     region_problems, regions = _regions(profile, machine)
     out += region_problems + _gpus(profile, machine, regions)
     out += _sizes(profile, machine, storage) + _auto_shutdown(profile, machine) + _required(profile, machine)
+    out += _outputs(profile, data, storage)
     return out
 
 

@@ -55,6 +55,8 @@ FIELD_VALIDATORS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "StorageSpec._mount_path": ("20c69a64c90b0246", rules.checked_path),
     "CheckpointSpec._dir_path": ("c1861b1933db0a17", rules.checked_path),
     "CheckpointSpec._pull_to_path": ("131f871a5a367ec7", _pull_to),
+    "OutputsSpec._output_paths": ("737b7fe64d06fce5", rules.output_paths),
+    "OutputsSpec._pull_to_path": ("131f871a5a367ec7", _pull_to),
     "SyncSpec._src_path": ("f509088fb7ff1df1", rules.sync_src),
     "SyncSpec._dest_path": ("b99bbf2dbc78541e", rules.checked_path),
     "SyncSpec._deny_patterns": ("513df125a4d3868b", rules.deny_patterns),

@@ -20,6 +20,7 @@ from gpujob.spec.rules import _UNIT_SECONDS as _UNIT_SECONDS
 from gpujob.spec.rules import DURATION_PATTERN, NAME_MAX, NAME_PATTERN, auto_interval_problem, parked_problem
 from gpujob.spec.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 from gpujob.spec.rules import checked_path as _checked_path
+from gpujob.spec.rules import output_paths as _output_paths
 from gpujob.spec.rules import deny_patterns as _deny
 from gpujob.spec.rules import env_names as _env
 from gpujob.spec.rules import env_value_problem as env_value_problem
@@ -169,6 +170,32 @@ class CheckpointSpec(Model):
         return _checked_path(value, local=True)
 
 
+class OutputsSpec(Model):
+    """Results outside checkpoint.dir (eval outputs, metrics, samples) that the teardown gate protects
+    like checkpoints: pulled and checked by sha256 before any destroy, listed again right before it."""
+
+    paths: list[str] = Field(
+        min_length=1,
+        description="Directories, files or globs on the machine (e.g. /workspace/results, "
+        "/workspace/eval/*.json); each must be on a disk that survives a stop (under storage.mount on RunPod).",
+    )
+    pull_to: str = Field(
+        "./outputs",
+        description="Local destination: a file lands at pull_to/<its path on the machine without the leading />. "
+        "The run's log and gpujob's run records land in pull_to/.gpujob/ at teardown.",
+    )
+
+    @field_validator("paths")
+    @classmethod
+    def _output_paths(cls, value: list[str]) -> list[str]:
+        return _output_paths(value)
+
+    @field_validator("pull_to")
+    @classmethod
+    def _pull_to_path(cls, value: str) -> str:
+        return _checked_path(value, local=True)
+
+
 class SyncSpec(Model):
     """Local code copied to the machine before each launch (rsync over SSH)."""
 
@@ -293,6 +320,11 @@ class JobSpec(Model):
     )
     run: RunSpec | None = Field(
         None, description="The training run; unset = the machine is created but nothing is launched."
+    )
+    outputs: OutputsSpec | None = Field(
+        None,
+        description="Results besides checkpoints that must come home before any teardown; unset = only "
+        "checkpoints (and the run's log, always pulled at teardown into ./outputs/.gpujob/).",
     )
     teardown: TeardownSpec = Field(
         default_factory=TeardownSpec, description="What to do when the run finishes."

@@ -147,6 +147,15 @@ def sync_src(value: str) -> str:
     return value
 
 
+def output_paths(value: list[str]) -> list[str]:
+    """outputs.paths: absolute paths or globs on the machine, never the whole filesystem."""
+    for path in value:
+        if not path.startswith("/") or path.rstrip("/") == "":
+            raise ValueError(f"'{path}' is not an absolute path below / (e.g. /workspace/results)")
+        checked_path(path)
+    return value
+
+
 def deny_patterns(value: list[str]) -> list[str]:
     for pattern in value:
         if not pattern.strip() or pattern.startswith("!"):
