@@ -109,12 +109,17 @@ async def apply_plan(
     ssh: SSHApi | None = None,
     state_dir: StateRef | None = None,
     command: str = "gpujob apply",
+    allow_unverified: bool = False,
 ) -> ApplyResult:
     """Run every action of `plan`. `auto_approve` is the caller's confirmation of ordinary actions;
     it never approves a gated one (only ids in `approvals` do). `command` repeats this run in hints. Raises GpujobError before any step
     when the plan is blocked, a gated action is unapproved, or a secret is missing."""
     hooks = hooks or NullHooks()
     clock = clock or SystemClock()
+    if not allow_unverified:  # watch, a PR's approval line: never the unverified override
+        from gpujob.reach.unreachable import without_overrides
+
+        approvals = without_overrides(approvals)
     env = os.environ if env is None else env
     if plan.blocked:
         raise GpujobError(

@@ -88,8 +88,15 @@ def require_approved(
         raise GateError(
             f"{action.id}: not approved; irreversible actions need their exact id approved "
             "(--auto-approve never approves them)",
-            hint=f"run: `{command} {approve_flags([*gated, action.id, *sorted(approvals)])}`",
+            hint=f"run: `{command} {approve_flags([*gated, action.id, *sorted(_plain(approvals))])}`",
         )
+
+
+def _plain(approvals: set[str]) -> set[str]:
+    """Approvals a hint may repeat: never the unverified override (gpujob.reach.unreachable)."""
+    from gpujob.reach.unreachable import without_overrides
+
+    return without_overrides(approvals)
 
 
 def unsafe_files(remote: Mapping[str, Any], record: PullRecord | None, local_dir: Path) -> list[str]:

@@ -203,6 +203,7 @@ async def plan_and_apply(
         auto_approve=opts.auto_approve,
         hooks=hooks,
         command=rerun,
+        allow_unverified=True,  # typed by the user on this very command line (gpujob.reach.unreachable)
     )
     record_launches(result.done, loaded, journal_of, datetime.now(UTC))
     record_deleted(plan, result.done, loaded, providers)

@@ -34,10 +34,13 @@ class SSHApi:
     )
     push_checkpoints: Callable[..., Any] = field(default=lambda *a, **k: _absent("push_checkpoints"))
     move_checkpoints: Callable[..., Any] = field(default=lambda *a, **k: _absent("move_checkpoints"))
+    # The workload quiesce (gpujob.ssh.workload) and one file's size and sha256 (gpujob.outputs).
+    quiesce_workload: Callable[..., Any] = field(default=lambda *a, **k: _absent("quiesce_workload"))
+    file_state: Callable[..., Any] = field(default=lambda *a, **k: _absent("file_state"))
 
     @classmethod
     def default(cls) -> SSHApi:
-        from gpujob.ssh import carry, keys, launcher, pull, session, sync
+        from gpujob.ssh import carry, keys, launcher, listing, pull, session, sync, workload
 
         return cls(
             ensure_project_key=keys.ensure_project_key,
@@ -51,6 +54,8 @@ class SSHApi:
             recorded_checkpoint_dir=launcher.recorded_checkpoint_dir,
             push_checkpoints=carry.push_checkpoints,
             move_checkpoints=carry.move_checkpoints,
+            quiesce_workload=workload.quiesce_workload,
+            file_state=listing.remote_state,
         )
 
     def open(

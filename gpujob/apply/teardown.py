@@ -36,12 +36,13 @@ from gpujob.apply.context import JobContext
 from gpujob.apply.ownership import volume_of
 from gpujob.apply.records import current_record, load_pull_record
 from gpujob.apply.runtime.pulling import pull_dir, pull_over
-from gpujob.apply.runtime.remote import Target, open_remote
+from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, open_remote
 from gpujob.errors import GateError, GpujobError, ProviderError
 from gpujob.live import LiveResource
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import ZeroGpuError
+from gpujob.reach import unreachable
 from gpujob.ssh.quote import remote_path
 
 
@@ -86,6 +87,11 @@ async def _machine_gate(ctx: JobContext, action: Action) -> str:
             f"{machine.name} is stopped (no run alive; the stop reset its container disk); its mount is "
             f"network volume {vol_id}, which stays"
         )
+
+    if machine.status == "stopped":
+        why = _nothing_to_protect(ctx, machine)
+        if why is not None:
+            return f"{machine.name} is stopped and not started to be looked at: {why}"
 
     def erased(listing: Any) -> bool:
         return volume_dies or not (vol_id is not None and _on_mount(listing, ctx.machine, ctx))
@@ -244,28 +250,116 @@ async def _inspect(
     evidence_for: str | None,
     through: str | None = None,
 ) -> str:
-    """Quiesce, list, (final pull, relist): steps 2-5 of the module docstring, through `machine`."""
+    """Steps 2-5 of the module docstring through `machine`. A machine started here for the look is
+    stopped again when the look fails (a failed destroy never bills more than before it ran); one it
+    cannot reach is refused with the risk, unless the .unverified override applies (gpujob.reach)."""
     own = ctx.machine is not None and ctx.machine.id == machine.id
     moved = ctx.moved if own else True
-    if machine.status == "stopped":
-        machine = await start_for_disk(ctx, machine, "so the gate can look at its disk")
-        moved = True
+    started = False
+    reached: list[bool] = []
+    try:
+        if machine.status == "stopped":
+            machine = await start_for_disk(ctx, machine, "so the gate can look at its disk")
+            started = moved = True
+            if own:
+                ctx.machine = machine
+        return await _look(ctx, action, machine, erased, own, moved, reached, evidence_for, through)
+    except GpujobError as exc:
+        lost = not reached and isinstance(exc, Unreachable | MachineNotRunning)
+        if lost and unreachable.approved_unverified(action.id, ctx.approvals):
+            ctx.note(
+                f"DATA LOSS approved: {machine.name} could not be reached ({str(exc).splitlines()[0]}); "
+                f"{action.id} goes ahead unverified, as approved with {unreachable.override_id(action.id)}"
+            )
+            return f"NOT CHECKED: {machine.name} was unreachable and {unreachable.override_id(action.id)} was approved"
+        if started:
+            await _stop_again(ctx, machine, own)
+        if lost:
+            raise _unreachable_error(ctx, action, machine, exc) from exc
+        raise
+
+
+async def _stop_again(ctx: JobContext, machine: LiveResource, own: bool) -> None:
+    try:
+        current = await ctx.provider.get(machine.kind, machine.id) or machine
+        if current.status != "stopped":
+            current = await ctx.provider.stop(current)
+        ctx.note(
+            f"stopped {machine.name} again: the gate started it to look at its disk, and the look failed"
+        )
         if own:
-            ctx.machine = machine
+            ctx.machine = current
+    except GpujobError as exc:
+        ctx.note(
+            f"{machine.name} was started for the gate's look and could not be stopped again "
+            f"({str(exc).splitlines()[0]}): stop it in the console, it bills while it runs"
+        )
+
+
+def _unreachable_error(ctx: JobContext, action: Action, machine: LiveResource, exc: Exception) -> GateError:
+    from gpujob.outputs.record import load_outputs_record
+
+    if ctx.spec.platform == "paperspace":
+        erases = f"{machine.name}'s disk (all of it)"
+    elif machine.network_volume_id is not None:
+        erases = f"{machine.name}'s container disk (network volume {machine.network_volume_id} stays)"
+    else:
+        erases = f"{machine.name}'s container disk and volume disk"
+    said = unreachable.risk(
+        erases=erases,
+        pull_record=load_pull_record(ctx.state_dir, ctx.spec.name),
+        outputs_record=load_outputs_record(ctx.state_dir, ctx.spec.name),
+        now=ctx.clock.now(),
+    )
+    return GateError(
+        f"{action.id}: refused: cannot reach {machine.name} ({machine.id}) to check its disks "
+        f"({str(exc).splitlines()[0]}); {said}",
+        hint=unreachable.hint(action.id),
+    )
+
+
+def _nothing_to_protect(ctx: JobContext, machine: LiveResource) -> str | None:
+    from gpujob.outputs.record import load_outputs_record
+    from gpujob.reach.evidence import nothing_to_protect
+
+    return nothing_to_protect(
+        ctx.spec,
+        machine.id,
+        ctx.journal.entries(),
+        load_pull_record(ctx.state_dir, ctx.spec.name),
+        load_outputs_record(ctx.state_dir, ctx.spec.name),
+    )
+
+
+async def _look(
+    ctx: JobContext,
+    action: Action,
+    machine: LiveResource,
+    erased: Callable[[Any], bool],
+    own: bool,
+    moved: bool,
+    reached: list[bool],
+    evidence_for: str | None,
+    through: str | None,
+) -> str:
     target = _target(ctx, machine, moved=moved)
     through = through or f"{machine.name} ({machine.id})"
     async with open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
+        reached.append(True)
         if own:
             ctx.machine = target.resource
         stopped = await _quiesce(ctx, action, remote, machine)
         listings = await _listings(ctx, remote)
         at_risk = {d: lst for d, lst in listings.items() if (lst.files or lst.unpullable) and erased(lst)}
         kept = {d: lst for d, lst in listings.items() if lst.files and d not in at_risk}
-        if not at_risk:
-            return _kept_detail(stopped, kept)
-        ck_dir = _pullable_dir(ctx, action, at_risk, machine, stopped)
-        record = await pull_over(remote, target, ctx.ssh, ctx.clock, ctx.note)
-        final = await ctx.ssh.list_checkpoints(remote, ck_dir)
+        record = final = ck_dir = None
+        if at_risk:
+            ck_dir = _pullable_dir(ctx, action, at_risk, machine, stopped)
+            record = await pull_over(remote, target, ctx.ssh, ctx.clock, ctx.note)
+            final = await ctx.ssh.list_checkpoints(remote, ck_dir)
+        outputs = await _outputs(ctx, action, remote, machine, erased)
+    if final is None:
+        return _kept_detail(stopped, kept) + outputs
     local_dir = pull_dir(ctx.spec, ctx.spec_path)
     problems = [f"{n!r} (not pullable: {why})" for n, why in sorted(final.unpullable.items())]
     problems += await asyncio.to_thread(gate.unsafe_files, final.files, record, local_dir)
@@ -282,8 +376,29 @@ async def _inspect(
     size = final.total_bytes
     return (
         f"{stopped}; final pull: {len(final.files)} checkpoint file(s) ({human_bytes(size)}) in {ck_dir} "
-        "listed again and each matched a verified local copy"
+        "listed again and each matched a verified local copy" + outputs
     )
+
+
+async def _outputs(
+    ctx: JobContext, action: Action, remote: Any, machine: LiveResource, erased: Callable[[Any], bool]
+) -> str:
+    from gpujob.outputs.gate import protect
+
+    said = await protect(
+        remote,
+        ssh=ctx.ssh,
+        spec=ctx.spec,
+        spec_path=ctx.spec_path,
+        state_dir=ctx.state_dir,
+        resource_id=machine.id,
+        erased=erased,
+        now=ctx.clock.now(),
+        note=ctx.note,
+        action_id=action.id,
+        where=f"{machine.name} ({machine.id})",
+    )
+    return f"; {said}" if said else ""
 
 
 async def _quiesce(ctx: JobContext, action: Action, remote: Any, machine: LiveResource) -> str:
@@ -297,10 +412,33 @@ async def _quiesce(ctx: JobContext, action: Action, remote: Any, machine: LiveRe
             hint="look at it with `gpujob ssh`, then run the command again",
         )
     if state == "not-running":
-        return "no run was alive"
-    how = "exited after SIGTERM" if state == "stopped" else f"was killed after {grace:.0f}s"
-    ctx.note(f"stopped the run on {machine.name} before the {action.kind.value}: it {how}")
-    return f"the run {how}"
+        said = "no run was alive"
+    else:
+        how = "exited after SIGTERM" if state == "stopped" else f"was killed after {grace:.0f}s"
+        ctx.note(f"stopped the run on {machine.name} before the {action.kind.value}: it {how}")
+        said = f"the run {how}"
+    return said + await _quiesce_workload(ctx, action, remote, machine, grace)
+
+
+async def _quiesce_workload(
+    ctx: JobContext, action: Action, remote: Any, machine: LiveResource, grace: float
+) -> str:
+    """Whatever of the workload outlived the run's tree (setsid'd, double-forked): gpujob.ssh.workload."""
+    try:
+        w = await ctx.ssh.quiesce_workload(remote, ctx.spec, grace_s=grace)
+    except NotImplementedError:  # a test's SSH layer without it
+        return ""
+    if w.state == "stuck":
+        names = ", ".join(f"{p.name} ({p.pid})" for p in w.left[:6])
+        raise GateError(
+            f"{action.id}: workload process(es) on {machine.name} still running after SIGTERM, {grace:.0f}s and "
+            f"SIGKILL: {names}; its disk cannot be checked while they may write",
+            hint="look at them with `gpujob ssh -- ps -ef`, then run the command again",
+        )
+    if w.state == "none":
+        return ""
+    ctx.note(f"before the {action.kind.value} on {machine.name}: {w.describe()}")
+    return f"; {w.describe()}"
 
 
 async def _listings(ctx: JobContext, remote: Any) -> dict[str, Any]:
@@ -370,7 +508,7 @@ def _pullable_dir(
 
 
 def _stopped_note(stopped: str, machine: LiveResource) -> str:
-    if stopped == "no run was alive":
+    if stopped.startswith("no run was alive") and "workload process" not in stopped:
         return ""
     return f" ({stopped} for this check; `gpujob apply` relaunches it on {machine.name} if you keep the job)"
 

@@ -32,10 +32,15 @@ def marker(key: str = "") -> str:
 
 
 def approvals_in(text: str) -> list[str]:
-    """Action ids approved by `gpujob-approve:` lines, in order, once each."""
+    """Action ids approved by `gpujob-approve:` lines, in order, once each. Never an `<id>.unverified`
+    override (gpujob.reach.unreachable): destroying a machine nobody could look at is typed by hand."""
     ids: list[str] = []
     for match in APPROVE_RE.finditer(text or ""):
-        ids += [w for w in match.group(1).replace(",", " ").split() if ACTION_ID_RE.match(w)]
+        ids += [
+            w
+            for w in match.group(1).replace(",", " ").split()
+            if ACTION_ID_RE.match(w) and not w.endswith(".unverified")
+        ]
     return list(dict.fromkeys(ids))
 
 

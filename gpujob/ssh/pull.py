@@ -167,6 +167,7 @@ async def pull_checkpoints(
     cwd: Path | None = None,
     lanes: Sequence[Remote] = (),
     stripes: int | None = None,
+    only: Callable[[str], bool] | None = None,
 ) -> PullOutcome:
     """Pull every checkpoint under `remote_dir` into `local_dir`, resuming partial files, refusing a
     checksum mismatch (ChecksumMismatch), and recording the verify command's result per file.
@@ -177,11 +178,13 @@ async def pull_checkpoints(
     with the sha256 the remote computed during the pull ("" for a file that vanished first).
 
     A file of at least 2 × spans.STRIPE_MIN is fetched as up to `stripes` spans at once (default
-    GPUJOB_PULL_STRIPES, else DEFAULT_STRIPES), over `remote` and the extra connections in `lanes`."""
+    GPUJOB_PULL_STRIPES, else DEFAULT_STRIPES), over `remote` and the extra connections in `lanes`.
+
+    `only`: pull just the names it accepts (an outputs glob; gpujob.outputs); the rest is not listed."""
     from gpujob import verify as verify_cmd
 
     remote_dir = remote_path(remote_dir)
-    listing = await list_remote(remote, remote_dir, hashes=False)  # each file is hashed as it streams
+    listing = _selected(await list_remote(remote, remote_dir, hashes=False), only)  # hashed as it streams
     outcome = PullOutcome(listing=listing, unpullable=dict(listing.unpullable))
     local = LocalDir(Path(local_dir))
     seen: dict[str, RemoteFile] = {}
@@ -207,7 +210,7 @@ async def pull_checkpoints(
     try:
         for round_ in range(ROTATION_ROUNDS):
             if round_:
-                listing = await list_remote(remote, remote_dir, hashes=False)
+                listing = _selected(await list_remote(remote, remote_dir, hashes=False), only)
                 outcome.unpullable.update(listing.unpullable)
             files = sorted((n, f) for n, f in listing.files.items() if n not in seen)
             seen.update(files)
@@ -240,6 +243,17 @@ async def pull_checkpoints(
     assert first is not None
     outcome.listing = first.model_copy(update={"files": {**first.files, **seen}})
     return outcome
+
+
+def _selected(listing: RemoteListing, only: Callable[[str], bool] | None) -> RemoteListing:
+    if only is None:
+        return listing
+    return listing.model_copy(
+        update={
+            "files": {n: f for n, f in listing.files.items() if only(n)},
+            "unpullable": {n: w for n, w in listing.unpullable.items() if only(n)},
+        }
+    )
 
 
 async def _pull_one(

@@ -6,6 +6,7 @@ Used by the steps (launch, pull, the gate's look) and by `status`, `logs`, `pull
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
 from gpujob.state import StateRef, as_store
 
-ENDPOINT_WAIT_S = 600.0
+ENDPOINT_WAIT_S = 600.0  # the default of GPUJOB_ENDPOINT_WAIT
+ENV_ENDPOINT_WAIT = "GPUJOB_ENDPOINT_WAIT"
 # A machine in these states gets no endpoint by waiting: only a start (gpujob apply) brings one.
 NOT_COMING = ("stopped", "terminating")
 POLL_S = 3.0
@@ -40,6 +42,11 @@ class Target:
     moved: bool = False  # created or started by this apply: the host (and its key) may be new
 
 
+class Unreachable(SSHConnectError):
+    """No connection was ever made: no SSH endpoint within the wait, or sshd never answered. (A
+    connection lost part-way is a plain SSHConnectError: the machine was reached.)"""
+
+
 class MachineNotRunning(GpujobError):
     """The platform reports the job's machine stopped (EXITED, off, preempted): waiting for its SSH
     endpoint would wait for nothing. One line: the state, and what to run next."""
@@ -55,10 +62,24 @@ class MachineNotRunning(GpujobError):
         self.resource = resource
 
 
+def endpoint_wait_s() -> float:
+    """How long to wait for a machine gpujob started (or created) to have an SSH endpoint and answer:
+    GPUJOB_ENDPOINT_WAIT seconds, else ENDPOINT_WAIT_S."""
+    raw = os.environ.get(ENV_ENDPOINT_WAIT, "").strip()
+    try:
+        value = float(raw) if raw else ENDPOINT_WAIT_S
+    except ValueError:
+        raise GpujobError(
+            f"{ENV_ENDPOINT_WAIT}={raw!r} is not a number of seconds", hint=f"e.g. {ENV_ENDPOINT_WAIT}=900"
+        ) from None
+    return max(1.0, value)
+
+
 async def wait_for_endpoint(
-    target: Target, clock: Clock, note: Callable[[str], None], *, wait_s: float = ENDPOINT_WAIT_S
+    target: Target, clock: Clock, note: Callable[[str], None], *, wait_s: float | None = None
 ) -> SSHEndpoint:
     """Re-read the resource until it runs and has an SSH endpoint; ports and IPs change on every start."""
+    wait_s = endpoint_wait_s() if wait_s is None else wait_s
     started = clock.now()
     kind = target.resource.kind
     async with contextlib.AsyncExitStack() as waits:
@@ -76,9 +97,9 @@ async def wait_for_endpoint(
             if fresh.status in NOT_COMING:
                 raise MachineNotRunning(target.spec, fresh)
             if (clock.now() - started).total_seconds() > wait_s:
-                raise SSHConnectError(
+                raise Unreachable(
                     f"{target.spec.name}: no SSH endpoint after {wait_s:.0f}s ({kind} is {fresh.raw_status or fresh.status})",
-                    hint="check the platform console; re-run apply to resume",
+                    hint=f"check the platform console; re-run apply to resume (this wait: {ENV_ENDPOINT_WAIT})",
                 )
             if not announced:
                 what = f"waiting for the SSH endpoint of {fresh.name} ({fresh.raw_status or fresh.status})"
@@ -96,10 +117,10 @@ def connect_wait_s(target: Target, connect_s: float) -> float:
     pull, ssh and an apply on a running machine meet) answers within the connect limit or has a
     problem of its own; one this apply just created or started may be booting a large image, so it
     gets the endpoint wait (the machine's state is re-read between attempts, so a stop ends it)."""
-    return max(connect_s, ENDPOINT_WAIT_S) if target.moved else connect_s
+    return max(connect_s, endpoint_wait_s()) if target.moved else connect_s
 
 
-def _unreachable(target: Target, endpoint: SSHEndpoint, waited: float, last: str) -> SSHConnectError:
+def _unreachable(target: Target, endpoint: SSHEndpoint, waited: float, last: str) -> Unreachable:
     """Connecting gave up: what was tried, for how long, and what to look at."""
     from gpujob.ssh.deadline import ENV_CONNECT
 
@@ -108,7 +129,7 @@ def _unreachable(target: Target, endpoint: SSHEndpoint, waited: float, last: str
         image = "check that its image starts sshd (RunPod's images do; a custom image must start it from CMD, RP10)"
     else:
         image = "check that sshd runs on it (the platform console shows its boot log)"
-    return SSHConnectError(
+    return Unreachable(
         f"{target.spec.name}: no SSH answer from {r.kind} {r.name} at {endpoint.user}@{endpoint.host}:"
         f"{endpoint.port} after trying for {waited:.0f}s, though the platform reports it "
         f"{r.raw_status or r.status} (last error: {last})",
@@ -147,7 +168,7 @@ async def open_remote(
         while True:
             # A machine still without an endpoint gets the endpoint wait, as before; the connect bound
             # counts from the first endpoint.
-            endpoint = await wait_for_endpoint(target, clock, note, wait_s=max(left(), ENDPOINT_WAIT_S))
+            endpoint = await wait_for_endpoint(target, clock, note, wait_s=max(left(), endpoint_wait_s()))
             try:
                 cm = ssh.open(
                     endpoint,
