@@ -20,12 +20,12 @@ from gpujob.spec.rules import _UNIT_SECONDS as _UNIT_SECONDS
 from gpujob.spec.rules import DURATION_PATTERN, NAME_MAX, NAME_PATTERN, auto_interval_problem, parked_problem
 from gpujob.spec.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 from gpujob.spec.rules import checked_path as _checked_path
-from gpujob.spec.rules import output_paths as _output_paths
 from gpujob.spec.rules import deny_patterns as _deny
 from gpujob.spec.rules import env_names as _env
 from gpujob.spec.rules import env_value_problem as env_value_problem
 from gpujob.spec.rules import format_duration as format_duration
 from gpujob.spec.rules import one_or_many as _one
+from gpujob.spec.rules import output_paths as _output_paths
 from gpujob.spec.rules import parse_duration as parse_duration
 from gpujob.spec.rules import path_problem as path_problem
 from gpujob.spec.rules import secret_name_problem as secret_name_problem
