@@ -409,17 +409,26 @@ def _target(ctx: JobContext, action: Action) -> runtime.Target:
 async def pull(ctx: JobContext, action: Action) -> Outcome:
     machine = _need_machine(ctx, action)
     if machine.status != "stopped":
-        return await _pull(ctx, action)
+        try:
+            return await _pull(ctx, action)
+        except GpujobError as exc:
+            said = teardown.unreached(ctx, action, machine, exc)
+            if said is None:
+                raise
+            return Outcome(machine.id, said)
     # Started for the pull (the teardown this pull guards follows), and stopped again when the pull
     # fails so it does not bill the GPU.
     await guard.require_owned(ctx, machine, action, "start")
     ctx.machine = await teardown.start_for_disk(ctx, machine, "to pull its checkpoints")
     try:
         return await _pull(ctx, action)
-    except GpujobError:
+    except GpujobError as exc:
         ctx.note(f"pull failed: stopping {machine.name} again")
         ctx.machine = await ctx.provider.stop(ctx.machine)
-        raise
+        said = teardown.unreached(ctx, action, machine, exc)
+        if said is None:
+            raise
+        return Outcome(machine.id, said)
 
 
 async def _pull(ctx: JobContext, action: Action) -> Outcome:

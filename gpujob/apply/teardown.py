@@ -257,6 +257,8 @@ async def _inspect(
     moved = ctx.moved if own else True
     started = False
     reached: list[bool] = []
+    if ctx.extra.get(UNREACHED) == machine.id and unreachable.approved_unverified(action.id, ctx.approvals):
+        return f"NOT CHECKED: {machine.name} was unreachable earlier in this command and {unreachable.override_id(action.id)} was approved"
     try:
         if machine.status == "stopped":
             machine = await start_for_disk(ctx, machine, "so the gate can look at its disk")
@@ -294,6 +296,28 @@ async def _stop_again(ctx: JobContext, machine: LiveResource, own: bool) -> None
             f"{machine.name} was started for the gate's look and could not be stopped again "
             f"({str(exc).splitlines()[0]}): stop it in the console, it bills while it runs"
         )
+
+
+UNREACHED = "unreached"  # ctx.extra: the machine this command already failed to reach (pull step)
+
+
+def unreached(ctx: JobContext, action: Action, machine: LiveResource, exc: Exception) -> str | None:
+    """A step before the gate (the pull) could not reach `machine`: None when `exc` is not that;
+    else the outcome when the teardown it guards was approved with the .unverified override (the gate
+    then does not wait for the machine again); else the refusal with the risk is raised."""
+    if not isinstance(exc, Unreachable | MachineNotRunning):
+        return None
+    gated = next(
+        (a for a in ctx.todo if a.kind in (ActionKind.TERMINATE, ActionKind.REPLACE) and a.gated), action
+    )
+    if not unreachable.approved_unverified(gated.id, ctx.approvals):
+        raise _unreachable_error(ctx, gated, machine, exc) from exc
+    ctx.extra[UNREACHED] = machine.id
+    ctx.note(
+        f"DATA LOSS approved: {machine.name} could not be reached ({str(exc).splitlines()[0]}); nothing was "
+        f"pulled, and {gated.id} goes ahead unverified, as approved with {unreachable.override_id(gated.id)}"
+    )
+    return f"NOT PULLED: {machine.name} was unreachable; {unreachable.override_id(gated.id)} was approved"
 
 
 def _unreachable_error(ctx: JobContext, action: Action, machine: LiveResource, exc: Exception) -> GateError:

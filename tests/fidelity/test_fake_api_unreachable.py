@@ -1,0 +1,140 @@
+"""Issue 23, against the independent fake of the real APIs (tests/fakeapi), whose hosts run no sshd:
+an approved destroy of a stopped pod gpujob created and never launched on terminates it without
+starting it; a destroy that has to look at a stopped pod and cannot reach it gives up within
+GPUJOB_ENDPOINT_WAIT (+ a minute), leaves the pod stopped and names the risk; the `.unverified`
+override works only together with the plain approval, only after this command failed to reach the
+pod, and never from `gpujob watch`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakeapi.server import RunningFake
+
+WAIT_S = 6
+JOB = """version: 1
+name: rpfake
+platform: runpod
+state: {state}
+machine:
+  gpu: RTX4090
+  regions: [US-KS-2]
+  image: runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404
+  container_disk_gb: 50
+storage:
+  volume_gb: 20
+{extra}"""
+CHECKPOINT = """checkpoint:
+  dir: /workspace/ckpt
+  interval: 10m
+  verify: "true"
+"""
+TERMINATE = "rpfake.pod.terminate"
+
+
+@pytest.fixture
+def fake() -> Iterator[RunningFake]:
+    f = RunningFake()
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def _gj(
+    project: Path, fake: RunningFake, *args: str, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_") and not k.endswith("_API_KEY")}
+    env.update(
+        fake.env, CI="true", NO_COLOR="1", GPUJOB_ENDPOINT_WAIT=str(WAIT_S), GPUJOB_SSH_CONNECT_TIMEOUT="2"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "gpujob", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _stopped_pod(tmp_path: Path, fake: RunningFake, extra: str = "") -> str:
+    """A pod created by gpujob (no run section: nothing launched on it), then stopped by apply."""
+    job = tmp_path / "job.yaml"
+    for state in ("running", "stopped"):
+        job.write_text(JOB.format(state=state, extra=extra))
+        out = _gj(tmp_path, fake, "apply", "--auto-approve")
+        assert out.returncode == 0, out.stdout + out.stderr
+    (pod,) = fake.apis.pods.values()
+    assert pod["status"] == "EXITED"
+    return str(pod["id"])
+
+
+def _starts(fake: RunningFake, pod: str) -> int:
+    return sum(
+        1
+        for m, p, b in fake.apis.requests
+        if p == f"/v2/pods/{pod}/action" and (b or {}).get("action") == "start"
+    )
+
+
+def test_destroy_of_a_never_launched_stopped_pod_terminates_it_without_starting_it(
+    tmp_path: Path, fake: RunningFake
+) -> None:
+    pod = _stopped_pod(tmp_path, fake)
+    out = _gj(tmp_path, fake, "destroy", "--auto-approve", "--approve", TERMINATE)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert fake.apis.pods == {} and _starts(fake, pod) == 0, text
+    assert "not started to be looked at" in text and "never launched a run on it" in text, text
+
+
+def test_without_the_state_store_evidence_destroy_looks_and_an_unreachable_pod_is_left_stopped(
+    tmp_path: Path, fake: RunningFake
+) -> None:
+    pod = _stopped_pod(tmp_path, fake)
+    (tmp_path / ".gpujob" / "journal" / "rpfake.jsonl").unlink()  # a lost journal is no evidence
+    began = time.monotonic()
+    out = _gj(tmp_path, fake, "destroy", "--auto-approve", "--approve", TERMINATE)
+    elapsed, text = time.monotonic() - began, out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert elapsed < WAIT_S + 60, elapsed
+    assert _starts(fake, pod) == 1 and fake.apis.pods[pod]["status"] == "EXITED", text
+    assert "stopped gpujob-rpfake" in text and "again" in text, text
+    assert "refused: cannot reach" in text and "container disk and volume disk" in text, text
+    assert "the last listing gpujob saw: none" in text and "the newest verified pull: never" in text, text
+    # The way past is described, never printed as a flag to paste.
+    assert ".unverified'" in text and f"--approve {TERMINATE}.unverified" not in text, text
+
+
+def test_the_unverified_override_needs_the_plain_approval_and_a_failed_reach_and_never_comes_from_watch(
+    tmp_path: Path, fake: RunningFake
+) -> None:
+    pod = _stopped_pod(tmp_path, fake, extra=CHECKPOINT)  # a checkpoint block: the gate must look
+    # Alone, the override approves nothing.
+    out = _gj(tmp_path, fake, "destroy", "--auto-approve", "--approve", f"{TERMINATE}.unverified")
+    assert out.returncode == 1 and pod in fake.apis.pods and _starts(fake, pod) == 0, out.stdout + out.stderr
+    # With the plain approval: the pull before the terminate fails to reach the pod, the pod is
+    # stopped again, and the terminate goes ahead unverified, saying so.
+    began = time.monotonic()
+    out = _gj(
+        tmp_path,
+        fake,
+        "destroy",
+        "--auto-approve",
+        "--approve",
+        TERMINATE,
+        "--approve",
+        f"{TERMINATE}.unverified",
+    )
+    elapsed, text = time.monotonic() - began, out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert fake.apis.pods == {} and _starts(fake, pod) == 1, text
+    assert "DATA LOSS approved" in text and elapsed < WAIT_S + 60, (elapsed, text)
