@@ -206,3 +206,15 @@ def test_approvals_from_the_merged_pr(fake_host: FakeHost) -> None:
               env={"GITLAB_TOKEN": "t0ken"})  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["--approve", "vit.pod.replace"]  # the rest is no action id
+
+
+def test_an_approval_line_never_carries_the_unverified_override(fake_host: FakeHost) -> None:
+    fake_host.pulls["abc124"] = [
+        {"number": 8, "body": "gpujob-approve: sweep.pod.terminate sweep.pod.terminate.unverified\n"}
+    ]
+    res = run(
+        "approvals", "--api-url", fake_host.url, "--repo", "acme/train", "--sha", "abc124",
+        env={"GITHUB_TOKEN": "t0ken"},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["--approve", "sweep.pod.terminate"]

@@ -1,0 +1,108 @@
+"""The workload quiesce script (gpujob.ssh.workload), run for real on this machine's /proc: processes
+carrying the job's GPUJOB_JOB marker are stopped wherever they went (setsid, double fork); others,
+including marked processes in the caller's own session and, in a plain sim pod's scope, marked
+processes of another pod, are left alone. Only processes started by the test carry its marker."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+
+from gpujob.ssh.workload import quiesce_command
+
+LOOP = "trap '' TERM; while :; do sleep 0.1; done"  # ignores SIGTERM: needs the SIGKILL
+
+
+@pytest.fixture
+def job() -> str:
+    return f"wq-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for p in procs:
+        _end(p)
+
+
+def _end(p: subprocess.Popen[bytes]) -> None:
+    """The process and what it started (each test process leads its own session and group)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+
+
+def _spawn(
+    procs: list[subprocess.Popen[bytes]], env: dict[str, str], script: str, *, own_session: bool
+) -> int:
+    p = subprocess.Popen(["sh", "-c", script], env={**os.environ, **env}, start_new_session=own_session)
+    procs.append(p)
+    return p.pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def _quiesce(job: str, env: dict[str, str] | None = None) -> str:
+    script = quiesce_command(SimpleNamespace(name=job), 0.5)  # type: ignore[arg-type]
+    env = {**{k: v for k, v in os.environ.items() if k != "GPUJOB_SIM_POD"}, **(env or {})}
+    out = subprocess.run(
+        ["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60, start_new_session=True
+    )
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    return out.stdout
+
+
+def test_marked_processes_outside_any_tree_are_stopped_and_nothing_else(
+    job: str, started: list[subprocess.Popen[bytes]]
+) -> None:
+    import time
+
+    helper = _spawn(started, {"GPUJOB_JOB": job}, "sleep 600", own_session=True)
+    stubborn = _spawn(started, {"GPUJOB_JOB": job}, LOOP, own_session=True)
+    other_job = _spawn(started, {"GPUJOB_JOB": job + "x"}, "sleep 600", own_session=True)
+    time.sleep(0.3)  # the shells exec/enter their loops; not a race guard: both outcomes are checked below
+    out = _quiesce(job)
+    assert f"stopped={helper} " in out and f"stopped={stubborn} " in out and "state=killed" in out, out
+    assert not _alive(helper) and not _alive(stubborn)
+    assert _alive(other_job) and f"={other_job} " not in out
+
+
+def test_the_callers_session_and_other_pods_are_protected(
+    job: str, started: list[subprocess.Popen[bytes]]
+) -> None:
+    import time
+
+    pod_a = _spawn(started, {"GPUJOB_JOB": job, "GPUJOB_SIM_POD": "pod-a"}, "sleep 600", own_session=True)
+    pod_b = _spawn(started, {"GPUJOB_JOB": job, "GPUJOB_SIM_POD": "pod-b"}, "sleep 600", own_session=True)
+    time.sleep(0.3)
+    out = _quiesce(job, {"GPUJOB_SIM_POD": "pod-a"})  # a plain pod sees only its own processes
+    assert not _alive(pod_a) and _alive(pod_b), out
+    _end(started[-1])
+    # A marked process in the quiescing command's own session is the gate's, never the workload's.
+    script = (
+        f"GPUJOB_JOB={job} sleep 600 & s=$!; sh -c {quiesce_command_q(job)}; kill -0 $s && echo kept; kill $s"
+    )
+    out = subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, timeout=60, start_new_session=True
+    )
+    assert "kept" in out.stdout and "state=none" in out.stdout, out.stdout + out.stderr
+
+
+def quiesce_command_q(job: str) -> str:
+    import shlex
+
+    return shlex.quote(quiesce_command(SimpleNamespace(name=job), 0.5))  # type: ignore[arg-type]
