@@ -127,7 +127,7 @@ async def pull(
 def unsafe(listed: Sequence[Listed], local_dir: Path) -> list[str]:
     """Every listed file without a local copy of the same sha256 (read again, never through a
     symlink), and every entry that cannot be pulled, each with why."""
-    from gpujob.apply.runtime import local_sha256
+    from gpujob.apply.localfiles import local_sha256
 
     out: list[str] = []
     for item in listed:
