@@ -138,6 +138,7 @@ async def create_volume(ctx: JobContext, action: Action) -> Outcome:
         VolumeRequest(name=name, size_gb=nv.size_gb, region=region, tier=nv.tier)
     )
     ctx.volume = vol
+    ctx.extra[CREATED_VOLUME] = vol.id  # a create race this apply loses deletes it again
     return Outcome(vol.id, f"created {vol.name} ({vol.id}) in {region}")
 
 
@@ -179,10 +180,42 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
     )
     ctx.machine = machine
     ctx.moved = True
-    await guard.settle_create_race(ctx, action, machine)
+    try:
+        await guard.settle_create_race(ctx, action, machine)
+    except GpujobError as exc:
+        raise await _drop_race_volume(ctx, exc) from None
     note_launch(ctx.state_dir, ctx.spec, machine)
     where = f" {machine.gpu_id or ''} in {machine.region}" if machine.region else ""
     return Outcome(machine.id, f"created {machine.name} ({machine.id}){where}")
+
+
+CREATED_VOLUME = "created_volume"  # ctx.extra: the network volume this apply created
+
+
+async def _drop_race_volume(ctx: JobContext, lost: GpujobError) -> GpujobError:
+    """The create race was lost and the machine terminated again: the network volume this apply
+    created for it is deleted too (it is empty: nothing ran), or named with the command to delete it."""
+    vol = ctx.volume
+    if vol is None or ctx.extra.get(CREATED_VOLUME) != vol.id:
+        return lost
+    try:
+        await _wait_detached(ctx, vol)
+        with contextlib.suppress(ProviderNotFound):
+            await ctx.provider.delete_volume(vol)
+    except GpujobError as exc:
+        again = command_text("gpujob", "destroy", *job_file_args(ctx.spec_path), "--approve",
+                             f"{ctx.spec.name}.network_volume.delete-volume")  # fmt: skip
+        return GpujobError(
+            f"{lost}; the network volume {vol.name} ({vol.id}) this apply created for it could not be deleted "
+            f"({str(exc).splitlines()[0]}) and bills until it is",
+            hint=f"delete it: {again} (or in the console); then {lost.hint or 'see above'}",
+        )
+    ctx.volume = None
+    ctx.note(f"deleted {vol.name} ({vol.id}) again: created by this apply for the machine that lost the race")
+    return GpujobError(
+        f"{lost}; the network volume {vol.name} ({vol.id}) this apply created for it was deleted again",
+        hint=lost.hint,
+    )
 
 
 def _need_machine(ctx: JobContext, action: Action) -> LiveResource:

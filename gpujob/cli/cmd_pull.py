@@ -13,6 +13,8 @@ from gpujob.cli.options import lock_timeout_option
 HELP = """Pull every checkpoint of checkpoint.dir into checkpoint.pull_to, resuming partial files,
 checking each SHA-256 against the remote and running checkpoint.verify on it. The record
 (pulls/JOB.json in gpujob's state: .gpujob/ or the state database) is what the teardown gate reads.
+A job's outputs (outputs.paths) come too, into outputs.pull_to/<path on the machine>, each checked
+by SHA-256 (outputs/JOB.json).
 
 \b
 Examples:
@@ -35,9 +37,13 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float
     from gpujob.apply.session import job_files, locked
     from gpujob.spec.load import load_specs
 
-    loaded = [ls for ls in load_specs(job_files(list(targets))) if ls.spec.checkpoint is not None]
+    loaded = [
+        ls
+        for ls in load_specs(job_files(list(targets)))
+        if ls.spec.checkpoint is not None or ls.spec.outputs is not None
+    ]
     if not loaded:
-        click.echo("No job with a checkpoint section: nothing to pull.")
+        click.echo("No job with a checkpoint section or outputs: nothing to pull.")
         return 0
     from gpujob.apply.progress import choose_hooks
 
@@ -47,11 +53,20 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float
         locked(loaded, "gpujob pull", timeout=lock_timeout),
         hooks if hasattr(hooks, "__enter__") else _Nothing(),
     ):
-        records = asyncio.run(_go(loaded, hooks))
+        records, outputs = asyncio.run(_go(loaded, hooks))
     from gpujob.errors import command_text, job_file_args, ssh_words
 
-    paths = {ls.spec.name: ls.path for ls in loaded}
     bad = 0
+    for out in outputs:
+        state = "each checked by sha256" if not out.unpullable else "INCOMPLETE"
+        click.echo(f"{out.job}: {len(out.files)} output file(s) into {out.local_dir}: {state}")
+        for path, f in sorted(out.files.items()):
+            click.echo(f"  ✓ {path}  {f.size} B  sha256 {f.sha256[:16]}…")
+        for path, why in sorted(out.unpullable.items()):
+            click.echo(f"  ✗ {path!r}: not pullable ({why}); rename or remove it on the machine", err=True)
+        bad += 1 if out.unpullable else 0
+
+    paths = {ls.spec.name: ls.path for ls in loaded}
     for rec in records:
         state = "all verified" if rec.complete else "INCOMPLETE"
         click.echo(f"{rec.job}: {len(rec.files)} file(s) from {rec.remote_dir} into {rec.local_dir}: {state}")
@@ -88,13 +103,17 @@ async def _go(loaded, hooks):  # type: ignore[no-untyped-def]
     from gpujob.apply.runtime import pull
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
+    from gpujob.outputs.command import pull_outputs
 
-    out = []
+    out, outputs = [], []
     async with job_views(loaded) as views:
         for v in views:
             note = JobReporter(hooks, v.spec.name)
-            out.append(await pull(v.target(), SSHApi.default(), SystemClock(), note))
-    return out
+            if v.spec.checkpoint is not None:
+                out.append(await pull(v.target(), SSHApi.default(), SystemClock(), note))
+            if v.spec.outputs is not None:
+                outputs.append(await pull_outputs(v.target(), SSHApi.default(), SystemClock(), note))
+    return out, outputs
 
 
 class _Nothing:

@@ -96,6 +96,10 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
             text += f"; checkpoint.dir {ck.dir} is on the {where}: " + (
                 "survives" if safe else "LOST unless pulled"
             )
+        if spec.outputs is not None:
+            from gpujob.outputs.plan import outputs_line
+
+            text += outputs_line(ctx, lambda t: profile.survives(t, verb), ctx.now)
         return DataEffect(wipes=names, irreversible=kind is not K.STOP, checkpoint_safe=safe, summary=text)
     if kind is K.DELETE_VOLUME:
         on_it = ck_tier is not None and ck_tier.startswith("network_volume")

@@ -416,7 +416,9 @@ class Watcher:
         if not finished or any(a.kind is not K.NOOP for a in jp.actions):
             return
         started = getattr(status, "started_at", None) if status is not None else None
-        wants_pull = spec.checkpoint is not None and spec.checkpoint.pull != "never"
+        wants_pull = (
+            spec.checkpoint is not None and spec.checkpoint.pull != "never"
+        ) or spec.outputs is not None
         if up is not None and wants_pull and j.ledger.final_pull_for != (started or "?"):
             await self.pulls.settle(j.name)
             if not await self.pulls.final(j, up, provider, reason="the run finished"):

@@ -41,9 +41,40 @@ class Puller:
     async def final(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
         """A pull now, waited for (before the machine stops, parks, or after the run finished)."""
         spec = job.loaded.spec
-        if spec.checkpoint is None or spec.checkpoint.pull == "never":
-            return True
-        return await self.pull(job, machine, provider, reason=reason)
+        done = True
+        if spec.checkpoint is not None and spec.checkpoint.pull != "never":
+            done = await self.pull(job, machine, provider, reason=reason)
+        if done and spec.outputs is not None:
+            done = await self.pull_outputs(job, machine, provider, reason=reason)
+        return done
+
+    async def pull_outputs(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
+        """The job's outputs (gpujob.outputs), each checked by sha256: at the end of a run, as the
+        teardown gate would before a destroy."""
+        from gpujob.apply.runtime import Target
+        from gpujob.outputs.command import pull_outputs
+
+        spec = job.loaded.spec
+        target = Target(
+            spec=spec, spec_path=job.loaded.path, provider=provider, resource=machine, state_dir=job.state_dir
+        )
+        try:
+            record = await pull_outputs(target, self.ssh, self.clock, lambda _text: None)
+        except (GpujobError, OSError) as exc:
+            self.failed_since_start += 1
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            self.say(job, "pull-failed", f"outputs pull failed: {first}", "trying again next tick",
+                     level="warning", topic="pull")  # fmt: skip
+            return False
+        if record.unpullable:
+            self.failed_since_start += 1
+            names = ", ".join(sorted(record.unpullable)[:5])
+            self.say(job, "pull-failed", f"outputs not pullable: {names}", "rename or remove them on the machine",
+                     level="warning", topic="pull")  # fmt: skip
+            return False
+        self.say(job, "pulled", f"{len(record.files)} output file(s) pulled, each checked by sha256 ({reason})",
+                 f"into {record.local_dir}")  # fmt: skip
+        return True
 
     async def pull(
         self, job: Any, machine: LiveResource, provider: Any, *, reason: str = "", newest: str | None = None

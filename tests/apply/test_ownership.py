@@ -125,3 +125,32 @@ def test_simultaneous_creates_the_first_one_made_stays(tmp_path):
     assert any("it stands down" in e[2] for e in w.hooks.events)
     assert w.prov.last_request is not None
     assert w.prov.last_request.env["GPUJOB_PROJECT"] == PROJECT  # the marker rides in the pod's env
+
+
+def test_the_checkout_that_loses_a_create_race_deletes_the_volume_it_created_for_it(tmp_path):
+    w = World(tmp_path, checkpoint=None)
+    _racing(w, theirs_first=True)
+    res = w.apply(create_plan())
+    msg = res.failed["toy.pod.create"]
+    assert "at the same moment by another checkout" in msg and "was deleted again" in msg
+    assert not [r for r in w.prov.resources.values() if r.kind == "network_volume"]
+    assert [c[0] for c in w.prov.calls if c[0] in ("terminate", "delete_volume")] == [
+        "terminate",
+        "delete_volume",
+    ]
+
+
+def test_a_volume_the_loser_cannot_delete_is_named_with_the_command_to_delete_it(tmp_path):
+    from gpujob.errors import ProviderError
+
+    w = World(tmp_path, checkpoint=None)
+    _racing(w, theirs_first=True)
+
+    async def refuse(resource):  # type: ignore[no-untyped-def]
+        raise ProviderError("503 try later", platform="runpod", call="delete network volume")
+
+    w.prov.delete_volume = refuse  # type: ignore[method-assign]
+    res = w.apply(create_plan())
+    msg = res.failed["toy.pod.create"]
+    assert "could not be deleted" in msg and "bills until it is" in msg
+    assert "gpujob destroy" in msg and "--approve toy.network_volume.delete-volume" in msg

@@ -83,6 +83,10 @@ def test_destroy_pulls_every_result_of_a_setsid_writer_present_when_the_disk_van
     ck, results = volume / "ckpt", volume / "results"
     poll("6 checkpoints", lambda: (steps_on(ck) or [0])[-1] >= 6)
     poll("20 result files", lambda: len(snapshot(results)) >= 20)
+    # `gpujob pull` brings the outputs too, each checked by sha256; the destroy plan then names them.
+    pulled = p.ok("pull")
+    assert "output file(s) into" in pulled.stdout and "each checked by sha256" in pulled.stdout, pulled.stdout
+    assert len(list((p.dir / "outputs" / "workspace" / "results").glob("result_*.json"))) >= 20
     calls = _at_terminate(monkeypatch, [ck, results])
 
     with DirWatch(results) as watch_results, DirWatch(ck) as watch_ck:
@@ -107,6 +111,7 @@ def test_destroy_pulls_every_result_of_a_setsid_writer_present_when_the_disk_van
     assert watch_results.polls > 5 and watch_results.before(t) == res_snap
     assert watch_ck.before(t) == ck_snap
     assert "workload process" in text and "python3" in text, text
+    assert "outputs /workspace/results on the volume disk: LOST unless pulled (last pull: " in text, text
     # The run's log came home too, and nothing secret-looking or foreign did.
     run_dir = p.dir / "outputs" / ".gpujob" / "res"
     assert "gpujob: run of res starting" in (run_dir / "run.log").read_text()
