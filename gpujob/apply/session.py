@@ -183,6 +183,9 @@ async def plan_and_apply(
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
         )
+    from gpujob.reach.unreachable import mark_plan
+
+    plan = mark_plan(plan, set(opts.approvals))
     show(plan)
     rerun = rerun_command(opts, can_ask=ask is not None)
     if plan.blocked:

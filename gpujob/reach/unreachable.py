@@ -95,3 +95,25 @@ def hint(action_id: str) -> str:
         f"'{SUFFIX}' next to its plain approval of {action_id} (accepted only after this same command "
         "failed to reach it; never from gpujob watch or a PR approval line)"
     )
+
+
+def mark_plan(plan: Any, approvals: set[str]) -> Any:
+    """The plan as shown before an apply given an override: each action it covers says, in its data
+    line, that an unreachable machine will be destroyed unchecked."""
+    if not any(is_override(a) for a in approvals):
+        return plan
+    jobs = []
+    for jp in plan.jobs:
+        actions = []
+        for a in jp.actions:
+            if a.gated and approved_unverified(a.id, approvals):
+                note = (
+                    f"; DATA LOSS if unreachable: {override_id(a.id)} is approved, so a machine this command "
+                    "cannot reach is destroyed without a look or a pull"
+                )
+                a = a.model_copy(
+                    update={"data": a.data.model_copy(update={"summary": a.data.summary + note})}
+                )
+            actions.append(a)
+        jobs.append(jp.model_copy(update={"actions": actions}))
+    return plan.model_copy(update={"jobs": jobs})

@@ -138,3 +138,4 @@ def test_the_unverified_override_needs_the_plain_approval_and_a_failed_reach_and
     assert out.returncode == 0, text
     assert fake.apis.pods == {} and _starts(fake, pod) == 1, text
     assert "DATA LOSS approved" in text and elapsed < WAIT_S + 60, (elapsed, text)
+    assert f"DATA LOSS if unreachable: {TERMINATE}.unverified is approved" in text, text  # in the plan shown
