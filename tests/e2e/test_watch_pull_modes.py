@@ -114,3 +114,27 @@ def test_cost_shows_goodput_next_to_the_money_for_a_watched_job(project: Project
     # (a later read: the job still runs, so its billed GPU time and hence the figure move on)
     assert 0 < job["goodput"] <= 1 and job["goodput_detail"].startswith(f"goodput {job['goodput']:.2f} (")
     assert job["spent_usd"] > 0 and "1 loss(es)" in job["goodput_detail"]
+
+
+def test_watch_pulls_the_outputs_when_the_run_finishes(project: Project) -> None:
+    """Issue 23: outputs (here the synced code's *.py on the volume) come home at the end of a run,
+    each checked by sha256, beside the checkpoints."""
+    p = project
+    pull_mode_job(p, "on_finish")
+    job = p.dir / "job.yaml"
+    job.write_text(job.read_text() + "outputs:\n  paths: [/workspace/code/*.py]\n")
+    code, out = once(p)
+    assert code == 2, out
+    poll("the run to finish", lambda: f"done at step {STEPS}" in run_log(p), deadline_s=120)
+    code, out = once(p)
+    assert code == 0 and "finished" in [e["event"] for e in events(p)], out
+    landed = p.dir / "outputs" / "workspace" / "code"
+    assert (landed / "train.py").read_bytes() == (p.dir / "train.py").read_bytes()
+    assert not (landed / "job.yaml").exists()  # only what the glob selects
+    record = p.record("outputs/quickstart.json")
+    assert (
+        "/workspace/code/train.py" in record["files"] and "/workspace/code/verify_ckpt.py" in record["files"]
+    )
+    assert any(e["event"] == "pulled" and "output file(s)" in e.get("happened", "") for e in events(p)), (
+        events(p)
+    )
