@@ -37,6 +37,19 @@ CHECKPOINT = """checkpoint:
   verify: "true"
 """
 TERMINATE = "rpfake.pod.terminate"
+PS_JOB = """version: 1
+name: psfake
+platform: paperspace
+state: {state}
+machine:
+  gpu: A4000
+  regions: [ny2]
+  template: ML-in-a-Box
+  auto_shutdown: 12h
+storage:
+  volume_gb: 50
+{extra}"""
+PS_TERMINATE = "psfake.machine.terminate"
 
 
 @pytest.fixture
@@ -65,53 +78,82 @@ def _gj(
     )
 
 
-def _stopped_pod(tmp_path: Path, fake: RunningFake, extra: str = "") -> str:
-    """A pod created by gpujob (no run section: nothing launched on it), then stopped by apply."""
+def _stopped_pod(tmp_path: Path, fake: RunningFake, extra: str = "", platform: str = "runpod") -> str:
+    """A machine created by gpujob (no run section: nothing launched on it), then stopped by apply."""
     job = tmp_path / "job.yaml"
     for state in ("running", "stopped"):
-        job.write_text(JOB.format(state=state, extra=extra))
+        job.write_text((JOB if platform == "runpod" else PS_JOB).format(state=state, extra=extra))
         out = _gj(tmp_path, fake, "apply", "--auto-approve")
         assert out.returncode == 0, out.stdout + out.stderr
+    if platform == "paperspace":
+        (machine,) = fake.apis.machines.values()
+        assert machine["state"] == "off"
+        return str(machine["id"])
     (pod,) = fake.apis.pods.values()
     assert pod["status"] == "EXITED"
     return str(pod["id"])
 
 
-def _starts(fake: RunningFake, pod: str) -> int:
-    return sum(
+def _starts(fake: RunningFake, rid: str) -> int:
+    pod = sum(
         1
         for m, p, b in fake.apis.requests
-        if p == f"/v2/pods/{pod}/action" and (b or {}).get("action") == "start"
+        if p == f"/v2/pods/{rid}/action" and (b or {}).get("action") == "start"
     )
+    return pod + sum(1 for m, p, _ in fake.apis.requests if (m, p) == ("PATCH", f"/v1/machines/{rid}/start"))
 
 
-def test_destroy_of_a_never_launched_stopped_pod_terminates_it_without_starting_it(
-    tmp_path: Path, fake: RunningFake
+def _state(fake: RunningFake, rid: str) -> str | None:
+    if rid in fake.apis.pods:
+        return str(fake.apis.pods[rid]["status"])
+    return str(fake.apis.machines[rid]["state"]) if rid in fake.apis.machines else None
+
+
+@pytest.mark.parametrize("platform", ["runpod", "paperspace"])
+def test_destroy_of_a_never_launched_stopped_machine_terminates_it_without_starting_it(
+    tmp_path: Path, fake: RunningFake, platform: str
 ) -> None:
-    pod = _stopped_pod(tmp_path, fake)
-    out = _gj(tmp_path, fake, "destroy", "--auto-approve", "--approve", TERMINATE)
+    rid = _stopped_pod(tmp_path, fake, platform=platform)
+    out = _gj(
+        tmp_path,
+        fake,
+        "destroy",
+        "--auto-approve",
+        "--approve",
+        TERMINATE if platform == "runpod" else PS_TERMINATE,
+    )
     text = out.stdout + out.stderr
     assert out.returncode == 0, text
-    assert fake.apis.pods == {} and _starts(fake, pod) == 0, text
+    assert _state(fake, rid) is None and _starts(fake, rid) == 0, text
     assert "not started to be looked at" in text and "never launched a run on it" in text, text
 
 
-def test_without_the_state_store_evidence_destroy_looks_and_an_unreachable_pod_is_left_stopped(
-    tmp_path: Path, fake: RunningFake
+@pytest.mark.parametrize("platform", ["runpod", "paperspace"])
+def test_without_the_state_store_evidence_destroy_looks_and_an_unreachable_machine_is_left_stopped(
+    tmp_path: Path, fake: RunningFake, platform: str
 ) -> None:
-    pod = _stopped_pod(tmp_path, fake)
-    (tmp_path / ".gpujob" / "journal" / "rpfake.jsonl").unlink()  # a lost journal is no evidence
+    rid = _stopped_pod(tmp_path, fake, platform=platform)
+    job = "rpfake" if platform == "runpod" else "psfake"
+    (tmp_path / ".gpujob" / "journal" / f"{job}.jsonl").unlink()  # a lost journal is no evidence
     began = time.monotonic()
-    out = _gj(tmp_path, fake, "destroy", "--auto-approve", "--approve", TERMINATE)
+    out = _gj(
+        tmp_path,
+        fake,
+        "destroy",
+        "--auto-approve",
+        "--approve",
+        TERMINATE if platform == "runpod" else PS_TERMINATE,
+    )
     elapsed, text = time.monotonic() - began, out.stdout + out.stderr
     assert out.returncode == 1, text
     assert elapsed < WAIT_S + 60, elapsed
-    assert _starts(fake, pod) == 1 and fake.apis.pods[pod]["status"] == "EXITED", text
-    assert "stopped gpujob-rpfake" in text and "again" in text, text
-    assert "refused: cannot reach" in text and "container disk and volume disk" in text, text
+    assert _starts(fake, rid) == 1 and _state(fake, rid) in ("EXITED", "off"), text
+    assert f"stopped gpujob-{job}" in text and "again" in text, text
+    erases = "container disk and volume disk" if platform == "runpod" else "disk (all of it)"
+    assert "refused: cannot reach" in text and erases in text, text
     assert "the last listing gpujob saw: none" in text and "the newest verified pull: never" in text, text
     # The way past is described, never printed as a flag to paste.
-    assert ".unverified'" in text and f"--approve {TERMINATE}.unverified" not in text, text
+    assert ".unverified'" in text and ".terminate.unverified" not in text, text
 
 
 def test_the_unverified_override_needs_the_plain_approval_and_a_failed_reach_and_never_comes_from_watch(
