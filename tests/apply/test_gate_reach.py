@@ -184,3 +184,20 @@ def test_risk_without_any_record() -> None:
         erases="its disk", pull_record=None, outputs_record=None, now=datetime(2026, 1, 1, tzinfo=UTC)
     )
     assert "last listing gpujob saw: none" in said and "newest verified pull: never" in said
+
+
+def test_a_running_machine_without_an_ssh_endpoint_is_refused_after_the_endpoint_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A community pod without a public port 22 (gpujob itself says to destroy it): destroy no
+    longer waits forever, and the override works for it as for a silent sshd."""
+    monkeypatch.setenv("GPUJOB_ENDPOINT_WAIT", "120")
+    ctx, prov, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
+    ctx.machine = prov._save(ctx.machine.model_copy(update={"ssh": None}))
+    began = ctx.clock.now()
+    with pytest.raises(GateError, match="refused: cannot reach") as err:
+        _run(ctx, TERM)
+    waited = (ctx.clock.now() - began).total_seconds()
+    assert 120 <= waited <= 130 and ssh.connects == [], waited
+    assert "no SSH endpoint after 120s" in str(err.value)
+    assert "NOT CHECKED" in _run(ctx, f"{TERM}.unverified")
