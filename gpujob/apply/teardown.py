@@ -266,7 +266,7 @@ async def _inspect(
             if own:
                 ctx.machine = machine
         return await _look(ctx, action, machine, erased, own, moved, reached, evidence_for, through)
-    except GpujobError as exc:
+    except Exception as exc:  # whatever failed, a machine started here is stopped again
         lost = not reached and isinstance(exc, Unreachable | MachineNotRunning)
         if lost and unreachable.approved_unverified(action.id, ctx.approvals):
             ctx.note(
