@@ -90,3 +90,38 @@ def test_unsafe_reads_each_local_copy_again(tmp_path: Path) -> None:
     problems = unsafe([Listed(root, listing)], local)
     assert len(problems) == 2
     assert "'/workspace/results/sub/b.json' (no local copy" in problems[1] and "not pullable" in problems[0]
+
+
+def test_the_plan_data_line_names_the_outputs_an_action_erases_with_the_bytes_last_pulled(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    from gpujob.outputs.plan import outputs_line
+    from gpujob.outputs.record import OutputFile, OutputsRecord, save_outputs_record
+    from gpujob.profile import load_profile
+    from gpujob.state import open_store
+
+    spec = make_spec(
+        storage={"network_volume": None, "volume_gb": 10}, outputs={"paths": ["/workspace/results"]}
+    )
+    (tmp_path / "job.yaml").write_text("x")
+    profile = load_profile("runpod")
+    now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+    ctx = SimpleNamespace(spec=spec, profile=profile, loaded=SimpleNamespace(path=tmp_path / "job.yaml", spec=spec),
+                          machine=SimpleNamespace(id="pod1"))  # fmt: skip
+    terminate = lambda tier: profile.survives(tier, "terminate")  # noqa: E731
+    line = outputs_line(ctx, terminate, now)
+    assert line == "; outputs /workspace/results on the volume disk: LOST unless pulled (never pulled)", line
+    files = {"/workspace/results/a.json": OutputFile(size=1500, sha256="a" * 64),
+             "/workspace/other/b.json": OutputFile(size=7, sha256="b" * 64)}  # fmt: skip
+    save_outputs_record(open_store(tmp_path / "job.yaml"), OutputsRecord(job="toy", resource_id="pod1", local_dir="/l",
+                                                                          at=now - timedelta(minutes=12), files=files))  # fmt: skip
+    line = outputs_line(ctx, terminate, now)
+    assert (
+        "LOST unless pulled (last pull: 1 file(s), 1.5 kB, 12 min ago)" in line
+        or "(last pull: 1 file(s), " in line
+    ), line
+    assert "12 min ago" in line
+    assert "survive" in outputs_line(ctx, lambda tier: profile.survives(tier, "stop"), now)
