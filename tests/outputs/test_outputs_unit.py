@@ -119,9 +119,5 @@ def test_the_plan_data_line_names_the_outputs_an_action_erases_with_the_bytes_la
     save_outputs_record(open_store(tmp_path / "job.yaml"), OutputsRecord(job="toy", resource_id="pod1", local_dir="/l",
                                                                           at=now - timedelta(minutes=12), files=files))  # fmt: skip
     line = outputs_line(ctx, terminate, now)
-    assert (
-        "LOST unless pulled (last pull: 1 file(s), 1.5 kB, 12 min ago)" in line
-        or "(last pull: 1 file(s), " in line
-    ), line
-    assert "12 min ago" in line
+    assert line.endswith("LOST unless pulled (last pull: 1 file(s), 1.5 kB, 12 min ago)"), line
     assert "survive" in outputs_line(ctx, lambda tier: profile.survives(tier, "stop"), now)
