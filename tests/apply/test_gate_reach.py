@@ -201,3 +201,37 @@ def test_a_running_machine_without_an_ssh_endpoint_is_refused_after_the_endpoint
     assert 120 <= waited <= 130 and ssh.connects == [], waited
     assert "no SSH endpoint after 120s" in str(err.value)
     assert "NOT CHECKED" in _run(ctx, f"{TERM}.unverified")
+
+
+def test_a_workload_process_that_outlives_sigkill_refuses_the_teardown_naming_it(tmp_path: Path) -> None:
+    from gpujob.ssh.workload import StoppedProcess, WorkloadQuiesce
+
+    ctx, prov, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
+    seen: list[float] = []
+
+    async def stuck(remote: Any, spec: Any, *, grace_s: float) -> WorkloadQuiesce:
+        seen.append(grace_s)
+        left = [StoppedProcess(pid=4242, name="uploader")]
+        return WorkloadQuiesce(state="stuck", stopped=left, left=left)
+
+    api = ssh.api()
+    api.quiesce_workload = stuck
+    ctx.ssh = api
+    with pytest.raises(GateError, match=r"still running after SIGTERM.*uploader \(4242\)"):
+        _run(ctx, TERM)
+    assert seen and seen[0] >= 30 and ("terminate", "pod1") not in prov.calls
+
+
+def test_the_workload_quiesce_is_named_in_the_gate_outcome(tmp_path: Path) -> None:
+    from gpujob.ssh.workload import StoppedProcess, WorkloadQuiesce
+
+    ctx, _, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
+
+    async def stopped(remote: Any, spec: Any, *, grace_s: float) -> WorkloadQuiesce:
+        return WorkloadQuiesce(state="killed", stopped=[StoppedProcess(pid=7, name="python3")])
+
+    api = ssh.api()
+    api.quiesce_workload = stopped
+    ctx.ssh = api
+    said = _run(ctx, TERM)
+    assert "1 more workload process(es) stopped (SIGKILL after the grace): python3 (7)" in said, said
