@@ -78,6 +78,15 @@ def noop_reason(ctx: JobContext) -> str:
 # --- data effects ----------------------------------------------------------------------------
 
 
+def _outputs_on_volume(ctx: JobContext) -> str:
+    if ctx.spec.outputs is None:
+        return ""
+    from gpujob.outputs.plan import outputs_line
+
+    line = outputs_line(ctx, lambda tier: not tier.startswith("network_volume"), ctx.now)
+    return "" if line.endswith("survive") else line
+
+
 def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEffect:
     spec, profile = ctx.spec, ctx.profile
     ck = spec.checkpoint
@@ -108,7 +117,8 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
             irreversible=True,
             checkpoint_safe=not on_it if ck else None,
             summary="deletes the volume and every file on it (irreversible)"
-            + ("; checkpoint.dir is on it" if on_it else ""),
+            + ("; checkpoint.dir is on it" if on_it else "")
+            + _outputs_on_volume(ctx),
         )
     if kind is K.DELETE_SNAPSHOT:
         return DataEffect(

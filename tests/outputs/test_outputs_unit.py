@@ -121,3 +121,18 @@ def test_the_plan_data_line_names_the_outputs_an_action_erases_with_the_bytes_la
     line = outputs_line(ctx, terminate, now)
     assert line.endswith("LOST unless pulled (last pull: 1 file(s), 1.5 kB, 12 min ago)"), line
     assert "survive" in outputs_line(ctx, lambda tier: profile.survives(tier, "stop"), now)
+
+
+def test_a_volume_delete_names_the_outputs_on_the_network_volume(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from gpujob.plan.builder import _outputs_on_volume
+    from gpujob.profile import load_profile
+
+    spec = make_spec(outputs={"paths": ["/workspace/results"]})  # the fakes' default: a network volume
+    (tmp_path / "job.yaml").write_text("x")
+    ctx = SimpleNamespace(spec=spec, profile=load_profile("runpod"), loaded=SimpleNamespace(path=tmp_path / "job.yaml", spec=spec),
+                          machine=None, now=datetime(2026, 11, 29, tzinfo=UTC))  # fmt: skip
+    line = _outputs_on_volume(ctx)  # type: ignore[arg-type]
+    assert "outputs /workspace/results on the network volume" in line and "LOST unless pulled" in line, line

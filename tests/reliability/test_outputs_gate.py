@@ -50,7 +50,9 @@ def sim(tmp_path: Path) -> Iterator[Sim]:
 def _job(name: str) -> str:
     text = job_text(name).replace("command: python3 ckwriter.py", COMMAND)
     text = text.replace("exclude: [checkpoints, .gpujob]", "exclude: [checkpoints, outputs, .gpujob]")
-    assert COMMAND in text
+    # Through the environment, so a plain sim pod (no mount namespace) maps it onto the pod's disk.
+    text = text.replace('BULK_BYTES: "200000"}', 'BULK_BYTES: "200000", RESULTS_DIR: /workspace/results}')
+    assert COMMAND in text and "RESULTS_DIR" in text
     return text + OUTPUTS
 
 
