@@ -85,9 +85,15 @@ class WorkloadQuiesce(Model):
 _SCRIPT = r"""MARK={mark}; G={ticks}; AGENTS={agents}
 me=$$
 scope=${{GPUJOB_SIM_POD:+GPUJOB_SIM_POD=$GPUJOB_SIM_POD}}
+has() {{ tr '\0' '\n' < "$2" 2>/dev/null | grep -qxF -- "$1"; }}
+if printf 'x\0' | grep -qzxF x 2>/dev/null; then
+  candidates() {{ {{ grep -lzxF -- "$MARK" /proc/[0-9]*/environ; }} 2>/dev/null; }}
+else  # a grep without -z (busybox): one look per process
+  candidates() {{ for f in /proc/[0-9]*/environ; do {{ has "$MARK" "$f"; }} 2>/dev/null && echo "$f"; done; }}
+fi
 marked() {{
-  {{ grep -lzxF -- "$MARK" /proc/[0-9]*/environ; }} 2>/dev/null | while read -r f; do
-    if [ -z "$scope" ] || {{ grep -qzxF -- "$scope" "$f"; }} 2>/dev/null; then p=${{f#/proc/}}; echo "${{p%/environ}}"; fi
+  candidates | while read -r f; do
+    if [ -z "$scope" ] || {{ has "$scope" "$f"; }} 2>/dev/null; then p=${{f#/proc/}}; echo "${{p%/environ}}"; fi
   done
 }}
 targets() {{

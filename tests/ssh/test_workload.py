@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -57,6 +59,7 @@ def _alive(pid: int) -> bool:
 
 
 def _quiesce(job: str, env: dict[str, str] | None = None) -> str:
+    """The script run as the gate runs it: its own session, this machine's /proc."""
     script = quiesce_command(SimpleNamespace(name=job), 0.5)  # type: ignore[arg-type]
     env = {**{k: v for k, v in os.environ.items() if k != "GPUJOB_SIM_POD"}, **(env or {})}
     out = subprocess.run(
@@ -66,8 +69,23 @@ def _quiesce(job: str, env: dict[str, str] | None = None) -> str:
     return out.stdout
 
 
+@pytest.fixture(params=["gnu grep", "grep without -z"])
+def grep_path(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """A grep that refuses -z (busybox's) forces the script's one-look-per-process fallback."""
+    if request.param == "gnu grep":
+        return {}
+    real = shutil.which("grep")
+    wrapper = tmp_path / "bin" / "grep"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\nfor a in "$@"; do case "$a" in -*z*) exit 2;; esac; done\nexec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return {"PATH": f"{wrapper.parent}:{os.environ['PATH']}"}
+
+
 def test_marked_processes_outside_any_tree_are_stopped_and_nothing_else(
-    job: str, started: list[subprocess.Popen[bytes]]
+    job: str, started: list[subprocess.Popen[bytes]], grep_path: dict[str, str]
 ) -> None:
     import time
 
@@ -75,7 +93,7 @@ def test_marked_processes_outside_any_tree_are_stopped_and_nothing_else(
     stubborn = _spawn(started, {"GPUJOB_JOB": job}, LOOP, own_session=True)
     other_job = _spawn(started, {"GPUJOB_JOB": job + "x"}, "sleep 600", own_session=True)
     time.sleep(0.3)  # the shells exec/enter their loops; not a race guard: both outcomes are checked below
-    out = _quiesce(job)
+    out = _quiesce(job, grep_path)
     assert f"stopped={helper} " in out and f"stopped={stubborn} " in out and "state=killed" in out, out
     assert not _alive(helper) and not _alive(stubborn)
     assert _alive(other_job) and f"={other_job} " not in out
