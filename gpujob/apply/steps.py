@@ -133,6 +133,7 @@ async def create_volume(ctx: JobContext, action: Action) -> Outcome:
     name = ctx.volume_name
     if nv is None or name is None:
         raise GpujobError(f"{action.id}: the job file has no storage.network_volume")
+    await guard.refuse_running_elsewhere(ctx, action)  # its volume would bill beside theirs for nothing
     region = _volume_region(ctx)
     vol = await ctx.provider.create_volume(
         VolumeRequest(name=name, size_gb=nv.size_gb, region=region, tier=nv.tier)
@@ -166,7 +167,10 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
         return Outcome(adopted.id, f"adopted existing {adopted.name} ({adopted.id})")
     if ctx.spec.storage.network_volume is not None and ctx.volume is None:
         raise GpujobError(f"{action.id}: network volume {ctx.volume_name} does not exist yet")
-    await guard.refuse_running_elsewhere(ctx, action)
+    try:
+        await guard.refuse_running_elsewhere(ctx, action)
+    except GpujobError as exc:  # another checkout's machine came up after this apply made the volume
+        raise await _drop_race_volume(ctx, exc) from None
     _, public_key = ctx.ssh.ensure_project_key(ctx.state_dir)
     pinned = ctx.volume.region if ctx.volume is not None else None  # a network volume locks the data center
     cands = candidates(ctx.spec, region=pinned)
@@ -193,8 +197,9 @@ CREATED_VOLUME = "created_volume"  # ctx.extra: the network volume this apply cr
 
 
 async def _drop_race_volume(ctx: JobContext, lost: GpujobError) -> GpujobError:
-    """The create race was lost and the machine terminated again: the network volume this apply
-    created for it is deleted too (it is empty: nothing ran), or named with the command to delete it."""
+    """The create race was lost (the machine terminated again, or another checkout's came up after this
+    apply made the volume): the network volume this apply created for it is deleted too (it is empty:
+    nothing ran), or named with the command to delete it."""
     vol = ctx.volume
     if vol is None or ctx.extra.get(CREATED_VOLUME) != vol.id:
         return lost

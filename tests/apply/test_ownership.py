@@ -76,9 +76,11 @@ def test_create_is_refused_while_another_checkouts_machine_of_this_job_runs(tmp_
         )
     )  # fmt: skip
     res = w.apply(create_plan())
-    msg = res.failed["toy.pod.create"]
+    # Refused at the first create: not even the network volume is made (it would bill for nothing).
+    msg = res.failed["toy.network_volume.create"]
     assert "already runs in another checkout" in msg and "ann@box:/src/.gpujob" in msg and theirs.id in msg
-    assert w.prov.creates[machine("toy")] == 0 and res.skipped == ["toy.pod.launch"]
+    assert w.prov.creates[machine("toy")] == 0 and res.skipped == ["toy.pod.create", "toy.pod.launch"]
+    assert not [r for r in w.prov.resources.values() if r.kind == "network_volume"]
 
 
 def _racing(w: World, *, theirs_first: bool) -> None:
@@ -154,3 +156,23 @@ def test_a_volume_the_loser_cannot_delete_is_named_with_the_command_to_delete_it
     msg = res.failed["toy.pod.create"]
     assert "could not be deleted" in msg and "bills until it is" in msg
     assert "gpujob destroy" in msg and "--approve toy.network_volume.delete-volume" in msg
+
+
+def test_a_rival_that_comes_up_after_our_volume_was_made_makes_us_delete_it(tmp_path):
+    w = World(tmp_path, checkpoint=None)
+    inner = w.prov.create_volume
+
+    async def create_then_rival(request):  # type: ignore[no-untyped-def]
+        made = await inner(request)
+        w.prov._save(
+            LiveResource(platform="runpod", kind="pod", id="pod-rival", name=machine("toy", OTHER), status="running",
+                         attributes={"project": OTHER})
+        )  # fmt: skip
+        return made
+
+    w.prov.create_volume = create_then_rival  # type: ignore[method-assign]
+    res = w.apply(create_plan())
+    msg = res.failed["toy.pod.create"]
+    assert "already runs in another checkout" in msg and "was deleted again" in msg
+    assert not [r for r in w.prov.resources.values() if r.kind == "network_volume"]
+    assert w.prov.creates[machine("toy")] == 0

@@ -96,6 +96,9 @@ def test_two_checkouts_applying_at_once_end_with_one_running_pod(tmp_path: Path,
     assert running[0]["name"] == winner.machine("bert")
     assert f"project {winner.project_id}" in loser
     assert "already runs in another checkout" in loser or "at the same moment by another checkout" in loser
+    # Issue 23: the loser leaves nothing billing: no network volume of its own survives.
+    volumes = [v["name"] for v in alive(sim, "volumes")]
+    assert volumes == [winner.volume("bert")], (volumes, outs)
 
 
 HOLDER = """
