@@ -18,6 +18,7 @@ from gpujob.errors import GpujobError, ProviderNotFound, command_text, job_file_
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import VolumeRequest, ZeroGpuError
+from gpujob.reach import gate as reach_gate
 
 CAPACITY_WAIT_S = 1800.0
 ABSENCE_READS = 3  # a just-created resource may not be listed yet: absence needs more than one read
@@ -450,7 +451,7 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
         try:
             return await _pull(ctx, action)
         except GpujobError as exc:
-            said = teardown.unreached(ctx, action, machine, exc)
+            said = reach_gate.unreached(ctx, action, machine, exc)
             if said is None:
                 raise
             return Outcome(machine.id, said)
@@ -463,7 +464,7 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
     except GpujobError as exc:
         ctx.note(f"pull failed: stopping {machine.name} again")
         ctx.machine = await ctx.provider.stop(ctx.machine)
-        said = teardown.unreached(ctx, action, machine, exc)
+        said = reach_gate.unreached(ctx, action, machine, exc)
         if said is None:
             raise
         return Outcome(machine.id, said)

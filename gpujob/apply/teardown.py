@@ -42,6 +42,7 @@ from gpujob.live import LiveResource
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import ZeroGpuError
+from gpujob.reach import gate as reach
 from gpujob.reach import unreachable
 from gpujob.ssh.quote import remote_path
 
@@ -89,7 +90,7 @@ async def _machine_gate(ctx: JobContext, action: Action) -> str:
         )
 
     if machine.status == "stopped":
-        why = _nothing_to_protect(ctx, machine)
+        why = reach.nothing_to_protect_here(ctx, machine)
         if why is not None:
             return f"{machine.name} is stopped and not started to be looked at: {why}"
 
@@ -257,7 +258,9 @@ async def _inspect(
     moved = ctx.moved if own else True
     started = False
     reached: list[bool] = []
-    if ctx.extra.get(UNREACHED) == machine.id and unreachable.approved_unverified(action.id, ctx.approvals):
+    if ctx.extra.get(reach.UNREACHED) == machine.id and unreachable.approved_unverified(
+        action.id, ctx.approvals
+    ):
         return f"NOT CHECKED: {machine.name} was unreachable earlier in this command and {unreachable.override_id(action.id)} was approved"
     try:
         if machine.status == "stopped":
@@ -275,84 +278,10 @@ async def _inspect(
             )
             return f"NOT CHECKED: {machine.name} was unreachable and {unreachable.override_id(action.id)} was approved"
         if started:
-            await _stop_again(ctx, machine, own)
+            await reach.stop_again(ctx, machine, own)
         if lost:
-            raise _unreachable_error(ctx, action, machine, exc) from exc
+            raise reach.refusal(ctx, action, machine, exc) from exc
         raise
-
-
-async def _stop_again(ctx: JobContext, machine: LiveResource, own: bool) -> None:
-    try:
-        current = await ctx.provider.get(machine.kind, machine.id) or machine
-        if current.status != "stopped":
-            current = await ctx.provider.stop(current)
-        ctx.note(
-            f"stopped {machine.name} again: the gate started it to look at its disk, and the look failed"
-        )
-        if own:
-            ctx.machine = current
-    except GpujobError as exc:
-        ctx.note(
-            f"{machine.name} was started for the gate's look and could not be stopped again "
-            f"({str(exc).splitlines()[0]}): stop it in the console, it bills while it runs"
-        )
-
-
-UNREACHED = "unreached"  # ctx.extra: the machine this command already failed to reach (pull step)
-
-
-def unreached(ctx: JobContext, action: Action, machine: LiveResource, exc: Exception) -> str | None:
-    """A step before the gate (the pull) could not reach `machine`: None when `exc` is not that;
-    else the outcome when the teardown it guards was approved with the .unverified override (the gate
-    then does not wait for the machine again); else the refusal with the risk is raised."""
-    if not isinstance(exc, Unreachable | MachineNotRunning):
-        return None
-    gated = next(
-        (a for a in ctx.todo if a.kind in (ActionKind.TERMINATE, ActionKind.REPLACE) and a.gated), action
-    )
-    if not unreachable.approved_unverified(gated.id, ctx.approvals):
-        raise _unreachable_error(ctx, gated, machine, exc) from exc
-    ctx.extra[UNREACHED] = machine.id
-    ctx.note(
-        f"DATA LOSS approved: {machine.name} could not be reached ({str(exc).splitlines()[0]}); nothing was "
-        f"pulled, and {gated.id} goes ahead unverified, as approved with {unreachable.override_id(gated.id)}"
-    )
-    return f"NOT PULLED: {machine.name} was unreachable; {unreachable.override_id(gated.id)} was approved"
-
-
-def _unreachable_error(ctx: JobContext, action: Action, machine: LiveResource, exc: Exception) -> GateError:
-    from gpujob.outputs.record import load_outputs_record
-
-    if ctx.spec.platform == "paperspace":
-        erases = f"{machine.name}'s disk (all of it)"
-    elif machine.network_volume_id is not None:
-        erases = f"{machine.name}'s container disk (network volume {machine.network_volume_id} stays)"
-    else:
-        erases = f"{machine.name}'s container disk and volume disk"
-    said = unreachable.risk(
-        erases=erases,
-        pull_record=load_pull_record(ctx.state_dir, ctx.spec.name),
-        outputs_record=load_outputs_record(ctx.state_dir, ctx.spec.name),
-        now=ctx.clock.now(),
-    )
-    return GateError(
-        f"{action.id}: refused: cannot reach {machine.name} ({machine.id}) to check its disks "
-        f"({str(exc).splitlines()[0]}); {said}",
-        hint=unreachable.hint(action.id),
-    )
-
-
-def _nothing_to_protect(ctx: JobContext, machine: LiveResource) -> str | None:
-    from gpujob.outputs.record import load_outputs_record
-    from gpujob.reach.evidence import nothing_to_protect
-
-    return nothing_to_protect(
-        ctx.spec,
-        machine.id,
-        ctx.journal.entries(),
-        load_pull_record(ctx.state_dir, ctx.spec.name),
-        load_outputs_record(ctx.state_dir, ctx.spec.name),
-    )
 
 
 async def _look(
