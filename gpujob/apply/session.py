@@ -197,6 +197,9 @@ async def plan_and_apply(
         return plan, None
     approvals = set(opts.approvals)
     confirm(plan, opts, ask, approvals, rerun=rerun)
+    from gpujob.smoke import smoke_before_apply
+
+    smoke_before_apply(plan, loaded, note=hooks.note)
     mark_finished(plan, loaded, journal_of, datetime.now(UTC))
     result = await apply_plan(
         plan,

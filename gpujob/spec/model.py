@@ -243,6 +243,16 @@ class RunSpec(Model):
     setup: str | None = Field(
         None, description="Run once per fresh container (the container disk was wiped) before the command."
     )
+    smoke: str | None = Field(
+        None,
+        description="A quick local check `gpujob apply` runs on this computer (CPU) before it creates or starts "
+        "anything: in run.sync.src, with run.env, no secrets, and a temporary GPUJOB_CHECKPOINT_DIR "
+        "(GPUJOB_SMOKE=1). A non-zero exit stops apply with its output. Never run by plan or watch.",
+        examples=["TRAIN_STEPS=3 python3 train.py"],
+    )
+    smoke_timeout: Duration | None = Field(
+        None, description="How long run.smoke may take before apply calls it failed (unset: 5m)."
+    )
     command: str = Field(
         min_length=1,
         description="The training command (run in run.sync.dest); the same command starts fresh or resumes "
