@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.cost.spend import projected_charge
+from gpujob.disks.findings import container_disk_findings
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext, path_tier, tier_title
 from gpujob.plan.image_findings import image_findings
@@ -41,6 +42,8 @@ def spec_findings(
     out += _checkpoint_tier(ctx)
     out += _parking(ctx)
     out += _caches(ctx)
+    if not any(f.code == "RP11" for f in out):
+        out += container_disk_findings(ctx)  # RP11 from run.setup: gpujob.disks.findings
     out += _auto_shutdown(ctx)
     out += _static_ip(ctx)
     out += _network_volume(ctx)
