@@ -286,6 +286,7 @@ def _inject_help() -> str:
             "Examples:",
             "  gpujob sim inject capacity --count 2 --gpu A40",
             "  gpujob sim inject preempt --pod-id ID --grace 5",
+            "  gpujob sim inject gpu_fault --kind xid --count 1   (the next pod logs Xid 79)",
             "  gpujob sim inject http_error --status 403 --path /v2/pods --method POST   (a 403 on create)",
         ]
     )

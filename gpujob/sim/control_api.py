@@ -25,9 +25,20 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
             sim.options.balance = float(params.get("balance", max(sim.options.balance, 1_000_000.0)))
             sim.save()
         return {"fault": "clear", "active": []}
+    if kind == "gpu_fault" and params.get("kind") not in ("xid", "throttle"):
+        raise SimError(400, "gpu_fault needs --kind xid or --kind throttle")
     fault = Fault.model_validate(params)
     if (
-        kind in ("capacity", "http_error", "drop", "create_500_but_created", "zero_gpu", "bid_too_low")
+        kind
+        in (
+            "capacity",
+            "http_error",
+            "drop",
+            "create_500_but_created",
+            "zero_gpu",
+            "bid_too_low",
+            "gpu_fault",
+        )
         and "count" not in params
     ):
         fault.count = 1

@@ -19,6 +19,7 @@ FAULTS = (
     "no_sshd",
     "bid_too_low",
     "spot_floor",
+    "gpu_fault",
     "clear",
 )
 # Consumed at a matching event later (the others act when injected).
@@ -33,6 +34,7 @@ QUEUED = {
     "no_sshd",
     "bid_too_low",
     "spot_floor",
+    "gpu_fault",
 }
 # Each fault's options, and what it does (the help of `gpujob sim inject` is made from this).
 OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -69,6 +71,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "spot_floor": (
         ("platform", "gpu", "factor"),
         "the minimum bid of matching GPUs is times --factor until cleared",
+    ),
+    "gpu_fault": (
+        ("kind", "count", "platform", "gpu"),
+        "the next N (default 1) pods land on a faulty GPU: --kind xid|throttle",
     ),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),
 }

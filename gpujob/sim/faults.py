@@ -5,7 +5,7 @@ instant faults (preempt, low_balance, auto_shutdown) act when injected."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +34,9 @@ class Fault(BaseModel):
     grace: float | None = Field(None, description="preempt: seconds between the signal and the kill.")
     machine_id: str | None = Field(None, description="auto_shutdown: only this Paperspace machine.")
     balance: float | None = Field(None, description="clear: the account balance afterwards.")
+    kind: Literal["xid", "throttle"] | None = Field(
+        None, description="gpu_fault: an Xid error in the kernel log, or a hardware/thermal slowdown."
+    )
 
 
 class FaultBook:

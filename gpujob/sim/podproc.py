@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from gpujob.sim.gpuhost import GpuHost, install, path_for
+
 MARKER = "gpujob-sim-pod"  # followed by the pod key in the command line of a pod's unshare / podinit
 ENV_MARKER = "GPUJOB_SIM_POD"  # in the environment of every plain pod's processes: the pod key
 Mode = Literal["root-namespaces", "user-namespaces", "plain"]
@@ -66,6 +68,8 @@ class PodLaunch:
     # Every command through the stall shim (gpujob/sim/ssh_fault.sh), copied into the control dir:
     # transparent until <ctl>/ssh_fault names a fault (gpujob.sim.testing.Sim.stall_ssh).
     ssh_faults: bool = False
+    # What the pod answers about its GPUs (nvidia-smi, the kernel log): gpujob/sim/gpuhost.py.
+    gpu: GpuHost | None = None
 
 
 class PodsUnavailable(Exception):
@@ -167,6 +171,8 @@ def prepare_keys(launch: PodLaunch) -> None:
     (ctl / "pod_key").write_text(launch.key)
     for src in launch.mounts.values():
         src.mkdir(parents=True, exist_ok=True)
+    if launch.gpu is not None:
+        install(ctl, launch.gpu)
 
 
 FAULT_SHIM = Path(__file__).with_name("ssh_fault.sh")
@@ -205,6 +211,8 @@ def sshd_config(launch: PodLaunch, ctl: str, extra: list[str] | None = None) -> 
         for k, v in launch.env.items()
         if k.isidentifier() and v and all(c.isalnum() or c in "._-/:@+=," for c in v)
     }
+    if launch.gpu is not None:
+        safe["PATH"] = path_for(ctl)  # the host's nvidia-smi and dmesg first
     if safe:
         lines.append("SetEnv " + " ".join(f"{k}={v}" for k, v in sorted(safe.items())))
     return "\n".join(lines + (extra or [])) + "\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpujob.sim import podproc
 from gpujob.sim.engine import SimError, Simulator, wipe
+from gpujob.sim.gpuhost import GpuHost
 from gpujob.sim.state import PsEvent, PsIp, PsMachine, PsScript, PsSnapshot, new_id
 
 REGIONS = {"ny2": "East Coast (NY2)", "ca1": "West Coast (CA1)", "ams1": "Europe (AMS1)"}
@@ -73,6 +74,9 @@ def create_machine(sim: Simulator, m: PsMachine, start_on_create: bool) -> tuple
         if script is not None:
             m.authorized_keys = KEY_RE.findall(script.script)
             script.assigned_machine_ids.append(m.id)
+        faulty = sim.faults.take("gpu_fault", platform="paperspace", gpu=m.machine_type)
+        if faulty is not None:
+            m.gpu_fault = faulty.kind or "xid"
         m.created_at = m.metered_to = m.modified_at = sim.now()
         sim.state.machines[m.id] = m
         if m.public_ip_type == "static":
@@ -123,6 +127,7 @@ def _boot(sim: Simulator, mid: str, gen: int, ev_id: str, delay: float, start: b
             env={"PAPERSPACE_MACHINE_ID": mid},
             new_host_key=False,
             ssh_faults=sim.options.ssh_faults,
+            gpu=_gpu_host(sim, m),
         )
         has_ip = m.public_ip is not None
     time.sleep(sim.options.boot_seconds)
@@ -141,6 +146,16 @@ def _boot(sim: Simulator, mid: str, gen: int, ev_id: str, delay: float, start: b
             m.state, m.sshd_pid, m.started_at, m.modified_at = "ready", pid, sim.now(), sim.now()
             _event(sim, ev_id, "done")
         sim.save()
+
+
+def _gpu_host(sim: Simulator, m: PsMachine) -> GpuHost:
+    """A machine type's GPUs as nvidia-smi names them: A4000x2 is two NVIDIA RTX A4000; a CPU type none."""
+    g = sim.ps_prices.gpu(m.machine_type)
+    if g is None or not g.vram:
+        return GpuHost(model="", count=0, fault=m.gpu_fault)
+    count = next((n for n, t in g.multi.items() if t == m.machine_type), 1)
+    model = f"NVIDIA RTX {g.id}" if re.fullmatch(r"A\d{4}", g.id) else f"NVIDIA {g.id}"
+    return GpuHost(model=model, count=count, fault=m.gpu_fault)
 
 
 def start(sim: Simulator, mid: str) -> tuple[PsMachine, PsEvent]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpujob.sim import podproc
 from gpujob.sim.engine import SimError, Simulator, wipe
+from gpujob.sim.gpuhost import GpuHost
 from gpujob.sim.state import RpPod, RpVolume, new_id
 
 ACTIONS = {
@@ -78,6 +79,9 @@ def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpP
         hidden = sim.faults.take("no_direct_ssh", platform="runpod", gpu=pod.gpu_id, cloud=pod.cloud)
         if hidden is not None:
             pod.direct_ssh, pod.public_22 = False, hidden.public_port
+        faulty = sim.faults.take("gpu_fault", platform="runpod", gpu=pod.gpu_id)
+        if faulty is not None:
+            pod.gpu_fault = faulty.kind or "xid"
         pod.created_at = pod.metered_to = sim.now()
         pod.status = "PROVISIONING"
         sim.state.pods[pod.id] = pod
@@ -116,6 +120,7 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
             env={**pod.env, "RUNPOD_POD_ID": pod.id, "RUNPOD_GPU_COUNT": str(pod.gpu_count)},
             new_host_key=pod.host != _host_of_key(sim, pod),
             ssh_faults=sim.options.ssh_faults,
+            gpu=GpuHost(model=pod.gpu_id or "NVIDIA GPU", count=pod.gpu_count, fault=pod.gpu_fault),
         )
         # A custom image that never starts sshd (RP10): the pod runs, its mapped port refuses.
         no_sshd = sim.faults.take("no_sshd", platform="runpod", pod_id=pod.id) is not None

@@ -60,6 +60,7 @@ class RpPod(Metered):
     ssh_port: int | None = None
     sshd_pid: int | None = None
     host: int = 1  # bumped on a "new host": new port and host key
+    gpu_fault: str | None = None  # the host's GPU is faulty: "xid" | "throttle" (gpujob/sim/gpuhost.py)
     min_cuda: str | None = None  # create filter gpu.minCudaVersion (RP9)
     allowed_cuda: list[str] = Field(default_factory=list)  # gpu.allowedCudaVersions / GraphQL's
     gen: int = 0  # bumped on every transition so stale workers give up
@@ -109,6 +110,7 @@ class PsMachine(Metered):
     sshd_pid: int | None = None
     host: int = 1
     gen: int = 0
+    gpu_fault: str | None = None  # the host's GPU is faulty: "xid" | "throttle" (gpujob/sim/gpuhost.py)
 
 
 class PsIp(Metered):
