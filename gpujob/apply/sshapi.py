@@ -37,9 +37,12 @@ class SSHApi:
     # The workload quiesce (gpujob.ssh.workload) and one file's size and sha256 (gpujob.outputs).
     quiesce_workload: Callable[..., Any] = field(default=lambda *a, **k: _absent("quiesce_workload"))
     file_state: Callable[..., Any] = field(default=lambda *a, **k: _absent("file_state"))
+    # The preflight's read of the GPU host (gpujob.preflight); None: no preflight (fakes without a shell).
+    read_gpu_host: Callable[..., Any] | None = None
 
     @classmethod
     def default(cls) -> SSHApi:
+        from gpujob.preflight.probe import read_gpu_host
         from gpujob.ssh import carry, keys, launcher, listing, pull, session, sync, workload
 
         return cls(
@@ -56,6 +59,7 @@ class SSHApi:
             move_checkpoints=carry.move_checkpoints,
             quiesce_workload=workload.quiesce_workload,
             file_state=listing.remote_state,
+            read_gpu_host=read_gpu_host,
         )
 
     def open(

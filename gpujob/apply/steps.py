@@ -502,6 +502,9 @@ async def push(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def launch(ctx: JobContext, action: Action) -> Outcome:
+    from gpujob.preflight.hook import before_launch
+
+    await before_launch(ctx, action, recreate=create_machine)  # a bad GPU host never trains
     target = _target(ctx, action)
     detail = await runtime.launch(target, ctx.ssh, ctx.clock, ctx.env, ctx.note)
     ctx.machine = target.resource

@@ -1,0 +1,35 @@
+"""The preflight before every launch, against real sshd pods that answer nvidia-smi and dmesg."""
+
+from __future__ import annotations
+
+from tests.e2e.e2e_support import Project, poll
+
+
+def _running(p: Project) -> list[dict]:
+    return [o for o in p.live("pods") if o["status"] == "RUNNING"]
+
+
+def test_an_xid_host_is_left_for_a_healthy_one(project: Project) -> None:
+    p = project
+    p.sim.inject("gpu_fault", kind="xid", count=1)
+    out = p.gj("apply", "--auto-approve")
+    text = out.stdout + out.stderr
+    pods = p.sim_objects("pods")
+    assert len(pods) == 2, pods
+    bad = next(o for o in pods if o["gpu_fault"] == "xid")
+    good = next(o for o in pods if o["gpu_fault"] is None)
+    assert bad["status"] == "TERMINATED" and good["status"] == "RUNNING"
+    assert "Xid 79" in text and f"left {bad['id']}" in text, text
+    assert [o["id"] for o in _running(p)] == [good["id"]]
+    poll("the run to start on the healthy pod", lambda: p.status()["run"]["alive"])
+
+
+def test_a_host_still_bad_after_two_replacements_is_stopped_and_apply_fails(project: Project) -> None:
+    p = project
+    p.sim.inject("gpu_fault", kind="xid", count=3)
+    out = p.gj("apply", "--auto-approve", check=False)
+    assert out.returncode == 1
+    assert "preflight failed" in out.stderr and "Xid 79" in out.stderr and "stopped" in out.stderr
+    pods = p.sim_objects("pods")
+    assert sorted(o["status"] for o in pods) == ["EXITED", "TERMINATED", "TERMINATED"], pods
+    assert _running(p) == [], "a faulty pod was left running"
