@@ -337,7 +337,9 @@ def _spot(ctx: JobContext) -> list[Finding]:
     spec = ctx.spec
     if not spec.machine.spot or spec.state == "absent":
         return []
-    return _spot_api(ctx) + _spot_checkpoints(ctx)
+    from gpujob.rehearse.record import plan_finding
+
+    return _spot_api(ctx) + _spot_checkpoints(ctx) + plan_finding(ctx)  # gpujob rehearse's last drill
 
 
 def _spot_api(ctx: JobContext) -> list[Finding]:
