@@ -53,6 +53,8 @@ def _rehearse(targets: tuple[Path, ...], yes: bool, timeout: str) -> int:
     except ValueError as exc:
         raise ConfigError(f"--timeout: {exc}") from None
     spec = loaded[0].spec
+    if spec.checkpoint is None:  # refused before asking anything
+        drill.refuse_unless_drillable(spec, None)
     sim_base = drill.simulator_base(os.environ, spec.platform)
     if sim_base is None and not yes:
         kind = "pod" if spec.platform == "runpod" else "machine"

@@ -78,11 +78,12 @@ def plan_finding(ctx: Any) -> list[Any]:
     path = getattr(ctx.loaded, "path", None)
     found = None
     if path is not None:
+        from gpujob.errors import GpujobError
         from gpujob.state import open_store
 
         try:
             found = load(open_store(path), spec.name)
-        except Exception:  # a store that cannot be read here (no state yet): nothing was rehearsed from it
+        except (GpujobError, OSError):  # a store that cannot be read from here proves no drill
             found = None
     if found is None:
         return [
