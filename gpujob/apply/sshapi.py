@@ -39,9 +39,12 @@ class SSHApi:
     file_state: Callable[..., Any] = field(default=lambda *a, **k: _absent("file_state"))
     # The preflight's read of the GPU host (gpujob.preflight); None: no preflight (fakes without a shell).
     read_gpu_host: Callable[..., Any] | None = None
+    # Bytes and inodes used on the durable mount and / (gpujob.disks.usage); None: not read (fakes).
+    read_disks: Callable[..., Any] | None = None
 
     @classmethod
     def default(cls) -> SSHApi:
+        from gpujob.disks.usage import read_disks
         from gpujob.preflight.probe import read_gpu_host
         from gpujob.ssh import carry, keys, launcher, listing, pull, session, sync, workload
 
@@ -60,6 +63,7 @@ class SSHApi:
             quiesce_workload=workload.quiesce_workload,
             file_state=listing.remote_state,
             read_gpu_host=read_gpu_host,
+            read_disks=read_disks,
         )
 
     def open(

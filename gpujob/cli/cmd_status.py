@@ -118,6 +118,7 @@ EVENTS_SHOWN = 5
 async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
+    from gpujob.disks.usage import warnings as disk_warnings
     from gpujob.errors import GpujobError, SSHConnectError
     from gpujob.plan.run_evidence import status_warnings
     from gpujob.redact import from_machine
@@ -126,6 +127,7 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
     try:
         async with open_remote(view.target(), ssh, clock, lambda _m: None) as remote:
             st = await ssh.run_status(remote, view.spec)
+            disks = await ssh.read_disks(remote, view.spec) if ssh.read_disks is not None else []
     except SSHStalled as exc:  # the machine stopped answering: status says so and exits 1
         return {"error": str(exc).splitlines()[0], "stalled": exc.render()}
     except SSHConnectError as exc:  # a running machine that does not answer: say what to check
@@ -142,6 +144,8 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
         # are checkpoints really written and resumed from (the plan asks the same: gpujob.plan.run_evidence)
         "warnings": status_warnings(view.spec, st, view.pull, datetime.now(UTC)),
         "last_log_line": from_machine((st.log_tail.strip().splitlines() or [""])[-1]),
+        "disks": [d.as_dict() for d in disks],  # gpujob.disks.usage: bytes and inodes, mount and /
+        "disk_warnings": disk_warnings(disks),
     }
 
 
@@ -190,6 +194,14 @@ def _text(row: dict) -> str:
                 )
             if run.get("last_log_line"):
                 lines.append(f"  log:       {run['last_log_line']}")
+            if run.get("disks"):
+                from gpujob.disks.usage import DiskUsage
+
+                shown = [DiskUsage(**{k: d[k] for k in ("path", "used_bytes", "total_bytes", "used_inodes",
+                                                         "total_inodes")}).line() for d in run["disks"]]  # fmt: skip
+                lines.append(f"  disks:     {'; '.join(shown)}")
+            for w in run.get("disk_warnings") or []:
+                lines.append(f"  warning:   [disk] {w}")
             for w in run.get("warnings") or []:
                 lines.append(f"  warning:   [{w['code']}] {w['summary']}")
                 lines.append(f"             fix: {w['fix']}")

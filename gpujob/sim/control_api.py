@@ -55,10 +55,29 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
             sim.save()
         stopped = rp_engine.stop_all(sim, reason="balance")
         return {"fault": kind, "stopped": stopped}
+    if kind == "disk_fill":
+        return {"fault": kind, "filled": _fill_disks(sim, fault.pod_id, fault.percent)}
     if kind == "auto_shutdown":
         off = ps_engine.force_shutdown(sim, params.get("machine_id"))
         return {"fault": kind, "stopped": off}
     raise SimError(400, f"fault {kind} not handled")
+
+
+def _fill_disks(sim: Simulator, pod_id: str | None, percent: float | None) -> list[str]:
+    """Running pods and machines (or one) report their disks `percent` full until told 0."""
+    from gpujob.sim.gpuhost import fill_disks
+
+    with sim.lock:
+        ctls = {
+            p.id: rp_engine.pod_dir(sim, p.id) / "ctl"
+            for p in sim.state.pods.values()
+            if p.status == "RUNNING" and pod_id in (None, p.id)
+        }
+        ctls |= {m.id: ps_engine.machine_dir(sim, m.id) / "ctl" for m in sim.state.machines.values()
+                 if m.state == "ready" and pod_id in (None, m.id)}  # fmt: skip
+    for ctl in ctls.values():
+        fill_disks(ctl, percent or None)
+    return sorted(ctls)
 
 
 def add_control_routes(api: Any) -> None:

@@ -20,6 +20,7 @@ FAULTS = (
     "bid_too_low",
     "spot_floor",
     "gpu_fault",
+    "disk_fill",
     "clear",
 )
 # Consumed at a matching event later (the others act when injected).
@@ -76,6 +77,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
         ("kind", "count", "platform", "gpu"),
         "the next N (default 1) pods land on a faulty GPU: --kind xid|throttle",
     ),
+    "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),
 }
 assert set(OPTIONS) == set(FAULTS)

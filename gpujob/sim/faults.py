@@ -34,6 +34,7 @@ class Fault(BaseModel):
     grace: float | None = Field(None, description="preempt: seconds between the signal and the kill.")
     machine_id: str | None = Field(None, description="auto_shutdown: only this Paperspace machine.")
     balance: float | None = Field(None, description="clear: the account balance afterwards.")
+    percent: float | None = Field(None, ge=0, le=100, description="disk_fill: how full df says each disk is.")
     kind: Literal["xid", "throttle"] | None = Field(
         None, description="gpu_fault: an Xid error in the kernel log, or a hardware/thermal slowdown."
     )

@@ -1,6 +1,6 @@
 """What a simulated pod answers when asked about its GPUs, like a GPU host does.
 
-Every pod gets `nvidia-smi` and `dmesg` first on its PATH (<ctl>/gpu/bin, set by the pod's sshd), reading
+Every pod gets `nvidia-smi`, `dmesg` and `df` first on its PATH (<ctl>/gpu/bin, set by the pod's sshd), reading
 files written here at boot: the GPU model and count the pod was billed for (0: `No devices were found`,
 RP1), the clock-event reasons (an idle GPU shows GpuIdle; a throttled host hardware and thermal
 slowdown), and a kernel log (an Xid host logs `NVRM: Xid ...`). A fault (`gpujob sim inject gpu_fault
@@ -99,6 +99,25 @@ cat "$(dirname "$0")/../kmsg"
 """
 
 
+_DF = r"""#!/bin/sh
+# gpujob simulator: df, as full as `gpujob sim inject disk_fill --percent P` says (gpujob/sim/gpuhost.py)
+d=$(dirname "$0")/..
+real=$(PATH=/usr/bin:/bin command -v df)
+if [ ! -f "$d/disk_fill" ]; then exec "$real" "$@"; fi
+"$real" "$@" | awk -v p="$(cat "$d/disk_fill")" \
+  'NR==1 || $2 !~ /^[0-9]+$/ {print; next} {u=sprintf("%.0f", $2*p/100); $3=u; $4=sprintf("%.0f", $2-u); $5=p "%"; print}'
+"""
+
+
+def fill_disks(ctl_dir: Path, percent: float | None) -> None:
+    """Make the pod's df report every disk `percent` full (None: the real figures again)."""
+    marker = ctl_dir / "gpu" / "disk_fill"
+    if percent is None:
+        marker.unlink(missing_ok=True)
+    elif marker.parent.is_dir():
+        marker.write_text(f"{percent:g}")
+
+
 def install(ctl_dir: Path, host: GpuHost) -> None:
     """Write the host's answers and its two commands under <ctl>/gpu."""
     d = ctl_dir / "gpu"
@@ -111,7 +130,7 @@ def install(ctl_dir: Path, host: GpuHost) -> None:
     for i in range(host.count):
         (d / f"gpu.{i}").write_text("".join(f"{k}\t{v}\n" for k, v in host.fields(i).items()))
     (d / "kmsg").write_text(host.kernel_log())
-    for name, text in (("nvidia-smi", _NVIDIA_SMI), ("dmesg", _DMESG)):
+    for name, text in (("nvidia-smi", _NVIDIA_SMI), ("dmesg", _DMESG), ("df", _DF)):
         p = d / "bin" / name
         p.write_text(text)
         p.chmod(0o755)

@@ -29,6 +29,7 @@ from gpujob.plan.model import ActionKind, JobPlan, Plan
 from gpujob.state import Store
 from gpujob.watch import limits
 from gpujob.watch.apply import apply_decisions, describe
+from gpujob.watch.disks import DiskGuard
 from gpujob.watch.events import Event, make_event
 from gpujob.watch.ledger import Ledger, Park, load_ledger, save_ledger
 from gpujob.watch.policy import Decision, decide
@@ -109,6 +110,7 @@ class Watcher:
         self.opt = options
         self.pulls = Puller(clock=clock, ssh=self.spy.api, say=self.say)
         self.probe = RunProbe(self.spy.api)
+        self.disks = DiskGuard(self.spy.api, clock)
         self.acted = False  # the last tick applied something
 
     # --- events
@@ -269,6 +271,11 @@ class Watcher:
             j = self.jobs[jp.job]
             if j.watching and j.name not in changed:  # what was read before a change is stale now
                 await self._after(j, jp, _machine(live, j.loaded))
+                full = await self.disks.check(
+                    j, _machine(live, j.loaded), self.providers[jp.platform], self.say
+                )
+                if full is not None and j.watching:
+                    await self._park(j, jp, _machine(live, j.loaded), live, full)
             save_ledger(j.state_dir, j.ledger)
         return code
 

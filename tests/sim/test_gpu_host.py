@@ -61,3 +61,17 @@ def test_gpu_fault_needs_a_kind(sim):
 
     with pytest.raises(urllib.error.HTTPError):
         sim.inject("gpu_fault")
+
+
+def test_disk_fill_makes_df_report_the_disks_that_full_and_0_restores_them(sim, rp, ssh_key):
+    key, pub = ssh_key
+    d = wait_pod(rp, create_pod(rp, pub)["id"])["ssh"]["direct"]
+    real = ssh(key, d["host"], d["port"], "df -P -B1 /workspace").stdout.splitlines()[1].split()
+    sim.inject("disk_fill", percent=96)
+    full = ssh(key, d["host"], d["port"], "df -P -B1 /workspace; df -P -i /").stdout.splitlines()
+    blocks, inodes = full[1].split(), full[3].split()
+    assert blocks[1] == real[1] and blocks[4] == "96%" and abs(int(blocks[2]) - int(real[1]) * 0.96) <= 1
+    assert inodes[4] == "96%"
+    sim.inject("disk_fill", percent=0)
+    again = ssh(key, d["host"], d["port"], "df -P -B1 /workspace").stdout.splitlines()[1].split()
+    assert again[4] != "96%"
