@@ -28,6 +28,7 @@ from typing import NamedTuple
 from pydantic import Field
 
 from gpujob.model import Model
+from gpujob.ssh.crlf import crlf_scripts, warning
 from gpujob.ssh.deadline import Watch
 from gpujob.ssh.ignore import LocalEntry, walk
 from gpujob.ssh.quote import q, remote_path
@@ -207,6 +208,9 @@ async def _send(
     manifest = found or {}
     compare = remote_entries if found is not None else {}
     to_send = [e for rel, e in sorted(local.items()) if _changed(e, compare.get(rel))]
+    crlf = warning(crlf_scripts(local.values(), to_send))  # U26, before the run ever starts
+    if crlf is not None:
+        warnings.append(crlf)
     total = sum(e.size for e in to_send if e.link is None)
     # Only files gpujob placed (the manifest) and that are gone locally are deleted: outputs the run
     # wrote into dest, and files merely excluded now, are left alone.

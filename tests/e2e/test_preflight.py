@@ -12,8 +12,10 @@ def _running(p: Project) -> list[dict]:
 def test_an_xid_host_is_left_for_a_healthy_one(project: Project) -> None:
     p = project
     p.sim.inject("gpu_fault", kind="xid", count=1)
+    (p.dir / "prepare.sh").write_bytes(b"#!/bin/bash\r\nset -e\r\n")  # and the sync flags a CRLF script (U26)
     out = p.gj("apply", "--auto-approve")
     text = out.stdout + out.stderr
+    assert "CRLF (Windows) line endings: prepare.sh" in text, text
     pods = p.sim_objects("pods")
     assert len(pods) == 2, pods
     bad = next(o for o in pods if o["gpu_fault"] == "xid")
