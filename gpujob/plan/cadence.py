@@ -33,9 +33,11 @@ def human(seconds: float) -> str:
     return " ".join(p for p in parts if p)
 
 
-def cadence(ck: CheckpointSpec, *, interruptible: bool = False) -> Cadence | None:
+def cadence(ck: CheckpointSpec, *, interruptible: bool = False, gpu_count: int = 1) -> Cadence | None:
     """Advice for a checkpoint block. The expected loss is stated when interruptions are expected: a spot
-    machine, or an mtbf given by the user."""
+    machine, or an mtbf given by the user. With several GPUs one interruption rolls every one of them back,
+    so the loss is also said in GPU-time (the seed's spot-resilience reference, "distributed multiplier"):
+    a note only, the interval is left as it is (changing it would relaunch the run)."""
     mtbf = ck.mtbf.total_seconds() if ck.mtbf else None
     write = ck.write_time.total_seconds() if ck.write_time else None
     optimal = young_daly(mtbf, write) if mtbf is not None and write is not None else None
@@ -54,6 +56,9 @@ def cadence(ck: CheckpointSpec, *, interruptible: bool = False) -> Cadence | Non
     loss = expected_loss(interval, write or 0.0)
     plus = "" if write is not None else " plus one checkpoint write"
     tail = f"; expected loss per interruption ≈ {human(loss)}{plus}" if interruptible or mtbf else ""
+    if tail and gpu_count > 1:
+        tail += (f", × {gpu_count} GPUs = {human(loss * gpu_count)} of GPU time (every GPU rolls back: a "
+                 "multi-GPU job is worth checkpointing more often)")  # fmt: skip
     return Cadence(
         interval_s=round(interval, 3),
         optimal_s=round(optimal, 3) if optimal is not None else None,

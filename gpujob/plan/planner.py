@@ -164,7 +164,9 @@ def _plan_job(
         desired_state=spec.state,
         actions=ctx.actions,
         findings=findings,
-        cadence=cadence(spec.checkpoint, interruptible=spec.machine.spot) if spec.checkpoint else None,
+        cadence=cadence(spec.checkpoint, interruptible=spec.machine.spot, gpu_count=spec.machine.gpu_count)
+        if spec.checkpoint
+        else None,
         running_usd_per_hour=running,
         parked_usd_per_month=monthly_total(meters(parked_fp, ctx.profile)),
         current_usd_per_hour=current,

@@ -55,3 +55,12 @@ def test_no_loss_claim_without_interruptions() -> None:
 )
 def test_human(s: float, text: str) -> None:
     assert human(s) == text
+
+
+def test_several_gpus_multiply_the_loss_in_gpu_time_and_change_no_interval() -> None:
+    ck = CheckpointSpec(dir="/w", interval="auto", mtbf=timedelta(hours=3), write_time=timedelta(seconds=30))
+    one, eight = cadence(ck, interruptible=True), cadence(ck, interruptible=True, gpu_count=8)
+    assert one is not None and eight is not None
+    assert eight.interval_s == one.interval_s  # a note only: nothing relaunches
+    assert "GPU time" not in one.summary
+    assert f"× 8 GPUs = {human(one.expected_loss_per_preemption_s * 8)} of GPU time" in eight.summary
