@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 FIELDS = (
     "index",
@@ -111,9 +112,9 @@ def xid_codes(lines: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-async def read_gpu_host(remote: object) -> str:
+async def read_gpu_host(remote: Any) -> str:
     """Run the probe on an open connection (gpujob.ssh.session.Remote) and return its output."""
     result = await remote.run(
         SCRIPT, check=False, timeout=180.0, what="the preflight (nvidia-smi, dmesg, torch)"
-    )  # type: ignore[attr-defined]
+    )
     return str(result.stdout)
