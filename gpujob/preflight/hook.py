@@ -16,7 +16,7 @@ from gpujob.preflight.checks import Verdict, assess
 from gpujob.preflight.probe import parse
 
 if TYPE_CHECKING:
-    from gpujob.apply.applier import JobContext
+    from gpujob.apply.context import JobContext
     from gpujob.plan.model import Action
 
 MAX_REPLACEMENTS = 2
