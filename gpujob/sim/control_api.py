@@ -28,6 +28,8 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
     if kind == "gpu_fault" and params.get("kind") not in ("xid", "throttle"):
         raise SimError(400, "gpu_fault needs --kind xid or --kind throttle")
     fault = Fault.model_validate(params)
+    if kind == "gpu_fault" and fault.pod_id:
+        return {"fault": kind, "marked": _mark_host(sim, fault.pod_id, fault.kind)}
     if (
         kind
         in (
@@ -61,6 +63,17 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
         off = ps_engine.force_shutdown(sim, params.get("machine_id"))
         return {"fault": kind, "stopped": off}
     raise SimError(400, f"fault {kind} not handled")
+
+
+def _mark_host(sim: Simulator, rid: str, kind: str | None) -> list[str]:
+    """One pod's or machine's host turns faulty: seen from its next boot (a start, a restart)."""
+    with sim.lock:
+        found = sim.state.pods.get(rid) or sim.state.machines.get(rid)
+        if found is None:
+            raise SimError(404, f"no pod or machine {rid}")
+        found.gpu_fault = kind
+        sim.save()
+    return [rid]
 
 
 def _fill_disks(sim: Simulator, pod_id: str | None, percent: float | None) -> list[str]:

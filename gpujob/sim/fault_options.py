@@ -74,8 +74,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
         "the minimum bid of matching GPUs is times --factor until cleared",
     ),
     "gpu_fault": (
-        ("kind", "count", "platform", "gpu"),
-        "the next N (default 1) pods land on a faulty GPU: --kind xid|throttle",
+        ("kind", "count", "platform", "gpu", "pod_id"),
+        "the next N pods (default 1; or --pod-id's host) get a faulty GPU: --kind xid|throttle",
     ),
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),

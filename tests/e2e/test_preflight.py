@@ -35,3 +35,21 @@ def test_a_host_still_bad_after_two_replacements_is_stopped_and_apply_fails(proj
     pods = p.sim_objects("pods")
     assert sorted(o["status"] for o in pods) == ["EXITED", "TERMINATED", "TERMINATED"], pods
     assert _running(p) == [], "a faulty pod was left running"
+
+
+def test_a_started_pod_whose_host_went_bad_is_stopped_not_replaced(project: Project) -> None:
+    """Not created by this apply (it holds the run's disk): never replaced, stopped, apply exits 1."""
+    p = project
+    p.gj("apply", "--auto-approve")
+    pod_id = p.live("pods")[0]["id"]
+    assert p.sim.inject("preempt")["preempted"] == [pod_id]
+    poll("the pod to be down", lambda: p.live("pods")[0]["status"] == "EXITED")
+    p.sim.inject("gpu_fault", kind="throttle", pod_id=pod_id)
+    out = p.gj("apply", "--auto-approve", check=False)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert (
+        "preflight failed" in out.stderr
+        and "hardware thermal slowdown" in out.stderr
+        and "(U23)" in out.stderr
+    )
+    assert [(o["id"], o["status"]) for o in p.sim_objects("pods")] == [(pod_id, "EXITED")]
