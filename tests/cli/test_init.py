@@ -101,3 +101,19 @@ def test_the_starter_loop_resumes_from_its_newest_complete_checkpoint(tmp_path: 
         [sys.executable, "verify_ckpt.py", str(ckpts[-1])], cwd=tmp_path, capture_output=True, text=True
     )
     assert bad.returncode == 1 and "cannot load" in bad.stderr
+
+
+@pytest.mark.parametrize("platform", ["runpod", "paperspace"])
+def test_the_starter_carries_a_smoke_that_passes_without_a_gpu(tmp_path: Path, platform: str) -> None:
+    from gpujob.smoke import run_smoke
+    from gpujob.spec.load import load_specs
+
+    assert gj(tmp_path, "init", "--platform", platform).returncode == 0
+    loaded = load_specs([tmp_path / "job.yaml"])[0]
+    assert loaded.spec.run is not None and loaded.spec.run.smoke
+    result = run_smoke(loaded.spec, loaded.path, dict(os.environ))
+    assert result.ok, result.output
+    assert "done at step 20" in result.output
+    assert (
+        not (tmp_path / "ckpt").exists() and not (tmp_path / "checkpoints").exists()
+    )  # a temporary dir only
