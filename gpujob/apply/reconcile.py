@@ -24,6 +24,9 @@ JournalOf = Callable[[Any], Journal]
 FINISHED = "run.finished"
 LAUNCHED = "run.spec"
 HOST_LOST_GPU = "host-lost-gpu"  # <job>.<pod|machine>.host-lost-gpu: a start found no GPU on the host (RP1)
+HOST_FAULTY = (
+    "host-faulty"  # <job>.<pod|machine>.host-faulty: the preflight found its GPU unfit (gpujob.preflight)
+)
 
 
 def launch_pending(entries: Sequence[JournalEntry]) -> bool:
@@ -69,6 +72,21 @@ def host_lost_gpu(entries: Sequence[JournalEntry]) -> str | None:
         elif aid.rsplit(".", 1)[-1] in ("start", "create", "replace", "terminate"):
             lost = None
     return lost
+
+
+def host_faulty(entries: Sequence[JournalEntry]) -> tuple[str, str] | None:
+    """(machine id, finding) of the machine the preflight last stopped as unfit to train on, unless it
+    was started, replaced or terminated successfully since (a start that passes its preflight clears it)."""
+    found: tuple[str, str] | None = None
+    for e in entries:
+        aid = e.action_id or ""
+        if e.phase != "done" or ".network_volume" in aid:
+            continue
+        if aid.endswith("." + HOST_FAULTY) and e.resource_id:
+            found = (e.resource_id, e.detail)
+        elif aid.rsplit(".", 1)[-1] in ("start", "create", "replace", "terminate"):
+            found = None
+    return found
 
 
 def finished_marker(entries: Sequence[JournalEntry], digest: str) -> JournalEntry | None:

@@ -82,6 +82,11 @@ def plan_running(ctx: JobContext) -> None:
             f"RP1: the last start of {m.name} found no free GPU on its host (see the journal in gpujob's state), so starting "
             "it again would fail the same way: replace it on a fresh host"
         )
+    elif m.status == "stopped" and m.attributes.get("host_faulty"):
+        reasons.append(
+            f"the preflight stopped {m.name} as unfit to train on ({m.attributes['host_faulty']}): the fault is "
+            "the host's, so replace it on a fresh host"
+        )
     if reasons:
         pull_id = pull_checkpoints(ctx, "replace") if af.ckpts_on_machine(ctx, m) else None
         a = add(

@@ -55,10 +55,10 @@ def journal_facts(loaded: Any) -> dict[str, Any]:
 def journal_machine_facts(loaded: Sequence[Any], live: LiveState) -> LiveState:
     """What only the journal knows about a job's machine, as attributes on its live resource so the
     planner reads it next to what the platform reports, on stopped machines: `host_lost_gpu` (RP1) when
-    the last start found no GPU on its host; `stopped_at` when gpujob stopped it; `run_finished_at`
+    the last start found no GPU on its host; `host_faulty` (the finding) when the preflight stopped it; `stopped_at` when gpujob stopped it; `run_finished_at`
     when its last run was marked finished (exit 0) after its last launch."""
     from gpujob.apply.journal import Journal
-    from gpujob.apply.reconcile import host_lost_gpu
+    from gpujob.apply.reconcile import host_faulty, host_lost_gpu
     from gpujob.naming import machines
     from gpujob.state import open_store
 
@@ -68,6 +68,9 @@ def journal_machine_facts(loaded: Sequence[Any], live: LiveState) -> LiveState:
         rid = host_lost_gpu(entries)
         if rid is not None:
             marks.setdefault(rid, {})["host_lost_gpu"] = True
+        faulty = host_faulty(entries)
+        if faulty is not None:
+            marks.setdefault(faulty[0], {})["host_faulty"] = faulty[1] or "the preflight found its GPU unfit"
         for r in machines(live.resources, ls.spec.name, ls.project) if entries else []:
             if r.status == "stopped":
                 marks.setdefault(r.id, {}).update(_stop_marks(entries, r.id))

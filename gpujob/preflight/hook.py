@@ -62,12 +62,13 @@ async def before_launch(
             _journal(ctx, "create", getattr(outcome, "resource_id", None), "created (preflight replacement)")
             continue
         await _stop(ctx, action)
+        _mark_faulty(ctx, machine, why)
         tried = f" after replacing {len(left)} ({'; '.join(left)})" if left else ""
         raise GpujobError(
             f"{ctx.spec.name}: preflight failed on {kind} {machine.name} ({machine.id}): {why}{tried}. "
             f"Nothing was started on it; it is stopped (its disks are kept, the GPU no longer bills)",
-            hint="a faulty or throttled GPU is the host's, not your code's: set state: absent and apply to "
-            "leave this host (or terminate it), then apply again for a new one",
+            hint="a faulty or throttled GPU is the host's, not your code's: `gpujob plan` now proposes to "
+            "replace it on a fresh host (the gate pulls its checkpoints first); apply that",
         )
 
 
@@ -109,6 +110,16 @@ async def _stop(ctx: JobContext, action: Action) -> None:
     await ownership.require_owned(ctx, machine, action, "stop")
     ctx.machine = await ctx.provider.stop(machine)
     _journal(ctx, "stop", machine.id, "preflight failed: stopped")
+
+
+def _mark_faulty(ctx: JobContext, machine: Any, why: str) -> None:
+    """The mark the next plan reads (gpujob.apply.reconcile.host_faulty): replace, do not start again."""
+    from gpujob.apply.reconcile import HOST_FAULTY
+
+    ctx.journal.append(
+        "done", ctx.clock.now(), action_id=f"{ctx.spec.name}.{machine.kind}.{HOST_FAULTY}", kind="stop",
+        resource_name=machine.name, resource_id=machine.id, detail=why,
+    )  # fmt: skip
 
 
 def _journal(ctx: JobContext, kind: str, resource_id: str | None, detail: str) -> None:

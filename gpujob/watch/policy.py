@@ -44,12 +44,12 @@ class Decision:
 
 
 def not_delivering(machine: LiveResource | None) -> bool:
-    """The job's machine cannot run the command: stopped on a host without its GPU, up with zero
-    GPUs, or in ERROR."""
+    """The job's machine cannot run the command: stopped on a host without its GPU or with a faulty one
+    (the preflight's), up with zero GPUs, or in ERROR."""
     if machine is None:
         return False
     a = machine.attributes
-    return bool(a.get("host_lost_gpu") or a.get("zero_gpu") or a.get("error"))
+    return bool(a.get("host_lost_gpu") or a.get("host_faulty") or a.get("zero_gpu") or a.get("error"))
 
 
 def replace_keeps_data(spec: JobSpec, machine: LiveResource | None) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.e2e.e2e_support import Project, poll
+from tests.e2e.test_lifecycle import last_step
 
 
 def _running(p: Project) -> list[dict]:
@@ -41,6 +42,7 @@ def test_a_started_pod_whose_host_went_bad_is_stopped_not_replaced(project: Proj
     """Not created by this apply (it holds the run's disk): never replaced, stopped, apply exits 1."""
     p = project
     p.gj("apply", "--auto-approve")
+    poll("a checkpoint", lambda: last_step(p) > 0)
     pod_id = p.live("pods")[0]["id"]
     assert p.sim.inject("preempt")["preempted"] == [pod_id]
     poll("the pod to be down", lambda: p.live("pods")[0]["status"] == "EXITED")
@@ -53,3 +55,13 @@ def test_a_started_pod_whose_host_went_bad_is_stopped_not_replaced(project: Proj
         and "(U23)" in out.stderr
     )
     assert [(o["id"], o["status"]) for o in p.sim_objects("pods")] == [(pod_id, "EXITED")]
+    # The next plan does not start that host again: it replaces the pod on a fresh one.
+    plan = p.gj("plan", check=False).stdout
+    assert "quickstart.pod.replace" in plan and "the preflight stopped" in plan, plan
+    again = p.gj("apply", "--auto-approve", "--approve", "quickstart.pod.replace")  # gated like any replace
+    assert "preflight on" in again.stdout + again.stderr and "fit to train" in again.stdout + again.stderr
+    pods = {o["id"]: o["status"] for o in p.sim_objects("pods")}
+    assert pods[pod_id] == "TERMINATED" and sorted(pods.values()) == ["RUNNING", "TERMINATED"], pods
+    poll(
+        "the run to resume on the fresh host", lambda: "resumed from step" in p.gj("logs", "-n", "200").stdout
+    )

@@ -100,3 +100,20 @@ def test_the_simulators_answers_parse_to_the_fault_they_model(fault: str | None)
     xids = "\n".join(line for line in host.kernel_log().splitlines() if "Xid" in line)
     v = assess(parse(probe_output(row, kmsg=xids)), "NVIDIA A40", 1)
     assert [p.code for p in v.problems] == {None: [], "xid": ["U22"], "throttle": ["U23"]}[fault]
+
+
+def test_the_faulty_host_mark_holds_until_the_machine_is_started_replaced_or_terminated() -> None:
+    from datetime import UTC, datetime
+
+    from gpujob.apply.journal import JournalEntry
+    from gpujob.apply.reconcile import HOST_FAULTY, host_faulty
+
+    def e(aid: str, phase: str = "done", rid: str = "p1", detail: str = "") -> JournalEntry:
+        return JournalEntry(at=datetime(2026, 12, 1, tzinfo=UTC), run="r", phase=phase, action_id=aid,  # type: ignore[arg-type]
+                            resource_id=rid, detail=detail)  # fmt: skip
+
+    mark = e(f"job.pod.{HOST_FAULTY}", detail="Xid 79 in the kernel log (U22)")
+    assert host_faulty([e("job.pod.start"), mark]) == ("p1", "Xid 79 in the kernel log (U22)")
+    assert host_faulty([mark, e("job.pod.start", phase="intent")]) == ("p1", "Xid 79 in the kernel log (U22)")
+    assert host_faulty([mark, e("job.pod.replace", rid="p2")]) is None
+    assert host_faulty([mark, e("job.pod.terminate")]) is None
