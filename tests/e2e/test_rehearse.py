@@ -47,3 +47,24 @@ def test_rehearse_refuses_a_job_without_a_checkpoint_block(project: Project) -> 
 def test_rehearse_refuses_a_job_that_is_not_running(project: Project) -> None:
     out = project.gj("rehearse", check=False)
     assert out.returncode == 1 and "does not exist" in out.stderr and "gpujob apply" in out.stderr
+
+
+def test_rehearse_a_paperspace_machine_stops_it_through_the_api_and_proves_the_resume(
+    project: Project,
+) -> None:
+    from tests.e2e.test_paperspace import JOB
+
+    p = project
+    (p.dir / "job.yaml").write_text(JOB.replace("  public_ip: static\n", ""))
+    p.gj("apply", "--auto-approve")
+
+    def step() -> int:
+        m = re.search(r"step_(\d+)", (p.status().get("run") or {}).get("last_checkpoint") or "")
+        return int(m.group(1)) if m else 0
+
+    poll("a checkpoint on the machine", lambda: step() > 20)
+    out = p.gj("rehearse", timeout=400)
+    assert "by a stop through the paperspace API" in out.stdout, out.stdout + out.stderr
+    rec = p.record("rehearsals/pscore.json")
+    assert rec["ok"] is True and rec["resume_step"] >= rec["checkpoint_step"] > 0
+    assert f"resumed from step {rec['resume_step']}" in p.gj("logs", "-n", "2000").stdout
