@@ -50,6 +50,10 @@ def assess(report: HostReport, billed_model: str | None, billed_count: int) -> V
         problems.append(
             Problem("U31", f"nvidia-smi is not in the container: no GPU driver reaches it (billed {billed})")
         )
+    elif "not a valid field" in report.smi_text:  # an older driver: the health fields cannot be read
+        notes.append(
+            f"nvidia-smi could not read the health fields ({report.smi_text.splitlines()[0]}): not checked"
+        )
     elif report.smi_rc != 0 or not report.gpus:
         said = report.smi_text.splitlines()[0] if report.smi_text else f"exit {report.smi_rc}"
         problems.append(Problem("RP1", f"nvidia-smi finds no GPU ({said}); billed {billed}"))

@@ -117,3 +117,9 @@ def test_the_faulty_host_mark_holds_until_the_machine_is_started_replaced_or_ter
     assert host_faulty([mark, e("job.pod.start", phase="intent")]) == ("p1", "Xid 79 in the kernel log (U22)")
     assert host_faulty([mark, e("job.pod.replace", rid="p2")]) is None
     assert host_faulty([mark, e("job.pod.terminate")]) is None
+
+
+def test_a_driver_that_does_not_know_a_field_is_a_note_not_a_failure() -> None:
+    smi = 'Field "ecc.errors.uncorrected.volatile.total" is not a valid field to query.'
+    v = assess(parse(probe_output(smi, rc=2)), "NVIDIA GeForce RTX 4090", 1)
+    assert v.ok and "not checked" in v.notes[0]
