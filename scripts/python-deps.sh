@@ -25,6 +25,13 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ "$py" != "$PWD/.venv/bin/python" ] && ! takes_
   py="$PWD/.venv/bin/python"
 fi
 "$py" -m pip install -q -e '.[test]'
+# RunPod's own Python SDK, for one test only (tests/sim/test_runpod_graphql.py drives the simulator with
+# it): in a virtualenv of its own, because it pulls ~70 packages (fastapi, boto3, ...) and newer pins
+# of some gpujob uses; gpujob never imports it.
+if [ ! -x .venv-runpod-sdk/bin/python ]; then
+  "$py" -m venv .venv-runpod-sdk
+fi
+.venv-runpod-sdk/bin/python -m pip install -q 'runpod==1.12.0'
 where=$("$py" -c 'import sys; print(sys.prefix)')
 echo "gpujob installed in $where"
 if [ "$py" = "$PWD/.venv/bin/python" ]; then

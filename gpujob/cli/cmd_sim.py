@@ -85,8 +85,23 @@ def command() -> None:
 )
 @click.option("--no-pods", is_flag=True, help="Lifecycle only: no sshd pods, no SSH.")
 @click.option("--provision-seconds", type=float, default=1.0, show_default=True)
-def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float) -> None:
-    """Start the simulator in the background; prints its URLs and the env lines to export."""
+@click.option(
+    "--runpod-graphql",
+    type=click.Choice(["live", "limited", "gone"]),
+    default="live",
+    show_default=True,
+    help="RunPod's GraphQL calendar: live answers; limited answers every third call 429 (Retry-After), as "
+    "RunPod's staged limits since 2026-09-17; gone answers 410 Gone, as announced for early 2027 (no spot "
+    "pods, no bid floor, no balance). Fixed for the run: it never follows the simulated date.",
+)
+def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float, runpod_graphql: str) -> None:
+    """Start the simulator in the background; prints its URLs and the env lines to export.
+
+    \b
+    Examples:
+      gpujob sim up
+      gpujob sim up --runpod-graphql gone   # rehearse 2027: spot and the balance are gone
+    """
 
     def body() -> None:
         from gpujob.errors import SimulatorError
@@ -118,6 +133,8 @@ def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float) -> 
                 str(provision_seconds),
                 "--pods",
                 pod_mode,
+                "--runpod-graphql",
+                runpod_graphql,
             ]
             proc = subprocess.Popen(
                 cmd + (["--no-pods"] if no_pods else []),
@@ -137,7 +154,14 @@ def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float) -> 
         else:
             click.echo(f"simulator already running (pid {info['pid']})", err=True)
         click.echo(f"# pods:       {_mode_line(info)}", err=True)
-        click.echo(f"# RunPod:     {info['runpod_url']}/v2  (GraphQL {info['runpod_url']}/graphql)", err=True)
+        gql = info.get("runpod_graphql", "live")
+        click.echo(
+            f"# RunPod:     {info['runpod_url']}/v2  (GraphQL {info['runpod_url']}/graphql: {gql})", err=True
+        )
+        if info.get("runpod_graphql", "live") != runpod_graphql:
+            click.echo(
+                f"# (already running with --runpod-graphql {gql}: `gpujob sim down` to change it)", err=True
+            )
         click.echo(
             f"# Paperspace: {info['paperspace_url']}/v1  (SSH port {info['paperspace_ssh_port']})", err=True
         )

@@ -29,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--pods", default="auto", help="pod mode: auto | namespaces | plain (gpujob/sim/podproc.py)"
     )
+    ap.add_argument(
+        "--runpod-graphql",
+        default="live",
+        choices=["live", "limited", "gone"],
+        help="RunPod's GraphQL calendar",
+    )
     args = ap.parse_args(argv)
 
     options = SimOptions(
@@ -37,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         boot_seconds=args.boot_seconds,
         pods=not args.no_pods,
         pod_mode=args.pods,
+        runpod_graphql=args.runpod_graphql,
     )
     server = SimServer(args.data_dir, options, args.runpod_port, args.paperspace_port)
     done = threading.Event()
@@ -50,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         "paperspace_url": ep.paperspace_url,
         "paperspace_ssh_port": ep.paperspace_ssh_port,
         "pods": options.pods,
+        "runpod_graphql": options.runpod_graphql,
         "pod_mode": server.sim.pod_mode.name if server.sim.pod_mode else "off",
         "pod_mode_why": server.sim.pod_mode.why if server.sim.pod_mode else "",
         "env": ep.env(),

@@ -43,6 +43,7 @@ class SimOptions:
     paperspace_ssh_port: int = 0  # 0: pick a free port
     tick_seconds: float = 0.05
     host_cuda: str = "12.8"  # the CUDA every simulated RunPod host reports (pod.cudaVersion)
+    runpod_graphql: str = "live"  # live | limited | gone: RunPod's GraphQL calendar (sim/runpod_graphql.py)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -132,7 +132,9 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
             sim.kill("runpod", pod_id, pid)
             return
         try:
-            (pod_dir(sim, pod_id) / "ctl" / "host_gen").write_text(str(pod.host))
+            ctl = pod_dir(sim, pod_id) / "ctl"
+            ctl.mkdir(exist_ok=True)  # without pods (no sshd) nothing else made it; not parents: see below
+            (ctl / "host_gen").write_text(str(pod.host))
         except FileNotFoundError:  # the simulator was shut down (its data dir removed) while booting
             sim.kill("runpod", pod_id, pid)
             return

@@ -1,41 +1,51 @@
-"""RunPod GraphQL (POST /graphql) for what REST v2 lacks: spot pods and bids. Not a GraphQL engine:
-the operation is the first field of the selection set, its input comes from `variables.input` (or
-simple inline `key: "value"` arguments), and the answer carries every field a client may select.
-Errors come as HTTP 200 with an `errors` array, like the real service."""
+"""RunPod GraphQL (POST /graphql) for what REST v2 lacks: spot pods, bids and the balance.
+
+A real GraphQL front: the document is parsed by graphql-core (the reference implementation's Python
+port), so inline literals (enums, lists, objects, null) and `$variables` mean the same thing, as they do
+at RunPod, whose own clients write inline literals. Every field selected or input given is checked
+against the part of RunPod's schema the simulator knows (gpujob.sim.gql_schema) before anything runs,
+and the answer holds exactly the fields selected. Errors come as HTTP 200 with an `errors` array.
+
+RunPod's refusals are kept: a spot pod does not resume as on-demand (podResume) nor an on-demand pod
+as spot (podBidResume); network volumes are Secure Cloud only; `pod` of a pod that is gone is `null`.
+
+The calendar (SimOptions.runpod_graphql): `live` answers; `limited` answers every third call 429 with
+Retry-After, like the staged limits RunPod put on GraphQL from 2026-09-17; `gone` answers 410 Gone to
+everything, as RunPod announced for early 2027. The mode never follows the simulated date: a test picks it."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
-from gpujob.sim import rp_engine
+from gpujob.sim import gql_schema, rp_engine
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Request, Response
 from gpujob.sim.state import RpPod, new_id
 
 CAPACITY = "There are no longer any instances available with the requested specifications. Please refresh and try again."
 NO_FREE_GPUS = "There are not enough free GPUs on the host machine to start this pod."
+# runpodctl #156 quotes the first; the second and the community one are the simulator's own wording.
+SPOT_AS_ON_DEMAND = "Cannot resume a spot pod as an on demand pod."
+ON_DEMAND_AS_SPOT = "Cannot resume an on demand pod as a spot pod."
+COMMUNITY_VOLUME = "Network volumes are only available on Secure Cloud."
+GONE = "The GraphQL API has been retired and no longer serves traffic. Use the REST API (v2)."
+MODES = ("live", "limited", "gone")
+LIMITED_EVERY = 3  # `limited`: every third call is refused
+LIMITED_RETRY_AFTER = 1
 FIRST_FIELD = re.compile(r"^\s*(?:(?:query|mutation)\b[^{]*)?\{\s*(\w+)", re.S)
-INLINE_ARG = re.compile(r'(\w+)\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+(?:\.\d+)?)|(true|false))')
+_calls = itertools.count(1)
 
 
 def operation(query: str) -> str | None:
+    """The first root field's name, read without parsing (for error paths of unparsable documents)."""
     m = FIRST_FIELD.match(query or "")
     return m.group(1) if m else None
 
 
-def inline_input(query: str) -> dict[str, Any]:
-    m = re.search(r"\(\s*input\s*:\s*\{(.*?)\}\s*\)", query, re.S)
-    out: dict[str, Any] = {}
-    for key, s, num, boolean in INLINE_ARG.findall(m.group(1) if m else ""):
-        out[key] = (
-            s
-            if s or not (num or boolean)
-            else (float(num) if "." in num else int(num))
-            if num
-            else boolean == "true"
-        )
-    return out
+class GqlError(Exception):
+    """A request error: the document does not fit the schema. Nothing ran."""
 
 
 def gql_pod(sim: Simulator, pod: RpPod) -> dict[str, Any]:
@@ -99,34 +109,174 @@ def gql_pod(sim: Simulator, pod: RpPod) -> dict[str, Any]:
 
 
 def handle(sim: Simulator, req: Request) -> Response:
-    body = req.json()
-    query = str(body.get("query") or "")
-    variables = body.get("variables") or {}
-    op = operation(query)
-    raw_input = variables.get("input") if isinstance(variables, dict) else None
-    data_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else inline_input(query)
-    try:
-        result = _run(sim, op, data_input, query)
-    except SimError as exc:
-        message = CAPACITY if exc.kind == "capacity" else exc.message
-        code = "INTERNAL_SERVER_ERROR" if exc.status >= 500 else "RUNPOD"
+    mode = sim.options.runpod_graphql
+    if mode == "gone":
+        return Response(410, {"errors": [{"message": GONE, "extensions": {"code": "GONE"}}]})
+    if mode == "limited" and next(_calls) % LIMITED_EVERY == 0:
         return Response(
-            200,
-            {
-                "errors": [{"message": message, "path": [op], "extensions": {"code": code}}],
-                "data": {op: None},
-            },
+            429,
+            {"errors": [{"message": "Too many requests: GraphQL is rate limited during its retirement."}]},
+            {"Retry-After": str(LIMITED_RETRY_AFTER)},
         )
-    return Response(200, {"data": {op: result}})
+    body = req.json()
+    query = str(body.get("query") or "") if isinstance(body, dict) else ""
+    raw = body.get("variables") if isinstance(body, dict) else None
+    variables: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    try:
+        fields = plan_document(query, variables)
+    except GqlError as exc:
+        return Response(
+            400, {"errors": [{"message": str(exc), "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]}
+        )
+    data: dict[str, Any] = {}
+    errors: list[dict[str, Any]] = []
+    for key, name, inp, selection in fields:
+        try:
+            result = _run(sim, name, inp)
+            data[key] = project(result, selection, gql_schema.ROOT[name][2], variables or {})
+        except SimError as exc:
+            message = CAPACITY if exc.kind == "capacity" else exc.message
+            code = "INTERNAL_SERVER_ERROR" if exc.status >= 500 else "RUNPOD"
+            errors.append({"message": message, "path": [key], "extensions": {"code": code}})
+            data[key] = None
+    return Response(200, {"data": data, **({"errors": errors} if errors else {})})
 
 
-def _run(sim: Simulator, op: str | None, inp: dict[str, Any], query: str = "") -> Any:
+# --- the document --------------------------------------------------------------------------------
+
+
+def plan_document(query: str, variables: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], Any]]:
+    """(response key, root field, input, selection set) for each root field, every name checked."""
+    from graphql import GraphQLSyntaxError, parse
+    from graphql.language import FieldNode, OperationDefinitionNode
+
+    try:
+        doc = parse(query)
+    except GraphQLSyntaxError as exc:
+        raise GqlError(f"Syntax Error: {exc.message}") from None
+    ops = [d for d in doc.definitions if isinstance(d, OperationDefinitionNode)]
+    if len(ops) != 1 or len(doc.definitions) != 1:
+        raise GqlError("the simulator takes one operation per document, without fragments")
+    op = ops[0]
+    kind = op.operation.value
+    out = []
+    for node in op.selection_set.selections:
+        if not isinstance(node, FieldNode):
+            raise GqlError("fragments are not simulated")
+        name = node.name.value
+        root = gql_schema.ROOT.get(name)
+        if root is None or root[0] != kind:
+            raise GqlError(f'Cannot query field "{name}" on type "{kind.capitalize()}".')
+        _, input_type, output = root
+        inp = _input_of(node, input_type, variables, f"{name}")
+        _check_selection(node, output)
+        out.append(((node.alias or node.name).value, name, inp, node.selection_set))
+    return out
+
+
+def _input_of(node: Any, input_type: str | None, variables: dict[str, Any], where: str) -> dict[str, Any]:
+    from graphql import value_from_ast_untyped
+
+    args = {a.name.value: a for a in node.arguments or ()}
+    unknown = set(args) - ({"input"} if input_type else set())
+    if unknown:
+        raise GqlError(f'Unknown argument "{sorted(unknown)[0]}" on field "{where}".')
+    if not input_type or "input" not in args:
+        return {}
+    ast = args["input"].value
+    value = value_from_ast_untyped(ast, variables)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GqlError(f'Expected value of type "{input_type}!", found {value!r}.')
+    _check_input(value, input_type, ast)
+    return value
+
+
+def _check_input(value: dict[str, Any], input_type: str, ast: Any) -> None:
+    from graphql.language import ObjectValueNode, StringValueNode
+
+    known = gql_schema.INPUT[input_type]
+    inline = {f.name.value: f.value for f in ast.fields} if isinstance(ast, ObjectValueNode) else {}
+    for key, item in value.items():
+        if key not in known:
+            raise GqlError(f'Field "{key}" is not defined by type "{input_type}".')
+        enum = gql_schema.ENUMS.get(key)
+        if enum is not None and item is not None:
+            if isinstance(inline.get(key), StringValueNode):
+                raise GqlError(f'Enum "{enum[0]}" cannot represent non-enum value: "{item}".')
+            if item not in enum[1]:
+                raise GqlError(f'Value "{item}" does not exist in "{enum[0]}" enum.')
+        nested = gql_schema.NESTED_INPUT.get((input_type, key))
+        if nested is not None and item is not None:
+            for entry in item if isinstance(item, list) else [item]:
+                if not isinstance(entry, dict):
+                    raise GqlError(f'Expected value of type "{nested}", found {entry!r}.')
+                _check_input(entry, nested, None)
+
+
+def _check_selection(node: Any, output: str | None, parent: str = "") -> None:
+    sel = node.selection_set
+    name = node.name.value
+    if output is None:
+        if sel is not None:
+            raise GqlError(f'Field "{name}" must not have a selection since its type has no subfields.')
+        return
+    if sel is None:
+        raise GqlError(f'Field "{name}" of type "{output}" must have a selection of subfields.')
+    fields = gql_schema.OUTPUT[output]
+    for child in sel.selections:
+        if not hasattr(child, "name") or not hasattr(child, "arguments"):
+            raise GqlError("fragments are not simulated")
+        cname = child.name.value
+        if cname == "__typename":
+            continue
+        if cname not in fields:
+            raise GqlError(f'Cannot query field "{cname}" on type "{output}".')
+        input_type = gql_schema.FIELD_INPUT.get((output, cname))
+        if child.arguments and input_type is None:
+            raise GqlError(f'Unknown argument "{child.arguments[0].name.value}" on field "{output}.{cname}".')
+        _check_selection(child, fields[cname], output)
+
+
+def project(value: Any, selection: Any, type_name: str | None, variables: dict[str, Any]) -> Any:
+    """Keep only what was selected (aliases honoured); a field with arguments is computed from them."""
+    if selection is None or type_name is None or value is None:
+        return value
+    if isinstance(value, list):
+        return [project(v, selection, type_name, variables) for v in value]
+    out: dict[str, Any] = {}
+    fields = gql_schema.OUTPUT[type_name]
+    for child in selection.selections:
+        cname = child.name.value
+        key = (child.alias or child.name).value
+        if cname == "__typename":
+            out[key] = type_name
+            continue
+        item = value.get(cname)
+        if callable(item):
+            from graphql import value_from_ast_untyped
+
+            args = {a.name.value: value_from_ast_untyped(a.value, variables) for a in child.arguments or ()}
+            item = item(args.get("input") or {})
+        out[key] = project(item, child.selection_set, fields[cname], variables)
+    return out
+
+
+# --- the operations ------------------------------------------------------------------------------
+
+
+def _run(sim: Simulator, op: str, inp: dict[str, Any]) -> Any:
     if op in ("podRentInterruptable", "podFindAndDeployOnDemand"):
         return _create(sim, inp, spot=op == "podRentInterruptable")
     if op in ("podResume", "podBidResume"):
         pod_id = str(inp.get("podId"))
         with sim.lock:
             old = rp_engine.get_pod(sim, pod_id)
+            if op == "podResume" and old.interruptible:
+                raise SimError(400, SPOT_AS_ON_DEMAND)
+            if op == "podBidResume" and not old.interruptible:
+                raise SimError(400, ON_DEMAND_AS_SPOT)
             if op == "podBidResume":
                 _check_bid(sim, old.gpu_id, inp.get("bidPerGpu"))
             # RP1 over GraphQL: a resume that asks for GPUs the host no longer has is refused
@@ -145,7 +295,9 @@ def _run(sim: Simulator, op: str | None, inp: dict[str, Any], query: str = "") -
         return None
     if op == "pod":
         with sim.lock:
-            return gql_pod(sim, rp_engine.get_pod(sim, str(inp.get("podId"))))
+            pod = sim.state.pods.get(str(inp.get("podId")))
+            # RunPod's clients read a pod that is gone as null (runpod-python get_pod, dstack), not an error
+            return None if pod is None or pod.ended_at is not None else gql_pod(sim, pod)
     if op == "myself":
         with sim.lock:
             spend = sim.bill()["totals"]["runpod"]
@@ -168,20 +320,8 @@ def _run(sim: Simulator, op: str | None, inp: dict[str, Any], query: str = "") -
                 "networkVolumes": vols,
             }
     if op == "gpuTypes":
-        lowest = _lowest_input(query)
-        return [
-            _gpu_type(sim, g, lowest)
-            for g in sim.rp_prices.gpus()
-            if not inp.get("id") or inp.get("id") == g.id
-        ]
+        return [_gpu_type(sim, g) for g in sim.rp_prices.gpus() if not inp.get("id") or inp.get("id") == g.id]
     raise SimError(400, f"Cannot query field '{op}' (not simulated)")
-
-
-def _lowest_input(query: str) -> dict[str, Any]:
-    """The arguments of `lowestPrice(input: {gpuCount: 2, secureCloud: true})`, inline as RunPod's clients
-    write them (runpod-python queries/gpus.py)."""
-    m = re.search(r"lowestPrice\s*\(\s*input\s*:\s*\{(.*?)\}\s*\)", query, re.S)
-    return inline_input(f"(input: {{{m.group(1)}}})") if m else {}
 
 
 def spot_floor(sim: Simulator, gpu_id: str) -> float:
@@ -191,22 +331,24 @@ def spot_floor(sim: Simulator, gpu_id: str) -> float:
     return round(floor * (moved.factor if moved is not None else 1.0), 6)
 
 
-def _gpu_type(sim: Simulator, g: Any, lowest: dict[str, Any]) -> dict[str, Any]:
-    secure = lowest.get("secureCloud", True) is not False
-    count = int(lowest.get("gpuCount") or 1)
-    cloud = "SECURE" if secure else "COMMUNITY"
-    offered = secure or g.community is not None
-    out_of_stock = sim.faults.peek("capacity", platform="runpod", gpu=g.id, cloud=cloud) or count > 8
-    stock = "None" if out_of_stock or not offered else "High"
+def _gpu_type(sim: Simulator, g: Any) -> dict[str, Any]:
+    def lowest(args: dict[str, Any]) -> dict[str, Any]:
+        secure = args.get("secureCloud", True) is not False
+        count = int(args.get("gpuCount") or 1)
+        cloud = "SECURE" if secure else "COMMUNITY"
+        offered = secure or g.community is not None
+        out_of_stock = sim.faults.peek("capacity", platform="runpod", gpu=g.id, cloud=cloud) or count > 8
+        return {
+            "minimumBidPrice": spot_floor(sim, g.id) if offered else None,
+            "uninterruptablePrice": (g.secure if secure else g.community),
+            "stockStatus": "None" if out_of_stock or not offered else "High",
+        }
+
     return {
         "id": g.id, "displayName": g.alias, "manufacturer": "Nvidia", "memoryInGb": g.vram, "maxGpuCount": 8,
         "secureCloud": True, "communityCloud": g.community is not None, "securePrice": g.secure,
         "communityPrice": g.community, "secureSpotPrice": g.spot, "communitySpotPrice": g.spot,
-        "lowestPrice": {
-            "minimumBidPrice": spot_floor(sim, g.id) if offered else None,
-            "uninterruptablePrice": (g.secure if secure else g.community),
-            "stockStatus": stock,
-        },
+        "lowestPrice": lowest,  # computed per selection: its arguments say for how many GPUs, which cloud
     }  # fmt: skip
 
 
@@ -225,7 +367,14 @@ def _create(sim: Simulator, inp: dict[str, Any], *, spot: bool) -> dict[str, Any
     gpu_id = inp.get("gpuTypeId") or (inp.get("gpuTypeIdList") or [None])[0]
     if spot:
         _check_bid(sim, gpu_id, inp.get("bidPerGpu"))
-    env = {e["key"]: e["value"] for e in inp.get("env") or [] if isinstance(e, dict) and "key" in e}
+    cloud = "COMMUNITY" if inp.get("cloudType") == "COMMUNITY" else "SECURE"  # ALL: secure first
+    if cloud == "COMMUNITY" and inp.get("networkVolumeId"):
+        raise SimError(400, COMMUNITY_VOLUME)
+    env = {
+        str(e["key"]): str(e.get("value") or "")
+        for e in inp.get("env") or []
+        if isinstance(e, dict) and "key" in e
+    }
     keys = [line for line in env.get("PUBLIC_KEY", "").splitlines() if line.strip()]
     if inp.get("startSsh"):
         keys += [k for k in sim.state.ssh_keys if k not in keys]
@@ -254,7 +403,7 @@ def _create(sim: Simulator, inp: dict[str, Any], *, spot: bool) -> dict[str, Any
         allowed_cuda=[str(v) for v in inp.get("allowedCudaVersions") or []],
         gpu_count=int(inp.get("gpuCount") or 1),
         requested_gpu_count=int(inp.get("gpuCount") or 1),
-        cloud="COMMUNITY" if inp.get("cloudType") == "COMMUNITY" else "SECURE",
+        cloud=cloud,
         data_center=dc or sim.rp_prices.regions()[0],
         authorized_keys=keys,
     )

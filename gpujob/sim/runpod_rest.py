@@ -268,6 +268,11 @@ class RunPodRest(Api):
             ]
             return self.invalid(errs)
         pid = req.params["id"]
+        if action == "start":
+            with self.sim.lock:
+                if rp_engine.get_pod(self.sim, pid).interruptible:
+                    # v2 has no spot: it will not start a spot pod as on-demand (runpodctl #156)
+                    raise SimError(400, runpod_graphql.SPOT_AS_ON_DEMAND, "bad_request")
         if action == "terminate":
             rp_engine.terminate(self.sim, pid)
             return Response(204)
