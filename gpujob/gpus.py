@@ -110,13 +110,19 @@ def candidates(
                         gpu_count=machine.gpu_count,
                         region=region,
                         cloud=cloud,
-                        spot=machine.spot,
+                        spot=_spot(profile, machine),
                         price_hour=total,
                         price_source=source,
                         price_as_of=as_of,
                     )
                 )
     return out
+
+
+def _spot(profile: Profile, machine: MachineSpec) -> bool:
+    """Spot pricing for the candidates: `true`, and `prefer` where the platform has spot at all (RunPod).
+    A `prefer` create that falls back to on-demand is held to max_price_per_hour by the provider."""
+    return machine.spot is True or (machine.spot == "prefer" and "spot" in profile.options)
 
 
 def _regions(profile: Profile, offer: GpuOffer, wanted: list[str]) -> list[str | None]:
@@ -151,7 +157,7 @@ def _price(
     quotes: list[PriceQuote],
 ) -> tuple[float, str, datetime] | None:
     """(USD per GPU-hour, source, as_of), or None when a live quote says the offer is unavailable."""
-    spot = machine.spot
+    spot = _spot(profile, machine)
     q = matching_quote(
         quotes,
         profile.platform,

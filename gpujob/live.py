@@ -192,6 +192,10 @@ class LiveState(Model):
         default_factory=list,
         description="Account reads that failed, one line each: a note in the plan, never a reason to block it.",
     )
+    spot_unavailable: dict[str, str] = Field(
+        default_factory=dict,
+        description="Platforms whose spot API is gone (RunPod's GraphQL answered 410 Gone), with why.",
+    )
 
     def fingerprint(self) -> str:
         """sha256 of the resources and their states (not read_at, not prices): the stale-plan guard."""

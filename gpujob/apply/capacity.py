@@ -132,6 +132,7 @@ def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
         region=m.regions[0] if m.regions else None,
         cloud=m.cloud or "secure",
         spot=m.spot,
+        max_price_per_hour=m.max_price_per_hour,
         image=m.image,
         template=m.template,
         container_disk_gb=m.container_disk_gb,

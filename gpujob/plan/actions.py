@@ -327,7 +327,7 @@ def machine_changes(ctx: JobContext, m: LiveResource) -> list[FieldChange]:
         live |= {"cloud": m.cloud or "secure", "spot": m.spot, "network_volume": nv_name}
         desired |= {
             "cloud": mc.cloud or "secure",
-            "spot": mc.spot,
+            "spot": _desired_spot(ctx, m),
             "network_volume": ctx.volume_name,
         }
         if mc.image is not None:
@@ -349,6 +349,16 @@ def machine_changes(ctx: JobContext, m: LiveResource) -> list[FieldChange]:
     elif size is not None:
         live["volume_gb"], desired["volume_gb"] = m.volume_gb, size
     return diff_fields(live, desired)  # type: ignore[arg-type]
+
+
+def _desired_spot(ctx: JobContext, m: LiveResource) -> bool:
+    """`prefer` keeps what the pod is (it never replaces a pod to change its pricing), except a stopped
+    spot pod that can no longer resume as spot (RunPod's spot API is gone and v2 will not start it as
+    on-demand): that one is replaced by an on-demand pod on the same storage."""
+    want = ctx.spec.machine.spot
+    if want == "prefer":
+        return m.spot and (ctx.spot_gone is None or m.status != "stopped")
+    return bool(want)
 
 
 def _launch_record(ctx: JobContext, m: LiveResource) -> Any:

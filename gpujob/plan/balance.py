@@ -72,6 +72,16 @@ def balance_finding(ls: SpecSource, account: Account | None, rate: float, notes:
     if account is None or account.balance_usd is None:
         if not notes:
             return None  # nothing was asked (a provider without balances): nothing to say
+        if "GraphQL API is gone" in notes[0]:
+            # Never an error and never a reason to hold back: the account is fine, it is the API that went.
+            return finding(
+                "info",
+                "RunPod no longer reports the balance (its GraphQL API is gone; REST v2 has billing history "
+                "but no balance): how long it lasts is unknown",
+                detail="RunPod stops every pod when credit runs out; gpujob cannot see that coming any more.",
+                fix="watch the balance on the console's Billing page (or turn on auto-pay); `gpujob cost` shows "
+                "what gpujob's jobs billed, from v2 billing",
+            )
         return finding(
             "info",
             f"the RunPod balance was not read ({notes[0].removeprefix(NOTE_PREFIX)}): how long it lasts is unknown",

@@ -84,6 +84,20 @@ class JobContext:
         return naming.volume_name(self.job, nv.name, self.project) if nv else None
 
     @property
+    def spot_gone(self) -> str | None:
+        """Why this job's platform can no longer create or resume spot pods, if it cannot."""
+        return self.live.spot_unavailable.get(self.spec.platform)
+
+    @property
+    def spot(self) -> bool:
+        """Whether a create or resume planned now is spot: `spot: true` always (a finding blocks it when the
+        platform has no spot any more), `prefer` only where RunPod still offers spot."""
+        want = self.spec.machine.spot
+        if self.spec.platform != "runpod":
+            return False
+        return want is True or (want == "prefer" and self.spot_gone is None)
+
+    @property
     def machine_kind(self) -> str:
         return MACHINE_KIND[self.spec.platform]
 
@@ -121,13 +135,15 @@ class JobContext:
         m = self.spec.machine
         rates: list[tuple[str, GpuRate]] = []
         for alias in m.gpu:
-            r = gpu_rate(self.profile, self.live.quotes, alias, count=m.gpu_count, cloud=m.cloud, spot=m.spot)
+            r = gpu_rate(
+                self.profile, self.live.quotes, alias, count=m.gpu_count, cloud=m.cloud, spot=self.spot
+            )
             if r is not None:
                 rates.append((alias, r))
         for alias, r in rates:
             if (
                 quote_available(
-                    self.profile, self.live.quotes, alias, m.spot, cloud=m.cloud, count=m.gpu_count
+                    self.profile, self.live.quotes, alias, self.spot, cloud=m.cloud, count=m.gpu_count
                 )
                 is False
             ):

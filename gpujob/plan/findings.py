@@ -8,6 +8,7 @@ values are never read beyond "is it set".
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.cost.spend import projected_charge
@@ -15,7 +16,7 @@ from gpujob.disks.findings import container_disk_findings
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext, path_tier, tier_title
 from gpujob.plan.image_findings import image_findings
-from gpujob.plan.model import Finding, MeterLine
+from gpujob.plan.model import ActionKind, Finding, MeterLine
 from gpujob.spec.model import format_duration
 
 # Assumed sustained write speed of a checkpoint to local NVMe when only its size is known.
@@ -335,28 +336,112 @@ def _image(ctx: JobContext) -> list[Finding]:
 
 def _spot(ctx: JobContext) -> list[Finding]:
     spec = ctx.spec
-    if not spec.machine.spot or spec.state == "absent":
+    if spec.machine.spot is False or spec.state == "absent":
         return []
     from gpujob.rehearse.record import plan_finding
 
-    return _spot_api(ctx) + _spot_checkpoints(ctx) + plan_finding(ctx)  # gpujob rehearse's last drill
+    out = _spot_api(ctx)
+    # The checkpoint advice (and gpujob rehearse's last drill) is for a pod that is, or will be, interruptible.
+    if ctx.spot or (ctx.machine is not None and ctx.machine.spot):
+        out += _spot_checkpoints(ctx) + plan_finding(ctx)
+    return out
+
+
+RETIRED_DETAIL = (
+    "RunPod retires its GraphQL API in early 2027 (410 Gone; staged rate limits since 2026-09-17). REST v2 "
+    "has no spot pods, no bid floor and no balance, and will not start a spot pod as on-demand. gpujob goes "
+    "on with v2 alone: on-demand pods, spot prices from the profile, no balance (RP8 says so)."
+)
+SPOT_FIX = (
+    "set machine.spot: prefer (spot while RunPod offers it, else on-demand) or false; a stopped spot pod is "
+    "then replaced by an on-demand pod on the same storage"
+)
 
 
 def _spot_api(ctx: JobContext) -> list[Finding]:
+    """Spot rides on RunPod's GraphQL, which is being retired: say so while it lives, block a spot create
+    or resume once it is gone (only then: a running spot pod goes on), and show what `prefer` chose."""
     if ctx.spec.platform != "runpod":
         return []
-    return [
-        ctx.finding(
-            "spot-graphql",
-            "info",
-            "spot pods go through RunPod's legacy GraphQL API (podRentInterruptable, podBidResume): REST v2 "
-            "has no spot",
-            detail="gpujob bids the live minimum bid (gpuTypes.lowestPrice.minimumBidPrice) read at apply "
-            "time; a bid the market has moved past is refused and the next candidate is tried. RunPod "
-            "removed its spot documentation in May 2026: this API may go away.",
-            key="machine.spot",
-        )
+    want = ctx.spec.machine.spot
+    gone = ctx.spot_gone
+    if gone is None:
+        return [
+            ctx.finding(
+                "spot-graphql",
+                "info",
+                "spot pods go through RunPod's legacy GraphQL API (podRentInterruptable, podBidResume), which "
+                "RunPod retires in early 2027: REST v2 has no spot",
+                detail="gpujob bids the live minimum bid (gpuTypes.lowestPrice.minimumBidPrice) read at apply "
+                "time; a bid the market has moved past is refused and the next candidate is tried. "
+                + (
+                    "With spot: prefer, creates and resumes fall back to on-demand once it is gone."
+                    if want == "prefer"
+                    else "Once it is gone, spot: true blocks every spot create or resume."
+                ),
+                fix="" if want == "prefer" else "machine.spot: prefer keeps working after the retirement",
+                key="machine.spot",
+            )
+        ]
+    needs = [
+        a
+        for a in ctx.actions
+        if a.resource_kind == ctx.machine_kind
+        and a.kind in (ActionKind.CREATE, ActionKind.START, ActionKind.REPLACE)
     ]
+    if want is True:
+        if needs:
+            verb = "resume" if needs[0].kind is ActionKind.START else "create"
+            return [
+                ctx.finding(
+                    "spot-retired",
+                    "error",
+                    f"machine.spot: true needs a spot {verb}, but RunPod's spot API is gone ({gone})",
+                    detail=RETIRED_DETAIL,
+                    fix=SPOT_FIX,
+                    key="machine.spot",
+                    action_id=needs[0].id,
+                )
+            ]
+        return [
+            ctx.finding(
+                "spot-retired",
+                "info",
+                f"RunPod's spot API is gone ({gone}): the spot pod runs on, but once stopped or preempted it "
+                "cannot resume as spot",
+                detail=RETIRED_DETAIL,
+                fix=SPOT_FIX,
+                key="machine.spot",
+            )
+        ]
+    return [_prefer_finding(ctx, gone, needs)]
+
+
+def _prefer_finding(ctx: JobContext, gone: str, needs: list[Any]) -> Finding:
+    """`prefer` without spot: what the on-demand pod costs more than a spot one would have."""
+    from gpujob.cost.rates import gpu_rate
+
+    m = ctx.spec.machine
+    extra = ""
+    od = ctx.desired_gpu
+    if od is not None and ctx.desired_gpu_alias is not None:
+        sp = gpu_rate(
+            ctx.profile, ctx.live.quotes, ctx.desired_gpu_alias, count=m.gpu_count, cloud=m.cloud, spot=True
+        )
+        if sp is not None:
+            extra = (
+                f": on-demand {usd(od.usd_per_hour)}/h, {usd(od.usd_per_hour - sp.usd_per_hour)}/h more than spot "
+                f"at {usd(sp.usd_per_hour)}/h ({sp.source})"
+            )
+    what = "creates and resumes are on-demand" if not needs else f"the {needs[0].kind.value} is on-demand"
+    return ctx.finding(
+        "spot-prefer",
+        "info",
+        f"machine.spot: prefer: {what}, as RunPod's spot API is gone ({gone}){extra}",
+        detail=RETIRED_DETAIL + " A running spot pod is never replaced for this; a stopped one is.",
+        key="machine.spot",
+        action_id=needs[0].id if needs else None,
+    )
 
 
 def _spot_checkpoints(ctx: JobContext) -> list[Finding]:
@@ -453,7 +538,7 @@ def _budget(ctx: JobContext, running: float, lines: dict[str, MeterLine] | None 
                 "gpu-price",
                 "error",
                 f"no price known for {', '.join(spec.machine.gpu)} on {spec.platform}"
-                + (" as spot" if spec.machine.spot else ""),
+                + (" as spot" if ctx.spot else ""),
                 fix="use a GPU alias from the platform profile",
                 key="machine.gpu",
             )

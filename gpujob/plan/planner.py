@@ -164,7 +164,7 @@ def _plan_job(
         desired_state=spec.state,
         actions=ctx.actions,
         findings=findings,
-        cadence=cadence(spec.checkpoint, interruptible=spec.machine.spot, gpu_count=spec.machine.gpu_count)
+        cadence=cadence(spec.checkpoint, interruptible=ctx.spot, gpu_count=spec.machine.gpu_count)
         if spec.checkpoint
         else None,
         running_usd_per_hour=running,

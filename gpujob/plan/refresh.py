@@ -47,6 +47,8 @@ async def read_live_state(
     calls += [providers[p].account() for p in with_account]
     results = await asyncio.gather(*calls, return_exceptions=True)
     accounts, notes = _accounts(with_account, results[2 * len(platforms) :])
+    # What the reads found out about spot (RunPod: GraphQL answered 410): asked after them, not before.
+    spot_gone = {p: why for p in platforms if (why := _spot_unavailable(providers[p])) is not None}
 
     resources: list[LiveResource] = []
     quotes: list[PriceQuote] = []
@@ -74,6 +76,7 @@ async def read_live_state(
         read_errors=errors,
         accounts=accounts,
         account_notes=notes,
+        spot_unavailable=spot_gone,
     )
     if runs_for is None:
         return live
@@ -105,6 +108,12 @@ def _accounts(platforms: Sequence[str], results: Sequence[Any]) -> tuple[dict[st
         elif isinstance(got, Account):
             accounts[p] = got
     return accounts, notes
+
+
+def _spot_unavailable(provider: Any) -> str | None:
+    ask = getattr(provider, "spot_unavailable", None)
+    why = ask() if callable(ask) else None
+    return why if isinstance(why, str) else None
 
 
 def _reraise_unexpected(exc: BaseException) -> None:

@@ -27,7 +27,12 @@ class LaunchRequest(Model):
     gpu_count: int = 1
     region: str | None = None
     cloud: Literal["secure", "community"] = "secure"
-    spot: bool = False
+    spot: bool | Literal["prefer"] = Field(
+        False, description="prefer: spot where the platform still offers it, else on-demand (RunPod decides)."
+    )
+    max_price_per_hour: float | None = Field(
+        None, description="machine.max_price_per_hour: what an on-demand fallback of `prefer` may cost."
+    )
     image: str | None = None
     template: str | None = None
     container_disk_gb: int | None = None

@@ -63,6 +63,8 @@ def _options(
     other = "paperspace" if profile.platform == "runpod" else "runpod"
     out = []
     for key in PLATFORM_OPTIONS[section]:
+        if key == "spot" and body.get(key) == "prefer":
+            continue  # spot where offered: on a platform without spot that is on-demand, not an error
         if key in body and body[key] not in (None, False) and key not in offered:
             elsewhere = key in {o.rpartition(".")[2] for o in load_profile(other).options}
             hint = f"it is a {other} option; remove it" if elsewhere else "remove it"

@@ -96,6 +96,8 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
     if kind in ("float_type", "float_parsing"):
         return f"expected a number{got}", None
     if kind in ("bool_type", "bool_parsing"):
+        if last == "spot":  # bool | "prefer": pydantic reports the bool branch first
+            return f"expected true, false or prefer{got}", None
         return f"expected true or false{got}", None
     if kind == "string_type":
         return f"expected text{got}", "quote it if YAML reads it as something else"

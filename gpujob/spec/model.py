@@ -63,8 +63,12 @@ class MachineSpec(Model):
         description="GPU alias or preference-ordered list of aliases (H100-80GB, A100-80GB, A6000, RTX4090, ...).",
     )
     gpu_count: int = Field(1, ge=1, le=8, description="GPUs per machine.")
-    spot: bool = Field(
-        False, description="RunPod interruptible (spot) pricing; ~5 s SIGTERM grace. Not on Paperspace."
+    spot: bool | Literal["prefer"] = Field(
+        False,
+        description="RunPod interruptible (spot) pricing; ~5 s SIGTERM grace. `prefer`: spot where the "
+        "platform still offers it, on-demand where it does not (decided at each create or resume, within "
+        "max_price_per_hour; never replaces a running pod; on Paperspace always on-demand). `true` on RunPod "
+        "after its spot API is retired is an error wherever a spot create or resume is needed.",
     )
     cloud: Literal["secure", "community"] | None = Field(
         None, description="RunPod cloud: secure (default) or community. Not on Paperspace."

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+from string import Template
 from typing import Any
 
 import httpx
@@ -46,6 +45,11 @@ def gql(sim: Sim, query: str, variables: dict[str, Any] | None = None) -> httpx.
     )
 
 
+def doc(text: str, **values: str) -> str:
+    """A GraphQL document with $names filled in (GraphQL's own braces need no escaping this way)."""
+    return Template(text).substitute(values)
+
+
 def data(resp: httpx.Response) -> dict[str, Any]:
     assert resp.status_code == 200, resp.text
     body = resp.json()
@@ -61,17 +65,19 @@ def error_of(resp: httpx.Response) -> str:
 
 # Written the way runpod-python's generate_pod_deployment_mutation writes it (inline enum, list, objects,
 # a null), with one more selection than the SDK makes so the projection is seen.
-INLINE_CREATE = """
+INLINE_CREATE = Template(
+    """
 mutation {
   podFindAndDeployOnDemand(
     input: {
-      name: "inline", imageName: "img", cloudType: COMMUNITY, startSsh: true, gpuTypeId: "%s",
+      name: "inline", imageName: "img", cloudType: COMMUNITY, startSsh: true, gpuTypeId: "$gpu",
       supportPublicIp: true, gpuCount: 1, volumeInGb: 0, allowedCudaVersions: ["12.8", "12.9"],
       dataCenterId: null, containerDiskInGb: 12, ports: "22/tcp",
-      env: [{ key: "PUBLIC_KEY", value: "%s" }, { key: "HELLO", value: "world" }]
+      env: [{ key: "PUBLIC_KEY", value: "$key" }, { key: "HELLO", value: "world" }]
     }
   ) { id env machineId machine { podHostId } }
-}""" % (GPU, KEY)
+}"""
+).substitute(gpu=GPU, key=KEY)
 
 VARIABLE_CREATE = """
 mutation deploy($input: PodFindAndDeployOnDemandInput!) {
@@ -107,8 +113,11 @@ def test_aliases_and_field_arguments_are_honoured(gsim: Sim) -> None:
     got = data(
         gql(
             gsim,
-            '{ gpuTypes(input: {id: "%s"}) { gpu: id one: lowestPrice(input: {gpuCount: 1}) { minimumBidPrice } '
-            "nine: lowestPrice(input: {gpuCount: 9, secureCloud: true}) { stockStatus } } }" % GPU,
+            doc(
+                '{ gpuTypes(input: {id: "$v"}) { gpu: id one: lowestPrice(input: {gpuCount: 1}) { minimumBidPrice } '
+                "nine: lowestPrice(input: {gpuCount: 9, secureCloud: true}) { stockStatus } } }",
+                v=GPU,
+            ),
         )
     )["gpuTypes"]
     assert got == [
@@ -157,10 +166,10 @@ def test_inline_string_for_an_enum_and_unknown_input_fields_are_refused(gsim: Si
 
 def test_a_pod_that_is_gone_reads_as_null(gsim: Sim) -> None:
     pod = data(gql(gsim, INLINE_CREATE))["podFindAndDeployOnDemand"]
-    assert data(gql(gsim, 'mutation { podTerminate(input: {podId: "%s"}) }' % pod["id"])) == {
+    assert data(gql(gsim, doc('mutation { podTerminate(input: {podId: "$v"}) }', v=pod["id"]))) == {
         "podTerminate": None
     }
-    assert data(gql(gsim, '{ pod(input: {podId: "%s"}) { id } }' % pod["id"])) == {"pod": None}
+    assert data(gql(gsim, doc('{ pod(input: {podId: "$v"}) { id } }', v=pod["id"]))) == {"pod": None}
     assert data(gql(gsim, '{ pod(input: {podId: "never-was"}) { id } }')) == {"pod": None}
 
 
@@ -168,7 +177,10 @@ def _spot(sim: Sim, **extra: Any) -> dict[str, Any]:
     floor = data(
         gql(
             sim,
-            '{ gpuTypes(input: {id: "%s"}) { lowestPrice(input: {gpuCount: 1}) { minimumBidPrice } } }' % GPU,
+            doc(
+                '{ gpuTypes(input: {id: "$v"}) { lowestPrice(input: {gpuCount: 1}) { minimumBidPrice } } }',
+                v=GPU,
+            ),
         )
     )
     bid = floor["gpuTypes"][0]["lowestPrice"]["minimumBidPrice"]
@@ -187,7 +199,7 @@ def _spot(sim: Sim, **extra: Any) -> dict[str, Any]:
 
 def _stopped(sim: Sim, pod_id: str) -> None:
     wait_for(lambda: sim.control("state")["pods"][pod_id]["status"], lambda s: s == "RUNNING")
-    data(gql(sim, 'mutation { podStop(input: {podId: "%s"}) { id desiredStatus } }' % pod_id))
+    data(gql(sim, doc('mutation { podStop(input: {podId: "$v"}) { id desiredStatus } }', v=pod_id)))
     wait_for(lambda: sim.control("state")["pods"][pod_id]["status"], lambda s: s == "EXITED")
 
 
@@ -197,10 +209,11 @@ def test_spot_and_on_demand_do_not_resume_as_each_other(gsim: Sim) -> None:
     ondemand = data(gql(gsim, INLINE_CREATE))["podFindAndDeployOnDemand"]
     for pod_id in (spot["id"], ondemand["id"]):
         _stopped(gsim, pod_id)
-    resume = 'mutation { podResume(input: {podId: "%s", gpuCount: 1}) { id } }' % spot["id"]
+    resume = doc('mutation { podResume(input: {podId: "$v", gpuCount: 1}) { id } }', v=spot["id"])
     assert error_of(gql(gsim, resume)) == SPOT_AS_ON_DEMAND
-    bid = (
-        'mutation { podBidResume(input: {podId: "%s", bidPerGpu: 9.0, gpuCount: 1}) { id } }' % ondemand["id"]
+    bid = doc(
+        'mutation { podBidResume(input: {podId: "$v", bidPerGpu: 9.0, gpuCount: 1}) { id } }',
+        v=ondemand["id"],
     )
     assert error_of(gql(gsim, bid)) == ON_DEMAND_AS_SPOT
     rest = httpx.post(

@@ -1,5 +1,10 @@
 """RunPod: one method per HTTP call. REST v2 for pods, network volumes, catalog and SSH keys; GraphQL only
-for spot pods, which v2 does not offer."""
+for what v2 does not offer: spot pods, the live bid floor and the balance.
+
+RunPod retires GraphQL (staged rate limits since 2026-09-17, 410 Gone in early 2027): a 410, a 404 of the
+endpoint, or an answer that says it is retired is remembered by the client, so for the rest of the
+command every GraphQL call fails at once with GraphQLRetired, which says once what no longer works and
+what gpujob does instead. Its 429s go through the same pacing and Retry-After handling as v2's."""
 
 from __future__ import annotations
 
@@ -34,6 +39,28 @@ _CAPACITY = re.compile(
 # capacity, the next candidate (or a fresh read of the floor) may work. No public source quotes the
 # exact wording, so this matches the words any such message needs.
 _BID = re.compile(r"\bbid\b.*\b(too low|below|lower than|less than|minimum|outbid)", re.IGNORECASE)
+
+
+# How a retired API answers: 410 Gone, or words to that effect in an error (any status).
+_RETIRED = re.compile(r"\bretired\b|no longer (serves?|serving|available|supported)|\b410\b|\bgone\b", re.I)
+# A GraphQL that lives on without the spot mutations ("being removed from the runpod api").
+_SPOT_REMOVED = re.compile(r'Cannot query field "?(podRentInterruptable|podBidResume)', re.I)
+
+RETIRED_LOSES = (
+    "spot pods (create and resume), the live spot bid floor (minimumBidPrice) and the account balance"
+)
+RETIRED_INSTEAD = (
+    "gpujob goes on with REST v2 alone: on-demand pods (machine.spot: prefer falls back to them), spot "
+    "prices from the profile, and no balance (RP8 says so; the console's Billing page shows it)"
+)
+
+
+class GraphQLRetired(ProviderError):
+    """RunPod's GraphQL API (or its spot part) is gone: what needed it cannot be done at all now."""
+
+
+def is_retired_text(text: str) -> bool:
+    return bool(_RETIRED.search(text or ""))
 
 
 def is_bid_text(text: str) -> bool:
@@ -97,6 +124,43 @@ class RunPodClient:
     def __init__(self, rest: ApiClient, graphql: ApiClient) -> None:
         self.rest = rest
         self.gql = graphql
+        self.graphql_gone: str | None = None  # why, once GraphQL answered that it is retired
+        self.spot_gone: str | None = None  # why spot is gone (GraphQL retired, or its spot mutations)
+
+    def retired(self, what: str) -> GraphQLRetired:
+        why = self.graphql_gone or self.spot_gone or "retired"
+        return GraphQLRetired(
+            f"{what} is not possible: RunPod's GraphQL API is gone ({why})",
+            platform=PLATFORM,
+            call=self.gql.call_name("POST", ""),
+            status=410,
+            hint=f"RunPod retired GraphQL in early 2027; without it there are no {RETIRED_LOSES}. "
+            f"{RETIRED_INSTEAD}. For spot jobs: set machine.spot: prefer (or false)",
+        )
+
+    async def _graphql(
+        self, query: str, variables: dict[str, Any], *, idempotent: bool, what: str, spot: bool = False
+    ) -> Any:
+        """One GraphQL call, unless GraphQL (or, for a spot call, its spot part) is already known gone."""
+        if self.graphql_gone is not None or (spot and self.spot_gone is not None):
+            raise self.retired(what)
+        try:
+            return await self.gql.graphql(query, variables, idempotent=idempotent)
+        except GraphQLRetired:
+            raise
+        except ProviderError as exc:
+            status = getattr(exc, "status", None)
+            text = str(exc)
+            if status in (404, 410) or (status != 200 and is_retired_text(text)):
+                said = {410: "HTTP 410 Gone", 404: "HTTP 404 Not Found"}.get(
+                    status or 0, "it says it is retired"
+                )
+                self.graphql_gone = self.spot_gone = said
+                raise self.retired(what) from None
+            if _SPOT_REMOVED.search(text):
+                self.spot_gone = "its spot mutations are removed"
+                raise self.retired(what) from None
+            raise
 
     async def _list_all(self, path: str, model: type[L], params: dict[str, Any] | None = None) -> list[L]:
         """Every page of a v2 list: follow pagination.nextCursor while hasNextPage (the production spec's
@@ -208,7 +272,7 @@ class RunPodClient:
         queries/gpus.py). Inline literals, as RunPod's clients write it: the input type names are not
         published. A read-only query."""
         query = LOWEST_PRICE % (json.dumps(gpu_id), int(gpu_count), "true" if secure else "false")
-        data = await self.gql.graphql(query, {}, idempotent=True)
+        data = await self._graphql(query, {}, idempotent=True, what="reading the spot bid floor", spot=True)
         types = data.get("gpuTypes") if isinstance(data, dict) else None
         for item in types or []:
             gpu = wire.GraphQLGpuType.model_validate(item)
@@ -228,17 +292,21 @@ class RunPodClient:
         )
 
     async def myself(self) -> wire.Myself:
-        data = await self.gql.graphql(MYSELF, {}, idempotent=True)
+        data = await self._graphql(MYSELF, {}, idempotent=True, what="reading the balance")
         return wire.Myself.model_validate((data or {}).get("myself") or {})
 
     # GraphQL: spot
     async def rent_spot(self, variables: dict[str, Any]) -> wire.GraphQLPod:
-        data = await self.gql.graphql(RENT_SPOT, {"input": variables}, idempotent=False)
+        data = await self._graphql(
+            RENT_SPOT, {"input": variables}, idempotent=False, what="creating a spot pod", spot=True
+        )
         return wire.GraphQLPod.model_validate(_field(data, "podRentInterruptable"))
 
     async def bid_resume(self, pod_id: str, bid_per_gpu: float, gpu_count: int) -> wire.GraphQLPod:
         variables = {"input": {"podId": pod_id, "bidPerGpu": bid_per_gpu, "gpuCount": gpu_count}}
-        data = await self.gql.graphql(BID_RESUME, variables, idempotent=True)
+        data = await self._graphql(
+            BID_RESUME, variables, idempotent=True, what=f"resuming spot pod {pod_id}", spot=True
+        )
         return wire.GraphQLPod.model_validate(_field(data, "podBidResume"))
 
 

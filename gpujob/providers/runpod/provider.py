@@ -21,7 +21,7 @@ from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, ZeroGpuError
 from gpujob.providers.runpod import spot, wire
-from gpujob.providers.runpod.client import PLATFORM, RunPodClient
+from gpujob.providers.runpod.client import PLATFORM, GraphQLRetired, RunPodClient
 from gpujob.providers.runpod.normalize import (
     is_spot,
     pod_to_live,
@@ -144,10 +144,23 @@ class RunPodProvider:
         )
 
     # ---- pods
+    def spot_unavailable(self) -> str | None:
+        """Why spot pods cannot be created or resumed now, once a GraphQL call found out (else None)."""
+        return self.client.spot_gone
+
     async def create_machine(self, request: LaunchRequest) -> LiveResource:
-        create: Callable[[], Awaitable[str]] = (
-            (lambda: self._rent_spot(request)) if request.spot else (lambda: self._create_on_demand(request))
-        )
+        async def create() -> str:
+            if request.spot is True:
+                return await self._rent_spot(request)
+            if request.spot == "prefer" and self.client.spot_gone is None:
+                try:
+                    return await self._rent_spot(request)
+                except GraphQLRetired:
+                    pass  # spot went away just now: `prefer` means on-demand (nothing was created)
+            if request.spot == "prefer":
+                spot.check_on_demand_price(request)
+            return await self._create_on_demand(request)
+
         pod_id = await self._create_once(request.name, create, self._pods_named)
         return await self._wait_ready(pod_id)
 
@@ -157,7 +170,19 @@ class RunPodProvider:
             return self._checked(pod)
         try:
             if resource.spot or is_spot(pod):
-                await spot.resume(self.client, pod, resource)
+                try:
+                    await spot.resume(self.client, pod, resource)
+                except GraphQLRetired as exc:
+                    raise GraphQLRetired(
+                        f"spot pod {pod.id} cannot be resumed: RunPod's spot API is gone "
+                        f"({self.client.spot_gone}) and REST v2 will not start a spot pod as on-demand",
+                        platform=PLATFORM,
+                        call=exc.call,
+                        status=exc.status,
+                        hint="set machine.spot: prefer (or false) and run `gpujob plan`: it replaces the pod "
+                        "with an on-demand one on the same network volume (checkpoints on a volume disk go "
+                        "through the gate first)",
+                    ) from None
             else:
                 await self.client.pod_action(pod.id, "start")
         except ProviderConflict:
@@ -285,8 +310,9 @@ class RunPodProvider:
             body["templateId"] = r.template
         if r.region:
             body["dataCenterIds"] = [r.region]
-        if r.container_disk_gb:
-            body["disk"] = r.container_disk_gb
+        # Unset: the default the plan priced (profile tier container_disk), not the platform's own
+        # default (50 GB in the v2 examples), so plan, create and audit agree.
+        body["disk"] = r.container_disk_gb or spot.default_container_disk_gb()
         if r.min_cuda:
             # RP9: a floor, compared numerically (v2 CreateGpuConfig.minCudaVersion); allowedCudaVersions
             # would be an exact set that a version no host reports turns into a capacity error

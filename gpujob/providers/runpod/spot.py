@@ -24,19 +24,49 @@ async def floor(client: RunPodClient, gpu_id: str, cloud: str | None, count: int
     secure = (cloud or "secure").lower() != "community"
     lowest = await client.lowest_price(gpu_id, count, secure=secure)
     found = lowest.minimum_bid_price if lowest is not None else None
-    if found:
+    if found and found > 0:
         return found
-    from gpujob.profile import load_profile
-
-    offer = load_profile(PLATFORM).gpu(gpu_id)
-    if offer is not None and offer.price_hour_spot:
-        return offer.price_hour_spot
+    # null or 0 is "no spot offer now", not "bid the profile's price": a stale table price would be a
+    # bid the platform refuses, or one far above today's market.
     raise ProviderCapacityError(
         f"RunPod gives no spot floor (minimumBidPrice) for {count}x '{gpu_id}' now",
         platform=PLATFORM,
         call="POST /graphql",
         hint="no spot offer for this candidate; gpujob tries the next one (or set spot: false)",
     )
+
+
+def default_container_disk_gb() -> int:
+    """The container disk the plan prices when container_disk_gb is unset (profile tier container_disk)."""
+    from gpujob.profile import load_profile
+
+    return int(load_profile(PLATFORM).tier("container_disk").default_gb or 5)
+
+
+def check_on_demand_price(r: LaunchRequest) -> None:
+    """A `prefer` create falling back to on-demand stays within max_price_per_hour (the candidates were
+    priced as spot): over it, this candidate is skipped like one without capacity."""
+    from gpujob.profile import load_profile
+
+    if r.max_price_per_hour is None:
+        return
+    offer = load_profile(PLATFORM).gpu(r.gpu_id)
+    if offer is None:
+        return
+    per_gpu = (
+        offer.price_hour_community
+        if r.cloud == "community" and offer.price_hour_community
+        else offer.price_hour
+    )
+    total = per_gpu * max(r.gpu_count, 1)
+    if total > r.max_price_per_hour:
+        raise ProviderCapacityError(
+            f"spot is gone and on-demand {r.gpu_count}x '{r.gpu_id}' costs ${total:.2f}/h, over "
+            f"max_price_per_hour ${r.max_price_per_hour:.2f}/h",
+            platform=PLATFORM,
+            call="create",
+            hint="machine.spot: prefer stays within max_price_per_hour: raise it or add a cheaper GPU",
+        )
 
 
 def rent_input(r: LaunchRequest, bid: float, env: dict[str, str]) -> dict[str, Any]:
@@ -58,7 +88,7 @@ def rent_input(r: LaunchRequest, bid: float, env: dict[str, str]) -> dict[str, A
         "imageName": r.image,
         "templateId": r.template,
         "dataCenterId": r.region,
-        "containerDiskInGb": r.container_disk_gb,
+        "containerDiskInGb": r.container_disk_gb or default_container_disk_gb(),
         "networkVolumeId": r.network_volume_id,
         "volumeInGb": None if r.network_volume_id else r.volume_gb,
     }
