@@ -12,7 +12,7 @@ import pytest
 
 from gpujob.spec.load import LoadedSpec, load_specs
 from tests.owners import PROJECT
-from tests.providers.conftest import anyio_backend, clock, router, simb  # noqa: F401  (fixtures)
+from tests.providers.conftest import anyio_backend, clock, router, simb, simg  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

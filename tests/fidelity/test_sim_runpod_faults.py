@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 import pytest
 
 from gpujob.apply.capacity import create_with_fallback
-from gpujob.errors import ProviderError
+from gpujob.errors import ProviderCapacityError, ProviderError
 from gpujob.gpus import Candidate
 from gpujob.providers.base import LaunchRequest, VolumeRequest
+from gpujob.providers.runpod.client import GraphQLRetired
 from gpujob.providers.wait import Timeouts
 from gpujob.sim.runpod_graphql import spot_floor
 from tests.providers.conftest import Backend
@@ -36,10 +37,16 @@ def _cands(*ids: str) -> list[Candidate]:
     ]  # fmt: skip
 
 
-async def test_spot_bids_the_floor_the_simulator_reports_now(simb: Backend) -> None:
+async def test_spot_bids_the_floor_the_simulator_reports_now(simg: Backend) -> None:
+    simb = simg
     simb.sim.inject("spot_floor", gpu=RTX, factor=1.5)  # the market moved off the profile's price
     floor = spot_floor(simb.sim.engine, RTX)
     async with simb.open({"runpod"}) as p:
+        if simg.graphql_gone:  # no floor to read, and no stale profile price bid in its place
+            with pytest.raises(GraphQLRetired, match="HTTP 410"):
+                await p["runpod"].create_machine(_launch(spot=True))
+            assert simb.sim.engine.state.pods == {}
+            return
         pod = await p["runpod"].create_machine(_launch(spot=True))
         assert pod.spot and pod.ssh is not None
         with simb.sim.engine.lock:
@@ -47,20 +54,37 @@ async def test_spot_bids_the_floor_the_simulator_reports_now(simb: Backend) -> N
         await p["runpod"].terminate(pod)
 
 
-async def test_bid_too_low_moves_to_the_next_candidate(simb: Backend) -> None:
+async def test_bid_too_low_moves_to_the_next_candidate(simg: Backend) -> None:
+    simb = simg
     simb.sim.inject("bid_too_low", gpu=RTX)
     notes: list[str] = []
     async with simb.open({"runpod"}) as p:
         pod = await create_with_fallback(
             p["runpod"],
-            _launch(spot=True),
+            _launch(spot="prefer"),
             _cands(RTX, L40S),
             clock=simb.clock,
             note=notes.append,
             max_wait_s=60,
         )
-        assert pod.gpu_id == L40S and "no capacity for" in notes[0]
+        if simg.graphql_gone:  # prefer: no bid at all, the first candidate on-demand
+            assert pod.gpu_id == RTX and not pod.spot and notes == []
+        else:
+            assert pod.gpu_id == L40S and pod.spot and "no capacity for" in notes[0]
         await p["runpod"].terminate(pod)
+
+
+async def test_prefer_falls_back_to_on_demand_only_within_max_price(simg: Backend) -> None:
+    # RTX 4090: spot $0.34/h fits under $0.50/h, on-demand $0.69/h does not
+    async with simg.open({"runpod"}) as p:
+        if not simg.graphql_gone:
+            pod = await p["runpod"].create_machine(_launch(spot="prefer", max_price_per_hour=0.5))
+            assert pod.spot
+            await p["runpod"].terminate(pod)
+            return
+        with pytest.raises(ProviderCapacityError, match="over max_price_per_hour"):
+            await p["runpod"].create_machine(_launch(spot="prefer", max_price_per_hour=0.5))
+        assert simg.sim.engine.state.pods == {}
 
 
 async def test_403_pool_is_skipped(simb: Backend) -> None:

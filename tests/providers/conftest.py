@@ -108,6 +108,11 @@ class Backend:
     def sim(self) -> Sim:
         return self.extra["sim"]  # type: ignore[no-any-return]
 
+    @property
+    def graphql_gone(self) -> bool:
+        """The simulator answers RunPod GraphQL with 410 Gone (fixture simg's "gone" case)."""
+        return self.extra.get("graphql") == "gone"
+
 
 def _sim_available() -> bool:
     try:
@@ -154,6 +159,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 def simb(tmp_path: Path) -> Iterator[Backend]:
     """Simulator only (speed 1: real time), for the cases respx cannot express."""
     with sim_backend(tmp_path / "sim") as b:
+        yield b
+
+
+@pytest.fixture(params=["live", "gone"])
+def simg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """The simulator with RunPod's GraphQL live, and gone as announced for early 2027 (410 to every
+    call): the spot scenarios run either way, each asserting what that calendar means."""
+    with sim_backend(tmp_path / "sim", runpod_graphql=request.param) as b:
+        b.extra["graphql"] = request.param
         yield b
 
 

@@ -13,6 +13,7 @@ import pytest
 from gpujob.errors import ProviderError
 from gpujob.live import LiveResource
 from gpujob.providers.base import LaunchRequest, VolumeRequest
+from gpujob.providers.runpod.client import GraphQLRetired
 from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.session import connect
 from tests.providers.conftest import Backend, sim_backend
@@ -37,9 +38,23 @@ def by_id(resources: list[LiveResource]) -> dict[str, LiveResource]:
     return {r.id: r for r in resources}
 
 
-async def test_spot_pod_rented_over_graphql_and_resumed_with_a_bid(simb: Backend) -> None:
+async def test_spot_pod_rented_over_graphql_and_resumed_with_a_bid(simg: Backend) -> None:
+    simb = simg
     async with simb.open({"runpod"}) as p:
         rp = p["runpod"]
+        if simg.graphql_gone:
+            # 2027: spot: true cannot be had at all, and says so (not "check the job file")
+            with pytest.raises(GraphQLRetired) as info:
+                await rp.create_machine(POD.model_copy(update={"spot": True, "bid_per_gpu": 0.4}))
+            assert "HTTP 410" in str(info.value) and "machine.spot: prefer" in (info.value.hint or "")
+            assert simb.sim.engine.state.pods == {}
+            # prefer: an on-demand pod, which v2 stops and starts like any other
+            pod = await rp.create_machine(POD.model_copy(update={"spot": "prefer"}))
+            assert not pod.spot and not simb.sim.engine.state.pods[pod.id].interruptible
+            resumed = await rp.start(await rp.stop(pod))
+            assert resumed.status == "running" and resumed.ssh is not None and not resumed.spot
+            await rp.terminate(resumed)
+            return
         pod = await rp.create_machine(POD.model_copy(update={"spot": True, "bid_per_gpu": 0.4}))
         sim_pod = simb.sim.engine.state.pods[pod.id]
         assert sim_pod.interruptible and sim_pod.bid_per_gpu == 0.4
@@ -58,6 +73,37 @@ async def test_spot_pod_rented_over_graphql_and_resumed_with_a_bid(simb: Backend
         )  # resume bids what create bid, not on-demand
         await rp.terminate(resumed)
         assert await rp.get("pod", pod.id) is None
+        preferred = await rp.create_machine(POD.model_copy(update={"name": "gpujob-p", "spot": "prefer"}))
+        assert preferred.spot and simb.sim.engine.state.pods[preferred.id].interruptible  # spot while offered
+        await rp.terminate(preferred)
+
+
+async def test_a_stopped_spot_pod_cannot_resume_once_graphql_is_gone(simb: Backend) -> None:
+    async with simb.open({"runpod"}) as p:
+        rp = p["runpod"]
+        pod = await rp.create_machine(POD.model_copy(update={"spot": True, "bid_per_gpu": 0.4}))
+        stopped = await rp.stop(pod)
+        simb.sim.engine.options.runpod_graphql = "gone"  # the calendar turns while the pod is stopped
+        with pytest.raises(GraphQLRetired, match="cannot be resumed") as info:
+            await rp.start(stopped)
+        assert "same network volume" in (info.value.hint or "")
+        still = await rp.get("pod", pod.id)
+        assert still is not None and still.status == "stopped"
+        # remembered for the command: the next GraphQL read fails at once, without asking (the
+        # simulator answers again, and still the client does not call)
+        simb.sim.engine.options.runpod_graphql = "live"
+        with pytest.raises(GraphQLRetired, match="reading the balance"):
+            await rp.account()
+        assert rp.spot_unavailable() == "HTTP 410 Gone"
+
+
+async def test_limited_graphql_is_paced_by_its_retry_after(tmp_path: Path) -> None:
+    with sim_backend(tmp_path / "sim", runpod_graphql="limited", pods=False) as b:
+        async with b.open({"runpod"}) as p:
+            for _ in range(4):  # every third call is a 429 with Retry-After: 1
+                account = await p["runpod"].account()
+                assert account is not None and account.balance_usd is not None
+        assert any(1.0 <= s <= 1.6 for s in b.clock.sleeps), b.clock.sleeps
 
 
 async def test_paperspace_startup_script_key_and_dynamic_ip(simb: Backend, tmp_path: Path) -> None:
