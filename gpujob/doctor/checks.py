@@ -17,7 +17,15 @@ from gpujob.providers.paperspace import wire as ps
 from gpujob.providers.runpod import wire as rp
 
 MAX_PAGES = 3  # the shape of a listing shows on its first pages; doctor is a check, not an export
-Outcome = Literal["ok", "drift", "refused", "error"]
+Outcome = Literal["ok", "drift", "refused", "error", "retired"]
+
+# What a 410 from RunPod's GraphQL means, said once under the report (gpujob.doctor.report).
+RETIRED_MEANS = (
+    "RunPod's GraphQL API answers 410 Gone: it is retired (announced for early 2027). Without it there are "
+    "no spot pods (machine.spot: true plans are blocked; spot: prefer creates on-demand pods), no live spot "
+    "bid floor, and no balance (the plan's RP8 says it is unknown; check the console's Billing page). "
+    "Everything else runs on REST v2 as before."
+)
 
 # What gpujob was built against, shown next to every answer (the APIs do not say their own version).
 API_VERSIONS = {
@@ -110,6 +118,8 @@ async def _run(check: Check, api: ApiClient | None) -> Result:
     except MalformedResponse as exc:
         return Result(check.platform, call, "drift", str(exc), [Drift("$", "JSON", "not JSON")])
     except ProviderError as exc:
+        if check.query is not None and exc.status == 410:
+            return Result(check.platform, call, "retired", "HTTP 410 Gone: RunPod's GraphQL API is retired")
         return Result(check.platform, call, "error", str(exc))
     found: list[Drift] = []
     count = 0

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from gpujob.doctor.checks import API_VERSIONS, Result
+from gpujob.doctor.checks import API_VERSIONS, RETIRED_MEANS, Result
 
-LABEL = {"ok": "OK", "drift": "DRIFT", "refused": "REFUSED", "error": "ERROR"}
+LABEL = {"ok": "OK", "drift": "DRIFT", "refused": "REFUSED", "error": "ERROR", "retired": "RETIRED"}
 NAMES = {"runpod": "RunPod", "paperspace": "Paperspace"}
 
 
@@ -42,6 +42,8 @@ def text(results: list[Result], *, now: datetime, version: str, bases: Mapping[s
         "Summary: " + ", ".join(f"{n} {LABEL[k].lower()}" for k, n in counts.items() if n),
         "Paste this whole report into bug reports: it holds no API key.",
     ]
+    if counts["retired"]:
+        lines.append(f"RETIRED: {RETIRED_MEANS}")
     if counts["drift"]:
         lines.append(
             "DRIFT: an answer no longer has the shape gpujob reads; please report it with this output "
@@ -73,4 +75,6 @@ def as_json(results: list[Result], *, now: datetime, version: str, bases: Mappin
         ],
         "exit_code": exit_code(results),
     }
+    if any(r.outcome == "retired" for r in results):
+        doc["retired"] = RETIRED_MEANS
     return redact(json.dumps(doc, indent=2) + "\n")

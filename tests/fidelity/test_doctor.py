@@ -164,3 +164,15 @@ def test_the_setup_fails_the_doctor_even_with_every_api_answer_ok(fake: RunningF
         ).stdout
     )
     assert report["exit_code"] == 1 and any(c["outcome"] == "fail" for c in report["setup"])
+
+
+def test_doctor_says_what_a_retired_graphql_means(tmp_path: Path) -> None:
+    with running_simulator(tmp_path / "gone", pods=False, runpod_graphql="gone") as gone:
+        done = _doctor(gone.env, "--platform", "runpod")
+    assert done.returncode == 0, done.stdout + done.stderr  # retired is expected, not a failure
+    retired = [line for line in done.stdout.splitlines() if line.startswith("  RETIRED")]
+    assert len(retired) == 2 and all("HTTP 410 Gone" in line for line in retired), done.stdout
+    assert "ERROR" not in done.stdout
+    (means,) = [line for line in done.stdout.splitlines() if line.startswith("RETIRED:")]  # said once
+    assert "no spot pods" in means and "no balance" in means and "spot: prefer" in means
+    assert gone.env["RUNPOD_API_KEY"] not in done.stdout + done.stderr
