@@ -8,6 +8,7 @@ What bills when (from the profiles):
                   RUNNING; volume disk at the running price while up, at the stopped price (2×) while
                   EXITED; nothing after terminate.
   network volume  always, until deleted.
+  serverless      workers.min × GPUs per worker × the pool's serverless price, always (idle or not).
   Paperspace      machine rate while ready; block storage always (running/stopped price, monthly cap);
                   dynamic IP only while ready; a claimed static IP and snapshots always (monthly caps).
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from gpujob.profile import billed_hours
 from gpujob.sim.prices import SECONDS_PER_MONTH, Prices
-from gpujob.sim.state import Metered, PsIp, PsMachine, PsSnapshot, RpPod, RpVolume, SimState
+from gpujob.sim.state import Metered, PsIp, PsMachine, PsSnapshot, RpEndpoint, RpPod, RpVolume, SimState
 
 UP_STATES = {"PROVISIONING", "STARTING", "RUNNING"}
 
@@ -46,6 +47,12 @@ def rates(res: Metered, rp: Prices, ps: Prices) -> dict[str, tuple[float, float 
             return {"network_volume": (month / SECONDS_PER_MONTH, None)}
         tier = rp.tier("network_volume")
         return {"network_volume": (res.size * tier.running / SECONDS_PER_MONTH, None)}
+    if isinstance(res, RpEndpoint):
+        if res.workers_min <= 0:
+            return {}
+        return {
+            "active_workers": (res.workers_min * res.gpu_count * rp.serverless_hour(res.pools) / 3600.0, None)
+        }
     if isinstance(res, PsMachine):
         out = {}
         ready = res.state in ("ready", "serviceready")
@@ -91,7 +98,7 @@ def accrue(res: Metered, now: float, rp: Prices, ps: Prices) -> None:
 
 
 def _platform(res: Metered) -> str:
-    return "runpod" if isinstance(res, RpPod | RpVolume) else "paperspace"
+    return "runpod" if isinstance(res, RpPod | RpVolume | RpEndpoint) else "paperspace"
 
 
 def _split(start: float, end: float, rate: float) -> dict[int, float]:
@@ -153,6 +160,7 @@ def all_resources(state: SimState) -> list[tuple[str, str, Metered]]:
     rows: list[tuple[str, str, Metered]] = []
     rows += [("runpod", "pod", p) for p in state.pods.values()]
     rows += [("runpod", "network_volume", v) for v in state.volumes.values()]
+    rows += [("runpod", "endpoint", e) for e in state.endpoints.values()]
     rows += [("paperspace", "machine", m) for m in state.machines.values()]
     rows += [("paperspace", "public_ip", i) for i in state.ips.values()]
     rows += [("paperspace", "snapshot", s) for s in state.snapshots.values()]

@@ -13,6 +13,16 @@ from gpujob.profile import HOURS_PER_MONTH, GpuOffer, Profile, load_profile
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 
 
+# Serverless pools by GPU type (shared/api/REFERENCE.md lists the pool ids; the grouping is the simulator's).
+POOLS = {
+    "NVIDIA RTX A4000": "AMPERE_16", "NVIDIA RTX A5000": "AMPERE_24", "NVIDIA GeForce RTX 3090": "AMPERE_24",
+    "NVIDIA GeForce RTX 4090": "ADA_24", "NVIDIA L4": "ADA_24", "NVIDIA RTX 4000 Ada Generation": "ADA_24",
+    "NVIDIA RTX A6000": "AMPERE_48", "NVIDIA A40": "AMPERE_48", "NVIDIA L40S": "ADA_48_PRO",
+    "NVIDIA A100 80GB PCIe": "AMPERE_80", "NVIDIA A100-SXM4-80GB": "AMPERE_80", "NVIDIA H100 PCIe": "ADA_80_PRO",
+    "NVIDIA H100 80GB HBM3": "ADA_80_PRO",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class TierPrice:
     running: float  # USD per GB-month
@@ -82,6 +92,17 @@ class Prices:
         if cloud.upper() == "COMMUNITY" and g.community is not None:
             return g.community
         return g.secure
+
+    def pool(self, platform_id: str) -> str | None:
+        """The serverless pool a GPU type belongs to (v2 catalog `pool`): by architecture and memory."""
+        g = self.gpu(platform_id)
+        return None if g is None else POOLS.get(g.id)
+
+    def serverless_hour(self, pools: list[str]) -> float:
+        """Per-GPU hourly price of a serverless worker in these pools: the cheapest type in them. The
+        simulator's own figure (the pods' secure price); the profile has no serverless prices."""
+        prices = [g.secure for g in self.gpus() if POOLS.get(g.id) in pools]
+        return min(prices) if prices else 0.0
 
     def machine_hour(self, machine_type: str) -> float:
         """Hourly rate of a Paperspace machine type, multi-GPU types included (A4000x2 = 2 × A4000)."""

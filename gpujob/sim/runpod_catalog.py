@@ -28,12 +28,16 @@ def gpu_json(api: Any, g: Any, include: bool, cloud: str = "SECURE", count: int 
     out: dict[str, Any] = {
         "id": g.id,
         "name": g.alias,
-        "pool": None,
+        "pool": api.sim.rp_prices.pool(g.id),
         "manufacturer": "AMD" if "AMD" in g.id else "NVIDIA",
         "memory": g.vram,
         "secure": True,
         "community": g.community is not None,
-        "price": {"secure": g.secure, "community": g.community if g.community is not None else g.secure},
+        "price": {
+            "secure": g.secure,
+            "community": g.community if g.community is not None else g.secure,
+            "serverless": api.sim.rp_prices.serverless_hour([api.sim.rp_prices.pool(g.id) or ""]) or None,
+        },
         "maxCount": {"secure": MAX_COUNT, "community": MAX_COUNT if g.community is not None else 0},
     }
     if include:

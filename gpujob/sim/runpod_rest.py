@@ -80,6 +80,7 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
         "runtime": runtime,
         "createdAt": iso(pod.created_at),
         "startedAt": iso(pod.started_at),
+        **({"cluster": pod.cluster} if pod.cluster else {}),
     }
 
 
@@ -152,6 +153,7 @@ class RunPodRest(Api):
         r("GET", "/v2/account/ssh-keys", self.get_keys)
         r("PUT", "/v2/account/ssh-keys", self.put_keys)
         r("POST", "/graphql", lambda q: runpod_graphql.handle(sim, q))
+        from gpujob.sim import runpod_clusters
         from gpujob.sim.account_objects import add_runpod_routes
         from gpujob.sim.runpod_billing import add_billing_routes
         from gpujob.sim.runpod_catalog import add_catalog_routes
@@ -159,6 +161,7 @@ class RunPodRest(Api):
         add_catalog_routes(self)
         add_billing_routes(self)
         add_runpod_routes(self)
+        runpod_clusters.add_routes(self)
 
     # --- plumbing
     def error(
@@ -195,8 +198,13 @@ class RunPodRest(Api):
 
     # --- pods
     def list_pods(self, req: Request) -> Response:
+        members = req.arg("includeClusterPods") == "true"  # cluster member pods only when asked for
         with self.sim.lock:
-            pods = [pod_json(self.sim, p) for p in self.sim.state.pods.values() if p.ended_at is None]
+            pods = [
+                pod_json(self.sim, p)
+                for p in self.sim.state.pods.values()
+                if p.ended_at is None and (members or p.cluster is None)
+            ]
         return v2_page(req, "pods", pods)
 
     def get_pod(self, req: Request) -> Response:

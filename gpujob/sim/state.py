@@ -62,6 +62,7 @@ class RpPod(Metered):
     host: int = 1  # bumped on a "new host": new port and host key
     gpu_fault: str | None = None  # the host's GPU is faulty: "xid" | "throttle" (gpujob/sim/gpuhost.py)
     min_cuda: str | None = None  # create filter gpu.minCudaVersion (RP9)
+    cluster: dict[str, Any] | None = None  # PodCluster {id, rank}: a member of an Instant Cluster
     allowed_cuda: list[str] = Field(default_factory=list)  # gpu.allowedCudaVersions / GraphQL's
     gen: int = 0  # bumped on every transition so stale workers give up
 
@@ -80,6 +81,33 @@ class RpPod(Metered):
             return str(self.mounts["persistent"].get("path") or "/workspace")
         net = self.mounts.get("network") or []
         return str(net[0].get("path") or "/workspace") if net else "/workspace"
+
+
+class RpCluster(SimModel):
+    """An Instant Cluster (v2 Cluster): its member pods are RpPods with `cluster` set, billed as pods."""
+
+    id: str
+    name: str
+    type: str = "TRAINING"
+    gpu_type_id: str
+    gpu_count_per_pod: int = 1
+    pod_count: int = 2
+    data_center: str = "US-KS-2"
+    created_at: float = 0.0
+
+
+class RpEndpoint(Metered):
+    """A serverless endpoint (v2 Endpoint). workers.min >= 1 keeps that many workers up, billed around
+    the clock whether requests come or not."""
+
+    id: str
+    name: str
+    image: str = ""
+    pools: list[str] = Field(default_factory=list)
+    gpu_count: int = 1
+    workers_min: int = 0
+    workers_max: int = 3
+    data_centers: list[str] = Field(default_factory=list)
 
 
 class RpVolume(Metered):
@@ -220,6 +248,8 @@ class SimState(SimModel):
     custom_templates: dict[str, PsTemplate] = Field(default_factory=dict)
     networks: dict[str, PsNetwork] = Field(default_factory=dict)
     drives: dict[str, PsDrive] = Field(default_factory=dict)
+    clusters: dict[str, RpCluster] = Field(default_factory=dict)
+    endpoints: dict[str, RpEndpoint] = Field(default_factory=dict)
     ip_counter: int = 0
     ip_base: int = Field(default_factory=lambda: secrets.randbelow(200))
     balance_exhausted: bool = False

@@ -129,6 +129,24 @@ def _scenario(c: httpx.Client, sim: Sim) -> None:
     c.get("/v2/billing")
     c.get("/v2/billing/pods")
     c.get("/v2/billing/network-volumes")
+    compute = {"gpuTypeId": "NVIDIA A40", "gpuCountPerPod": 1, "podCount": 2}
+    cl = c.post(
+        "/v2/clusters", json={"name": "cl", "type": "TRAINING", "image": "img", "compute": compute}
+    ).json()
+    c.get("/v2/clusters")
+    c.get(f"/v2/clusters/{cl['id']}")
+    members = [
+        p for p in c.get("/v2/pods", params={"includeClusterPods": "true"}).json()["pods"] if "cluster" in p
+    ]
+    assert len(members) == 2 and not any("cluster" in p for p in c.get("/v2/pods").json()["pods"])
+    c.delete(f"/v2/clusters/{cl['id']}")
+    c.get("/v2/clusters/nope")  # 404
+    scaling = {"type": "QUEUE_DELAY", "queueDelay": 4}
+    ep = c.post("/v2/serverless", json={"name": "ep", "type": "QUEUE", "image": "img", "scaling": scaling,
+                                       "gpu": {"pools": ["ADA_24"]}, "workers": {"min": 1, "max": 2}}).json()  # fmt: skip
+    c.get("/v2/serverless")
+    c.get(f"/v2/serverless/{ep['id']}")
+    c.delete(f"/v2/serverless/{ep['id']}")
     c.get("/v2/network-volumes")
     c.delete(f"/v2/network-volumes/{vol['id']}")
     c.post(f"/v2/pods/{pod['id']}/action", json={"action": "terminate"})

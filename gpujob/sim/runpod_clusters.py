@@ -1,0 +1,191 @@
+"""RunPod v2 Instant Clusters (/v2/clusters) and serverless endpoints (/v2/serverless): what bills
+beside pods and network volumes, for `gpujob audit` to find.
+
+A cluster's member pods are ordinary pods with a `cluster: {id, rank}` block, billed as pods, and left
+out of `GET /v2/pods` unless `includeClusterPods=true` (the v2 spec's default). Member pods run no sshd:
+the simulator meters them, nothing more. An endpoint bills `workers.min` always-on workers around the
+clock (gpujob.sim.meters), whether requests come or not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpujob.sim.clock import iso
+from gpujob.sim.engine import SimError, Simulator
+from gpujob.sim.http import Request, Response
+from gpujob.sim.state import RpCluster, RpEndpoint, RpPod, new_id
+
+
+def cluster_json(sim: Simulator, c: RpCluster) -> dict[str, Any]:
+    members = [
+        p for p in sim.state.pods.values() if (p.cluster or {}).get("id") == c.id and p.ended_at is None
+    ]
+    by_status: dict[str, int] = {}
+    for p in members:
+        by_status[p.status] = by_status.get(p.status, 0) + 1
+    out: dict[str, Any] = {
+        "id": c.id,
+        "name": c.name,
+        "type": c.type,
+        "compute": {
+            "gpuTypeId": c.gpu_type_id,
+            "gpuCountPerPod": c.gpu_count_per_pod,
+            "podCount": c.pod_count,
+        },
+        "dataCenterId": c.data_center,
+        "pods": {"total": len(members), "byStatus": by_status},
+        "createdAt": iso(c.created_at),
+    }
+    primary = next((p for p in members if (p.cluster or {}).get("rank") == 0), None)
+    if primary is not None:
+        out["primary"] = {"podId": primary.id, "status": primary.status}
+    return out
+
+
+def endpoint_json(e: RpEndpoint) -> dict[str, Any]:
+    return {
+        "id": e.id,
+        "name": e.name,
+        "type": "QUEUE",
+        "image": e.image,
+        "gpu": {"pools": e.pools, "count": e.gpu_count, "allowedCudaVersions": [], "minCudaVersion": None},
+        "workers": {"min": e.workers_min, "max": e.workers_max, "idleTimeout": 5},
+        "scaling": {"type": "QUEUE_DELAY", "queueDelay": 4},
+        "dataCenterIds": e.data_centers,
+        "networkVolumes": [],
+        "timeout": 600000,
+        "flashboot": "OFF",
+        "createdAt": iso(e.created_at),
+    }
+
+
+def add_routes(api: Any) -> None:
+    sim: Simulator = api.sim
+
+    def cluster(cid: str) -> RpCluster:
+        c = sim.state.clusters.get(cid)
+        if c is None:
+            raise SimError(404, "cluster not found", "not_found")
+        return c
+
+    def endpoint(eid: str) -> RpEndpoint:
+        e = sim.state.endpoints.get(eid)
+        if e is None or e.ended_at is not None:
+            raise SimError(404, "endpoint not found", "not_found")
+        return e
+
+    def list_clusters(req: Request) -> Response:
+        from gpujob.sim.runpod_rest import v2_page
+
+        with sim.lock:
+            return v2_page(req, "clusters", [cluster_json(sim, c) for c in sim.state.clusters.values()])
+
+    def create_cluster(req: Request) -> Response:
+        body = req.json()
+        compute = body.get("compute") if isinstance(body, dict) else None
+        problems = [
+            f"$: missing property '{k}'" for k in ("name", "type", "compute") if k not in (body or {})
+        ]
+        if isinstance(compute, dict):
+            problems += [
+                f"$.compute: missing property '{k}'"
+                for k in ("gpuTypeId", "gpuCountPerPod", "podCount")
+                if k not in compute
+            ]
+        if problems or not isinstance(compute, dict):
+            return api.invalid(problems or ["$.compute: expected object"])
+        if sim.rp_prices.gpu(compute["gpuTypeId"]) is None:
+            raise SimError(
+                400, f"gpu type '{compute['gpuTypeId']}' is not a valid GPU type id", "bad_request"
+            )
+        dcs = body.get("dataCenterIds") or [sim.rp_prices.regions()[0]]
+        with sim.lock:
+            c = RpCluster(
+                id=new_id(14), name=body["name"], type=body["type"], gpu_type_id=compute["gpuTypeId"],
+                gpu_count_per_pod=int(compute["gpuCountPerPod"]), pod_count=int(compute["podCount"]),
+                data_center=dcs[0], created_at=sim.now(),
+            )  # fmt: skip
+            sim.state.clusters[c.id] = c
+            for rank in range(c.pod_count):
+                pod = RpPod(
+                    id=new_id(14), name=f"{c.name}-{rank}", status="RUNNING", image=str(body.get("image") or ""),
+                    gpu_id=c.gpu_type_id, gpu_count=c.gpu_count_per_pod, requested_gpu_count=c.gpu_count_per_pod,
+                    data_center=c.data_center, cluster={"id": c.id, "rank": rank},
+                )  # fmt: skip
+                pod.created_at = pod.metered_to = pod.started_at = sim.now()
+                sim.state.pods[pod.id] = pod
+            sim.save()
+            return Response(201, cluster_json(sim, c))
+
+    def get_cluster(req: Request) -> Response:
+        with sim.lock:
+            return Response(200, cluster_json(sim, cluster(req.params["id"])))
+
+    def delete_cluster(req: Request) -> Response:
+        from gpujob.sim import rp_engine
+
+        with sim.lock:
+            c = cluster(req.params["id"])
+            members = [
+                p.id
+                for p in sim.state.pods.values()
+                if (p.cluster or {}).get("id") == c.id and p.ended_at is None
+            ]
+        for pod_id in members:
+            rp_engine.terminate(sim, pod_id)
+        with sim.lock:
+            del sim.state.clusters[c.id]
+            sim.save()
+        return Response(204)
+
+    def list_endpoints(req: Request) -> Response:
+        from gpujob.sim.runpod_rest import v2_page
+
+        with sim.lock:
+            rows = [endpoint_json(e) for e in sim.state.endpoints.values() if e.ended_at is None]
+        return v2_page(req, "endpoints", rows)
+
+    def create_endpoint(req: Request) -> Response:
+        body = req.json()
+        problems = [
+            f"$: missing property '{k}'" for k in ("name", "type", "scaling") if k not in (body or {})
+        ]
+        if not (body or {}).get("image") and not (body or {}).get("templateId"):
+            problems.append("$: missing property 'image'")
+        if problems:
+            return api.invalid(problems)
+        gpu = body.get("gpu") or {}
+        workers = body.get("workers") or {}
+        with sim.lock:
+            e = RpEndpoint(
+                id=new_id(8), name=body["name"], image=str(body.get("image") or ""),
+                pools=list(gpu.get("pools") or ["ADA_24"]), gpu_count=int(gpu.get("count") or 1),
+                workers_min=int(workers.get("min") or 0), workers_max=int(workers.get("max") or 3),
+                data_centers=list(body.get("dataCenterIds") or []),
+            )  # fmt: skip
+            e.created_at = e.metered_to = sim.now()
+            sim.state.endpoints[e.id] = e
+            sim.save()
+            return Response(201, endpoint_json(e))
+
+    def get_endpoint(req: Request) -> Response:
+        with sim.lock:
+            return Response(200, endpoint_json(endpoint(req.params["id"])))
+
+    def delete_endpoint(req: Request) -> Response:
+        with sim.lock:
+            e = endpoint(req.params["id"])
+            sim.accrue(e)
+            e.ended_at = sim.now()
+            sim.save()
+        return Response(204)
+
+    r = api.route
+    r("GET", "/v2/clusters", list_clusters)
+    r("POST", "/v2/clusters", create_cluster)
+    r("GET", "/v2/clusters/{id}", get_cluster)
+    r("DELETE", "/v2/clusters/{id}", delete_cluster)
+    r("GET", "/v2/serverless", list_endpoints)
+    r("POST", "/v2/serverless", create_endpoint)
+    r("GET", "/v2/serverless/{id}", get_endpoint)
+    r("DELETE", "/v2/serverless/{id}", delete_endpoint)
