@@ -20,6 +20,8 @@ ResourceKind = Literal[
     "template",  # custom template (Paperspace) / template (RunPod)
     "registry_auth",  # RunPod container registry credential
     "shared_drive",  # Paperspace shared drive
+    "cluster",  # RunPod Instant Cluster (its member pods bill as pods)
+    "endpoint",  # RunPod serverless endpoint (workers.min bill around the clock)
 ]
 
 # Normalised lifecycle status. Volumes, IPs and snapshots that exist are "available".

@@ -72,6 +72,13 @@ def read_error_text(platform: str, exc: GpujobError) -> str:
     return f"{text} (hint: {exc.hint})" if exc.hint else text
 
 
+async def _everything(provider: Any) -> list[LiveResource]:
+    """What the audit reads: a provider's audit_resources() where it has more billing kinds than a plan
+    needs (RunPod clusters, serverless endpoints), else list_resources()."""
+    more = getattr(provider, "audit_resources", None)
+    return await (more() if callable(more) else provider.list_resources())  # type: ignore[no-any-return]
+
+
 async def read_account(platforms: list[Platform], env: Mapping[str, str] | None = None) -> LiveState:
     """One list_resources per platform, concurrently. A platform that fails becomes a read error, so
     the other platform's report still prints (and the command exits 1)."""
@@ -82,9 +89,7 @@ async def read_account(platforms: list[Platform], env: Mapping[str, str] | None 
     errors: list[str] = []
     async with open_providers(set(platforms), env=dict(env) if env is not None else None) as providers:
         names = [p for p in platforms if p in providers]
-        results = await asyncio.gather(
-            *(providers[p].list_resources() for p in names), return_exceptions=True
-        )
+        results = await asyncio.gather(*(_everything(providers[p]) for p in names), return_exceptions=True)
         for platform, result in zip(names, results, strict=True):
             if isinstance(result, GpujobError):
                 errors.append(read_error_text(platform, result))

@@ -158,6 +158,17 @@ def _detail(r: LiveResource) -> str:
         parts.append(r.region)
     if r.kind == "public_ip" and r.public_ip:
         parts.append(r.public_ip)
+    a = r.attributes
+    if r.kind == "endpoint":
+        parts.append(
+            f"serverless, workers.min {a.get('workers_min')} (max {a.get('workers_max')}), {a.get('pools')}"
+        )
+    if r.kind == "cluster":
+        parts.append(
+            f"{a.get('cluster_type') or 'cluster'} of {a.get('pods')} pods × {r.gpu_count} {r.gpu_id}"
+        )
+    if a.get("cluster_id"):
+        parts.append(f"member {a.get('cluster_rank')} of cluster {a.get('cluster_id')}")
     return ", ".join(parts)
 
 

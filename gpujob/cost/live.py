@@ -21,7 +21,7 @@ from datetime import datetime
 from gpujob.cost import rates as cost
 from gpujob.live import LiveResource, PriceQuote
 from gpujob.plan.model import MeterLine
-from gpujob.profile import Profile
+from gpujob.profile import HOURS_PER_MONTH, Profile
 
 MACHINE_KINDS = ("pod", "machine")
 
@@ -243,7 +243,30 @@ def resource_meters(
         return _addon(profile, "shared_drive", f"shared drive {gb2:g} GB", gb2)
     if r.kind in ("template", "registry_auth"):
         return []  # free on both platforms as far as the profiles know
+    if r.kind == "cluster":
+        return []  # a group: its member pods bill, each listed and priced as a pod
+    if r.kind == "endpoint":
+        return _endpoint_meters(r)
     return None
+
+
+def _endpoint_meters(r: LiveResource) -> list[MeterLine] | None:
+    """A serverless endpoint's always-on workers (workers.min), at the rate its provider read."""
+    workers = r.attributes.get("workers_min")
+    if not workers:
+        return []
+    if r.cost_per_hour is None:
+        return None  # no serverless price for its pools: unknown, and the audit says so
+    what = f"{workers} always-on worker(s) × {max(r.gpu_count, 1)} GPU ({r.attributes.get('pools') or 'pools unknown'})"
+    source = str(r.attributes.get("rate_source") or "API")
+    return [
+        MeterLine(
+            what=what,
+            usd_per_hour=round(r.cost_per_hour, 6),
+            usd_per_month=round(r.cost_per_hour * HOURS_PER_MONTH, 4),
+            source=f"RunPod API {source}",
+        )
+    ]
 
 
 def resource_note(p: Pricing, r: LiveResource) -> str:

@@ -189,8 +189,16 @@ class RunPodClient:
         )
 
     # pods
-    async def list_pods(self) -> list[wire.Pod]:
-        return [p for page in await self._list_all("/pods", wire.PodList) for p in page.pods]
+    async def list_pods(self, *, include_cluster: bool = False) -> list[wire.Pod]:
+        """v2 leaves cluster member pods out unless includeClusterPods=true (the audit asks for them)."""
+        params = {"includeClusterPods": "true"} if include_cluster else None
+        return [p for page in await self._list_all("/pods", wire.PodList, params) for p in page.pods]
+
+    async def list_clusters(self) -> list[wire.Cluster]:
+        return [c for page in await self._list_all("/clusters", wire.ClusterList) for c in page.clusters]
+
+    async def list_endpoints(self) -> list[wire.Endpoint]:
+        return [e for page in await self._list_all("/serverless", wire.EndpointList) for e in page.endpoints]
 
     async def get_pod(self, pod_id: str) -> wire.Pod:
         return wire.Pod.model_validate(await self.rest.request("GET", f"/pods/{pod_id}"))
@@ -279,6 +287,10 @@ class RunPodClient:
             if gpu.id == gpu_id:
                 return gpu.lowest_price
         return None
+
+    async def catalog_prices(self) -> list[wire.GpuType]:
+        """Every GPU type with its list prices and serverless pool (no availability asked)."""
+        return wire.GpuTypeList.model_validate(await self.rest.request("GET", "/catalog/gpus")).gpus
 
     # billing (v2): time-bucketed amounts per pod / network volume; the totals are what gpujob reads
     async def billing(self, what: str, start: str | None) -> wire.BillingList:

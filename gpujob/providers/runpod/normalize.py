@@ -55,6 +55,8 @@ def pod_to_live(pod: wire.Pod) -> LiveResource:
             attributes[attr] = value  # gpujob.naming: the pod's ownership marker
     if pod.ssh and pod.ssh.proxy:
         attributes["ssh_proxy"] = f"{pod.ssh.proxy.username}@{pod.ssh.proxy.host}"
+    if pod.cluster is not None:
+        attributes["cluster_id"], attributes["cluster_rank"] = pod.cluster.id, pod.cluster.rank
     cloud = (pod.cloud or "").lower()
     return LiveResource(
         platform="runpod",
@@ -111,3 +113,47 @@ def template_to_live(t: wire.Template) -> LiveResource:
 
 def registry_to_live(r: wire.Registry) -> LiveResource:
     return LiveResource(platform="runpod", kind="registry_auth", id=r.id, name=r.name, status="available")
+
+
+def cluster_to_live(c: wire.Cluster) -> LiveResource:
+    """An Instant Cluster: a group, not a meter of its own (its member pods bill, listed as pods)."""
+    compute = c.compute
+    return LiveResource(
+        platform="runpod",
+        kind="cluster",
+        id=c.id,
+        name=c.name,
+        status="available",
+        raw_status=c.type or "",
+        gpu_id=compute.gpu_type_id if compute else None,
+        gpu_count=compute.gpu_count_per_pod if compute else 0,
+        region=c.data_center_id,
+        created_at=c.created_at,
+        attributes={"cluster_type": c.type, "pods": compute.pod_count if compute else None},
+    )
+
+
+def endpoint_to_live(e: wire.Endpoint, per_gpu: float | None, source: str) -> LiveResource:
+    """A serverless endpoint, with what its always-on workers (workers.min) cost per hour: `per_gpu` is the
+    catalog's serverless price of the cheapest GPU type in its pools (None: unknown)."""
+    count = e.gpu.count if e.gpu else 1
+    pools = ",".join(e.gpu.pools) if e.gpu else ""
+    rate = e.workers.min * count * per_gpu if per_gpu is not None else None
+    return LiveResource(
+        platform="runpod",
+        kind="endpoint",
+        id=e.id,
+        name=e.name,
+        status="running" if e.workers.min > 0 else "available",
+        raw_status=e.type or "",
+        gpu_count=count,
+        region=e.data_center_ids[0] if e.data_center_ids else None,
+        cost_per_hour=rate if e.workers.min > 0 else 0.0,
+        created_at=e.created_at,
+        attributes={
+            "workers_min": e.workers.min,
+            "workers_max": e.workers.max,
+            "pools": pools,
+            "rate_source": source if rate is not None else "",
+        },
+    )

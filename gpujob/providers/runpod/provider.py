@@ -23,6 +23,8 @@ from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, Z
 from gpujob.providers.runpod import spot, wire
 from gpujob.providers.runpod.client import PLATFORM, GraphQLRetired, RunPodClient
 from gpujob.providers.runpod.normalize import (
+    cluster_to_live,
+    endpoint_to_live,
     is_spot,
     pod_to_live,
     registry_to_live,
@@ -56,6 +58,39 @@ class RunPodProvider:
             + [volume_to_live(v) for v in volumes]
             + [template_to_live(t) for t in templates]
             + [registry_to_live(r) for r in registries]
+        )
+
+    async def audit_resources(self) -> list[LiveResource]:
+        """Everything that bills, for `gpujob audit`: list_resources() plus what a plan never needs: the
+        cluster member pods (v2 lists them only with includeClusterPods=true), the clusters, and the
+        serverless endpoints, each priced at workers.min always-on workers."""
+        pods, volumes, templates, registries, clusters, endpoints, catalog = await asyncio.gather(
+            self.client.list_pods(include_cluster=True),
+            self.client.list_volumes(),
+            self.client.list_templates(),
+            self.client.list_registries(),
+            self.client.list_clusters(),
+            self.client.list_endpoints(),
+            self.client.catalog_prices(),
+        )
+        cheapest: dict[str, float] = {}
+        for gpu in catalog:
+            price = gpu.price.serverless
+            if gpu.pool and price is not None and price > 0:
+                cheapest[gpu.pool] = min(price, cheapest.get(gpu.pool, price))
+        source = f"{self.client.rest.call_name('GET', '/catalog/gpus')} price.serverless {self.platform_now():%Y-%m-%d}"
+
+        def per_gpu(e: wire.Endpoint) -> float | None:
+            found = [cheapest[p] for p in (e.gpu.pools if e.gpu else []) if p in cheapest]
+            return min(found) if found else None
+
+        return (
+            [pod_to_live(p) for p in pods if p.status != "TERMINATED"]
+            + [volume_to_live(v) for v in volumes]
+            + [template_to_live(t) for t in templates]
+            + [registry_to_live(r) for r in registries]
+            + [cluster_to_live(c) for c in clusters]
+            + [endpoint_to_live(e, per_gpu(e), source) for e in endpoints]
         )
 
     async def get(self, kind: str, resource_id: str) -> LiveResource | None:

@@ -61,11 +61,19 @@ class PodRuntime(WireModel):
     ports: list[RuntimePort] = Field(default_factory=list)
 
 
+class PodCluster(WireModel):
+    """A pod's membership in an Instant Cluster (v2 PodCluster)."""
+
+    wire_optional = frozenset({"rank"})
+    id: str
+    rank: int | None = None
+
+
 class Pod(WireModel):
     """A v2 pod. v2 has no interruptible flag: gpujob marks the spot pods it rents through GraphQL with
     the env var GPUJOB_SPOT=1 (see provider.SPOT_TAG), which v2 reports back in `env`."""
 
-    wire_optional = frozenset({"gpu", "cpu"})  # one of the two, by pod kind
+    wire_optional = frozenset({"gpu", "cpu", "cluster"})  # gpu or cpu by pod kind; cluster for members
     id: str
     name: str = ""
     status: str = ""
@@ -86,6 +94,7 @@ class Pod(WireModel):
     runtime: PodRuntime | None = None
     created_at: datetime | None = Field(None, alias="createdAt")
     started_at: datetime | None = Field(None, alias="startedAt")
+    cluster: PodCluster | None = None
 
 
 class Pagination(WireModel):
@@ -128,6 +137,58 @@ class TemplateList(Page):
     templates: list[Template]
 
 
+class ClusterCompute(WireModel):
+    gpu_type_id: str = Field(alias="gpuTypeId")
+    gpu_count_per_pod: int = Field(1, alias="gpuCountPerPod")
+    pod_count: int = Field(0, alias="podCount")
+
+
+class Cluster(WireModel):
+    """An Instant Cluster (v2 Cluster). Its member pods bill as pods: GET /v2/pods lists them only with
+    includeClusterPods=true."""
+
+    id: str
+    name: str = ""
+    type: str | None = None
+    compute: ClusterCompute | None = None
+    data_center_id: str | None = Field(None, alias="dataCenterId")
+    created_at: datetime | None = Field(None, alias="createdAt")
+
+
+class ClusterList(Page):
+    clusters: list[Cluster]
+
+
+class EndpointWorkers(WireModel):
+    wire_optional = frozenset({"idleTimeout"})
+    min: int = 0
+    max: int = 0
+
+
+class EndpointGpu(WireModel):
+    wire_optional = frozenset({"count", "excludedTypes"})
+    pools: list[str] = Field(default_factory=list)
+    count: int = 1
+    excluded_types: list[str] = Field(default_factory=list, alias="excludedTypes")
+
+
+class Endpoint(WireModel):
+    """A serverless endpoint (v2 Endpoint): `workers.min` workers stay up, and bill, around the clock."""
+
+    wire_optional = frozenset({"gpu", "type"})
+    id: str
+    name: str = ""
+    type: str | None = None
+    gpu: EndpointGpu | None = None
+    workers: EndpointWorkers = Field(default_factory=EndpointWorkers)
+    data_center_ids: list[str] = Field(default_factory=list, alias="dataCenterIds")
+    created_at: datetime | None = Field(None, alias="createdAt")
+
+
+class EndpointList(Page):
+    endpoints: list[Endpoint]
+
+
 class Registry(WireModel):
     id: str
     name: str = ""
@@ -138,14 +199,17 @@ class RegistryList(Page):
 
 
 class GpuPrice(WireModel):
+    wire_optional = frozenset({"serverless"})
     secure: LenientFloat = None
     community: LenientFloat = None
+    serverless: LenientFloat = None  # per GPU-hour of a serverless worker (v2 catalog)
 
 
 class GpuType(WireModel):
     wire_optional = frozenset({"availability", "dataCenters"})  # only with include=AVAILABILITY
     id: str
     name: str = ""
+    pool: str | None = None  # the serverless pool the type belongs to
     memory: int | None = None
     secure: bool = False
     community: bool = False
