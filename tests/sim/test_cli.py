@@ -78,3 +78,20 @@ def test_up_env_bill_down_leaves_no_process(tmp_path: Path, ssh_key):
         )
     finally:
         assert run(["down"], env).returncode == 0
+
+
+def test_up_runpod_graphql_gone_answers_410_and_rest_goes_on(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUJOB_SIM_DIR": str(tmp_path / "simd")}
+    up = run(["up", "--no-pods", "--runpod-graphql", "gone"], env)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "GraphQL" in up.stderr and ": gone)" in up.stderr  # the mode is shown where the URLs are
+        exports = dict(
+            line.removeprefix("export ").split("=", 1) for line in run(["env"], env).stdout.splitlines()
+        )
+        h = {"Authorization": f"Bearer {exports['RUNPOD_API_KEY']}"}
+        gql = httpx.post(exports["GPUJOB_RUNPOD_GRAPHQL_URL"], headers=h, json={"query": "{ myself { id } }"})
+        assert gql.status_code == 410 and "retired" in gql.json()["errors"][0]["message"]
+        assert httpx.get(f"{exports['GPUJOB_RUNPOD_API_URL']}/pods", headers=h).status_code == 200
+    finally:
+        assert run(["down"], env).returncode == 0
