@@ -295,9 +295,9 @@ def _run(sim: Simulator, op: str, inp: dict[str, Any]) -> Any:
         return None
     if op == "pod":
         with sim.lock:
-            pod = sim.state.pods.get(str(inp.get("podId")))
+            found = sim.state.pods.get(str(inp.get("podId")))
             # RunPod's clients read a pod that is gone as null (runpod-python get_pod, dstack), not an error
-            return None if pod is None or pod.ended_at is not None else gql_pod(sim, pod)
+            return None if found is None or found.ended_at is not None else gql_pod(sim, found)
     if op == "myself":
         with sim.lock:
             spend = sim.bill()["totals"]["runpod"]

@@ -46,9 +46,9 @@ class RunPodProvider:
         self.t = timeouts or Timeouts()
 
     # ---- read
-    async def list_resources(self) -> list[LiveResource]:
+    async def list_resources(self, *, include_cluster: bool = False) -> list[LiveResource]:
         pods, volumes, templates, registries = await asyncio.gather(
-            self.client.list_pods(),
+            self.client.list_pods(include_cluster=include_cluster),
             self.client.list_volumes(),
             self.client.list_templates(),
             self.client.list_registries(),
@@ -64,11 +64,8 @@ class RunPodProvider:
         """Everything that bills, for `gpujob audit`: list_resources() plus what a plan never needs: the
         cluster member pods (v2 lists them only with includeClusterPods=true), the clusters, and the
         serverless endpoints, each priced at workers.min always-on workers."""
-        pods, volumes, templates, registries, clusters, endpoints, catalog = await asyncio.gather(
-            self.client.list_pods(include_cluster=True),
-            self.client.list_volumes(),
-            self.client.list_templates(),
-            self.client.list_registries(),
+        listed, clusters, endpoints, catalog = await asyncio.gather(
+            self.list_resources(include_cluster=True),
             self.client.list_clusters(),
             self.client.list_endpoints(),
             self.client.catalog_prices(),
@@ -85,10 +82,7 @@ class RunPodProvider:
             return min(found) if found else None
 
         return (
-            [pod_to_live(p) for p in pods if p.status != "TERMINATED"]
-            + [volume_to_live(v) for v in volumes]
-            + [template_to_live(t) for t in templates]
-            + [registry_to_live(r) for r in registries]
+            listed
             + [cluster_to_live(c) for c in clusters]
             + [endpoint_to_live(e, per_gpu(e), source) for e in endpoints]
         )
