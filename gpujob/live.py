@@ -22,6 +22,7 @@ ResourceKind = Literal[
     "shared_drive",  # Paperspace shared drive
     "cluster",  # RunPod Instant Cluster (its member pods bill as pods)
     "endpoint",  # RunPod serverless endpoint (workers.min bill around the clock)
+    "startup_script",  # Paperspace startup script (free; gpujob's go with their machine)
 ]
 
 # Normalised lifecycle status. Volumes, IPs and snapshots that exist are "available".

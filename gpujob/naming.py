@@ -35,7 +35,7 @@ OWNER_ENV = "GPUJOB_OWNER"  # pod env: where that project lives (user@host:/path
 _PART = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a job or volume name (gpujob.spec.model.NAME_PATTERN)
 PROJECT_ID = re.compile(r"^[a-z0-9]{4,16}$")
 MACHINE_KINDS = ("pod", "machine")
-FOLLOWERS = ("public_ip", "snapshot")  # unnamed by gpujob: owned through their machine
+FOLLOWERS = ("public_ip", "snapshot", "startup_script")  # owned through their machine
 
 
 HELPER = "gate"  # the role part of a temporary pod's name (gpujob.apply.teardown)

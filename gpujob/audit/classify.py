@@ -167,6 +167,9 @@ def _detail(r: LiveResource) -> str:
         parts.append(
             f"{a.get('cluster_type') or 'cluster'} of {a.get('pods')} pods × {r.gpu_count} {r.gpu_id}"
         )
+    if r.kind == "startup_script":
+        machine = r.machine_id
+        parts.append(f"of machine {machine}" if machine else "no machine of this name: a leftover")
     if a.get("cluster_id"):
         parts.append(f"member {a.get('cluster_rank')} of cluster {a.get('cluster_id')}")
     return ", ".join(parts)
@@ -202,7 +205,9 @@ def classify(
         hourly, monthly, source, note, meters = _rate(r, meters)
         note = "; ".join(x for x in (note, size_note) if x)
         idle, since, basis, where = _idle_since(r, machines, pods_by_volume)
-        billable = hourly > 0 or (source == "none" and r.kind not in ("template", "registry_auth"))
+        billable = hourly > 0 or (
+            source == "none" and r.kind not in ("template", "registry_auth", "startup_script")
+        )
         idle = idle and billable
         idle_s = (now - since).total_seconds() if idle and since is not None else None
         gotcha = _gotcha(r, idle, idle_s) if billable else None

@@ -241,7 +241,7 @@ def resource_meters(
         if gb2 is None:
             return None
         return _addon(profile, "shared_drive", f"shared drive {gb2:g} GB", gb2)
-    if r.kind in ("template", "registry_auth"):
+    if r.kind in ("template", "registry_auth", "startup_script"):
         return []  # free on both platforms as far as the profiles know
     if r.kind == "cluster":
         return []  # a group: its member pods bill, each listed and priced as a pod

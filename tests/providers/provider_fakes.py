@@ -260,6 +260,7 @@ class PaperspaceFake:
         router.get(f"{b}/startup-scripts").mock(
             side_effect=lambda r: self._page(r, list(self.scripts.values()))
         )
+        router.delete(url__regex=rf"{b}/startup-scripts/(?P<sid>[^/]+)$").mock(side_effect=self.delete_script)
         router.get(f"{b}/public-ips").mock(side_effect=lambda r: self._page(r, list(self.ips.values())))
         router.post(f"{b}/public-ips").mock(side_effect=self.claim_ip)
         router.put(url__regex=rf"{b}/public-ips/(?P<ip>[^/]+)$").mock(side_effect=self.assign_ip)
@@ -305,6 +306,10 @@ class PaperspaceFake:
         else:
             ev.update(state="done", dtFinished="2026-06-01T12:00:05Z")
         return httpx.Response(200, json=ev)
+
+    def delete_script(self, request: httpx.Request, sid: str) -> httpx.Response:
+        gone = self.scripts.pop(sid, None)
+        return httpx.Response(200, json=gone) if gone else httpx.Response(404, json={"error": "not found"})
 
     def create_script(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)

@@ -126,7 +126,15 @@ async def test_paperspace_startup_script_key_and_dynamic_ip(simb: Backend, tmp_p
         assert second is not None and second.host != first.host  # a dynamic IP is new at every start
         async with connect(second, key_path=key_path, known_hosts=known, resource_id=m.id) as remote:
             assert (await remote.run("cat /workspace/kept")).stdout.strip() == "hello"
+        # the audit sees the script as its machine's; a script no machine is named for is a leftover
+        simb.sim.engine.state.scripts["s-left"] = script.model_copy(
+            update={"id": "s-left", "name": "gpujob-old-ssh"}
+        )
+        seen = {r.name: r for r in await ps.audit_resources() if r.kind == "startup_script"}
+        assert seen["gpujob-bert-ssh"].machine_id == m.id and seen["gpujob-old-ssh"].machine_id is None
         await ps.terminate(started)
+        # gpujob deletes the startup script it made for the machine when the machine goes, no other
+        assert [s.name for s in simb.sim.engine.state.scripts.values()] == ["gpujob-old-ssh"]
 
 
 async def test_static_ip_claim_assign_release(simb: Backend) -> None:

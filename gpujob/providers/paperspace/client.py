@@ -148,6 +148,9 @@ class PaperspaceClient:
     async def list_startup_scripts(self) -> list[wire.StartupScript]:
         return await self._list_all("/startup-scripts", wire.StartupScript)
 
+    async def delete_startup_script(self, script_id: str) -> None:
+        await self._call("DELETE", f"/startup-scripts/{script_id}")
+
     # public IPs
     async def list_ips(self) -> list[wire.PublicIp]:
         return await self._list_all("/public-ips", wire.PublicIp)

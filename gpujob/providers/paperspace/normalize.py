@@ -137,3 +137,21 @@ def drive_to_live(d: wire.SharedDrive) -> LiveResource:
         volume_gb=d.size,
         created_at=d.dt_created,
     )
+
+
+SCRIPT_SUFFIX = "-ssh"  # gpujob names the startup script that installs a machine's SSH key <machine>-ssh
+
+
+def script_to_live(s: wire.StartupScript, machine_ids: dict[str, str]) -> LiveResource:
+    """A startup script: free, but a leftover once its machine is gone. gpujob's own are tied to their
+    machine by name (`machine_ids`: machine name -> id), so they follow its owner."""
+    machine = machine_ids.get(s.name.removesuffix(SCRIPT_SUFFIX)) if s.name.endswith(SCRIPT_SUFFIX) else None
+    return LiveResource(
+        platform="paperspace",
+        kind="startup_script",
+        id=s.id,
+        name=s.name,
+        status="available",
+        machine_id=machine,
+        attributes={"run_once": s.is_run_once},
+    )

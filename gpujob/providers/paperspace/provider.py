@@ -26,9 +26,11 @@ from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
 from gpujob.providers.paperspace import wire
 from gpujob.providers.paperspace.client import PLATFORM, PaperspaceClient, is_capacity_text
 from gpujob.providers.paperspace.normalize import (
+    SCRIPT_SUFFIX,
     drive_to_live,
     ip_to_live,
     machine_to_live,
+    script_to_live,
     snapshot_to_live,
     template_to_live,
 )
@@ -78,6 +80,13 @@ class PaperspaceProvider:
             + [template_to_live(t) for t in templates]
             + [drive_to_live(d) for d in drives]
         )
+
+    async def audit_resources(self) -> list[LiveResource]:
+        """list_resources() plus the startup scripts (free, but gpujob's are leftovers once their machine
+        is gone), for `gpujob audit` only."""
+        listed, scripts = await asyncio.gather(self.list_resources(), self.client.list_startup_scripts())
+        machines = {r.name: r.id for r in listed if r.kind == "machine"}
+        return listed + [script_to_live(s, machines) for s in scripts]
 
     async def get(self, kind: str, resource_id: str) -> LiveResource | None:
         if kind == "machine":
@@ -239,6 +248,15 @@ class PaperspaceProvider:
             return GONE if machine.dt_deleted else machine.state
 
         await wait_gone(self.clock, status, self.t, platform=PLATFORM, what=f"machine {resource.id}")
+        await self._delete_ssh_scripts(resource.name)
+
+    async def _delete_ssh_scripts(self, machine_name: str) -> None:
+        """The startup script gpujob made for this machine's SSH key goes with the machine (a script per
+        machine would otherwise pile up in the account forever)."""
+        for script in await self.client.list_startup_scripts():
+            if script.name == f"{machine_name}{SCRIPT_SUFFIX}":
+                with contextlib.suppress(ProviderNotFound):
+                    await self.client.delete_startup_script(script.id)
 
     async def update(self, resource: LiveResource, changes: dict[str, Any]) -> LiveResource:
         """PUT /machines/{id} (machineType / diskSize need the machine off; region and template are fixed)."""
