@@ -131,6 +131,16 @@ class Account(Model):
     source: str = ""
 
 
+class TemplateRef(Model):
+    """A machine template a plan resolves `machine.template` in (Paperspace OS and custom templates)."""
+
+    platform: Platform
+    id: str
+    name: str
+    kind: Literal["os", "custom"]
+    region: str | None = Field(None, description="Custom templates live in one data center (PS5).")
+
+
 RunState = Literal["running", "exited", "setup_failed", "lost", "not_started", "unknown"]
 
 
@@ -194,6 +204,10 @@ class LiveState(Model):
     account_notes: list[str] = Field(
         default_factory=list,
         description="Account reads that failed, one line each: a note in the plan, never a reason to block it.",
+    )
+    templates: dict[str, list[TemplateRef]] = Field(
+        default_factory=dict,
+        description="Templates per platform, read when a job names one (absent: not read).",
     )
     spot_unavailable: dict[str, str] = Field(
         default_factory=dict,

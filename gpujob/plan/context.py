@@ -57,6 +57,7 @@ class JobContext:
     fp: Footprint = field(default_factory=Footprint)
     desired_gpu: GpuRate | None = None
     desired_gpu_alias: str | None = None
+    template: Any = None  # machine.template resolved at plan time (gpujob.plan.template_findings)
 
     @property
     def spec(self) -> JobSpec:

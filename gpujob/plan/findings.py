@@ -17,6 +17,7 @@ from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext, path_tier, tier_title
 from gpujob.plan.image_findings import image_findings
 from gpujob.plan.model import ActionKind, Finding, MeterLine
+from gpujob.plan.template_findings import template_findings
 from gpujob.spec.model import format_duration
 
 # Assumed sustained write speed of a checkpoint to local NVMe when only its size is known.
@@ -49,6 +50,7 @@ def spec_findings(
     out += _static_ip(ctx)
     out += _network_volume(ctx)
     out += _image(ctx)
+    out += template_findings(ctx)  # resolves machine.template first: PS11 judges what it resolved to
     out += image_findings(ctx)  # RP9, cuda-arch, PS11: gpujob.plan.image_findings
     out += _spot(ctx)
     out += _budget(ctx, running_usd_per_hour, running_meters)

@@ -96,7 +96,10 @@ def _arch_cuda(ctx: JobContext) -> list[Finding]:
 
 
 def _template_name(ctx: JobContext) -> str | None:
-    """The template as named in the job file; for an id, the name the live machine was created from."""
+    """The template's name: as resolved at plan time (an id stands for its template's name), else the
+    name the live machine was created from, else as written in the job file."""
+    if ctx.template is not None:
+        return str(ctx.template.name)
     m = ctx.machine
     name = m.attributes.get("template_name") if m is not None else None
     return str(name) if isinstance(name, str) and name else ctx.spec.machine.template
@@ -115,7 +118,7 @@ def _template_fit(ctx: JobContext) -> list[Finding]:
             ctx.finding(
                 "PS11",
                 rule.severity,
-                f"template {ctx.spec.machine.template} is Ubuntu {release}; {', '.join(gpus)} "
+                f"template {_shown(ctx)} is Ubuntu {release}; {', '.join(gpus)} "
                 f"{'needs' if rule.severity == 'error' else 'should have'} Ubuntu {rule.ubuntu}",
                 detail=f"{rule.note} The template's driver and CUDA come with the machine and cannot be "
                 f"upgraded by a tenant. Facts: {rule.source} ({rule.as_of}).",
@@ -125,6 +128,13 @@ def _template_fit(ctx: JobContext) -> list[Finding]:
             )
         )
     return out
+
+
+def _shown(ctx: JobContext) -> str:
+    """The template as the job file writes it, and what it resolved to when that says more."""
+    ref = ctx.spec.machine.template
+    name = _template_name(ctx)
+    return f"{ref} ({name})" if name and name != ref else str(ref)
 
 
 def _alias(ctx: JobContext, gpu: str) -> str:

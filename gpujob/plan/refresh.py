@@ -45,8 +45,22 @@ async def read_live_state(
     # The balance (RunPod GraphQL `myself`) is read in the same round; a provider without it has none.
     with_account = [p for p in platforms if callable(getattr(providers[p], "account", None))]
     calls += [providers[p].account() for p in with_account]
+    # Templates, where a job names one (Paperspace): resolved at plan time, not first at create.
+    with_templates = [
+        p
+        for p in platforms
+        if callable(getattr(providers[p], "templates", None))
+        and any(s.platform == p and s.machine.template for s in specs)
+    ]
+    calls += [providers[p].templates() for p in with_templates]
     results = await asyncio.gather(*calls, return_exceptions=True)
-    accounts, notes = _accounts(with_account, results[2 * len(platforms) :])
+    n_account = 2 * len(platforms) + len(with_account)
+    accounts, notes = _accounts(with_account, results[2 * len(platforms) : n_account])
+    templates = {
+        p: got
+        for p, got in zip(with_templates, results[n_account:], strict=True)
+        if not isinstance(got, BaseException) or _reraise_unexpected(got)
+    }
     # What the reads found out about spot (RunPod: GraphQL answered 410): asked after them, not before.
     spot_gone = {p: why for p in platforms if (why := _spot_unavailable(providers[p])) is not None}
 
@@ -77,6 +91,7 @@ async def read_live_state(
         accounts=accounts,
         account_notes=notes,
         spot_unavailable=spot_gone,
+        templates=templates,
     )
     if runs_for is None:
         return live
@@ -116,7 +131,9 @@ def _spot_unavailable(provider: Any) -> str | None:
     return why if isinstance(why, str) else None
 
 
-def _reraise_unexpected(exc: BaseException) -> None:
-    """Programming errors and cancellation are not 'a platform was unreachable'."""
+def _reraise_unexpected(exc: BaseException) -> bool:
+    """Programming errors and cancellation are not 'a platform was unreachable'. (False otherwise, so a
+    comprehension can drop what failed: an unread template list leaves the name for apply to resolve.)"""
     if not isinstance(exc, GpujobError):
         raise exc
+    return False

@@ -19,7 +19,16 @@ from gpujob.errors import (
     ProviderNotFound,
     ProviderUnavailable,
 )
-from gpujob.live import Account, LiveResource, Metering, PriceQuote, ResourceRef, Span, SSHEndpoint
+from gpujob.live import (
+    Account,
+    LiveResource,
+    Metering,
+    PriceQuote,
+    ResourceRef,
+    Span,
+    SSHEndpoint,
+    TemplateRef,
+)
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
@@ -34,7 +43,7 @@ from gpujob.providers.paperspace.normalize import (
     snapshot_to_live,
     template_to_live,
 )
-from gpujob.providers.paperspace.templates import Template, resolve_template
+from gpujob.providers.paperspace.templates import Template, every_template, resolve_template
 from gpujob.providers.wait import GONE, Timeouts, poll, wait_gone
 
 DEFAULT_DISK_GB = 100
@@ -80,6 +89,13 @@ class PaperspaceProvider:
             + [template_to_live(t) for t in templates]
             + [drive_to_live(d) for d in drives]
         )
+
+    async def templates(self) -> list[TemplateRef]:
+        """Every OS and custom template, so a plan resolves machine.template before anything is made."""
+        return [
+            TemplateRef(platform=PLATFORM, id=t.id, name=t.name, kind=t.kind, region=t.region)
+            for t in await every_template(self.client)
+        ]
 
     async def audit_resources(self) -> list[LiveResource]:
         """list_resources() plus the startup scripts (free, but gpujob's are leftovers once their machine

@@ -26,6 +26,7 @@ class Template:
     id: str
     name: str
     kind: Literal["os", "custom"]
+    region: str | None = None  # custom templates live in one data center (PS5)
 
     def describe(self) -> str:
         return f"{self.name} ({self.id}, {self.kind} template)"
@@ -37,8 +38,45 @@ def slug(text: str) -> str:
 
 def _all(os_items: list[wire.OsTemplate], custom: list[wire.CustomTemplate]) -> list[Template]:
     return [Template(t.id, t.name, "os") for t in os_items] + [
-        Template(t.id, t.name, "custom") for t in custom
+        Template(t.id, t.name, "custom", wire.normalise_region(t.region)) for t in custom
     ]
+
+
+async def every_template(client: PaperspaceClient) -> list[Template]:
+    """Every OS template and every custom template of the account (what a plan resolves names in)."""
+    return _all(*await asyncio.gather(client.list_os_templates(), client.list_custom_templates()))
+
+
+class TemplateProblem(Exception):
+    """machine.template names no template, or more than one: the message and what to write instead."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def pick(ref: str, every: list[Template]) -> Template:
+    """The one template `ref` means among `every`: the exact name, an id, then the name compared without
+    case and with spaces as hyphens. Raises TemplateProblem (with the closest names) otherwise."""
+    ref = ref.strip()
+    for rule in (
+        lambda t: t.name == ref,
+        lambda t: t.id == ref,
+        lambda t: slug(t.name) == slug(ref),
+    ):
+        found = list(dict.fromkeys(t for t in every if rule(t)))
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise TemplateProblem(
+                f"machine.template '{ref}' matches {len(found)} templates: "
+                + ", ".join(t.describe() for t in found),
+                "write the template's id instead (template: " + found[0].id + ")",
+            )
+    raise TemplateProblem(
+        f"machine.template '{ref}' is not an OS or custom template id or name in this account",
+        _suggest(ref, every),
+    )
 
 
 async def resolve_template(client: PaperspaceClient, ref: str) -> Template:
@@ -50,29 +88,10 @@ async def resolve_template(client: PaperspaceClient, ref: str) -> Template:
     if len(exact) == 1:
         return exact[0]
     # The name filter's matching rules are not documented: read everything before concluding anything.
-    every = _all(*await asyncio.gather(client.list_os_templates(), client.list_custom_templates()))
-    for rule in (
-        lambda t: t.name == ref,
-        lambda t: t.id == ref,
-        lambda t: slug(t.name) == slug(ref),
-    ):
-        found = list(dict.fromkeys(t for t in every if rule(t)))
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            raise ProviderError(
-                f"machine.template '{ref}' matches {len(found)} templates: "
-                + ", ".join(t.describe() for t in found),
-                platform=PLATFORM,
-                call="GET /v1/os-templates",
-                hint="write the template's id instead (template: " + found[0].id + ")",
-            )
-    raise ProviderError(
-        f"machine.template '{ref}' is not an OS or custom template id or name in this account",
-        platform=PLATFORM,
-        call="GET /v1/os-templates",
-        hint=_suggest(ref, every),
-    )
+    try:
+        return pick(ref, await every_template(client))
+    except TemplateProblem as exc:
+        raise ProviderError(str(exc), platform=PLATFORM, call="GET /v1/os-templates", hint=exc.hint) from None
 
 
 def _suggest(ref: str, every: list[Template]) -> str:
