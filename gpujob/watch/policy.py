@@ -8,7 +8,8 @@ job file itself decides:
   * teardown.on_finish: terminate, once the run exited 0: the file declares that teardown, and it
     still passes the whole gate (pull, verify, re-check) like any other;
   * replacing a machine that no longer delivers (stopped and its host has no GPU for it, RP1; up with
-    zero GPUs; in ERROR) when the replace erases nothing durable: a RunPod pod whose only disks are
+    zero GPUs; in ERROR; a stopped spot pod of a `spot: prefer` job once RunPod's spot API is gone, which
+    nothing can start again) when the replace erases nothing durable: a RunPod pod whose only disks are
     the container disk (wiped by every stop anyway) and, if any, a network volume (kept).
 
 Anything else gated (a replace forced by an edited job file, state: absent, a volume delete, an IP
@@ -62,6 +63,17 @@ def replace_keeps_data(spec: JobSpec, machine: LiveResource | None) -> bool:
     return checkpoint_tier(spec) in (None, "network_volume")
 
 
+def _spot_gone(a: Action, spec: JobSpec) -> bool:
+    """The replace exists only because a `prefer` job's stopped spot pod cannot resume as spot any more
+    (the planner turns spot off for it, gpujob.plan.actions): the platform forced it, not an edit."""
+    forcing = [c for c in a.changes if c.forces_replacement]
+    return (
+        spec.machine.spot == "prefer"
+        and [c.path for c in forcing] == ["spot"]
+        and (forcing[0].before, forcing[0].after) == (True, False)
+    )
+
+
 def _finishing(jp: JobPlan) -> bool:
     run = jp.run
     return run is not None and (run.finished_for_digest or (run.state == "exited" and run.exit_code == 0))
@@ -73,7 +85,7 @@ def _allowed(a: Action, jp: JobPlan, spec: JobSpec, machine: LiveResource | None
         return ""
     if a.kind is K.TERMINATE and _finishing(jp) and spec.teardown.on_finish == "terminate":
         return ""
-    if a.kind is K.REPLACE and not_delivering(machine):
+    if a.kind is K.REPLACE and (not_delivering(machine) or _spot_gone(a, spec)):
         if replace_keeps_data(spec, machine):
             return ""
         return "the replace would erase the machine's own disk, which holds data"

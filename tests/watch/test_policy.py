@@ -109,3 +109,33 @@ def test_an_error_finding_holds_everything(write_job: Write) -> None:
     twin = pod(id="pod-2", status="stopped", raw_status="EXITED", **VOL)
     d = decision(write_job, pod(status="stopped", raw_status="EXITED", **VOL), resources=[volume(), twin])
     assert d.actions == [] and d.held and d.human[0].startswith("the plan has an error: 2 pods are named")
+
+
+def test_a_prefer_jobs_stopped_spot_pod_is_replaced_on_demand_once_spot_is_gone(write_job: Write) -> None:
+    prefer = RUNPOD_JOB.replace("  gpu: A100-80GB\n", "  gpu: A100-80GB\n  spot: prefer\n")
+    stopped = pod(status="stopped", raw_status="EXITED", spot=True, **VOL)
+    loaded = write_job(prefer)
+    gone = live(stopped, volume(), spot_unavailable={"runpod": "HTTP 410 Gone"})
+    d = decide(build_plan([loaded], gone, now=NOW, env={}).jobs[0], loaded.spec, stopped, approved=set())
+    assert kinds(d) == ["pod.replace", "run.launch"] and d.approvals == {"job.pod.replace"} and d.human == []
+    # while spot lives, the same pod is simply resumed as spot
+    alive = decide(
+        build_plan([loaded], live(stopped, volume()), now=NOW, env={}).jobs[0],
+        loaded.spec,
+        stopped,
+        approved=set(),
+    )
+    assert kinds(alive) == ["pod.start", "run.launch"]
+    # spot: true cannot resume it and holds everything with the error finding
+    strict = write_job(RUNPOD_JOB.replace("  gpu: A100-80GB\n", "  gpu: A100-80GB\n  spot: true\n"))
+    held = decide(build_plan([strict], gone, now=NOW, env={}).jobs[0], strict.spec, stopped, approved=set())
+    assert held.actions == [] and "needs a spot resume" in held.human[0] and "prefer" in held.human[0]
+    # spot: false written into the job file is an edit: that replace waits for a person
+    edited = write_job(RUNPOD_JOB.replace("  gpu: A100-80GB\n", "  gpu: A100-80GB\n  spot: false\n"))
+    waits = decide(
+        build_plan([edited], live(stopped, volume()), now=NOW, env={}).jobs[0],
+        edited.spec,
+        stopped,
+        approved=set(),
+    )
+    assert waits.actions == [] and "needs your approval" in waits.human[0]
