@@ -295,13 +295,16 @@ def gpu_rate(
     if q is not None:
         return GpuRate(label, _f(_d(q.price_hour) * count), f"{q.source} {q.as_of.date().isoformat()}")
     price: float | None = offer.price_hour
+    source = profile_source(profile, offer.as_of)
     if spot:
         price = offer.price_hour_spot
+        if cloud_name == "community":  # the profile's spot prices are the secure cloud's: say so
+            source += " (secure spot price: no community spot price is listed)"
     elif cloud_name == "community" and offer.price_hour_community is not None:
         price = offer.price_hour_community
     if price is None:
         return None
-    return GpuRate(label, _f(_d(price) * count), profile_source(profile, offer.as_of))
+    return GpuRate(label, _f(_d(price) * count), source)
 
 
 def quote_available(
