@@ -89,6 +89,8 @@ def checks(
         Check("paperspace", "/custom-templates", ps.CustomTemplate, paged="ps", items="items"),
         Check("paperspace", "/shared-drives", ps.SharedDrive, paged="ps", items="items"),
         Check("paperspace", "/startup-scripts", ps.StartupScript, paged="ps", items="items"),
+        # the metering source: gpujob bills Paperspace time from these start / stop events
+        Check("paperspace", "/machine-events", ps.MachineEvent, paged="ps", items="items"),
         Check(
             "paperspace",
             "/machine-availability",

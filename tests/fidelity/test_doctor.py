@@ -89,7 +89,8 @@ def test_doctor_is_all_ok_against_the_simulator_and_sends_only_reads(sim: Sim) -
     # The setup says where the API URLs point: the simulator, which is fine here and worth a warning.
     assert "WARN  API URLs" in setup and "point at a simulator" in setup, setup
     for call in ("GET /v2/pods", "GET /v2/catalog/gpus (community)", "query gpuTypes", "query myself",
-                 "GET /v1/os-templates", "GET /v1/public-ips", "GET /v1/snapshots", "GET /v1/machine-availability"):  # fmt: skip
+                 "GET /v1/os-templates", "GET /v1/public-ips", "GET /v1/snapshots", "GET /v1/machine-availability",
+                 "GET /v1/machine-events"):  # fmt: skip
         assert call in done.stdout
     assert "1 item" in done.stdout  # the listings were not empty: their items were checked
     writes = [(m, p) for m, p, body in seen if m != "GET" and not (p == "/graphql" and _is_query(body))]
