@@ -345,7 +345,10 @@ def test_paperspace_money_agrees_at_every_step(frozen: Sim, tmp_path: Path) -> N
     mine = [i for i in audit["items"] if i["job"] == job]
     assert plan["jobs"][0]["parked_usd_per_month"] == pytest.approx(6.00 + 3.00 + 29.00, abs=1e-6)
     assert sum(i["usd_per_month"] for i in mine) == pytest.approx(38.00, abs=1e-4)
-    assert {i["kind"]: i["gotcha"] for i in mine} == {"machine": "PS1", "public_ip": "PS1", "snapshot": "PS9"}
+    # the job's SSH startup script is listed as the job's too: free, so no gotcha and no money
+    assert {i["kind"]: i["gotcha"] for i in mine} == {
+        "machine": "PS1", "public_ip": "PS1", "snapshot": "PS9", "startup_script": None
+    }  # fmt: skip
 
     # start again, 1.5 h: Paperspace bills every started hour in full (the profile's
     # compute_billing_granularity), so the GPU has billed 2 h of this start, in the bill and in gpujob
