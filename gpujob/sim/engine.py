@@ -70,6 +70,7 @@ class Simulator:
         self.rp_prices = Prices("runpod")
         self.ps_prices = Prices("paperspace")
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.graphql_calls = 0  # counts GraphQL requests: `limited` refuses every third
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.ps_ssh_port = self.options.paperspace_ssh_port or podproc.free_port()

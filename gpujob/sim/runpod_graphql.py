@@ -15,7 +15,6 @@ everything, as RunPod announced for early 2027. The mode never follows the simul
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any
 
@@ -35,7 +34,6 @@ MODES = ("live", "limited", "gone")
 LIMITED_EVERY = 3  # `limited`: every third call is refused
 LIMITED_RETRY_AFTER = 1
 FIRST_FIELD = re.compile(r"^\s*(?:(?:query|mutation)\b[^{]*)?\{\s*(\w+)", re.S)
-_calls = itertools.count(1)
 
 
 def operation(query: str) -> str | None:
@@ -112,7 +110,10 @@ def handle(sim: Simulator, req: Request) -> Response:
     mode = sim.options.runpod_graphql
     if mode == "gone":
         return Response(410, {"errors": [{"message": GONE, "extensions": {"code": "GONE"}}]})
-    if mode == "limited" and next(_calls) % LIMITED_EVERY == 0:
+    with sim.lock:
+        sim.graphql_calls += 1
+        refused = mode == "limited" and sim.graphql_calls % LIMITED_EVERY == 0
+    if refused:
         return Response(
             429,
             {"errors": [{"message": "Too many requests: GraphQL is rate limited during its retirement."}]},
