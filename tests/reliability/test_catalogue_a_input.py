@@ -173,7 +173,9 @@ def test_a5_yes_no_words_keep_their_meaning_only_for_booleans(tmp_path: Path) ->
     text = RUNPOD_JOB.replace("machine:\n", "machine:\n  spot: on\n")
     assert load_spec(write_job(tmp_path, text)).spec.machine.spot is True
     text = RUNPOD_JOB.replace("machine:\n", "machine:\n  spot: maybe\n")
-    assert any("machine.spot: expected true, false or prefer" in p for p in problems(write_job(tmp_path, text)))
+    assert any(
+        "machine.spot: expected true, false or prefer" in p for p in problems(write_job(tmp_path, text))
+    )
 
 
 # ---- A6 unknown or misspelled keys, above all safety keys
