@@ -8,7 +8,7 @@ PS11 (gpujob.plan.image_findings) judges the template the id stands for."""
 from __future__ import annotations
 
 from gpujob.plan.context import JobContext
-from gpujob.plan.model import ActionKind, Finding
+from gpujob.plan.model import ActionKind, Finding, Severity
 
 
 def template_findings(ctx: JobContext) -> list[Finding]:
@@ -25,7 +25,7 @@ def template_findings(ctx: JobContext) -> list[Finding]:
         if a.resource_kind == ctx.machine_kind and a.kind in (ActionKind.CREATE, ActionKind.REPLACE)
     ]
     # Only a create uses the template: for a machine that exists it is a warning, not a block.
-    severity = "error" if creates else "warning"
+    severity: Severity = "error" if creates else "warning"
     action_id = creates[0].id if creates else None
     try:
         found = pick(ref, [Template(t.id, t.name, t.kind, t.region) for t in every])
