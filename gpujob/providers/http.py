@@ -371,6 +371,13 @@ class ApiClient:
             )
         if status == 429:
             return ProviderUnavailable(msg, hint="rate limited; wait and re-run", **kw)
+        if status == 410:
+            return ProviderError(
+                msg,
+                hint="the platform retired this API (410 Gone), not a problem with the job file; `gpujob doctor` "
+                "shows which calls still answer, and a newer gpujob may no longer need this one",
+                **kw,
+            )
         return ProviderError(
             msg, hint="the platform refused the request; check the job file against its rules", **kw
         )

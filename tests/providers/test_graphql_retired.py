@@ -78,3 +78,14 @@ async def test_spot_mutations_removed_takes_spot_away_but_not_the_balance(
             LaunchRequest(name="gpujob-p", gpu_id="NVIDIA A40", image="i", spot="prefer")
         )
         assert not pod.spot  # prefer: on-demand over REST v2
+
+
+async def test_a_410_anywhere_never_says_check_the_job_file(router: respx.Router, clock: FakeClock) -> None:
+    router.get(f"{RUNPOD}/v2/pods").mock(
+        return_value=httpx.Response(410, json={"title": "Gone", "status": 410})
+    )
+    async with open_providers({"runpod"}, clock=clock, env=FAKE_ENV) as p:
+        with pytest.raises(Exception) as info:
+            await p["runpod"].client.list_pods()
+    hint = getattr(info.value, "hint", "") or ""
+    assert "retired this API (410 Gone)" in hint and "job file against its rules" not in hint
