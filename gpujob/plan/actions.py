@@ -72,7 +72,12 @@ def plan_running(ctx: JobContext) -> None:
     changes = machine_changes(ctx, m)
     forcing = [c for c in changes if c.forces_replacement]
     reasons = []
-    if forcing:
+    if forcing and [c.path for c in forcing] == ["spot"] and ctx.spot_gone and spec.machine.spot == "prefer":
+        reasons.append(
+            f"the stopped spot pod cannot resume: RunPod's spot API is gone ({ctx.spot_gone}) and REST v2 "
+            "will not start a spot pod as on-demand; spot: prefer makes it an on-demand pod on the same storage"
+        )
+    elif forcing:
         culprits = ", ".join(c.path for c in forcing)
         reasons.append(
             f"{culprits} cannot change on an existing {ctx.machine_kind}: terminate and create again"

@@ -343,8 +343,9 @@ def _spot(ctx: JobContext) -> list[Finding]:
     from gpujob.rehearse.record import plan_finding
 
     out = _spot_api(ctx)
-    # The checkpoint advice (and gpujob rehearse's last drill) is for a pod that is, or will be, interruptible.
-    if ctx.spot or (ctx.machine is not None and ctx.machine.spot):
+    # The checkpoint advice (and gpujob rehearse's last drill) is for a pod that is, or stays,
+    # interruptible: not one being replaced on-demand.
+    if ctx.spot or (ctx.machine is not None and ctx.machine.spot and ctx.machine.status != "stopped"):
         out += _spot_checkpoints(ctx) + plan_finding(ctx)
     return out
 
