@@ -53,7 +53,7 @@ def test_job_schema_shape() -> None:
     assert {"type": "string"} in props["gpu"]["anyOf"]  # a single alias is allowed
     assert doc["$defs"]["CheckpointSpec"]["properties"]["interval"]["default"] == "auto"
     # defaults made by default_factory are documented too
-    assert doc["properties"]["teardown"]["default"] == {"on_finish": "keep"}
+    assert doc["properties"]["teardown"]["default"] == {"on_finish": "keep", "on_failure": "keep"}
     assert doc["$defs"]["RunSpec"]["properties"]["sync"]["default"]["dest"] == "/workspace/code"
     assert props["regions"]["default"] == []
 

@@ -165,6 +165,7 @@ async def apply_plan(
             rerun=command,
             project=project.id,
             project_label=project.label,
+            digest=getattr(loaded, "digest", ""),
         )
         contexts.append((ctx, todo))
     result = ApplyResult()

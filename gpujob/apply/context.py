@@ -42,6 +42,7 @@ class JobContext:
     rerun: str = "gpujob apply"  # the command line that repeats this one, for hints (gate.require_approved)
     project: str = ""  # gpujob.project id of state_dir: part of every name this job's resources get
     project_label: str = ""  # where that project lives (user@host:/path), written into pod env
+    digest: str = ""  # the job file's digest (gpujob.spec.load): what the journal's run marks name
     machine: LiveResource | None = None
     volume: LiveResource | None = None
     moved: bool = False

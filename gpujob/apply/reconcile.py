@@ -23,6 +23,9 @@ from gpujob.plan.model import ActionKind, Plan
 JournalOf = Callable[[Any], Journal]
 FINISHED = "run.finished"
 LAUNCHED = "run.spec"
+NOT_RELAUNCHED = (
+    "not relaunched:"  # a launch step's outcome when the run it found had ended and stopped its machine
+)
 HOST_LOST_GPU = "host-lost-gpu"  # <job>.<pod|machine>.host-lost-gpu: a start found no GPU on the host (RP1)
 HOST_FAULTY = (
     "host-faulty"  # <job>.<pod|machine>.host-faulty: the preflight found its GPU unfit (gpujob.preflight)
@@ -93,7 +96,13 @@ def finished_marker(entries: Sequence[JournalEntry], digest: str) -> JournalEntr
     """The last 'run finished' mark, if it was made for this exact job file after the last launch."""
     marks = [e for e in entries if e.action_id and e.action_id.endswith("." + FINISHED)]
     last_launch = max(
-        (i for i, e in enumerate(entries) if e.phase == "done" and (e.action_id or "").endswith(".launch")),
+        (
+            i
+            for i, e in enumerate(entries)
+            if e.phase == "done"
+            and (e.action_id or "").endswith(".launch")
+            and not e.detail.startswith(NOT_RELAUNCHED)
+        ),
         default=-1,
     )
     if marks and entries.index(marks[-1]) > last_launch and marks[-1].detail.endswith(digest):

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from gpujob import naming
 from gpujob.apply import ownership as guard
-from gpujob.apply import runtime, teardown
+from gpujob.apply import quiesce, runtime, teardown
 from gpujob.apply.capacity import candidates, create_with_fallback, launch_request
 from gpujob.apply.carry import push_after_replace
 from gpujob.apply.context import JobContext
 from gpujob.apply.journal import crashpoint
-from gpujob.apply.reconcile import HOST_LOST_GPU
+from gpujob.apply.reconcile import FINISHED, HOST_LOST_GPU, NOT_RELAUNCHED, launched_digest
 from gpujob.apply.records import PullRecord, note_launch
 from gpujob.errors import GpujobError, ProviderNotFound, command_text, job_file_args, ssh_words
 from gpujob.live import LiveResource
@@ -255,8 +255,9 @@ async def stop(ctx: JobContext, action: Action) -> Outcome:
     if machine.status == "stopped":
         return Outcome(machine.id, "already stopped")
     await guard.require_owned(ctx, machine, action, "stop")
-    ctx.machine = await ctx.provider.stop(machine)
-    return Outcome(machine.id, f"stopped {machine.name}")
+    saved = await quiesce.before_stop(ctx, action, machine)
+    ctx.machine = await ctx.provider.stop(ctx.machine or machine)
+    return Outcome(machine.id, f"stopped {machine.name}" + (f" ({saved})" if saved else ""))
 
 
 async def terminate(ctx: JobContext, action: Action) -> Outcome:
@@ -344,7 +345,8 @@ async def static_ip(ctx: JobContext, action: Action) -> Outcome:
     was_running = machine.status == "running"
     if was_running:
         ctx.note(f"stopping {machine.name} to assign static IP {ip.id}")
-        machine = await ctx.provider.stop(machine)
+        await quiesce.before_stop(ctx, action, machine)
+        machine = await ctx.provider.stop(ctx.machine or machine)
     await assign(ip.id, machine.id)
     ctx.machine = await ctx.provider.get(machine.kind, machine.id) or machine
     detail = f"claimed static IP {ip.id} and assigned it to {machine.name}"
@@ -389,6 +391,9 @@ async def grow_disk(ctx: JobContext, action: Action, size: int) -> Outcome:
     machine = _need_machine(ctx, action)
     await guard.require_owned(ctx, machine, action, "grow the disk of")
     was_running = machine.status == "running"
+    # Either way the run ends (a pod's container restarts): it gets its SIGTERM save first.
+    saved = await quiesce.before_stop(ctx, action, machine) if was_running else ""
+    machine = ctx.machine or machine
     if ctx.spec.platform == "paperspace" and was_running:
         ctx.note(
             f"stopping {machine.name} to grow its disk (Paperspace resizes a machine only while it is off)"
@@ -397,7 +402,7 @@ async def grow_disk(ctx: JobContext, action: Action, size: int) -> Outcome:
     grown = await ctx.provider.grow_volume(machine, size)
     note_launch(ctx.state_dir, ctx.spec, grown, disk_gb=size)
     ctx.machine = grown
-    detail = f"grew the disk of {grown.name} to {size} GB"
+    detail = f"grew the disk of {grown.name} to {size} GB" + (f" ({saved})" if saved else "")
     if was_running:
         if grown.status != "running":
             ctx.machine = await ctx.provider.start(grown)
@@ -506,6 +511,30 @@ async def launch(ctx: JobContext, action: Action) -> Outcome:
 
     await before_launch(ctx, action, recreate=create_machine)  # a bad GPU host never trains
     target = _target(ctx, action)
-    detail = await runtime.launch(target, ctx.ssh, ctx.clock, ctx.env, ctx.note)
+    entries = ctx.journal.entries()
+    same_file = bool(ctx.digest) and launched_digest(entries) == ctx.digest
+    try:
+        detail = await runtime.launch(target, ctx.ssh, ctx.clock, ctx.env, ctx.note, keep_ended=same_file)
+    except runtime.RunEnded as ended:
+        ctx.machine = target.resource
+        return await _ended_on_its_own(ctx, action, ended)
     ctx.machine = target.resource
     return Outcome(target.resource.id, detail)
+
+
+async def _ended_on_its_own(ctx: JobContext, action: Action, ended: runtime.RunEnded) -> Outcome:
+    """The machine was started (by a watch that took the stop for a preemption, or an apply) and the
+    run it holds had ended and stopped it itself: it is marked finished for this job file (so neither
+    starts it again) and stopped again."""
+    machine = _need_machine(ctx, action)
+    ctx.journal.append(
+        "done", ctx.clock.now(), action_id=f"{ctx.spec.name}.{FINISHED}",
+        detail=f"exit {ended.exit_code}; stopped itself ({ended.why}); spec {ctx.digest}",
+    )  # fmt: skip
+    await guard.require_owned(ctx, machine, action, "stop")
+    ctx.machine = await ctx.provider.stop(machine)
+    return Outcome(
+        machine.id,
+        f"{NOT_RELAUNCHED} the run ended (exit {ended.exit_code}) and {machine.name} had stopped itself "
+        f"({ended.why}); stopped it again",
+    )

@@ -34,6 +34,7 @@ from gpujob.apply import gate
 from gpujob.apply.capacity import create_with_fallback, launch_request
 from gpujob.apply.context import JobContext
 from gpujob.apply.ownership import volume_of
+from gpujob.apply.quiesce import quiesce
 from gpujob.apply.records import current_record, load_pull_record
 from gpujob.apply.runtime.pulling import pull_dir, pull_over
 from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, open_remote
@@ -301,7 +302,7 @@ async def _look(
         reached.append(True)
         if own:
             ctx.machine = target.resource
-        stopped = await _quiesce(ctx, action, remote, machine)
+        stopped = await quiesce(ctx, action, remote, machine, strict=True)
         listings = await _listings(ctx, remote)
         at_risk = {d: lst for d, lst in listings.items() if (lst.files or lst.unpullable) and erased(lst)}
         kept = {d: lst for d, lst in listings.items() if lst.files and d not in at_risk}
@@ -352,46 +353,6 @@ async def _outputs(
         where=f"{machine.name} ({machine.id})",
     )
     return f"; {said}" if said else ""
-
-
-async def _quiesce(ctx: JobContext, action: Action, remote: Any, machine: LiveResource) -> str:
-    grace = gate.quiesce_grace_s(ctx.spec)
-    q = await ctx.ssh.quiesce_run(remote, ctx.spec, grace_s=grace)
-    state = getattr(q, "state", "not-running")
-    if state == "stuck":
-        raise GateError(
-            f"{action.id}: the run on {machine.name} is still alive after SIGTERM, {grace:.0f}s and SIGKILL "
-            f"(pids {', '.join(map(str, q.pids))}); its disk cannot be checked while it writes",
-            hint="look at it with `gpujob ssh`, then run the command again",
-        )
-    if state == "not-running":
-        said = "no run was alive"
-    else:
-        how = "exited after SIGTERM" if state == "stopped" else f"was killed after {grace:.0f}s"
-        ctx.note(f"stopped the run on {machine.name} before the {action.kind.value}: it {how}")
-        said = f"the run {how}"
-    return said + await _quiesce_workload(ctx, action, remote, machine, grace)
-
-
-async def _quiesce_workload(
-    ctx: JobContext, action: Action, remote: Any, machine: LiveResource, grace: float
-) -> str:
-    """Whatever of the workload outlived the run's tree (setsid'd, double-forked): gpujob.ssh.workload."""
-    try:
-        w = await ctx.ssh.quiesce_workload(remote, ctx.spec, grace_s=grace)
-    except NotImplementedError:  # a test's SSH layer without it
-        return ""
-    if w.state == "stuck":
-        names = ", ".join(f"{p.name} ({p.pid})" for p in w.left[:6])
-        raise GateError(
-            f"{action.id}: workload process(es) on {machine.name} still running after SIGTERM, {grace:.0f}s and "
-            f"SIGKILL: {names}; its disk cannot be checked while they may write",
-            hint="look at them with `gpujob ssh -- ps -ef`, then run the command again",
-        )
-    if w.state == "none":
-        return ""
-    ctx.note(f"before the {action.kind.value} on {machine.name}: {w.describe()}")
-    return f"; {w.describe()}"
 
 
 async def _listings(ctx: JobContext, remote: Any) -> dict[str, Any]:

@@ -68,6 +68,7 @@ class SimServer:
             self.close()
             raise
         o = self.sim.options
+        self.sim.control_url = f"http://127.0.0.1:{self._servers[0].server_address[1]}"
         self.endpoints = Endpoints(
             self._servers[0].server_address[1],
             self._servers[1].server_address[1],

@@ -124,7 +124,13 @@ def add_control_routes(api: Any) -> None:
     def health(req: Request) -> Response:
         return Response(200, {"ok": True, "data_dir": str(sim.data_dir), "pods": sim.options.pods})
 
+    def self_stop(req: Request) -> Response:
+        from gpujob.sim import selfstop
+
+        return Response(202, selfstop.handle(sim, req.json()))
+
     api.control_routes = [
+        ("POST", "/_sim/self-stop", self_stop),
         ("POST", "/_sim/inject", post_inject),
         ("GET", "/_sim/faults", get_faults),
         ("POST", "/_sim/clock/advance", advance),

@@ -10,6 +10,7 @@ was up back *stopped* (RunPod EXITED, Paperspace off): the container disk is wip
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import subprocess
 import threading
@@ -74,6 +75,10 @@ class Simulator:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.ps_ssh_port = self.options.paperspace_ssh_port or podproc.free_port()
+        # Machines stop themselves through /_sim/self-stop (gpujob.sim.selfstop): the URL is set once the
+        # HTTP servers listen, the secret behind each machine's token lives as long as this process.
+        self.control_url = ""
+        self.self_stop_secret = secrets.token_hex(16)
         # Raises PodsUnavailable (what to install) when no pod can run here.
         self.pod_mode = podproc.choose(self.options.pod_mode) if self.options.pods else None
         self._recover()

@@ -211,8 +211,10 @@ def sshd_config(launch: PodLaunch, ctl: str, extra: list[str] | None = None) -> 
         for k, v in launch.env.items()
         if k.isidentifier() and v and all(c.isalnum() or c in "._-/:@+=," for c in v)
     }
-    if launch.gpu is not None:
-        safe["PATH"] = path_for(ctl)  # the host's nvidia-smi and dmesg first
+    tools = (launch.ctl_dir / "bin").is_dir()  # the platform's self-stop commands (gpujob.sim.selfstop)
+    if launch.gpu is not None or tools:
+        path = path_for(ctl) if launch.gpu is not None else path_for(ctl).split(":", 1)[1]
+        safe["PATH"] = f"{ctl}/bin:{path}" if tools else path  # the host's nvidia-smi and dmesg next
     if safe:
         lines.append("SetEnv " + " ".join(f"{k}={v}" for k, v in sorted(safe.items())))
     return "\n".join(lines + (extra or [])) + "\n"

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpujob.sim import podproc
+from gpujob.sim import podproc, selfstop
 from gpujob.sim.engine import SimError, Simulator, wipe
 from gpujob.sim.gpuhost import GpuHost
 from gpujob.sim.state import RpPod, RpVolume, new_id
@@ -122,6 +122,8 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
             ssh_faults=sim.options.ssh_faults,
             gpu=GpuHost(model=pod.gpu_id or "NVIDIA GPU", count=pod.gpu_count, fault=pod.gpu_fault),
         )
+        if sim.control_url:
+            selfstop.write_tools(launch.ctl_dir, sim.control_url, "runpod", pod.id, sim.self_stop_secret)
         # A custom image that never starts sshd (RP10): the pod runs, its mapped port refuses.
         no_sshd = sim.faults.take("no_sshd", platform="runpod", pod_id=pod.id) is not None
     time.sleep(sim.options.boot_seconds)

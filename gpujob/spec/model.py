@@ -297,7 +297,14 @@ class TeardownSpec(Model):
     """What happens to the machine when the run finishes."""
 
     on_finish: Literal["keep", "stop", "terminate"] = Field(
-        "keep", description="What to do when the command exits 0. terminate still passes the teardown gate."
+        "keep",
+        description="What to do when the command exits 0. stop is done on a RunPod pod itself as the run "
+        "ends (runpodctl, no account key on it), and by apply/watch; terminate still passes the teardown gate.",
+    )
+    on_failure: Literal["keep", "stop"] = Field(
+        "keep",
+        description="What to do when the command exits non-zero on its own (never after a signal: a "
+        "preemption or gpujob's own stop). stop is done on a RunPod pod itself, so a failed run stops billing.",
     )
 
 

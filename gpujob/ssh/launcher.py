@@ -53,6 +53,9 @@ class RunStatus(Model):
     setup_failed: bool = False
     detach: str | None = None  # tmux or nohup, as actually used
     checkpoint_dir: str | None = None  # where the last run launched on this disk writes (its marker)
+    stopped_itself: str | None = (
+        None  # why the launcher stopped the machine as the run ended (on_finish/on_failure)
+    )
     progress: Progress | None = None  # the newest step of this run
     progress_first: Progress | None = None  # the first step of this run (its resume point + 1)
     history: list[PastRun] = Field(
@@ -122,6 +125,13 @@ def _run(spec: JobSpec) -> RunSpec:
 IS_RUN = r"""tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -A1 -xF -- "$SELF" | grep -qx run"""
 
 
+# How a machine stops itself, with no account key on it: RunPod's pods carry runpodctl with a key scoped
+# to the pod ("Manage Pods": `runpodctl stop pod $RUNPOD_POD_ID`). A Paperspace machine is not stopped
+# from inside: `shutdown` there would be a VM's, but where the machine is a container (the simulator's,
+# as root) it could reach the host's init; gpujob apply/watch and machine.auto_shutdown stop it instead.
+SELF_STOP = {"runpod": 'runpodctl stop pod "$RUNPOD_POD_ID"'}
+
+
 def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
     import jinja2
 
@@ -148,6 +158,10 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
         setup=run.setup or "",
         command=run.command,
         ckdir=remote_path(spec.checkpoint.dir) if spec.checkpoint else "",
+        stop_on_finish=spec.teardown.on_finish == "stop" and spec.platform in SELF_STOP,
+        stop_on_failure=spec.teardown.on_failure == "stop" and spec.platform in SELF_STOP,
+        kind="pod" if spec.platform == "runpod" else "machine",
+        self_stop=SELF_STOP.get(spec.platform, ""),
     )
 
 
@@ -211,6 +225,7 @@ echo "finished_at=$(cat "$J/finished_at" 2>/dev/null)"
 echo "detach=$(cat "$J/detach" 2>/dev/null)"
 echo "checkpoint_dir=$(head -n 1 "$J/checkpoint_dir" 2>/dev/null)"
 [ -e "$J/setup_failed" ] && echo "setup_failed=1"
+[ -s "$J/stopped_itself" ] && echo "stopped_itself=$(head -c 200 "$J/stopped_itself" | head -n 1 | tr -cd '[:print:]')"
 if [ -n "$C" ] && [ -d "$C" ]; then
   echo "checkpoint=$(cd "$C" && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' -printf '%T@ %P\\n' | sort -n | tail -n 1)"
 fi
@@ -249,6 +264,7 @@ def _quiesce_command(spec: JobSpec, grace_s: float) -> str:
     # fork its saver), kept once seen (an orphan is reparented away from the tree but still writes).
     return f"""J={jobdir}; SELF="$J/launcher.sh"; G={ticks}
 pid=$(cat "$J/pid" 2>/dev/null)
+rm -f "$J/armed"  # the on-box stop (teardown.on_finish/on_failure: stop) never follows gpujob's own quiesce
 gone() {{ [ ! -e "/proc/$1" ] || grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }}
 ours() {{ [ -n "$pid" ] && ! gone "$pid" && {IS_RUN}; }}
 tree() {{ cat /proc/[0-9]*/status 2>/dev/null | awk -v root="$1" '/^Pid:/{{p=$2}} /^PPid:/{{pp[p]=$2}} END{{n=1;q[1]=root;i=1;while(i<=n){{c=q[i];for(k in pp)if(pp[k]==c){{n++;q[n]=k}}i++}}for(j=1;j<=n;j++)print q[j]}}'; }}
@@ -333,6 +349,7 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
         setup_failed=kv.get("setup_failed") == "1",
         detach=kv.get("detach") or None,
         checkpoint_dir=_clean_dir(kv.get("checkpoint_dir") or ""),
+        stopped_itself=kv.get("stopped_itself") or None,
     )
 
 

@@ -160,6 +160,7 @@ class FakeRemote:
 class FakeStatus:
     alive: bool
     exit_code: int | None = None
+    stopped_itself: str | None = None
 
 
 @dataclass
@@ -179,6 +180,7 @@ class FakeSSH:
     mount: str = "/workspace"
     listed: list[str] = field(default_factory=list)
     quiesced: list[float] = field(default_factory=list)
+    stopped_itself: str | None = None  # the launcher's record of a self-stop (teardown.on_finish/on_failure)
 
     def api(self) -> SSHApi:
         return SSHApi(
@@ -259,7 +261,7 @@ class FakeSSH:
         self.alive = True
 
     async def run_status(self, remote: FakeRemote, spec: JobSpec) -> FakeStatus:
-        return FakeStatus(alive=self.alive, exit_code=self.exit_code)
+        return FakeStatus(alive=self.alive, exit_code=self.exit_code, stopped_itself=self.stopped_itself)
 
 
 @dataclass(frozen=True)

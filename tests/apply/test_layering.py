@@ -18,7 +18,7 @@ LAYERS: list[set[str]] = [
     {"context", "gate"},
     {"runtime.transfer", "runtime.remote"},
     {"runtime.launch", "runtime.pulling"},
-    {"runtime", "ownership", "capacity", "observe"},
+    {"runtime", "ownership", "capacity", "observe", "quiesce"},
     {"carry", "teardown"},
     {"steps"},
     {"applier"},

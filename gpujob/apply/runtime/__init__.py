@@ -3,7 +3,7 @@ run (launch), pull its checkpoints (pulling), report transfers (transfer). Below
 the gate's pure checks; it never sees a JobContext."""
 
 from gpujob.apply.localfiles import local_sha256
-from gpujob.apply.runtime.launch import LAUNCH_ATTEMPTS, collect_secrets, launch, sync_patterns
+from gpujob.apply.runtime.launch import LAUNCH_ATTEMPTS, RunEnded, collect_secrets, launch, sync_patterns
 from gpujob.apply.runtime.pulling import MAX_LANES, pull, pull_dir, pull_over
 from gpujob.apply.runtime.remote import (
     ATTEMPT_S,
@@ -32,6 +32,7 @@ __all__ = [
     "NOT_COMING",
     "POLL_S",
     "MachineNotRunning",
+    "RunEnded",
     "Target",
     "Unreachable",
     "collect_secrets",

@@ -16,6 +16,19 @@ from gpujob.ssh.quote import remote_path
 LAUNCH_ATTEMPTS = 3
 
 
+class RunEnded(GpujobError):
+    """The run this job file launched ended on its own and its machine stopped itself afterwards
+    (teardown.on_finish / on_failure: stop, done by the launcher): the start that brought the machine
+    back was not a request to run it again."""
+
+    def __init__(self, spec: JobSpec, exit_code: int | None, why: str) -> None:
+        super().__init__(
+            f"{spec.name}: the run ended (exit {exit_code}) and its machine stopped itself: {why}"
+        )
+        self.exit_code = exit_code
+        self.why = why
+
+
 def collect_secrets(spec: JobSpec, env: Mapping[str, str], *, rerun: str = "gpujob apply") -> dict[str, str]:
     """Values of run.secrets from the local environment. Missing ones are named (never valued).
     `rerun` is the command line that repeats this one, for the hint."""
@@ -57,16 +70,24 @@ def _alive(status: Any) -> bool:
 
 
 async def launch(
-    target: Target, ssh: SSHApi, clock: Clock, env: Mapping[str, str], note: Callable[[str], None]
+    target: Target,
+    ssh: SSHApi,
+    clock: Clock,
+    env: Mapping[str, str],
+    note: Callable[[str], None],
+    *,
+    keep_ended: bool = False,
 ) -> str:
-    """Sync the code and start the run detached, unless it is already alive. Returns a one-line outcome."""
+    """Sync the code and start the run detached, unless it is already alive. Returns a one-line outcome.
+    `keep_ended`: the run on the disk was launched from this very job file; if it ended and stopped its
+    machine itself, raise RunEnded instead of running it again."""
     spec = target.spec
     if spec.run is None:
         return "no run section: nothing to launch"
     secrets = collect_secrets(spec, env)
     for attempt in range(1, LAUNCH_ATTEMPTS + 1):
         try:
-            return await _launch_once(target, ssh, clock, secrets, note)
+            return await _launch_once(target, ssh, clock, secrets, note, keep_ended)
         except SSHConnectError as exc:
             # A dropped connection mid-sync: reconnect (the endpoint is re-read) and sync again; only
             # the files that did not arrive are sent.
@@ -78,7 +99,12 @@ async def launch(
 
 
 async def _launch_once(
-    target: Target, ssh: SSHApi, clock: Clock, secrets: dict[str, str], note: Callable[[str], None]
+    target: Target,
+    ssh: SSHApi,
+    clock: Clock,
+    secrets: dict[str, str],
+    note: Callable[[str], None],
+    keep_ended: bool,
 ) -> str:
     spec = target.spec
     assert spec.run is not None
@@ -86,6 +112,9 @@ async def _launch_once(
         status = await ssh.run_status(remote, spec)
         if _alive(status):
             return "run already alive: not relaunched"
+        ended = getattr(status, "stopped_itself", None)
+        if keep_ended and ended:
+            raise RunEnded(spec, getattr(status, "exit_code", None), ended)
         src = (target.spec_path.parent / spec.run.sync.src).resolve()
         with transfer_reporting("sync", note) as progress:
             stats = await ssh.sync_tree(
