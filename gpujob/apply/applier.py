@@ -137,7 +137,7 @@ async def apply_plan(
         loaded = by_name.get(jp.job)
         if loaded is None:
             raise GpujobError(f"the plan names job '{jp.job}' but no loaded job file defines it")
-        if any(a.kind is ActionKind.LAUNCH for a in todo):
+        if any(a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH) for a in todo):
             collect_secrets(loaded.spec, env, rerun=command)  # fail before touching anything, naming it
         provider = providers.get(loaded.spec.platform)
         if provider is None:

@@ -31,7 +31,7 @@ async def quiesce(
         if strict:
             raise GateError(
                 f"{action.id}: the run on {machine.name} is still alive after SIGTERM, {grace:.0f}s and SIGKILL "
-                f"(pids {', '.join(map(str, q.pids))}); its disk cannot be checked while it writes",
+                f"(pids {', '.join(map(str, q.pids))}); nothing more is done while it may still write",
                 hint="look at it with `gpujob ssh`, then run the command again",
             )
         said = f"the run did not exit after SIGTERM, {grace:.0f}s and SIGKILL (pids {', '.join(map(str, q.pids))})"

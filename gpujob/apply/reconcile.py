@@ -41,7 +41,7 @@ def launch_pending(entries: Sequence[JournalEntry]) -> bool:
         kind = e.action_id.rsplit(".", 1)[-1]
         if kind in ("create", "start", "replace") and e.phase in ("intent", "done"):
             pending = True
-        elif kind in ("launch", "terminate", "stop") and e.phase == "done":
+        elif kind in ("launch", "relaunch", "terminate", "stop") and e.phase == "done":
             pending = False
     return pending
 
@@ -100,7 +100,7 @@ def finished_marker(entries: Sequence[JournalEntry], digest: str) -> JournalEntr
             i
             for i, e in enumerate(entries)
             if e.phase == "done"
-            and (e.action_id or "").endswith(".launch")
+            and (e.action_id or "").endswith((".launch", ".relaunch"))
             and not e.detail.startswith(NOT_RELAUNCHED)
         ),
         default=-1,
@@ -143,7 +143,7 @@ def mark_finished(plan: Plan, loaded: Iterable[Any], journal_of: JournalOf, now:
 
 def record_launches(done: Iterable[str], loaded: Iterable[Any], journal_of: JournalOf, now: datetime) -> None:
     """After apply: which job file each finished launch was made from."""
-    launched = {a.removesuffix(".run.launch") for a in done if a.endswith(".run.launch")}
+    launched = {a.rsplit(".run.", 1)[0] for a in done if a.endswith((".run.launch", ".run.relaunch"))}
     for ls in loaded:
         if ls.spec.name in launched:
             journal_of(ls).append(

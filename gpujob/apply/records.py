@@ -153,6 +153,49 @@ def save_pull_record(state: StateRef, record: PullRecord) -> None:
     as_store(state).write(pulls_name(record.job), record.model_dump_json(indent=2).encode())
 
 
+class RunRecord(Model):
+    """What the run alive on a machine was launched with (gpujob.plan.run_diff compares it with the job
+    file). Env values are kept as digests and secrets by name: the record says that a value changed,
+    never what it was."""
+
+    command: str
+    setup: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="run.env: name -> sha256 of the value.")
+    secrets: list[str] = Field(default_factory=list, description="run.secrets, by name only.")
+    image: str | None = None
+    sync_dest: str = ""
+    checkpoint_dir: str | None = None
+    checkpoint_interval_s: int | None = None
+    checkpoint_keep: int | None = None
+    detach: str = ""
+    at: datetime
+
+
+def value_digest(value: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def run_record_of(spec: Any, at: datetime) -> RunRecord:
+    from gpujob.ssh.launcher import checkpoint_interval_s
+
+    run, ck = spec.run, spec.checkpoint
+    return RunRecord(
+        command=run.command,
+        setup=run.setup,
+        env={k: value_digest(v) for k, v in sorted(run.env.items())},
+        secrets=sorted(run.secrets),
+        image=spec.machine.image,
+        sync_dest=run.sync.dest,
+        checkpoint_dir=ck.dir if ck is not None else None,
+        checkpoint_interval_s=checkpoint_interval_s(spec),
+        checkpoint_keep=ck.keep if ck is not None else None,
+        detach=run.detach,
+        at=at,
+    )
+
+
 class LaunchRecord(Model):
     """What gpujob created a job's machine with that the platform never reports back (Paperspace machine
     objects carry no templateId and no diskSize): launches/<job>.json in the store, written at create and at
@@ -164,6 +207,9 @@ class LaunchRecord(Model):
     template: str | None = Field(None, description="machine.template as the job file wrote it.")
     template_id: str | None = Field(None, description="The template id it resolved to.")
     disk_gb: int | None = Field(None, description="The disk size the machine was created (or grown) with.")
+    run: RunRecord | None = Field(
+        None, description="The run last launched on this machine, if gpujob launched it."
+    )
     at: datetime
 
     def template_matches(self, wanted: str) -> bool:
@@ -213,6 +259,17 @@ def note_launch(state_dir: StateRef, spec: Any, machine: Any, *, disk_gb: int | 
             disk_gb=machine.volume_gb,
             at=now,
         )
+    save_launch_record(state_dir, rec)
+
+
+def note_run(state_dir: StateRef, spec: Any, machine: Any, at: datetime) -> None:
+    """After a launch started the run on `machine`: what it was launched with."""
+    old = load_launch_record(state_dir, spec.name)
+    run = run_record_of(spec, at)
+    if old is not None and old.resource_id == machine.id:
+        rec = old.model_copy(update={"run": run})
+    else:  # a machine gpujob did not create (or a record lost): only the run is known
+        rec = LaunchRecord(job=spec.name, platform=spec.platform, resource_id=machine.id, run=run, at=at)
     save_launch_record(state_dir, rec)
 
 

@@ -13,7 +13,7 @@ from gpujob.apply.carry import push_after_replace
 from gpujob.apply.context import JobContext
 from gpujob.apply.journal import crashpoint
 from gpujob.apply.reconcile import FINISHED, HOST_LOST_GPU, NOT_RELAUNCHED, launched_digest
-from gpujob.apply.records import PullRecord, note_launch
+from gpujob.apply.records import PullRecord, note_launch, note_run
 from gpujob.errors import GpujobError, ProviderNotFound, command_text, job_file_args, ssh_words
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
@@ -119,6 +119,7 @@ async def _dispatch(ctx: JobContext, action: Action) -> Outcome:
         ActionKind.PULL: pull,
         ActionKind.PUSH: push,
         ActionKind.LAUNCH: launch,
+        ActionKind.RELAUNCH: relaunch,
     }
     handler = handlers.get(kind)
     if handler is None:
@@ -519,7 +520,28 @@ async def launch(ctx: JobContext, action: Action) -> Outcome:
         ctx.machine = target.resource
         return await _ended_on_its_own(ctx, action, ended)
     ctx.machine = target.resource
+    if detail.startswith("run launched"):
+        note_run(ctx.state_dir, ctx.spec, target.resource, ctx.clock.now())
     return Outcome(target.resource.id, detail)
+
+
+async def relaunch(ctx: JobContext, action: Action) -> Outcome:
+    """The run alive was launched differently from the job file (or a relaunch was asked for): quiesce
+    it (its SIGTERM save), pull once more when checkpoint.pull is continuous, then launch it again; the
+    command resumes from its newest checkpoint."""
+    machine = _need_machine(ctx, action)
+    await guard.require_owned(ctx, machine, action, "relaunch the run on")
+    target = _target(ctx, action)
+    pulled = ""
+    async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
+        ctx.machine = target.resource
+        stopped = await quiesce.quiesce(ctx, action, remote, target.resource, strict=True)
+        ck = ctx.spec.checkpoint
+        if ck is not None and ck.pull == "continuous":
+            record = await runtime.pull_over(remote, target, ctx.ssh, ctx.clock, ctx.note)
+            pulled = f"; final pull: {len(record.files)} file(s) into {record.local_dir}"
+    launched = await launch(ctx, action)
+    return Outcome(launched.resource_id, f"{stopped}{pulled}; {launched.detail}")
 
 
 async def _ended_on_its_own(ctx: JobContext, action: Action, ended: runtime.RunEnded) -> Outcome:

@@ -138,6 +138,11 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
         return DataEffect(
             summary=f"copies the verified checkpoints from {ck.pull_to} into {ck.dir}; deletes nothing"
         )
+    if kind is K.RELAUNCH and spec.run is not None:
+        return DataEffect(
+            summary="SIGTERM to the run and a grace for its final save, then it starts again from its newest "
+            f"checkpoint; writes code to {spec.run.sync.dest}; deletes nothing"
+        )
     if kind is K.LAUNCH and spec.run is not None:
         return DataEffect(summary=f"writes code to {spec.run.sync.dest}; deletes nothing")
     return DataEffect()

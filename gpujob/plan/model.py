@@ -26,6 +26,7 @@ class ActionKind(StrEnum):
     PULL = "pull"  # pull + verify checkpoints before a destructive step
     PUSH = "push"  # carry pulled checkpoints onto a replaced machine's new storage, before its run starts
     LAUNCH = "launch"  # sync code and (re)start the run over SSH
+    RELAUNCH = "relaunch"  # the run alive was launched differently: quiesce it, then launch it again
 
 
 # Actions that destroy data or keep money flowing irreversibly: they pass the teardown gate.

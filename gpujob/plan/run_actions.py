@@ -11,6 +11,7 @@ from gpujob.plan.actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
+from gpujob.plan.run_diff import plan_relaunch
 
 K = ActionKind
 
@@ -52,6 +53,7 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
             )
         return
     if fact.state == "running":
+        plan_relaunch(ctx, fact)
         return
     if fact.state == "lost":
         since = f" at {fact.started_at}" if fact.started_at else ""

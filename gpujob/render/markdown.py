@@ -259,7 +259,7 @@ def open_job(job: JobPlan) -> bool:
 
 
 def meter_rows(a: Action) -> list[tuple[str, MeterLine]]:
-    if a.kind in (ActionKind.NOOP, ActionKind.PULL, ActionKind.PUSH, ActionKind.LAUNCH):
+    if a.kind in (ActionKind.NOOP, ActionKind.PULL, ActionKind.PUSH, ActionKind.LAUNCH, ActionKind.RELAUNCH):
         return []
     b = a.billing
     keeps = [("keeps billing", m) for m in b.keeps] if a.kind in S.SHOW_KEEPS else []

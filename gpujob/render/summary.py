@@ -29,6 +29,7 @@ SYMBOL: dict[ActionKind, str] = {
     K.PULL: "⇣",
     K.PUSH: "⇡",
     K.LAUNCH: "»",
+    K.RELAUNCH: "~",
     K.NOOP: "·",
 }
 
@@ -45,6 +46,7 @@ VERB: dict[ActionKind, str] = {
     K.PULL: "pull checkpoints",
     K.PUSH: "push checkpoints",
     K.LAUNCH: "launch run",
+    K.RELAUNCH: "relaunch",
     K.NOOP: "no change",
 }
 
@@ -67,6 +69,8 @@ KIND_LABEL = {"public_ip": "static IP", "network_volume": "network volume"}
 
 def resource_label(action: Action) -> str:
     kind = KIND_LABEL.get(action.resource_kind, action.resource_kind.replace("_", " "))
+    if action.kind is K.RELAUNCH:
+        return f"run {action.job}"
     if action.kind in (K.PULL, K.PUSH, K.LAUNCH):
         return action.resource_name
     return f"{kind} {action.resource_name}"
@@ -97,15 +101,19 @@ def totals(plan: Plan) -> Totals:
 
 def counts(actions: list[Action]) -> dict[str, int]:
     c = {"create": 0, "update": 0, "replace": 0, "start": 0, "stop": 0, "destroy": 0, "pull": 0, "push": 0}
-    c["launch"] = 0
+    c["launch"] = c["relaunch"] = 0
     for a in actions:
         if a.kind in DESTROY:
             c["destroy"] += 1
         elif a.kind is not K.NOOP:
             c[
-                {K.UPDATE: "update", K.PULL: "pull", K.PUSH: "push", K.LAUNCH: "launch"}.get(
-                    a.kind, a.kind.value
-                )
+                {
+                    K.UPDATE: "update",
+                    K.PULL: "pull",
+                    K.PUSH: "push",
+                    K.LAUNCH: "launch",
+                    K.RELAUNCH: "relaunch",
+                }.get(a.kind, a.kind.value)
             ] += 1
     return c
 
@@ -120,7 +128,7 @@ def summary_line(plan: Plan) -> str:
     parts = [f"{c['create']} to create"]
     parts += [f"{c[k]} to {k}" for k in ("update", "replace", "start", "stop") if c[k]]
     parts.append(f"{c['destroy']} to destroy")
-    parts += [f"{c[k]} to {k}" for k in ("pull", "push", "launch") if c[k]]
+    parts += [f"{c[k]} to {k}" for k in ("pull", "push", "launch", "relaunch") if c[k]]
     return f"Plan: {', '.join(parts)}. {money}"
 
 

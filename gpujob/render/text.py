@@ -26,6 +26,7 @@ COLOUR: dict[ActionKind, str] = {
     K.PULL: "cyan",
     K.PUSH: "cyan",
     K.LAUNCH: "cyan",
+    K.RELAUNCH: "yellow",
     K.NOOP: "bright_black",
 }
 SEVERITY = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("i", "blue")}
@@ -123,7 +124,7 @@ def _value(v: object) -> str:
 
 def _meters(a: Action, style: Style, pad: str) -> list[str]:
     b = a.billing
-    if a.kind in (K.NOOP, K.PULL, K.PUSH, K.LAUNCH):
+    if a.kind in (K.NOOP, K.PULL, K.PUSH, K.LAUNCH, K.RELAUNCH):
         return []
     rows: list[tuple[str, MeterLine]] = [("starts", m) for m in b.starts]
     rows += [("stops", m) for m in b.stops]

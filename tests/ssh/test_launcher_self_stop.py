@@ -109,3 +109,17 @@ def test_gpujobs_own_quiesce_disarms_the_stop_before_it_signals_the_run(tmp_path
     assert "state=stopped" in out.stdout, out
     assert box.settled_calls() == []
     assert not (box.jobdir / "stopped_itself").exists()
+
+
+@pytest.mark.parametrize("platform", ["runpod", "paperspace"])
+@pytest.mark.parametrize("on_finish", ["keep", "stop", "terminate"])
+@pytest.mark.parametrize("on_failure", ["keep", "stop"])
+def test_every_rendering_of_the_launcher_is_valid_bash(
+    tmp_path: Path, platform: str, on_finish: str, on_failure: str
+) -> None:
+    spec = spec_of(tmp_path, "true", on_finish=on_finish, on_failure=on_failure)
+    spec = spec.model_copy(update={"platform": platform})
+    text = render_launcher(spec)
+    assert subprocess.run(["bash", "-n"], input=text.encode()).returncode == 0
+    # Paperspace machines are never stopped from inside (see gpujob.ssh.launcher.SELF_STOP).
+    assert ("stop_self" in text) is (platform == "runpod" and "stop" in (on_finish, on_failure))

@@ -1,0 +1,122 @@
+"""The run as a resource: what the run alive was launched with (apply.records.RunRecord, written at
+launch) against what the job file says now. A difference is a `~ relaunch run <job>`: quiesce (the
+run's SIGTERM save), a final pull when checkpoint.pull is continuous, launch again, resume from the
+newest checkpoint. Pure; the planner calls plan_relaunch from the run rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpujob.plan.builder import add
+from gpujob.plan.context import JobContext
+from gpujob.plan.model import ActionKind, FieldChange
+from gpujob.spec.model import JobSpec
+
+Value = str | int | None
+
+
+def run_changes(record: Any, spec: JobSpec) -> list[FieldChange]:
+    """Every key of the run that differs, job-file order. Env values are shown (the job file holds
+    them in the clear), the old one only as 'a different value' (the record keeps a digest); secrets
+    by name only."""
+    from gpujob.apply.records import run_record_of
+
+    now = run_record_of(spec, record.at)
+    out: list[FieldChange] = []
+
+    def differ(path: str, before: Value, after: Value) -> None:
+        if before != after:
+            out.append(FieldChange(path=path, before=before, after=after))
+
+    differ("run.command", record.command, now.command)
+    differ("run.setup", record.setup, now.setup)
+    env = spec.run.env if spec.run is not None else {}
+    for name in sorted(set(record.env) | set(now.env)):
+        old, new = record.env.get(name), now.env.get(name)
+        if old != new:
+            was = None if old is None else "(a different value)"
+            out.append(FieldChange(path=f"run.env.{name}", before=was, after=env.get(name)))
+    if record.secrets != now.secrets:
+        out.append(FieldChange(path="run.secrets", before=record.secrets, after=now.secrets))
+    differ("machine.image", record.image, now.image)
+    differ("run.sync.dest", record.sync_dest, now.sync_dest)
+    differ("checkpoint.dir", record.checkpoint_dir, now.checkpoint_dir)
+    differ("checkpoint.interval", _secs(record.checkpoint_interval_s), _secs(now.checkpoint_interval_s))
+    differ("checkpoint.keep", record.checkpoint_keep, now.checkpoint_keep)
+    differ("run.detach", record.detach, now.detach)
+    return out
+
+
+def _secs(s: int | None) -> str | None:
+    return None if s is None else f"{s}s"
+
+
+def run_record(ctx: JobContext) -> Any:
+    """The record of the run launched on the job's machine, or None (launched before gpujob kept one,
+    by hand, or on another machine)."""
+    rec, m = ctx.launch_record, ctx.machine
+    if rec is None or m is None or rec.resource_id != m.id:
+        return None
+    return getattr(rec, "run", None)
+
+
+def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
+    """A RELAUNCH when the run alive differs from the job file (or `forced`: --replace <job>.run,
+    `gpujob restart`). True when one was planned."""
+    m = ctx.machine
+    if m is None or ctx.spec.run is None:
+        return False
+    record = run_record(ctx)
+    if record is None and not forced:
+        ctx.findings.append(
+            ctx.finding(
+                "run-unrecorded",
+                "info",
+                "the run alive was launched before gpujob recorded what it launches: a change of run.command, "
+                "run.env or checkpoint settings is not compared with it",
+                fix="`gpujob restart JOB` relaunches it with the job file as it is (it resumes from its newest checkpoint)",
+            )
+        )
+        return False
+    changes = run_changes(record, ctx.spec) if record is not None else []
+    if not changes and not forced:
+        return False
+    keys = ", ".join(c.path for c in changes)
+    first = (
+        f"the run alive was launched with a different {keys}"
+        if changes
+        else "asked for (--replace / restart)"
+    )
+    reasons = [
+        first,
+        _at_risk(fact),
+        "SIGTERM to the run and up to the quiesce grace for its final save, then it is confirmed gone",
+    ]
+    ck = ctx.spec.checkpoint
+    if ck is not None and ck.pull == "continuous":
+        reasons.append(f"a final pull of {ck.dir} into {ck.pull_to} (checkpoint.pull: continuous)")
+    run = ctx.spec.run
+    reasons.append(
+        f"sync {run.sync.src} to {run.sync.dest}, then run `{run.command}` detached again ({run.detach})"
+    )
+    if ck is not None:
+        reasons.append(f"the command resumes from the newest checkpoint in {ck.dir}")
+    add(
+        ctx,
+        ActionKind.RELAUNCH,
+        "run",
+        ctx.machine_name,
+        resource_id=m.id,
+        reasons=reasons,
+        changes=changes,
+    )
+    return True
+
+
+def _at_risk(fact: Any) -> str:
+    age = getattr(fact, "last_checkpoint_age_s", None)
+    if age is None:
+        return "work at risk: everything since the run's last save (no checkpoint was seen)"
+    mins = int(age // 60)
+    ago = f"{int(age)}s" if age < 120 else f"{mins} min"
+    return f"work at risk: up to {ago} since the newest checkpoint, unless the run's SIGTERM save keeps it"

@@ -1,0 +1,68 @@
+"""The run is a resource (issue 22), on the simulator with the Paperspace job `gpujob init` writes
+(checkpoint.interval 10m: the SIGTERM save is the only checkpoint a short run makes).
+
+Growing the disk stops the machine: apply quiesces the run first, so it resumes from its SIGTERM save,
+not step 0. Adding an env var is a `~ relaunch run`: plan exits 2 naming the key, apply quiesces and
+relaunches, and the live run has the new env and resumed from at least the newest checkpoint's step."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpujob.sim.testing import Sim
+from tests.e2e.e2e_support import poll
+from tests.e2e.test_init import new_project
+
+
+def test_disk_grow_and_env_change_keep_the_runs_progress(sim: Sim, tmp_path: Path) -> None:
+    p = new_project(sim, tmp_path, "ps")
+    p.gj("init", "--platform", "paperspace", "--name", "psrun")
+    job = p.dir / "job.yaml"
+    text = job.read_text()
+    assert "interval: 10m" in text
+    # Long enough to outlive both changes.
+    job.write_text(text.replace('TRAIN_STEPS: "3000"', 'TRAIN_STEPS: "200000"'))
+    p.gj("apply", "--auto-approve")
+
+    def logs() -> str:
+        return p.gj("logs", "-n", "2000").stdout
+
+    poll("the run to train a few steps", lambda: re.search(r"step [1-9]\d* loss", logs()), deadline_s=120)
+    assert (p.status().get("run") or {}).get("last_checkpoint") is None  # 10m: no periodic save yet
+
+    # 1. Grow the disk: Paperspace resizes only a stopped machine.
+    job.write_text(job.read_text().replace("volume_gb: 50", "volume_gb: 100"))
+    grown = p.gj("apply", "--auto-approve")
+    assert "grew the disk" in grown.stderr and "the run exited after SIGTERM" in grown.stderr, grown.stderr
+    saved = re.findall(r"SIGTERM: saved step_\d+\.\w+ at step (\d+)", logs())
+    assert saved and int(saved[-1]) > 0
+    resumed = poll(
+        "the run to resume", lambda: re.findall(r"resumed from step (\d+)", logs()), deadline_s=120
+    )
+    assert int(resumed[-1]) == int(saved[-1]) > 0
+
+    # 2. Add an env var: a relaunch, named with its key, exit code 2.
+    poll(
+        "training after the grow",
+        lambda: len(re.findall(r"step \d+ loss", logs().split("resumed from")[-1])) > 2,
+    )
+    job.write_text(job.read_text().replace('STEP_SECONDS: "0.02"', 'STEP_SECONDS: "0.02", RUN_TAG: "second"'))
+    plan = p.gj("plan", "--detailed-exitcode", check=False)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "~ relaunch run psrun" in plan.stdout and "run.env.RUN_TAG" in plan.stdout, plan.stdout
+    assert "work at risk" in plan.stdout
+    newest_before = max(int(s) for s in re.findall(r"(?:saved|checkpoint) step_(\d+)", logs()))
+    out = p.gj("apply", "--auto-approve")
+    assert "psrun.run.relaunch" in out.stdout + out.stderr and "the run exited after SIGTERM" in out.stderr
+    resumed_again = poll(
+        "the relaunched run to resume",
+        lambda: (r := re.findall(r"resumed from step (\d+)", logs())) and len(r) >= 2 and r,
+        deadline_s=120,
+    )
+    assert int(resumed_again[-1]) >= newest_before > 0
+    env = p.gj("ssh", "--", "sh", "-c", "tr '\\0' '\\n' < /proc/$(pgrep -n -f 'train.py')/environ").stdout
+    assert "RUN_TAG=second" in env, env
+    # The plan after it: nothing left to change.
+    again = p.gj("plan", "--detailed-exitcode", check=False)
+    assert again.returncode == 0, again.stdout
