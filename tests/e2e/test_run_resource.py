@@ -61,7 +61,7 @@ def test_disk_grow_and_env_change_keep_the_runs_progress(sim: Sim, tmp_path: Pat
         deadline_s=120,
     )
     assert int(resumed_again[-1]) >= newest_before > 0
-    env = p.gj("ssh", "--", "sh", "-c", "tr '\\0' '\\n' < /proc/$(pgrep -n -f 'train.py')/environ").stdout
+    env = p.gj("ssh", "--", "tr '\\0' '\\n' < /proc/$(pgrep -n -f '^python3 train')/environ").stdout
     assert "RUN_TAG=second" in env, env
     # The plan after it: nothing left to change.
     again = p.gj("plan", "--detailed-exitcode", check=False)
