@@ -283,3 +283,58 @@ def job_launch_records(loaded: Sequence[Any]) -> dict[str, LaunchRecord]:
         if rec is not None:
             out[ls.spec.name] = rec
     return out
+
+
+class DestroyRecord(Model):
+    """destroyed/<job>.json: `gpujob destroy` tore the job down on purpose. Nothing creates it again
+    (watch skips it, apply refuses) until `gpujob apply --recreate` says so: editing the job file is not
+    enough. A terminate by a replace or a move to another platform writes none."""
+
+    job: str
+    at: datetime
+    by: str = Field("", description="user@host that ran the destroy.")
+    recreated_at: datetime | None = Field(None, description="When `gpujob apply --recreate` lifted it.")
+
+    def describe(self) -> str:
+        who = f" by {self.by}" if self.by else ""
+        return f"destroyed at {self.at:%Y-%m-%d %H:%M} UTC{who}; `gpujob apply --recreate` brings it back"
+
+
+def destroyed_name(job: str) -> str:
+    return f"destroyed/{job}.json"
+
+
+def note_destroyed(state: StateRef, job: str, at: datetime) -> None:
+    import getpass
+    import socket
+
+    from gpujob.state import as_store
+
+    try:
+        by = f"{getpass.getuser()}@{socket.gethostname()}"
+    except (OSError, KeyError):
+        by = ""
+    rec = DestroyRecord(job=job, at=at, by=by)
+    as_store(state).write(destroyed_name(job), rec.model_dump_json(indent=2).encode())
+
+
+def load_destroyed(state: StateRef, job: str) -> DestroyRecord | None:
+    from gpujob.state import as_store
+
+    data = as_store(state).read(destroyed_name(job))
+    try:
+        rec = None if data is None else DestroyRecord.model_validate_json(data)
+    except ValueError:
+        # An unreadable mark still says the job was destroyed on purpose: keep refusing.
+        rec = DestroyRecord(job=job, at=datetime.fromtimestamp(0).astimezone())
+    return rec if rec is not None and rec.recreated_at is None else None
+
+
+def clear_destroyed(state: StateRef, job: str, at: datetime) -> None:
+    """`gpujob apply --recreate`: the mark stays, with when it was lifted."""
+    from gpujob.state import as_store
+
+    rec = load_destroyed(state, job)
+    if rec is not None:
+        rec = rec.model_copy(update={"recreated_at": at})
+        as_store(state).write(destroyed_name(job), rec.model_dump_json(indent=2).encode())

@@ -128,6 +128,9 @@ class Options:
     saved: bool
     command: str  # "gpujob apply" or "gpujob destroy", for hints
     targets: tuple[str, ...] = ()  # the job files or the saved plan it was given, as typed
+    destroy: bool = False  # `gpujob destroy`: a done teardown is remembered (records.DestroyRecord)
+    recreate: bool = False  # `gpujob apply --recreate`: a destroyed job may be created again
+    fresh: bool = False  # --fresh: a machine created on a new disk starts without the local checkpoints
 
 
 def rerun_command(opts: Options, *, can_ask: bool) -> str:
@@ -157,6 +160,7 @@ async def plan_and_apply(
     from gpujob.plan.planner import build_plan
     from gpujob.plan.refresh import read_live_state
 
+    refuse_destroyed(loaded, opts)
     # Run facts are read for a saved plan too: it is derived again (gpujob.apply.rederive), and only
     # what the plan was derived from now is executed. An audit --fix plan does not read runs.
     fix = saved_plan is not None and saved_plan.origin == "audit-fix"
@@ -182,6 +186,7 @@ async def plan_and_apply(
             env=os.environ,
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
+            fresh=opts.fresh,
         )
     from gpujob.reach.unreachable import mark_plan
 
@@ -194,12 +199,15 @@ async def plan_and_apply(
             hint=f"do what each error's fix: line says, then run: `{rerun}`",
         )
     if not plan.has_changes:
+        remember_intent(loaded, opts, ok=True)
         return plan, None
     approvals = set(opts.approvals)
     confirm(plan, opts, ask, approvals, rerun=rerun)
     from gpujob.smoke import smoke_before_apply
 
     smoke_before_apply(plan, loaded, note=hooks.note)
+    if opts.recreate:
+        remember_intent(loaded, opts, ok=True)
     mark_finished(plan, loaded, journal_of, datetime.now(UTC))
     result = await apply_plan(
         plan,
@@ -213,7 +221,42 @@ async def plan_and_apply(
     )
     record_launches(result.done, loaded, journal_of, datetime.now(UTC))
     record_deleted(plan, result.done, loaded, providers)
+    if opts.destroy:
+        remember_intent(loaded, opts, ok=result.ok)
     return plan, result
+
+
+def refuse_destroyed(loaded: Sequence[Any], opts: Options) -> None:
+    """A job `gpujob destroy` tore down is not created again by an apply, whatever its file now says,
+    unless --recreate says so (a comment edited back must not bring a GPU back)."""
+    from gpujob.apply.records import load_destroyed
+
+    if opts.destroy or opts.recreate:
+        return
+    for ls in loaded:
+        if ls.spec.state == "absent":
+            continue
+        rec = load_destroyed(state_dir_of(ls.path), ls.spec.name)
+        if rec is not None:
+            raise GpujobError(
+                f"job '{ls.spec.name}' was {rec.describe().split(';')[0]} (gpujob destroy); apply does not "
+                "create it again by itself",
+                hint="`gpujob apply --recreate` creates it again (the run resumes from the newest verified "
+                "local checkpoint); nothing was changed",
+            )
+
+
+def remember_intent(loaded: Sequence[Any], opts: Options, *, ok: bool) -> None:
+    """After a destroy that finished: the jobs are destroyed on purpose. Before a --recreate applies:
+    that mark is lifted."""
+    from gpujob.apply.records import clear_destroyed, note_destroyed
+
+    now = datetime.now(UTC)
+    for ls in loaded:
+        if opts.destroy and ok:
+            note_destroyed(state_dir_of(ls.path), ls.spec.name, now)
+        elif opts.recreate:
+            clear_destroyed(state_dir_of(ls.path), ls.spec.name, now)
 
 
 DELETES = ("terminate", "replace", "delete-volume", "release-ip", "delete-snapshot")

@@ -25,6 +25,7 @@ Examples:
   gpujob apply plan.json                        execute exactly a saved plan (refused if stale)
   gpujob apply --approve bert.pod.terminate     approve one irreversible action
   gpujob apply --lock-timeout 5m                wait for another apply of the same job to finish
+  gpujob apply --recreate                       bring back a job `gpujob destroy` tore down
 """
 
 
@@ -40,12 +41,24 @@ Examples:
     metavar="ACTION_ID",
     help="Approve one gated action (repeatable).",
 )
+@click.option(
+    "--recreate",
+    is_flag=True,
+    help="Create again a job `gpujob destroy` tore down (it resumes from its newest verified local checkpoint).",
+)
+@click.option(
+    "--fresh",
+    is_flag=True,
+    help="A machine created on a new disk starts at step 0 (no local checkpoint pushed).",
+)
 @click.option("--no-color", is_flag=True, help="Plain output.")
 @lock_timeout_option()
 def command(
     targets: tuple[Path, ...],
     auto_approve: bool,
     approvals: tuple[str, ...],
+    recreate: bool,
+    fresh: bool,
     no_color: bool,
     lock_timeout: float,
 ) -> None:
@@ -59,6 +72,8 @@ def command(
             "gpujob apply",
             destroy=False,
             lock_timeout=lock_timeout,
+            recreate=recreate,
+            fresh=fresh,
         )
     )
 
@@ -72,6 +87,8 @@ def run(
     *,
     destroy: bool,
     lock_timeout: float = 0.0,
+    recreate: bool = False,
+    fresh: bool = False,
 ) -> int:
     import asyncio
 
@@ -99,6 +116,9 @@ def run(
         saved=saved is not None,
         command=name,
         targets=tuple(map(str, targets)),
+        destroy=destroy,
+        recreate=recreate,
+        fresh=fresh,
     )
     ask = (
         (lambda prompt: click.prompt(prompt, default="", show_default=False, prompt_suffix=""))

@@ -90,6 +90,11 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
             if v.pull is not None:
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
+            from gpujob.apply.records import load_destroyed
+
+            destroyed = load_destroyed(v.state_dir, v.spec.name)
+            if destroyed is not None:
+                row["destroyed"] = destroyed.describe()
             rows.append(row)
     return rows
 
@@ -154,6 +159,8 @@ def _text(row: dict) -> str:
     m = row.get("machine")
     if m is None:
         lines.append("  machine:   none")
+    if row.get("destroyed"):
+        lines.append(f"  destroyed: {row['destroyed']}")
     else:
         gpu = m.get("gpu_billed") or m["gpu"] or "-"
         lines.append(f"  machine:   {m['name']} ({m['id']}) {m['status']}, {gpu} in {m['region'] or '-'}")

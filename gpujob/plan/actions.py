@@ -67,7 +67,9 @@ def plan_running(ctx: JobContext) -> None:
             drift=bool(evidence),
             depends_on=[nv_dep],
         )
-        launch_run(ctx, a.id)
+        from gpujob.plan.seed import seed_checkpoints
+
+        launch_run(ctx, seed_checkpoints(ctx, a.id) or a.id)
         return
     changes = machine_changes(ctx, m)
     forcing = [c for c in changes if c.forces_replacement]

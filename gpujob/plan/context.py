@@ -47,6 +47,8 @@ class JobContext:
     env: Mapping[str, str]
     pull_record: Any = None
     launch_record: Any = None  # apply.records.LaunchRecord of the job, if one was written
+    last_pull: Any = None  # the job's pull record, whatever disk it came from (what seeds a fresh one)
+    fresh: bool = False  # --fresh: a new disk starts without the local checkpoints
     machine: LiveResource | None = None
     volume: LiveResource | None = None
     stale_volumes: list[LiveResource] = field(default_factory=list)

@@ -38,6 +38,7 @@ def build_plan(
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
+    fresh: bool = False,
 ) -> Plan:
     """The plan for every job file, in the order given. `env` is only asked whether secret names are set.
     `launch_records` (apply.records.LaunchRecord per job) say what a machine was created with where the
@@ -54,6 +55,7 @@ def build_plan(
             env=env,
             pull=(pull_records or {}).get(ls.spec.name),
             launched=(launch_records or {}).get(ls.spec.name),
+            fresh=fresh,
         )
         for ls in loaded
     ]
@@ -109,6 +111,7 @@ def _plan_job(
     env: Mapping[str, str],
     pull: Any,
     launched: Any = None,
+    fresh: bool = False,
 ) -> JobPlan:
     spec = loaded.spec
     ctx = JobContext(
@@ -121,6 +124,8 @@ def _plan_job(
         launch_record=launched,
     )
     _sort_owned(ctx, owned)
+    ctx.last_pull = pull
+    ctx.fresh = fresh
     # The record is kept per job; it speaks only for the machine or volume it was pulled from.
     ctx.pull_record = current_record(pull, ctx.machine, [ctx.volume, *ctx.stale_volumes])
     ctx.choose_gpu()

@@ -31,6 +31,7 @@ from gpujob.watch import limits
 from gpujob.watch.apply import apply_decisions, describe
 from gpujob.watch.disks import DiskGuard
 from gpujob.watch.events import Event, make_event
+from gpujob.watch.intent import destroyed_on_purpose
 from gpujob.watch.ledger import Ledger, Park, load_ledger, save_ledger
 from gpujob.watch.policy import Decision, decide
 from gpujob.watch.probe import RunProbe
@@ -333,6 +334,11 @@ class Watcher:
             return False
         j.said.pop("file", None)
         j.loaded = found[0]
+        destroyed = destroyed_on_purpose(j.loaded)
+        if destroyed:
+            self.say(j, "destroyed", f"{j.name}: {destroyed}", "not created again by watch")
+            j.done = True
+            return False
         park = j.ledger.parked
         if park is not None and park.digest != j.loaded.digest:
             j.ledger.parked = None

@@ -66,3 +66,47 @@ def test_disk_grow_and_env_change_keep_the_runs_progress(sim: Sim, tmp_path: Pat
     # The plan after it: nothing left to change.
     again = p.gj("plan", "--detailed-exitcode", check=False)
     assert again.returncode == 0, again.stdout
+
+
+def test_a_destroy_sticks_until_recreate_and_the_recreated_job_resumes(project) -> None:  # type: ignore[no-untyped-def]
+    p = project
+    term, delvol = "quickstart.pod.terminate", "quickstart.network_volume.delete-volume"
+    p.gj("apply", "--auto-approve")
+
+    def logs() -> str:
+        return p.gj("logs", "-n", "2000").stdout
+
+    poll("a few checkpoints", lambda: len(re.findall(r"checkpoint step_\d+", logs())) >= 3, deadline_s=120)
+    done = p.gj("destroy", "--auto-approve", "--approve", term, "--approve", delvol)
+    assert "0 failed" in done.stdout
+    assert p.live("pods") == [] and p.live("volumes") == []
+    record = p.record("pulls/quickstart.json")
+    newest = max(f["name"] for f in record["files"] if f["verified"])
+    step = int(re.search(r"(\d+)", newest).group(1))  # type: ignore[union-attr]
+    assert step > 0
+
+    # The cron recipe: watch --once creates nothing and says why, exit 0.
+    watched = p.gj("watch", "--once", check=False)
+    assert watched.returncode == 0, watched.stdout + watched.stderr
+    assert (
+        "destroyed at" in watched.stdout + watched.stderr
+        and "apply --recreate" in watched.stdout + watched.stderr
+    )
+    assert p.live("pods") == [] and p.live("volumes") == []
+    # apply refuses too, and so does an edit of the file.
+    p.dir.joinpath("job.yaml").write_text(p.dir.joinpath("job.yaml").read_text() + "# touched\n")
+    refused = p.gj("apply", "--auto-approve", check=False)
+    assert refused.returncode != 0 and "apply --recreate" in refused.stderr, refused.stderr
+    assert p.live("pods") == [] and p.live("volumes") == []
+    status = p.gj("status").stdout
+    assert "destroyed: destroyed at" in status
+
+    # --recreate: created again, the newest verified local checkpoint pushed before the launch.
+    back = p.gj("apply", "--auto-approve", "--recreate")
+    out = back.stdout + back.stderr
+    assert f"pushed the newest verified checkpoint {newest}" in out, out
+    resumed = poll(
+        "the run to resume", lambda: re.findall(r"resumed from step (\d+)", logs()), deadline_s=120
+    )
+    assert int(resumed[-1]) == step
+    assert "destroyed: destroyed at" not in p.gj("status").stdout  # (the watch event stays in its history)
