@@ -159,11 +159,11 @@ def _text(row: dict) -> str:
     m = row.get("machine")
     if m is None:
         lines.append("  machine:   none")
-    if row.get("destroyed"):
-        lines.append(f"  destroyed: {row['destroyed']}")
     else:
         gpu = m.get("gpu_billed") or m["gpu"] or "-"
         lines.append(f"  machine:   {m['name']} ({m['id']}) {m['status']}, {gpu} in {m['region'] or '-'}")
+    if row.get("destroyed"):
+        lines.append(f"  destroyed: {row['destroyed']}")
     if row.get("usd_per_hour") is not None:
         how = (
             "estimate from metered time" if row.get("cost_source") == "estimate" else "billed by the platform"

@@ -1,0 +1,106 @@
+"""The run as a resource in the plan: a relaunch from the launch record, a note when there is none,
+and the push that seeds a machine created on a fresh disk."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from gpujob.apply.records import LaunchRecord, PulledFile, PullRecord, run_record_of
+from gpujob.live import RunFact
+from gpujob.plan.model import ActionKind
+from gpujob.plan.planner import build_plan
+from gpujob.render import render_plan
+from tests.plan.plan_helpers import NOW, RUNPOD_JOB, live, pod, volume
+
+K = ActionKind
+Write = Callable[..., object]
+VOL = dict(network_volume_id="nv-gpujob-job-ckpts")
+FACT = RunFact(state="running", last_checkpoint="step-400.pt", last_checkpoint_age_s=300)
+
+
+def _plan(write_job: Write, text: str, record: object = None, fact: RunFact | None = FACT, **kw: object):  # type: ignore[no-untyped-def]
+    loaded = write_job(text)
+    p = pod(**VOL)
+    launched = (
+        None
+        if record is None
+        else LaunchRecord(job="job", platform="runpod", resource_id=p.id, run=record, at=NOW)  # type: ignore[arg-type]
+    )
+    state = live(p, volume(), runs={"job": fact} if fact else {})
+    return build_plan([loaded], state, now=NOW, env={}, launch_records={"job": launched}, **kw), loaded  # type: ignore[arg-type]
+
+
+def test_the_same_run_plans_nothing(write_job: Write) -> None:
+    loaded = write_job(RUNPOD_JOB)
+    plan, _ = _plan(write_job, RUNPOD_JOB, run_record_of(loaded.spec, NOW))  # type: ignore[attr-defined]
+    assert not plan.has_changes
+
+
+def test_an_env_change_is_a_relaunch_naming_the_key_and_its_new_value(write_job: Write) -> None:
+    before = run_record_of(write_job(RUNPOD_JOB).spec, NOW)  # type: ignore[attr-defined]
+    text = RUNPOD_JOB + '  env: {LR: "0.1"}\n'
+    plan, _ = _plan(write_job, text, before)
+    (a,) = [a for a in plan.all_actions() if a.kind is not K.NOOP]
+    assert a.kind is K.RELAUNCH and a.id == "job.run.relaunch"
+    assert [(c.path, c.before, c.after) for c in a.changes] == [("run.env.LR", None, "0.1")]
+    assert any("work at risk: up to 5 min" in r for r in a.reasons)
+    text_out = render_plan(plan, "text")
+    assert "~ relaunch run job" in text_out and "run.env.LR" in text_out
+    assert "relaunch" in render_plan(plan, "markdown") and '"relaunch"' in render_plan(plan, "json")
+
+
+def test_interval_and_keep_are_part_of_the_run(write_job: Write) -> None:
+    before = run_record_of(write_job(RUNPOD_JOB).spec, NOW)  # type: ignore[attr-defined]
+    text = RUNPOD_JOB.replace("interval: 30m", "interval: 10m\n  keep: 5")
+    plan, _ = _plan(write_job, text, before)
+    (a,) = [a for a in plan.all_actions() if a.kind is not K.NOOP]
+    assert {c.path for c in a.changes} == {"checkpoint.interval", "checkpoint.keep"}
+
+
+def test_a_secret_change_shows_names_only(write_job: Write) -> None:
+    before = run_record_of(write_job(RUNPOD_JOB).spec, NOW)  # type: ignore[attr-defined]
+    plan, _ = _plan(write_job, RUNPOD_JOB + "  secrets: [HF_TOKEN]\n", before)
+    (a,) = [a for a in plan.all_actions() if a.kind is not K.NOOP]
+    assert [(c.path, c.before, c.after) for c in a.changes] == [("run.secrets", [], ["HF_TOKEN"])]
+
+
+def test_a_run_without_a_launch_record_is_never_a_relaunch_and_a_note_says_so(write_job: Write) -> None:
+    plan, _ = _plan(write_job, RUNPOD_JOB + '  env: {LR: "0.1"}\n', None)
+    assert not plan.has_changes
+    assert any(f.code == "run-unrecorded" for f in plan.all_findings())
+
+
+def _record(tmp: Path, names: list[str]) -> PullRecord:
+    local = tmp / "checkpoints"
+    local.mkdir(exist_ok=True)
+    files = []
+    for n in names:
+        (local / n).write_text(n)
+        files.append(
+            PulledFile(name=n, size=len(n), sha256="x", verified=True, at=NOW, local_path=str(local / n))
+        )
+    return PullRecord(job="job", platform="runpod", resource_id="gone", remote_dir="/workspace/ckpt",
+                      local_dir=str(local), files=files, at=NOW - timedelta(hours=1))  # fmt: skip
+
+
+def test_a_machine_created_on_a_fresh_disk_gets_the_newest_verified_checkpoint(
+    write_job: Write, tmp_path: Path
+) -> None:
+    loaded = write_job(RUNPOD_JOB)
+    rec = _record(tmp_path, ["step_9.pt", "step_10.pt"])
+    plan = build_plan([loaded], live(), now=NOW, env={}, pull_records={"job": rec})  # type: ignore[list-item]
+    kinds = [a.id for a in plan.all_actions()]
+    assert kinds == ["job.network_volume.create", "job.pod.create", "job.checkpoints.push", "job.run.launch"]
+    push = next(a for a in plan.all_actions() if a.kind is K.PUSH)
+    assert "step_10.pt (10 B)" in push.reasons[0]
+    fresh = build_plan([loaded], live(), now=NOW, env={}, pull_records={"job": rec}, fresh=True)  # type: ignore[list-item]
+    assert all(a.kind is not K.PUSH for a in fresh.all_actions())
+
+
+def test_no_seed_when_the_volume_kept_the_checkpoints(write_job: Write, tmp_path: Path) -> None:
+    loaded = write_job(RUNPOD_JOB)
+    rec = _record(tmp_path, ["step_9.pt"])
+    plan = build_plan([loaded], live(volume()), now=NOW, env={}, pull_records={"job": rec})  # type: ignore[list-item]
+    assert [a.kind for a in plan.all_actions()] == [K.CREATE, K.LAUNCH]
