@@ -154,9 +154,12 @@ def _plan_job(
     running = hourly_total(running_meters)
     parked_fp = parked_footprint(ctx, desired)
     launch = any(a.kind is ActionKind.LAUNCH for a in ctx.actions)
+    from gpujob.plan.self_stop import self_stop_findings
+
     findings = by_severity(
         _read_error_findings(ctx)
         + ctx.findings
+        + self_stop_findings(ctx, running)
         + spec_findings(
             ctx, running_usd_per_hour=running, launch_planned=launch, running_meters=running_meters
         )

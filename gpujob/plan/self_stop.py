@@ -1,0 +1,56 @@
+"""What happens to a RunPod GPU when the run ends: RunPod has no auto-shutdown, so a pod bills on after
+its run finished or failed unless teardown.on_finish / on_failure say stop (done on the pod itself by
+the launcher, with the pod's own runpodctl). Said when the pod is created, with what it keeps billing;
+and a warning when the image may lack runpodctl, so the pod cannot stop itself."""
+
+from __future__ import annotations
+
+from gpujob.cost.rates import usd
+from gpujob.plan.context import JobContext
+from gpujob.plan.model import ActionKind, Finding
+
+RUNPODCTL_IMAGES = ("runpod/",)  # RunPod's own images ship runpodctl (seeds/runpod.md)
+
+
+def self_stop_findings(ctx: JobContext, running_usd_per_hour: float) -> list[Finding]:
+    spec = ctx.spec
+    if spec.platform != "runpod" or spec.run is None:
+        return []
+    out: list[Finding] = []
+    creates = any(
+        a.kind in (ActionKind.CREATE, ActionKind.REPLACE) and a.resource_kind == "pod" for a in ctx.actions
+    )
+    keeps = [
+        k
+        for k, v in (("on_finish", spec.teardown.on_finish), ("on_failure", spec.teardown.on_failure))
+        if v == "keep"
+    ]
+    if creates and keeps:
+        when = {
+            ("on_finish",): "after the run finishes",
+            ("on_failure",): "after the run fails",
+        }.get(tuple(keeps), "after the run ends (finished or failed)")
+        out.append(
+            ctx.finding(
+                "gpu-after-run",
+                "warning",
+                f"RunPod has no auto-shutdown: this pod keeps billing {usd(running_usd_per_hour)}/h {when}, "
+                "until something stops it",
+                fix=f"set teardown.{keeps[0]}: stop (the pod stops itself as the run ends, no gpujob needed)",
+                key="teardown",
+            )
+        )
+    stops = spec.teardown.on_finish == "stop" or spec.teardown.on_failure == "stop"
+    image = spec.machine.image or ""
+    if stops and image and not image.startswith(RUNPODCTL_IMAGES):
+        out.append(
+            ctx.finding(
+                "self-stop-image",
+                "warning",
+                f"image {image} may not have runpodctl: the pod then cannot stop itself when the run ends "
+                "(the run's log says so, and it keeps billing until gpujob apply or watch stops it)",
+                fix="use a runpod/ image, or install runpodctl in yours",
+                key="machine.image",
+            )
+        )
+    return out
