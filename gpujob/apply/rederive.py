@@ -34,8 +34,9 @@ def rederive(
     """The plan derived now for the saved plan's jobs; PlanMismatchError listing every difference when
     it is not the saved one."""
     fresh = derive(
-        saved.origin, loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records
-    )
+        saved.origin, loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
+        replace=saved.replace, fresh=saved.fresh,
+    )  # fmt: skip
     problems = differences(saved, fresh)
     if problems:
         shown = problems[:12] + ([f"... and {len(problems) - 12} more"] if len(problems) > 12 else [])
@@ -61,6 +62,8 @@ def derive(
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
+    replace: Sequence[str] = (),
+    fresh: bool = False,
 ) -> Plan:
     if origin == "audit-fix":
         from gpujob.audit.account import fix_jobs
@@ -81,8 +84,9 @@ def derive(
     from gpujob.plan.planner import build_plan
 
     return build_plan(
-        loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records
-    )
+        loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
+        replace=replace, fresh=fresh,
+    )  # fmt: skip
 
 
 def _describe(a: Action) -> str:

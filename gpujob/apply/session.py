@@ -131,6 +131,7 @@ class Options:
     destroy: bool = False  # `gpujob destroy`: a done teardown is remembered (records.DestroyRecord)
     recreate: bool = False  # `gpujob apply --recreate`: a destroyed job may be created again
     fresh: bool = False  # --fresh: a machine created on a new disk starts without the local checkpoints
+    replace: tuple[str, ...] = ()  # --replace addresses (gpujob.plan.replace)
 
 
 def rerun_command(opts: Options, *, can_ask: bool) -> str:
@@ -159,6 +160,7 @@ async def plan_and_apply(
     from gpujob.apply.rederive import rederive
     from gpujob.plan.planner import build_plan
     from gpujob.plan.refresh import read_live_state
+    from gpujob.plan.replace import check_addresses
 
     refuse_destroyed(loaded, opts)
     # Run facts are read for a saved plan too: it is derived again (gpujob.apply.rederive), and only
@@ -187,6 +189,7 @@ async def plan_and_apply(
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
             fresh=opts.fresh,
+            replace=check_addresses(opts.replace, loaded),
         )
     from gpujob.reach.unreachable import mark_plan
 

@@ -26,6 +26,7 @@ Examples:
   gpujob apply --approve bert.pod.terminate     approve one irreversible action
   gpujob apply --lock-timeout 5m                wait for another apply of the same job to finish
   gpujob apply --recreate                       bring back a job `gpujob destroy` tore down
+  gpujob apply --replace bert.run               relaunch bert's run (it resumes from its newest checkpoint)
 """
 
 
@@ -47,6 +48,13 @@ Examples:
     help="Create again a job `gpujob destroy` tore down (it resumes from its newest verified local checkpoint).",
 )
 @click.option(
+    "--replace",
+    "replace",
+    multiple=True,
+    metavar="ADDRESS",
+    help="Relaunch the run (<job>.run) or recreate the machine (<job>.pod / <job>.machine, gated) though nothing changed.",
+)
+@click.option(
     "--fresh",
     is_flag=True,
     help="A machine created on a new disk starts at step 0 (no local checkpoint pushed).",
@@ -58,6 +66,7 @@ def command(
     auto_approve: bool,
     approvals: tuple[str, ...],
     recreate: bool,
+    replace: tuple[str, ...],
     fresh: bool,
     no_color: bool,
     lock_timeout: float,
@@ -74,6 +83,7 @@ def command(
             lock_timeout=lock_timeout,
             recreate=recreate,
             fresh=fresh,
+            replace=replace,
         )
     )
 
@@ -89,6 +99,7 @@ def run(
     lock_timeout: float = 0.0,
     recreate: bool = False,
     fresh: bool = False,
+    replace: tuple[str, ...] = (),
 ) -> int:
     import asyncio
 
@@ -119,6 +130,7 @@ def run(
         destroy=destroy,
         recreate=recreate,
         fresh=fresh,
+        replace=replace,
     )
     ask = (
         (lambda prompt: click.prompt(prompt, default="", show_default=False, prompt_suffix=""))

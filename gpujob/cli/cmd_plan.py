@@ -56,6 +56,16 @@ most): a lost run is relaunched, a finished one gets its teardown.on_finish, exa
     help="Skip reading each run's status over SSH (faster; a lost or finished run is then not seen).",
 )
 @click.option(
+    "--replace",
+    "replace",
+    multiple=True,
+    metavar="ADDRESS",
+    help="Relaunch the run (<job>.run) or recreate the machine (<job>.pod / <job>.machine) though nothing changed.",
+)
+@click.option(
+    "--fresh", is_flag=True, help="A machine created on a new disk starts without the local checkpoints."
+)
+@click.option(
     "--live-state",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     hidden=True,
@@ -68,9 +78,13 @@ def command(
     detailed_exitcode: bool,
     no_color: bool,
     no_refresh_runs: bool,
+    replace: tuple[str, ...],
+    fresh: bool,
     live_state: Path | None,
 ) -> None:
-    code = run_command(_plan, jobfiles, fmt, out, no_color, live_state, not no_refresh_runs)
+    code = run_command(
+        _plan, jobfiles, fmt, out, no_color, live_state, not no_refresh_runs, replace=replace, fresh=fresh
+    )
     if code == 1:
         sys.exit(1)
     if detailed_exitcode and code == 2:
@@ -84,6 +98,9 @@ def _plan(
     no_color: bool,
     live_state: Path | None,
     refresh_runs: bool = True,
+    *,
+    replace: tuple[str, ...] = (),
+    fresh: bool = False,
 ) -> int:
     from gpujob.plan.planner import build_plan
     from gpujob.project import with_projects
@@ -100,6 +117,7 @@ def _plan(
     # The project id is made only now: a plan that could not read the platforms writes nothing.
     loaded = with_projects(loaded, create=True)
     from gpujob.apply.records import job_launch_records, job_pull_records
+    from gpujob.plan.replace import check_addresses
 
     plan = build_plan(
         loaded,
@@ -108,6 +126,8 @@ def _plan(
         env=os.environ,
         pull_records=job_pull_records(loaded),
         launch_records=job_launch_records(loaded),
+        replace=check_addresses(replace, loaded),
+        fresh=fresh,
     )
     from gpujob.cli.options import color_wanted
 

@@ -60,6 +60,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cmd_pr_comment",
         "The plan as one PR/MR comment, edited on each push.   e.g. gpujob pr-comment post --plan plan.md",
     ),
+    "restart": ("cmd_restart", "Relaunch a job's run; it resumes.   e.g. gpujob restart bert"),
     "force-unlock": ("cmd_lock", "Remove a stale apply lock.   e.g. gpujob force-unlock bert"),
     "doctor": ("cmd_doctor", "Check the team setup and every API read (read-only).   e.g. gpujob doctor"),
     "sim": ("cmd_sim", "Local simulator of RunPod and Paperspace.   e.g. gpujob sim up"),

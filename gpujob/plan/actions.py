@@ -13,6 +13,7 @@ from gpujob.plan.builder import add, noop, noop_reason
 from gpujob.plan.context import JobContext
 from gpujob.plan.diff import diff_fields
 from gpujob.plan.model import ActionKind, FieldChange
+from gpujob.plan.replace import machine_forced
 
 K = ActionKind
 __all__ = [
@@ -84,6 +85,8 @@ def plan_running(ctx: JobContext) -> None:
         reasons.append(
             f"{culprits} cannot change on an existing {ctx.machine_kind}: terminate and create again"
         )
+    elif machine_forced(ctx):
+        reasons.append(str(machine_forced(ctx)))
     elif m.status == "stopped" and m.attributes.get("host_lost_gpu"):
         reasons.append(
             f"RP1: the last start of {m.name} found no free GPU on its host (see the journal in gpujob's state), so starting "
@@ -105,7 +108,7 @@ def plan_running(ctx: JobContext) -> None:
             reasons=[*reasons, af.gate_reason(ctx, m, volume_goes=False)],
             after=machine_fp,
             changes=changes,
-            drift=not forcing,
+            drift=not forcing and not machine_forced(ctx),
             depends_on=[pull_id, nv_dep],
             findings=lambda aid: af.replace_findings(ctx, aid, forcing),
         )

@@ -49,6 +49,7 @@ class JobContext:
     launch_record: Any = None  # apply.records.LaunchRecord of the job, if one was written
     last_pull: Any = None  # the job's pull record, whatever disk it came from (what seeds a fresh one)
     fresh: bool = False  # --fresh: a new disk starts without the local checkpoints
+    replace: set[str] = field(default_factory=set)  # --replace addresses of this job (gpujob.plan.replace)
     machine: LiveResource | None = None
     volume: LiveResource | None = None
     stale_volumes: list[LiveResource] = field(default_factory=list)

@@ -184,6 +184,14 @@ class Plan(Model):
     spec_digest: str = Field(description="sha256 of the job files this plan was made from.")
     live_fingerprint: str = Field(description="sha256 of live state read for this plan (stale-plan guard).")
     jobs: list[JobPlan] = Field(default_factory=list)
+    replace: list[str] = Field(
+        default_factory=list,
+        description="--replace addresses it was made with (<job>.run relaunches the run, <job>.pod / "
+        "<job>.machine recreates the machine); `gpujob apply PLAN` re-derives with the same.",
+    )
+    fresh: bool = Field(
+        False, description="--fresh: a machine created on a new disk starts without the local checkpoints."
+    )
 
     def all_actions(self) -> list[Action]:
         return [a for j in self.jobs for a in j.actions]

@@ -39,6 +39,7 @@ def build_plan(
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
     fresh: bool = False,
+    replace: Sequence[str] = (),
 ) -> Plan:
     """The plan for every job file, in the order given. `env` is only asked whether secret names are set.
     `launch_records` (apply.records.LaunchRecord per job) say what a machine was created with where the
@@ -56,6 +57,7 @@ def build_plan(
             pull=(pull_records or {}).get(ls.spec.name),
             launched=(launch_records or {}).get(ls.spec.name),
             fresh=fresh,
+            replace=set(replace),
         )
         for ls in loaded
     ]
@@ -66,6 +68,8 @@ def build_plan(
         spec_digest=spec_digest(loaded),
         live_fingerprint=live_fingerprint(live, projects),
         jobs=jobs,
+        replace=list(replace),
+        fresh=fresh,
     )
 
 
@@ -112,6 +116,7 @@ def _plan_job(
     pull: Any,
     launched: Any = None,
     fresh: bool = False,
+    replace: set[str] | None = None,
 ) -> JobPlan:
     spec = loaded.spec
     ctx = JobContext(
@@ -126,6 +131,7 @@ def _plan_job(
     _sort_owned(ctx, owned)
     ctx.last_pull = pull
     ctx.fresh = fresh
+    ctx.replace = {a for a in replace or () if a.split(".", 1)[0] == spec.name}
     # The record is kept per job; it speaks only for the machine or volume it was pulled from.
     ctx.pull_record = current_record(pull, ctx.machine, [ctx.volume, *ctx.stale_volumes])
     ctx.choose_gpu()

@@ -11,6 +11,7 @@ from gpujob.plan.actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
+from gpujob.plan.replace import run_forced
 from gpujob.plan.run_diff import plan_relaunch
 
 K = ActionKind
@@ -53,7 +54,7 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
             )
         return
     if fact.state == "running":
-        plan_relaunch(ctx, fact)
+        plan_relaunch(ctx, fact, forced=run_forced(ctx))
         return
     if fact.state == "lost":
         since = f" at {fact.started_at}" if fact.started_at else ""
@@ -71,6 +72,9 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
             None,
             first=f"run not started: {ctx.machine_kind} {m.name} is running but no run was ever started on it",
         )
+        return
+    if run_forced(ctx):
+        launch_run(ctx, None, first=f"asked for: --replace {ctx.job}.run", resume=_resume_from(fact))
         return
     if changed:
         how = "failed in setup" if fact.state == "setup_failed" else f"exited {fact.exit_code}"

@@ -104,3 +104,32 @@ def test_no_seed_when_the_volume_kept_the_checkpoints(write_job: Write, tmp_path
     rec = _record(tmp_path, ["step_9.pt"])
     plan = build_plan([loaded], live(volume()), now=NOW, env={}, pull_records={"job": rec})  # type: ignore[list-item]
     assert [a.kind for a in plan.all_actions()] == [K.CREATE, K.LAUNCH]
+
+
+def test_replace_run_relaunches_an_unchanged_run_and_replace_pod_recreates_the_pod(write_job: Write) -> None:
+    loaded = write_job(RUNPOD_JOB)
+    same = run_record_of(loaded.spec, NOW)  # type: ignore[attr-defined]
+    plan, _ = _plan(write_job, RUNPOD_JOB, same, replace=["job.run"])
+    (a,) = [a for a in plan.all_actions() if a.kind is not K.NOOP]
+    assert a.kind is K.RELAUNCH and a.changes == [] and "asked for" in a.reasons[0]
+    assert plan.replace == ["job.run"]
+    plan, _ = _plan(write_job, RUNPOD_JOB, same, replace=["job.pod"])
+    rep = next(a for a in plan.all_actions() if a.kind is K.REPLACE)
+    assert rep.gated and "asked for: --replace job.pod" in rep.reasons[0]
+    # Without a record, --replace job.run still relaunches (it is how such a run gets one).
+    plan, _ = _plan(write_job, RUNPOD_JOB, None, replace=["job.run"])
+    assert [a.kind for a in plan.all_actions() if a.kind is not K.NOOP] == [K.RELAUNCH]
+
+
+def test_an_unknown_replace_address_is_refused_naming_the_known_ones(write_job: Write) -> None:
+    import pytest
+
+    from gpujob.errors import GpujobError
+    from gpujob.plan.replace import check_addresses
+
+    loaded = write_job(RUNPOD_JOB)
+    assert check_addresses(["job.run", "job.run", "job.pod"], [loaded]) == ["job.run", "job.pod"]
+    with pytest.raises(
+        GpujobError, match=r"--replace job.machine: no such address .*known: job.run, job.pod"
+    ):
+        check_addresses(["job.machine"], [loaded])
