@@ -55,10 +55,12 @@ def stale_checkpoint(
     now: datetime,
     last_checkpoint: str | None,
     age_s: float | None,
+    launched_interval_s: int | None = None,
 ) -> RunWarning | None:
     """The run is alive, has been up longer than twice the interval, and its newest checkpoint is older
-    than that (or there is none)."""
-    ck, every = spec.checkpoint, interval_s(spec)
+    than that (or there is none). `launched_interval_s`: the interval the run alive was launched with
+    (its run record), which is what it keeps until it is relaunched, whatever the job file says now."""
+    ck, every = spec.checkpoint, launched_interval_s or interval_s(spec)
     if ck is None or every is None or not alive:
         return None
     limit = STALE_FACTOR * every

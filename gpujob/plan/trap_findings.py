@@ -16,6 +16,7 @@ from gpujob.plan import run_evidence
 from gpujob.plan.action_findings import live_ck_tier
 from gpujob.plan.context import JobContext, path_tier, tier_title
 from gpujob.plan.model import Finding
+from gpujob.plan.run_diff import run_record
 
 # RunPod removes stopped pods after about this many days unused (profiles/runpod.yaml, RP8).
 STOPPED_POD_DAYS = 30
@@ -312,6 +313,7 @@ def _run_evidence(ctx: JobContext) -> list[Finding]:
             now=ctx.now,
             last_checkpoint=fact.last_checkpoint,
             age_s=fact.last_checkpoint_age_s,
+            launched_interval_s=getattr(run_record(ctx), "checkpoint_interval_s", None),
         ),
         run_evidence.fresh_start(
             ctx.spec,

@@ -133,3 +133,16 @@ def test_an_unknown_replace_address_is_refused_naming_the_known_ones(write_job: 
         GpujobError, match=r"--replace job.machine: no such address .*known: job.run, job.pod"
     ):
         check_addresses(["job.machine"], [loaded])
+
+
+def test_checkpoint_stale_judges_the_run_by_the_interval_it_was_launched_with(write_job: Write) -> None:
+    launched = run_record_of(write_job(RUNPOD_JOB).spec, NOW)  # type: ignore[attr-defined]  # interval 30m
+    edited = RUNPOD_JOB.replace("interval: 30m", "interval: 1m")
+    fact = RunFact(
+        state="running", started_at="2026-01-01T00:00:00Z", last_checkpoint="s.pt", last_checkpoint_age_s=600
+    )
+    plan, _ = _plan(write_job, edited, launched, fact)
+    assert all(f.code != "checkpoint-stale" for f in plan.all_findings())  # 10 min < 2 × 30 min
+    assert any(a.kind is K.RELAUNCH for a in plan.all_actions())  # and the new interval is a relaunch
+    plan, _ = _plan(write_job, edited, None, fact)
+    assert any(f.code == "checkpoint-stale" for f in plan.all_findings())  # no record: the file's 1m
