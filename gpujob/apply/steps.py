@@ -551,12 +551,12 @@ async def _ended_on_its_own(ctx: JobContext, action: Action, ended: runtime.RunE
     machine = _need_machine(ctx, action)
     ctx.journal.append(
         "done", ctx.clock.now(), action_id=f"{ctx.spec.name}.{FINISHED}",
-        detail=f"exit {ended.exit_code}; stopped itself ({ended.why}); spec {ctx.digest}",
+        detail=f"exit {ended.run_exit}; stopped itself ({ended.why}); spec {ctx.digest}",
     )  # fmt: skip
     await guard.require_owned(ctx, machine, action, "stop")
     ctx.machine = await ctx.provider.stop(machine)
     return Outcome(
         machine.id,
-        f"{NOT_RELAUNCHED} the run ended (exit {ended.exit_code}) and {machine.name} had stopped itself "
+        f"{NOT_RELAUNCHED} the run ended (exit {ended.run_exit}) and {machine.name} had stopped itself "
         f"({ended.why}); stopped it again",
     )

@@ -26,10 +26,11 @@ def self_stop_findings(ctx: JobContext, running_usd_per_hour: float) -> list[Fin
         if v == "keep"
     ]
     if creates and keeps:
-        when = {
-            ("on_finish",): "after the run finishes",
-            ("on_failure",): "after the run fails",
-        }.get(tuple(keeps), "after the run ends (finished or failed)")
+        when = "after the run ends (finished or failed)"
+        if keeps == ["on_finish"]:
+            when = "after the run finishes"
+        elif keeps == ["on_failure"]:
+            when = "after the run fails"
         out.append(
             ctx.finding(
                 "gpu-after-run",

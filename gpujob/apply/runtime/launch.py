@@ -25,7 +25,7 @@ class RunEnded(GpujobError):
         super().__init__(
             f"{spec.name}: the run ended (exit {exit_code}) and its machine stopped itself: {why}"
         )
-        self.exit_code = exit_code
+        self.run_exit = exit_code  # (GpujobError.exit_code is the CLI's)
         self.why = why
 
 
