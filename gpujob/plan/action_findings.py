@@ -130,10 +130,32 @@ def start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
     return out
 
 
+def work_at_risk(ctx: JobContext) -> str | None:
+    """When the run alive has no recent checkpoint: what a stop of it may lose (said on the stop)."""
+    from gpujob.apply.gate import quiesce_grace_s
+    from gpujob.ssh.launcher import checkpoint_interval_s
+
+    fact = ctx.live.runs.get(ctx.job)
+    every = checkpoint_interval_s(ctx.spec)
+    if fact is None or fact.state != "running" or every is None:
+        return None
+    age = fact.last_checkpoint_age_s
+    if age is not None and age <= every:
+        return None
+    since = "no checkpoint yet" if age is None else f"the newest checkpoint is {int(age // 60)} min old"
+    return (
+        f"work at risk: {since} (checkpoint.interval {every}s); the run gets SIGTERM and "
+        f"{quiesce_grace_s(ctx.spec):.0f}s for a final save before the stop"
+    )
+
+
 def stop_findings(ctx: JobContext, aid: str) -> list[Finding]:
     from gpujob.plan.trap_findings import stop_leaves_unpulled  # it reads live_ck_tier from here
 
     out = stop_leaves_unpulled(ctx, aid)
+    risk = work_at_risk(ctx)
+    if risk:
+        out.append(ctx.finding("work-at-risk", "info", risk, action_id=aid))
     if ctx.spec.platform == "paperspace":
         if ctx.fp.static_ip:
             out.append(

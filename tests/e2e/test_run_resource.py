@@ -66,6 +66,10 @@ def test_disk_grow_and_env_change_keep_the_runs_progress(sim: Sim, tmp_path: Pat
     # The plan after it: nothing left to change.
     again = p.gj("plan", "--detailed-exitcode", check=False)
     assert again.returncode == 0, again.stdout
+    # `gpujob restart JOB`: the same relaunch with nothing changed.
+    restarted = p.gj("restart", "psrun", "--auto-approve")
+    assert "psrun.run.relaunch" in restarted.stdout + restarted.stderr
+    poll("a third resume", lambda: len(re.findall(r"resumed from step (\d+)", logs())) >= 3, deadline_s=120)
 
 
 def test_a_destroy_sticks_until_recreate_and_the_recreated_job_resumes(project) -> None:  # type: ignore[no-untyped-def]

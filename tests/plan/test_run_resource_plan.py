@@ -146,3 +146,16 @@ def test_checkpoint_stale_judges_the_run_by_the_interval_it_was_launched_with(wr
     assert any(a.kind is K.RELAUNCH for a in plan.all_actions())  # and the new interval is a relaunch
     plan, _ = _plan(write_job, edited, None, fact)
     assert any(f.code == "checkpoint-stale" for f in plan.all_findings())  # no record: the file's 1m
+
+
+def test_a_stop_of_a_run_without_a_recent_checkpoint_says_the_work_at_risk(write_job: Write) -> None:
+    text = RUNPOD_JOB.replace("state: running", "state: stopped")
+    stale = RunFact(state="running", last_checkpoint="s.pt", last_checkpoint_age_s=3 * 3600)
+    plan, _ = _plan(write_job, text, None, stale)
+    stop = next(a for a in plan.all_actions() if a.kind is K.STOP)
+    (f,) = [f for f in stop.findings if f.code == "work-at-risk"]
+    assert "the newest checkpoint is 180 min old" in f.summary and "SIGTERM" in f.summary
+    recent = RunFact(state="running", last_checkpoint="s.pt", last_checkpoint_age_s=60)
+    plan, _ = _plan(write_job, text, None, recent)
+    stop = next(a for a in plan.all_actions() if a.kind is K.STOP)
+    assert all(f.code != "work-at-risk" for f in stop.findings)
