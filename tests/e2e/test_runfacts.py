@@ -60,7 +60,16 @@ def test_plan_shows_on_finish_stop_of_a_finished_run(project: Project) -> None:
         .replace("on_finish: keep", "on_finish: stop")
     )
     p.gj("apply", "--auto-approve")
+    # An image without runpodctl: the pod cannot stop itself (tests/e2e/test_self_stop.py has one that
+    # can), so the stop is left to gpujob, as the run's log says.
+    from gpujob.sim.rp_engine import pod_dir
+
+    (pod_dir(p.sim.engine, p.live("pods")[0]["id"]) / "ctl" / "bin" / "runpodctl").unlink()
     poll("the run to exit 0", lambda: (p.status().get("run") or {}).get("exit_code") == 0)
+    poll(
+        "the failed self-stop in the log",
+        lambda: "could not stop this pod" in p.gj("logs", "-n", "50").stdout,
+    )
 
     plan = p.gj("plan", "--detailed-exitcode", check=False)
     assert plan.returncode == 2, plan.stdout + plan.stderr

@@ -123,3 +123,13 @@ def test_every_rendering_of_the_launcher_is_valid_bash(
     assert subprocess.run(["bash", "-n"], input=text.encode()).returncode == 0
     # Paperspace machines are never stopped from inside (see gpujob.ssh.launcher.SELF_STOP).
     assert ("stop_self" in text) is (platform == "runpod" and "stop" in (on_finish, on_failure))
+
+
+def test_a_pod_without_runpodctl_says_it_keeps_billing_and_leaves_no_stop_record(tmp_path: Path) -> None:
+    box = Box(tmp_path, spec_of(tmp_path, "true", on_finish="stop"))
+    (tmp_path / "bin" / "runpodctl").write_text("#!/bin/sh\nexit 127\n")
+    box.start()
+    assert box.wait_exit() == 0
+    box.settled_calls()
+    assert "could not stop this pod" in (box.jobdir / "run.log").read_text()
+    assert not (box.jobdir / "stopped_itself").exists()
