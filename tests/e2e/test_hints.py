@@ -128,7 +128,9 @@ def test_every_hint_of_the_lifecycle_runs_as_printed(project: Project) -> None:
     assert p.live("pods") == [] and p.live("volumes") == []
 
     # A destroy stopped by a failed verify: its step's hints, then its Re-run line, finish the job.
-    p.gj("apply", "--auto-approve")
+    # (The destroy above is remembered: only --recreate brings the job back.)
+    assert "apply --recreate" in p.gj("apply", "--auto-approve", check=False).stderr
+    p.gj("apply", "--auto-approve", "--recreate")
     checkpointed(p)
     # A new volume under the same name: the deleted one's pull record is not shown for it.
     assert "last_pull" not in p.status()
