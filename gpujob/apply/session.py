@@ -140,6 +140,10 @@ def rerun_command(opts: Options, *, can_ask: bool) -> str:
     import shlex
 
     words = [*opts.command.split(), *opts.targets]
+    if not opts.saved:  # a saved plan carries its own (Plan.replace, Plan.fresh)
+        words += [w for address in opts.replace for w in ("--replace", address)]
+        words += ["--fresh"] if opts.fresh else []
+        words += ["--recreate"] if opts.recreate else []
     if not opts.saved and (opts.auto_approve or not can_ask):
         words.append("--auto-approve")
     return shlex.join(words)

@@ -57,3 +57,13 @@ def test_only_a_destroy_that_finished_is_remembered(tmp_path: Path) -> None:
     assert load_destroyed(session.state_dir_of(job), "toy") is None
     session.remember_intent([ls], _opts(destroy=True), ok=True)
     assert load_destroyed(session.state_dir_of(job), "toy") is not None
+
+
+def test_the_rerun_hint_repeats_replace_fresh_and_recreate() -> None:
+    opts = session.Options(
+        auto_approve=True, approvals=set(), saved=False, command="gpujob apply", targets=("job.yaml",),
+        replace=("toy.run",), fresh=True, recreate=True,
+    )  # fmt: skip
+    assert session.rerun_command(opts, can_ask=False) == (
+        "gpujob apply job.yaml --replace toy.run --fresh --recreate --auto-approve"
+    )
