@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "system-deps.sh"
+from tests.readable import readable_copy
+
 APT = """#!/bin/sh
 echo "apt-get $*" >> "$LOG"
 case "$*" in *install*) for p in "$@"; do
@@ -46,21 +46,25 @@ def fakes() -> Iterator[dict[str, str]]:
     log.touch()
     for p in (tmp_path, bin_dir, missing, log):
         p.chmod(0o777 if p.is_dir() or p in (missing, log) else 0o755)
+    # The script runs from a copy: uid 65534 cannot read a checkout inside a private (0700) directory.
+    scripts = readable_copy("scripts/system-deps.sh")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
     env.update(
         PATH=f"{bin_dir}:{os.environ['PATH']}",
         GPUJOB_DEPS_PRETEND_MISSING=str(missing),
         LOG=str(log),
         MISSING=str(missing),
+        SCRIPT=str(scripts / "scripts" / "system-deps.sh"),
     )
     yield env
     shutil.rmtree(tmp_path)
+    shutil.rmtree(scripts)
 
 
 def run(env: dict[str, str], *args: str, user: bool = False) -> subprocess.CompletedProcess[str]:
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] if user else []
     return subprocess.run(
-        [*prefix, "bash", str(SCRIPT), *args],
+        [*prefix, "bash", env["SCRIPT"], *args],
         env=env,
         capture_output=True,
         text=True,
@@ -121,7 +125,7 @@ def on_terminal(env: dict[str, str], answer: str) -> tuple[str, int]:
     )
     pid, fd = pty.fork()
     if pid == 0:
-        os.execvpe(prefix[0] if prefix else "bash", [*prefix, "bash", str(SCRIPT), "install"], env)
+        os.execvpe(prefix[0] if prefix else "bash", [*prefix, "bash", env["SCRIPT"], "install"], env)
     out = b""
     answered = False
     deadline = time.monotonic() + 60

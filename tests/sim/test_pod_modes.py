@@ -22,9 +22,8 @@ import pytest
 
 from gpujob.sim import podproc
 from gpujob.sim.testing import Sim, running_simulator
+from tests.readable import readable_copy
 from tests.sim.conftest import create_pod, ssh, wait_for, wait_pod
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _need(mode: str) -> None:
@@ -224,6 +223,8 @@ def test_a_pod_made_by_an_unprivileged_user(ssh_key) -> None:
     python = _python_for(65534)
     top = Path(tempfile.mkdtemp(prefix="gpujob-unpriv-"))  # pytest's tmp dirs are private to root
     os.chmod(top, 0o755)
+    # nobody runs a copy: a checkout inside a private (0700) directory is not readable to it.
+    code = readable_copy("gpujob", "tests/sim/unpriv_pod.py")
     base = top / "pod"
     base.mkdir()
     (base / "authorized_keys").write_text(ssh_key[1] + "\n")
@@ -238,8 +239,8 @@ def test_a_pod_made_by_an_unprivileged_user(ssh_key) -> None:
             "--",
             python,
             "-I",
-            str(Path(__file__).with_name("unpriv_pod.py")),
-            str(ROOT),
+            str(code / "tests" / "sim" / "unpriv_pod.py"),
+            str(code),
             str(base),
         ],
         stdin=subprocess.PIPE,
@@ -268,6 +269,7 @@ def test_a_pod_made_by_an_unprivileged_user(ssh_key) -> None:
     assert helper.returncode == 0, helper.stderr.read() if helper.stderr else ""
     assert podproc.find_strays(str(base)) == []
     shutil.rmtree(top)
+    shutil.rmtree(code)
 
 
 def _python_for(uid: int) -> str:
