@@ -17,7 +17,7 @@ install:            ## system packages (apt/dnf/brew, asks first) + gpujob and i
 	PYTHON=$(PYTHON) scripts/system-deps.sh install
 	scripts/python-deps.sh $(PY)
 
-test:               ## the full suite (as root or an ordinary user; see README: system requirements)
+test:               ## the full suite (~13 min on 2 cores; as root or an ordinary user; see docs/install.md)
 	$(PY) -m pytest -n auto -q
 
 deps:               ## only check the system packages; prints what to install
@@ -31,9 +31,10 @@ lint:               ## ruff + mypy
 	$(PY) -m ruff format --check gpujob tests bench
 	$(PY) -m mypy gpujob
 
-schemas:            ## regenerate schemas/*.json and gpujob/spec/fastrules.json from the pydantic models
+schemas:            ## regenerate schemas/*.json, gpujob/spec/fastrules.json and docs/job-file.md's reference from the models
 	$(PY) -m gpujob.schemas
 	$(PY) -m gpujob.spec.fastgen
+	$(PY) scripts/job_reference.py
 
 golden:             ## rewrite golden plan files after a reviewed change
 	GPUJOB_UPDATE_GOLDEN=1 $(PY) -m pytest tests -q -k golden

@@ -407,7 +407,7 @@ def _live_disk(ctx: JobContext, m: LiveResource, wanted: int | None) -> int | No
                 f"size it was created with, so storage.volume_gb: {wanted} is not applied",
                 detail="Paperspace machine objects carry no diskSize; gpujob records it when it creates the "
                 "machine (launches/ in gpujob's state). This machine was created elsewhere or that record is gone.",
-                fix="grow the disk in the Paperspace console, or keep gpujob's state between runs (README: Team state)",
+                fix="grow the disk in the Paperspace console, or keep gpujob's state between runs (docs/team-state.md)",
                 key="storage.volume_gb",
             )
         )

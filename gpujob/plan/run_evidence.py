@@ -125,7 +125,7 @@ def fresh_start(
         detail=f"Its first reported step is {first_step}; {why}. The work was redone from scratch, and "
         "the next preemption or restart will redo it again.",
         fix="make the command load the newest checkpoint in $GPUJOB_CHECKPOINT_DIR when it starts "
-        '(README: "Your job\'s side of the contract"); `gpujob logs` shows what it did on start',
+        '(docs/job-file.md: "Your job\'s side of the contract"); `gpujob logs` shows what it did on start',
         key="run.command",
     )
 

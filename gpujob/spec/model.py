@@ -126,7 +126,7 @@ class StorageSpec(Model):
 class CheckpointSpec(Model):
     """Where checkpoints are written, how often, and how they come home before a teardown. The run is
     told through its environment (GPUJOB_CHECKPOINT_DIR / _INTERVAL / _KEEP); writing, resuming and
-    pruning are the run's side of the contract (README: "Your job's side of the contract")."""
+    pruning are the run's side of the contract (docs/job-file.md: "Your job's side of the contract")."""
 
     dir: str = Field(
         pattern=r"^/",
@@ -237,7 +237,7 @@ class SyncSpec(Model):
 
 class RunSpec(Model):
     """The training run: what to sync, set up and start, and how it survives the SSH session.
-    The command's side (README: "Your job's side of the contract"): on start, load the newest complete
+    The command's side (docs/job-file.md: "Your job's side of the contract"): on start, load the newest complete
     checkpoint holding the full state (model, optimizer, schedule, step, random generators, data
     position); checkpoint every GPUJOB_CHECKPOINT_INTERVAL seconds, atomically, keeping
     GPUJOB_CHECKPOINT_KEEP; on SIGTERM (a preemption or stop: ~5 s on RunPod spot) save once more if it

@@ -16,7 +16,7 @@ DEFAULT_EXCLUDES = ("__pycache__/",)
 # Never shipped to a machine, whatever .gitignore or run.sync.exclude say (these rules come last, so no
 # negation re-includes them): gpujob's own state (it holds the private key), VCS internals, and the
 # usual homes of keys and credentials across the ecosystem. A pod's disks and network volumes are not
-# private (RP8). `run.sync.deny` in a job file adds patterns to this list; README "Secrets" lists it.
+# private (RP8). `run.sync.deny` in a job file adds patterns to this list; docs/security.md lists it.
 DENY = (
     ".gpujob/",
     ".git/",

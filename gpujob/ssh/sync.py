@@ -2,7 +2,7 @@
 remote copy (rsync's quick check), then placing them atomically.
 
 Why tar streams: measured on loopback they beat asyncssh SFTP by a wide margin and match `rsync -a`
-(numbers in the README's Performance section); they need only bash, GNU tar, find and cp on the remote.
+(numbers in docs/performance.md); they need only bash, GNU tar, find and cp on the remote.
 
 The listing command clears a stale stage and prints the manifest and the listing while the client
 walks the local tree. The client then streams what changed on up to STREAMS data channels in parallel

@@ -1,4 +1,4 @@
-"""A minimal resumable training loop that keeps gpujob's job contract (README: "Your job's side of the
+"""A minimal resumable training loop that keeps gpujob's job contract (docs/job-file.md: "Your job's side of the
 contract"). Replace the toy model and data with yours; keep the checkpoint recipe.
 
 It runs on a CPU. With PyTorch importable it trains a torch.nn.Linear with SGD and saves PyTorch

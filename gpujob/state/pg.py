@@ -152,7 +152,7 @@ class PgStore(PgLocks):
                 raise StateError(
                     f"state database {self.location}: {_first_line(exc)}",
                     hint="a role that may only plan can read the records but not write them or read the "
-                    "sealed key; apply needs the full role (README: Team state)",
+                    "sealed key; apply needs the full role (docs/team-state.md)",
                 ) from None
         raise AssertionError("unreachable")
 

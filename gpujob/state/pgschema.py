@@ -3,7 +3,7 @@
 gpujob_schema holds one row: the schema version and the salt secrets are sealed with (not secret).
 Every other table is keyed by workspace, so one database can serve several teams or repositories.
 Secrets sit in a table of their own: a role that may plan but not apply gets SELECT on the others and
-on gpujob_secrets' non-secret columns only (README, "Team state"); the sealed column is unreadable
+on gpujob_secrets' non-secret columns only (docs/team-state.md); the sealed column is unreadable
 without GPUJOB_STATE_KEY anyway.
 
 A new version appends its statements to MIGRATIONS; a database newer than this gpujob is refused.

@@ -220,8 +220,8 @@ def test_the_job_file_extends_the_deny_list(tmp_path: Path, env: dict[str, str],
 def test_the_deny_list_is_documented() -> None:
     from gpujob.ssh.ignore import DENY
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## Secrets", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    section = page.split("## Secrets", 1)[1].split("\n## ", 1)[0]
     missing = [p for p in DENY if f"`{p}`" not in section]
-    assert not missing, f"README 'Secrets' does not list {missing}"
+    assert not missing, f"docs/security.md 'Secrets' does not list {missing}"
     assert "run.sync.deny" in section

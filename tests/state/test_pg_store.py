@@ -174,10 +174,10 @@ def test_force_unlock_refuses_a_live_holder_on_this_host(pg_url: str) -> None:
 
 
 def readme_sql() -> list[str]:
-    """The role set-up the README gives, statement by statement."""
+    """The role set-up docs/team-state.md gives, statement by statement."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "team-state.md").read_text()
     block = text.split("```sql\n", 1)[1].split("```", 1)[0]
     lines = [ln for ln in block.splitlines() if not ln.startswith("--")]
     return [s.strip().replace("'…'", "'pw'") for s in " ".join(lines).split(";") if s.strip()]
