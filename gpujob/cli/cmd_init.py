@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from gpujob.cli.main import run_command
 
 HELP = """Write a starter job: job.yaml for the platform, train.py (a minimal resumable training loop:
 PyTorch when it is installed, plain Python otherwise; runs on a CPU) and verify_ckpt.py (its load
-check). Existing files are left alone unless --force.
+check). Existing files are left alone unless --force. Adds .gpujob/ (gpujob's state, with the
+project's private SSH key), checkpoints/ and outputs/ to .gitignore: appended, never rewritten.
 
 \b
 Examples:
@@ -54,15 +56,50 @@ def job_name(raw: str) -> str:
     return name[:39].rstrip("-")
 
 
-def _schema_line() -> str:
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (
-        here.parent / "schemas" / "job.schema.json",
-        here / "_data" / "schemas" / "job.schema.json",
-    ):
-        if candidate.exists():
-            return f"# yaml-language-server: $schema={candidate}\n"
-    return ""
+# Where a released gpujob's schema is published, by version: what a job file outside gpujob's own
+# checkout points at (an installed package's copy lives at a path that differs on every machine).
+SCHEMA_URL = "https://raw.githubusercontent.com/gpujob/gpujob/v{version}/schemas/job.schema.json"
+# What a team must not commit: gpujob's state (the project's private SSH key), pulled checkpoints, outputs.
+IGNORED = (".gpujob/", "checkpoints/", "outputs/")
+
+
+def _repo_root(where: Path) -> Path | None:
+    for d in (where, *where.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def _schema_line(where: Path) -> str:
+    """The editor's schema comment: a path relative to the job file when the schema is in the same
+    repository (gpujob's own checkout), else the published schema of this version."""
+    from gpujob import __version__
+
+    schema = Path(__file__).resolve().parent.parent.parent / "schemas" / "job.schema.json"
+    here = where.resolve()
+    root = _repo_root(here)
+    if schema.exists() and root is not None and schema.is_relative_to(root):
+        ref = Path(os.path.relpath(schema, here)).as_posix()
+    else:
+        ref = SCHEMA_URL.format(version=__version__)
+    return f"# yaml-language-server: $schema={ref}\n"
+
+
+def _ignore(where: Path) -> str:
+    """Append what is missing of IGNORED to where/.gitignore (never rewriting a line); what it did."""
+    path = where / ".gitignore"
+    if path.is_symlink():
+        return f"left {path} alone (a symlink): add {' '.join(IGNORED)} to your .gitignore yourself"
+    text = path.read_text() if path.exists() else ""
+    have = {line.strip().lstrip("/").rstrip("/") for line in text.splitlines()}
+    missing = [entry for entry in IGNORED if entry.rstrip("/") not in have]
+    if not missing:
+        return f"{path} already ignores {' '.join(IGNORED)}"
+    lead = "\n" if text and not text.endswith("\n") else ""
+    block = lead + ("\n" if text else "") + "# gpujob: state (holds the project's SSH key), pulled data\n"
+    with open(path, "a") as f:  # append: whatever the file says stays as it was
+        f.write(block + "".join(f"{entry}\n" for entry in missing))
+    return f"{'added' if text else 'wrote'} {' '.join(missing)} to {path}"
 
 
 def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
@@ -77,7 +114,7 @@ def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
         )
     job = (STARTER / f"job-{platform}.yaml").read_text().replace("__NAME__", name)
     files = {
-        "job.yaml": job.replace("__SCHEMA__", _schema_line()),
+        "job.yaml": job.replace("__SCHEMA__", _schema_line(where)),
         "train.py": (STARTER / "train.py").read_text(),
         "verify_ckpt.py": (STARTER / "verify_ckpt.py").read_text(),
     }
@@ -92,11 +129,12 @@ def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
     for fname, text in files.items():
         (where / fname).write_text(text)
         click.echo(f"wrote {where / fname}")
+    click.echo(_ignore(where))
     cd = "" if where.resolve() == Path.cwd() else f"  cd {where}\n"
     click.echo(
         f"\nNext, without an account (the local simulator):\n{cd}"
         "  gpujob validate\n"
         '  gpujob sim up && eval "$(gpujob sim env)" && gpujob plan\n'
         "  gpujob apply --auto-approve\n"
-        '\ntrain.py keeps the job contract: README, "Your job\'s side of the contract".'
+        '\ntrain.py keeps the job contract: docs/job-file.md, "Your job\'s side of the contract".'
     )

@@ -117,3 +117,72 @@ def test_the_starter_carries_a_smoke_that_passes_without_a_gpu(tmp_path: Path, p
     assert (
         not (tmp_path / "ckpt").exists() and not (tmp_path / "checkpoints").exists()
     )  # a temporary dir only
+
+
+def test_init_appends_the_ignores_a_team_needs_and_never_rewrites_the_file(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    mine = "node_modules/\n/checkpoints"  # no trailing newline, one of ours already there (anchored)
+    (tmp_path / ".gitignore").write_text(mine)
+    assert gj(tmp_path, "init").returncode == 0
+    text = (tmp_path / ".gitignore").read_text()
+    assert text.startswith(mine + "\n")  # what was there stays, byte for byte
+    lines = text.splitlines()
+    assert ".gpujob/" in lines and "outputs/" in lines and "checkpoints/" not in lines
+    assert gj(tmp_path, "init", "--force").returncode == 0
+    assert (tmp_path / ".gitignore").read_text() == text  # nothing added twice
+    ignored = subprocess.run(
+        ["git", "check-ignore", ".gpujob/key", "checkpoints/a", "outputs/b"],
+        cwd=tmp_path,
+        capture_output=True,
+    )
+    assert ignored.returncode == 0 and len(ignored.stdout.splitlines()) == 3  # git agrees
+
+
+def test_init_writes_a_gitignore_where_there_was_none_and_leaves_a_symlinked_one(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    assert gj(tmp_path, "init", "--dir", "fresh").returncode == 0
+    assert (fresh / ".gitignore").read_text().splitlines()[1:] == [".gpujob/", "checkpoints/", "outputs/"]
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (tmp_path / "elsewhere").write_text("x\n")
+    (linked / ".gitignore").symlink_to(tmp_path / "elsewhere")
+    res = gj(linked, "init")
+    assert res.returncode == 0 and "left" in res.stdout and "symlink" in res.stdout
+    assert (tmp_path / "elsewhere").read_text() == "x\n"
+
+
+def test_the_schema_line_is_never_an_absolute_path(tmp_path: Path) -> None:
+    from gpujob import __version__
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # a repository without gpujob's schema
+    assert gj(tmp_path, "init").returncode == 0
+    first = (tmp_path / "job.yaml").read_text().splitlines()[0]
+    assert first == (
+        "# yaml-language-server: $schema="
+        f"https://raw.githubusercontent.com/gpujob/gpujob/v{__version__}/schemas/job.schema.json"
+    )
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("not run from a git checkout: the in-repository case needs one")
+    inside = root / "build" / f"init-{os.getpid()}"
+    try:
+        assert gj(root, "init", "--dir", str(inside)).returncode == 0
+        ref = (inside / "job.yaml").read_text().splitlines()[0].split("$schema=", 1)[1]
+        assert ref == "../../schemas/job.schema.json"
+        assert (inside / ref).resolve() == root / "schemas" / "job.schema.json"
+    finally:
+        import shutil
+
+        shutil.rmtree(inside, ignore_errors=True)
+        if (root / "build").exists() and not any((root / "build").iterdir()):
+            (root / "build").rmdir()
+
+
+@pytest.mark.parametrize("platform", ["runpod", "paperspace"])
+def test_the_starter_checkpoints_every_few_seconds(tmp_path: Path, platform: str) -> None:
+    from gpujob.spec.load import load_spec
+
+    assert gj(tmp_path, "init", "--platform", platform).returncode == 0
+    ck = load_spec(tmp_path / "job.yaml").spec.checkpoint
+    assert ck is not None and ck.interval != "auto"
+    assert ck.interval.total_seconds() <= 10

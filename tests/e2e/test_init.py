@@ -1,6 +1,6 @@
-"""`gpujob init` output, as written, through the simulator: it validates, plans, runs, is preempted,
-and the run resumes from the checkpoint train.py saved on SIGTERM (the starter's interval is the
-realistic `auto`, minutes long, so that save is the only checkpoint there is)."""
+"""`gpujob init` output, as written, through the simulator: it validates, plans, runs, checkpoints on its
+timer (every few seconds, so a first try sees it), is preempted, and the run resumes from the newest
+checkpoint it wrote: a timed one, or the one train.py saved on SIGTERM."""
 
 from __future__ import annotations
 
@@ -37,18 +37,23 @@ def test_init_runs_to_a_resumed_checkpoint_in_the_simulator(sim: Sim, tmp_path: 
 
     poll("the run to train", lambda: re.search(r"step \d+ loss", logs()))
     assert "starting fresh at step 0" in logs()
-    assert (p.status().get("run") or {}).get("last_checkpoint") is None  # `auto`: minutes away
+    poll("a timed checkpoint", lambda: re.search(r"step \d+: checkpoint step_", logs()))
+    poll("status to show it", lambda: (p.status().get("run") or {}).get("last_checkpoint"))
     pod = p.live("pods")[0]["id"]
     assert p.sim.inject("preempt")["preempted"] == [pod]
     poll("the pod to be down", lambda: p.status()["machine"]["status"] != "RUNNING")
 
     p.gj("apply", "--auto-approve")  # the log lives on the network volume: readable again once a pod is up
     resumed = poll("the run to resume", lambda: re.search(r"resumed from step (\d+)", logs()))
-    saved = re.search(r"SIGTERM: saved (step_\d+\.\w+) at step (\d+)", logs())
-    assert saved, logs()  # the run used the grace for a last save
-    assert int(resumed.group(1)) == int(saved.group(2)) > 0
+    before = logs().split(resumed.group(0), 1)[0]
+    written = re.findall(r"step (\d+): checkpoint (step_\d+\.\w+)", before)
+    written += [
+        (step, name) for name, step in re.findall(r"SIGTERM: saved (step_\d+\.\w+) at step (\d+)", before)
+    ]
+    newest = max(written, key=lambda w: int(w[0]))
+    assert int(resumed.group(1)) == int(newest[0]) > 0, before  # the newest checkpoint, not step 0
     pulled = p.gj("pull").stdout
-    assert "all verified" in pulled and saved.group(1) in pulled
+    assert "all verified" in pulled and newest[1] in pulled
 
 
 def test_init_for_paperspace_validates_and_plans(sim: Sim, tmp_path: Path) -> None:
