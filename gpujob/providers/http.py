@@ -255,6 +255,8 @@ class ApiClient:
                         hint="something between you and the platform presents a certificate gpujob cannot "
                         "trust (a TLS-intercepting proxy?); if that is expected, point SSL_CERT_FILE at its CA",
                     ) from None
+                if _refused(exc) and _loopback(target):  # retrying cannot start what is not running
+                    raise self._nothing_listens(call) from None
                 reason = f"cannot connect ({type(exc).__name__})"
                 short = "cannot connect"
             except (
@@ -427,6 +429,20 @@ class ApiClient:
         except Exception:  # a weird error body must never hide the status
             return ErrorInfo(message=response.text[:200])
 
+    def _nothing_listens(self, call: str) -> ProviderError:
+        """A platform API on this machine refused the connection: the simulator's address (no platform
+        is ever local) with the simulator not running."""
+        address = httpx.URL(self.base_url)
+        local = sorted(name for name in SIM_URL_VARS if _loopback(os.environ.get(name, "")))
+        clear = f"`unset {' '.join(local)}`" if local else "unset the GPUJOB_*_URL variables"
+        return ProviderError(
+            f"nothing is listening on {address.host}:{address.port}: the simulator is not running",
+            platform=self.platform,
+            call=call,
+            hint=f"start it: `gpujob sim up`; or, to use the real {API_NAMES.get(self.platform, self.platform)} "
+            f"API, clear the simulator's environment: {clear}",
+        )
+
     def _unknown(self, call: str, status: int | None, reason: str) -> OutcomeUnknown:
         return OutcomeUnknown(
             f"{self.scrub(reason)}; the request may have taken effect",
@@ -438,6 +454,36 @@ class ApiClient:
 
 
 _MALFORMED = object()
+
+
+# The variables `gpujob sim env` sets to point gpujob at the simulator (gpujob/config.py reads them).
+SIM_URL_VARS = ("GPUJOB_RUNPOD_API_URL", "GPUJOB_RUNPOD_GRAPHQL_URL", "GPUJOB_PAPERSPACE_API_URL")
+
+
+def _refused(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or "Connection refused" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _loopback(url: str) -> bool:
+    import ipaddress
+
+    try:
+        host = httpx.URL(url).host
+    except (httpx.InvalidURL, TypeError):
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _tls_failure(exc: BaseException) -> str | None:

@@ -247,12 +247,14 @@ def test_b15_partition_is_bounded_and_marks_nothing(
     tmp_path: Path, env: dict[str, str], fast_clock: type[FastClock]
 ) -> None:
     with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0", 0))
         dead = s.getsockname()[1]
+    # 0.0.0.0, not a loopback address: a refused loopback one is the simulator's and fails at once
+    # (test_b15_the_simulator_address_refusing_is_not_retried).
     env = {
         **env,
-        "GPUJOB_RUNPOD_API_URL": f"http://127.0.0.1:{dead}/v2",
-        "GPUJOB_RUNPOD_GRAPHQL_URL": f"http://127.0.0.1:{dead}/graphql",
+        "GPUJOB_RUNPOD_API_URL": f"http://0.0.0.0:{dead}/v2",
+        "GPUJOB_RUNPOD_GRAPHQL_URL": f"http://0.0.0.0:{dead}/graphql",
     }
     project = project_with_job(tmp_path, pinned=False)
     for args in (["plan"], ["state"], ["cost"], ["audit", "--platform", "runpod"]):
@@ -263,6 +265,29 @@ def test_b15_partition_is_bounded_and_marks_nothing(
         assert 0 < len(fast_clock.sleeps) <= 6 * 6 and sum(fast_clock.sleeps) <= 6 * 180  # <= 6 calls
         assert "to create" not in run.stdout and "nothing live" not in run.stdout
     assert not (project / ".gpujob").exists() or not any((project / ".gpujob").rglob("*.json"))
+
+
+def test_b15_the_simulator_address_refusing_is_not_retried(
+    tmp_path: Path, env: dict[str, str], fast_clock: type[FastClock]
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    env = {
+        **env,
+        "GPUJOB_RUNPOD_API_URL": f"http://127.0.0.1:{dead}/v2",
+        "GPUJOB_RUNPOD_GRAPHQL_URL": f"http://localhost:{dead}/graphql",
+    }
+    project = project_with_job(tmp_path, pinned=False)
+    for args in (["plan"], ["status"], ["cost"]):
+        fast_clock.sleeps.clear()
+        run = cli(args, cwd=project, env=env)
+        assert run.exit_code == 1, (args, run.output)
+        assert fast_clock.sleeps == []  # not one retry
+        assert f"nothing is listening on 127.0.0.1:{dead}: the simulator is not running" in run.output
+        assert "`gpujob sim up`" in run.output
+        unset = run.output.split("`unset ", 1)[1].split("`", 1)[0].split()
+        assert {"GPUJOB_RUNPOD_API_URL", "GPUJOB_RUNPOD_GRAPHQL_URL"} <= set(unset), run.output
 
 
 # ---- B16 TLS verification failure

@@ -202,9 +202,11 @@ def test_f_exception_text_from_httpx_is_sanitised(tmp_path: Path, fast_clock: An
     # F6: a connect failure whose text would carry the URL: gpujob prints the call, not credentials.
     project = tmp_path / "project"
     write_job(project, RUNPOD_JOB, "bert.job.yaml")
+    # 0.0.0.0 (routed here, not loopback): a refused loopback address is the simulator's, reported
+    # without httpx's text at all.
     env = {
-        "GPUJOB_RUNPOD_API_URL": "http://user:" + SECRET_CANARY + "@127.0.0.1:9/v2",
-        "GPUJOB_RUNPOD_GRAPHQL_URL": "http://127.0.0.1:9/graphql",
+        "GPUJOB_RUNPOD_API_URL": "http://user:" + SECRET_CANARY + "@0.0.0.0:9/v2",
+        "GPUJOB_RUNPOD_GRAPHQL_URL": "http://0.0.0.0:9/graphql",
         "RUNPOD_API_KEY": RP_CANARY,
         "HF_TOKEN": SECRET_CANARY,
     }
