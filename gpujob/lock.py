@@ -142,12 +142,7 @@ def job_lock(
     except Timeout:
         holder = read_lock(state_dir, job)
         who = holder.describe() if holder else "another process (no holder note found)"
-        hint = "wait for it to finish"
-        if holder is not None and holder.holder_alive() is False:
-            hint = f"that process is gone, so the lock is stale: `gpujob force-unlock {job} --yes`"
-        else:  # --yes: the hint must work without a terminal too; a live holder is refused even so
-            hint += f"; if that process is gone: `gpujob force-unlock {job} --yes`"
-        raise LockError(f"job '{job}' is locked by {who}", hint=hint) from None
+        raise LockError(f"job '{job}' is locked by {who}", hint=lock_hint(job, holder)) from None
     info = LockInfo.of_this_process(job, command)
     try:
         tmp = meta.with_suffix(".json.tmp")
@@ -160,6 +155,24 @@ def job_lock(
             if current is not None and current.pid == info.pid and current.since == info.since:
                 meta.unlink()
         lock.release()
+
+
+def lock_hint(job: str, holder: LockInfo | None) -> str:
+    """What to do about a job locked by `holder`. force-unlock only where it can help: it refuses a
+    holder that visibly runs on this host, so that one gets how to stop it instead."""
+    # --yes: the hint must work without a terminal too.
+    unlock = f"`gpujob force-unlock {job} --yes`"
+    alive = holder.holder_alive() if holder is not None else None
+    if holder is not None and alive is False:
+        return f"that process is gone, so the lock is stale: {unlock}"
+    if holder is not None and alive:
+        return (
+            f"wait for it to finish: it is running on this host (pid {holder.pid}), and the lock frees itself "
+            f"when it exits; to end it sooner, stop that process (`kill {holder.pid}`)"
+        )
+    if holder is None:
+        return "wait for it to finish, then retry"
+    return f"wait for it to finish; if that process on {holder.host} is gone or hangs: {unlock}"
 
 
 def _user() -> str:

@@ -38,11 +38,10 @@ def command(targets: tuple[Path, ...], follow: bool, lines: int, raw: bool, no_c
 def _logs(targets: tuple[Path, ...], follow: bool, lines: int, raw: bool = False) -> int:
     import asyncio
 
-    from gpujob.apply.session import job_files
     from gpujob.errors import GpujobError
-    from gpujob.spec.load import load_specs
+    from gpujob.spec.load import load_specs, resolve_job_files
 
-    loaded = load_specs(job_files(list(targets)))
+    loaded = load_specs(resolve_job_files(list(targets), command="logs"))
     if len(loaded) != 1:
         raise GpujobError(
             f"logs shows one job at a time; {len(loaded)} job files found", hint="name the job file"

@@ -34,12 +34,12 @@ def command(targets: tuple[Path, ...], no_color: bool, lock_timeout: float) -> N
 def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float = 0.0) -> int:
     import asyncio
 
-    from gpujob.apply.session import job_files, locked
-    from gpujob.spec.load import load_specs
+    from gpujob.apply.session import locked
+    from gpujob.spec.load import load_specs, resolve_job_files
 
     loaded = [
         ls
-        for ls in load_specs(job_files(list(targets)))
+        for ls in load_specs(resolve_job_files(list(targets), command="pull"))
         if ls.spec.checkpoint is not None or ls.spec.outputs is not None
     ]
     if not loaded:

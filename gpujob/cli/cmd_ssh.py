@@ -36,11 +36,10 @@ def _ssh(target: Path | None, remote_command: tuple[str, ...], print_only: bool)
     import os
     import shlex
 
-    from gpujob.apply.session import job_files
     from gpujob.errors import GpujobError
-    from gpujob.spec.load import load_specs
+    from gpujob.spec.load import load_specs, resolve_job_files
 
-    loaded = load_specs(job_files([target] if target else []))
+    loaded = load_specs(resolve_job_files([target] if target else [], command="ssh"))
     if len(loaded) != 1:
         raise GpujobError(f"ssh needs one job; {len(loaded)} job files found", hint="name the job file")
     argv, local = asyncio.run(_argv(loaded))

@@ -31,10 +31,9 @@ def _status(targets: tuple[Path, ...], fmt: str) -> int:
     import asyncio
     import json
 
-    from gpujob.apply.session import job_files
-    from gpujob.spec.load import load_specs
+    from gpujob.spec.load import load_specs, resolve_job_files
 
-    loaded = load_specs(job_files(list(targets)))
+    loaded = load_specs(resolve_job_files(list(targets), command="status"))
     rows = asyncio.run(_collect(loaded))
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, default=str))

@@ -116,7 +116,7 @@ def _watch(
     import signal
 
     from gpujob.apply import session
-    from gpujob.spec.load import load_specs
+    from gpujob.spec.load import load_specs, resolve_job_files
     from gpujob.watch.loop import Options
 
     opts = Options(
@@ -127,7 +127,7 @@ def _watch(
         max_recoveries_per_hour=max_recoveries_per_hour,
         rerun=shlex.join(["gpujob", "watch", *map(str, targets), *(["--once"] if once else [])]),
     )
-    paths = session.job_files(list(targets))
+    paths = resolve_job_files(list(targets), command="watch")
     loaded = load_specs(paths)
     jobs = [(ls.path, ls.spec.name, session.state_dir_of(ls.path)) for ls in loaded]
     command_line = " ".join(["gpujob watch", *map(str, targets)] + (["--once"] if once else []))

@@ -100,9 +100,10 @@ class PgLocks:
 
         holder = self.read_lock(job)
         who = holder.describe() if holder else "another gpujob (no holder note yet)"
+        from gpujob.lock import lock_hint
+
         raise LockError(
-            f"job '{job}' is locked by {who} (state: {self.location})",
-            hint=f"wait for it to finish; the lock frees itself when that process ends. Stuck: `gpujob force-unlock {job} --yes`",
+            f"job '{job}' is locked by {who} (state: {self.location})", hint=lock_hint(job, holder)
         )
 
     def _holder_row(self, job: str) -> tuple[LockInfo, int] | None:

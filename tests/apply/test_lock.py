@@ -26,7 +26,31 @@ def test_second_holder_is_refused_naming_the_first(tmp_path):
             pass
     msg = err.value.render()
     assert "gpujob apply job.yaml" in msg and f"pid {os.getpid()}" in msg and "since" in msg
-    assert "gpujob force-unlock bert" in msg
+    # The holder is alive on this host: force-unlock would refuse it, so the hint does not offer it.
+    assert "force-unlock" not in msg and f"`kill {os.getpid()}`" in msg
+
+
+def test_the_lock_hint_offers_force_unlock_only_where_it_can_help() -> None:
+    import socket
+    from datetime import UTC, datetime
+
+    from gpujob.lock import LockInfo, lock_hint
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+
+    def note(host: str, pid: int) -> LockInfo:
+        return LockInfo(
+            job="bert", pid=pid, host=host, user="u", since=datetime.now(UTC), command="gpujob apply"
+        )
+
+    here = socket.gethostname()
+    assert lock_hint("bert", note(here, dead.pid)).endswith("stale: `gpujob force-unlock bert --yes`")
+    elsewhere = lock_hint("bert", note("ci-runner-7", 4242))
+    assert "ci-runner-7" in elsewhere and "`gpujob force-unlock bert --yes`" in elsewhere
+    alive = lock_hint("bert", note(here, os.getpid()))
+    assert "force-unlock" not in alive and f"`kill {os.getpid()}`" in alive
+    assert "force-unlock" not in lock_hint("bert", None)
 
 
 HOLDER = """

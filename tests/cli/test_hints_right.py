@@ -1,0 +1,32 @@
+"""Hints that fit the situation (issue 29): a command that only reads never suggests one that creates."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def gj(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    return subprocess.run(
+        [sys.executable, "-m", "gpujob", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+@pytest.mark.parametrize("command", ["status", "logs", "pull", "ssh"])
+def test_a_read_with_no_job_file_names_itself_and_init_never_apply(tmp_path: Path, command: str) -> None:
+    res = gj(tmp_path, command)
+    assert res.returncode == 1 and "no job files found here" in res.stderr
+    assert f"gpujob {command} path/to/job.yaml" in res.stderr and "`gpujob init`" in res.stderr
+    assert "apply" not in res.stderr
+
+
+def test_a_read_with_a_job_file_one_level_down_names_that_one(tmp_path: Path) -> None:
+    (tmp_path / "bert").mkdir()
+    (tmp_path / "bert" / "job.yaml").write_text("version: 1\n")
+    res = gj(tmp_path, "status")
+    assert "`gpujob status bert/job.yaml`" in res.stderr and "apply" not in res.stderr
