@@ -256,9 +256,7 @@ def ownership_findings(ctx: JobContext) -> list[Finding]:
                 f"of {naming.describe_owner(r)}; this checkout is project {ctx.project}",
                 detail="Two copies of one job would train twice and bill twice. gpujob never adopts, "
                 "stops or deletes another project's resources.",
-                fix="stop or destroy it from the checkout that owns it, or rename this job; if it is this "
-                f"checkout's and its .gpujob/ was lost, set {PROJECT_ENV}={their.project if their else '?'}"
-                " (or restore .gpujob/project.json)",
+                fix=_owner_fix(ctx, their.project if their else "?"),
                 key="name",
             )
         )
@@ -292,6 +290,28 @@ def ownership_findings(ctx: JobContext) -> list[Finding]:
             )
         )
     return out
+
+
+def _owner_fix(ctx: JobContext, their_project: str) -> str:
+    """What to do about another project's running copy of this job. A teammate whose checkout keeps
+    its state locally, while the team's lives in a database, is that other project: the fix is the
+    team's state store (its project id comes with it), not a hand-set project id."""
+    from gpujob.state.config import URL_ENV, Local, resolve
+
+    try:
+        local = isinstance(resolve(ctx.loaded.path, dict(ctx.env)), Local)
+    except Exception:  # a broken state setting is reported where the store is opened
+        local = False
+    usual = (
+        "stop or destroy it from the checkout that owns it, or rename this job; if it is this checkout's and "
+        f"its state was lost, set {PROJECT_ENV}={their_project} (or restore .gpujob/project.json)"
+    )
+    if local:
+        return (
+            f"if your team keeps gpujob's state in a database, set {URL_ENV}=postgresql://… (or `state:` in "
+            f"gpujob.yaml) as your teammates do: this checkout then shares their project. Otherwise {usual}"
+        )
+    return usual
 
 
 def _read_error_findings(ctx: JobContext) -> list[Finding]:

@@ -30,3 +30,24 @@ def test_a_read_with_a_job_file_one_level_down_names_that_one(tmp_path: Path) ->
     (tmp_path / "bert" / "job.yaml").write_text("version: 1\n")
     res = gj(tmp_path, "status")
     assert "`gpujob status bert/job.yaml`" in res.stderr and "apply" not in res.stderr
+
+
+def test_another_projects_running_copy_points_a_local_checkout_at_the_team_state_store(
+    tmp_path: Path,
+) -> None:
+    """The teammate case: this checkout keeps its state locally, so it is a project of its own; the
+    shared store (GPUJOB_STATE_URL) is what makes it the team's. With a database store already in use
+    that is not the answer, and the hint keeps to the project id."""
+    from types import SimpleNamespace
+
+    from gpujob.plan.planner import _owner_fix
+
+    job = tmp_path / "job.yaml"
+    local = _owner_fix(SimpleNamespace(loaded=SimpleNamespace(path=job), env={}), "p-theirs")  # type: ignore[arg-type]
+    assert local.startswith("if your team keeps gpujob's state in a database, set GPUJOB_STATE_URL=")
+    assert "GPUJOB_PROJECT_ID=p-theirs" in local
+    shared = SimpleNamespace(
+        loaded=SimpleNamespace(path=job), env={"GPUJOB_STATE_URL": "postgresql://db.example.com/gpujob"}
+    )
+    text = _owner_fix(shared, "p-theirs")  # type: ignore[arg-type]
+    assert "GPUJOB_STATE_URL" not in text and "GPUJOB_PROJECT_ID=p-theirs" in text

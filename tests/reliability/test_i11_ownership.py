@@ -67,6 +67,7 @@ def test_a_second_checkout_is_refused_while_the_first_ones_pod_runs(tmp_path: Pa
     out = plan.stdout + plan.stderr
     assert plan.returncode == 1 and "already runs in another checkout" in out, out
     assert f"project {a.project_id}" in out and str(a.dir / ".gpujob") in out and pod["id"] in out
+    assert "set GPUJOB_STATE_URL=" in out  # b keeps local state: a team's shared store is the likely fix
     assert b.project_id != a.project_id
     applied = b.gj("apply", "--auto-approve", check=False)
     assert applied.returncode == 1 and "already runs in another checkout" in applied.stdout + applied.stderr
