@@ -140,6 +140,10 @@ class SSHConnectError(SSHError):
     pass
 
 
+class SSHKeyRefused(SSHConnectError):
+    """The machine answered and refused the project key: trying again with the same key cannot help."""
+
+
 class RemoteCommandError(SSHError):
     def __init__(self, command: str, exit_status: int | None, stderr_tail: str) -> None:
         self.command = command

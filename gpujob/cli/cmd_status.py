@@ -40,10 +40,11 @@ def _status(targets: tuple[Path, ...], fmt: str) -> int:
     else:
         for row in rows:
             click.echo(_text(row))
-    stalled = [run["stalled"] for row in rows if "stalled" in (run := row.get("run") or {})]
-    for message in stalled:
+    # A stalled machine, or one that refuses the project key: shown above, then the error; exit 1.
+    failed = [run[k] for row in rows for k in ("stalled", "failed") if k in (run := row.get("run") or {})]
+    for message in failed:
         click.echo(message, err=True)
-    return 1 if stalled else 0
+    return 1 if failed else 0
 
 
 async def _collect(loaded):  # type: ignore[no-untyped-def]
@@ -123,7 +124,7 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
     from datetime import UTC, datetime
 
     from gpujob.disks.usage import warnings as disk_warnings
-    from gpujob.errors import GpujobError, SSHConnectError
+    from gpujob.errors import GpujobError, SSHConnectError, SSHKeyRefused
     from gpujob.plan.run_evidence import status_warnings
     from gpujob.redact import from_machine
     from gpujob.ssh.deadline import SSHStalled
@@ -134,6 +135,8 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
             disks = await ssh.read_disks(remote, view.spec) if ssh.read_disks is not None else []
     except SSHStalled as exc:  # the machine stopped answering: status says so and exits 1
         return {"error": str(exc).splitlines()[0], "stalled": exc.render()}
+    except SSHKeyRefused as exc:  # it will not answer this key however long we wait: an error
+        return {"error": str(exc).splitlines()[0], "hint": exc.hint, "failed": exc.render()}
     except SSHConnectError as exc:  # a running machine that does not answer: say what to check
         return {"error": str(exc).splitlines()[0], "hint": exc.hint}
     except GpujobError as exc:

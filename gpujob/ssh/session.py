@@ -15,7 +15,7 @@ from typing import Any
 import asyncssh
 
 from gpujob.clock import Clock, SystemClock
-from gpujob.errors import RemoteCommandError, SSHConnectError
+from gpujob.errors import RemoteCommandError, SSHConnectError, SSHKeyRefused
 from gpujob.live import SSHEndpoint
 from gpujob.model import Model
 from gpujob.ssh.deadline import CLOSE_GRACE_S, Limits, OutputTooLarge, SSHStalled, Watch
@@ -433,6 +433,24 @@ async def connect(
             await asyncio.wait_for(conn.wait_closed(), CLOSE_GRACE_S)
 
 
+def key_origin(key_path: Path) -> str:
+    """The state store a project key file came from: a database store leaves an `.origin` note beside
+    the decrypted copy; a local store's key lives in the store's own directory."""
+    try:
+        return key_path.with_name(f"{key_path.name}.origin").read_text().strip()
+    except OSError:
+        return str(key_path.parent)
+
+
+def _key_refused(where: str, key_path: Path, key: asyncssh.SSHKey) -> SSHKeyRefused:
+    return SSHKeyRefused(
+        f"{where} refused gpujob's project SSH key {key_path} ({key.get_fingerprint('sha256')}, from the "
+        f"state store {key_origin(key_path)}): the machine trusts another key",
+        hint="it was set up from another state store: run gpujob with that one (your team's database in "
+        "GPUJOB_STATE_URL, or the checkout whose .gpujob/ made the machine)",
+    )
+
+
 async def _open(
     endpoint: SSHEndpoint,
     key_path: Path,
@@ -482,6 +500,10 @@ async def _open(
                 max_pktsize=MAX_PKT,
             )
         except (asyncssh.Error, OSError, TimeoutError) as exc:
+            if isinstance(exc, asyncssh.PermissionDenied) and not expect_new:
+                # A machine already running with its key in place refused it: the same key again cannot
+                # help. (One just created or started may not have installed the key yet: retried.)
+                raise _key_refused(where, key_path, client_key) from None
             if pinned is not None and not expect_new and client.seen is not None and client.seen != pinned:
                 raise SSHConnectError(
                     f"host key of {where} changed: pinned {pinned.get_fingerprint('sha256')}, "

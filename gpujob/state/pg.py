@@ -310,6 +310,8 @@ class PgStore(PgLocks):
                 os.write(fd, secret)
             finally:
                 os.close(fd)
+            # Where the key came from, for a machine that refuses it (gpujob.ssh.session names it).
+            path.with_name(f"{name}.origin").write_text(self.location + "\n")
             self._files[name] = path
             return path
 

@@ -51,3 +51,18 @@ def test_another_projects_running_copy_points_a_local_checkout_at_the_team_state
     )
     text = _owner_fix(shared, "p-theirs")  # type: ignore[arg-type]
     assert "GPUJOB_STATE_URL" not in text and "GPUJOB_PROJECT_ID=p-theirs" in text
+
+
+def test_a_key_from_the_database_store_names_that_store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decrypted key is a temp file: the note beside it says which store it came from, so a
+    machine that refuses it is reported with the right store (a local key's store is its directory)."""
+    from gpujob.ssh.keys import ensure_project_key
+    from gpujob.ssh.session import key_origin
+    from gpujob.state.pg import PgStore
+    from tests.state.conftest import STATE_KEY
+
+    monkeypatch.setenv("GPUJOB_STATE_KEY", STATE_KEY)
+    store = PgStore(pg_url, "team")
+    path, _ = ensure_project_key(store)
+    assert key_origin(path) == store.location and "workspace team" in key_origin(path)
+    assert key_origin(Path("/src/.gpujob/id_ed25519")) == "/src/.gpujob"

@@ -190,8 +190,13 @@ def test_connect_retries_while_the_key_is_not_yet_installed(tmp_path: Path) -> N
         helper.start()
 
         async def go() -> str:
+            # A machine apply just created or started (expect_new_host): its key may come after sshd.
             async with connect(
-                server.endpoint, key_path=key, known_hosts=state / "kh.json", resource_id="p"
+                server.endpoint,
+                key_path=key,
+                known_hosts=state / "kh.json",
+                resource_id="p",
+                expect_new_host=True,
             ) as r:
                 return (await r.run("echo in")).stdout.strip()
 
@@ -200,6 +205,29 @@ def test_connect_retries_while_the_key_is_not_yet_installed(tmp_path: Path) -> N
             assert rejected.is_set() and "Failed publickey" in server.log()
         finally:
             helper.join(30)
+
+
+def test_a_running_machine_that_refuses_the_key_fails_at_once_naming_it(tmp_path: Path) -> None:
+    """Not one this apply just made: another key is trusted there, so retrying the same one cannot help."""
+    from gpujob.errors import SSHKeyRefused
+
+    state = tmp_path / "state"
+    key, _ = ensure_project_key(state)
+    with running_sshd(tmp_path / "other-key") as server:
+
+        async def go() -> None:
+            async with connect(
+                server.endpoint, key_path=key, known_hosts=state / "kh.json", resource_id="p", timeout=30
+            ):
+                pass
+
+        started = time.monotonic()
+        with pytest.raises(SSHKeyRefused) as err:
+            asyncio.run(go())
+    assert time.monotonic() - started < 10  # not the 30 s connect limit
+    text = err.value.render()
+    assert f"refused gpujob's project SSH key {key} (SHA256:" in text and f"state store {state}" in text
+    assert "GPUJOB_STATE_URL" in text
 
 
 def test_connect_gives_up_with_clear_error(tmp_path: Path) -> None:

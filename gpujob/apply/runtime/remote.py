@@ -16,7 +16,7 @@ from typing import Any
 from gpujob.apply.progress import reporter_of
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
-from gpujob.errors import GpujobError, SSHConnectError
+from gpujob.errors import GpujobError, SSHConnectError, SSHKeyRefused
 from gpujob.live import LiveResource, SSHEndpoint
 from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
@@ -183,8 +183,8 @@ async def open_remote(
             except SSHConnectError as exc:
                 # The SSH layer's own line repeats the address: keep only its reason.
                 last = re.sub(r"^could not connect to .* within \d+s: ", "", str(exc).splitlines()[0])
-                if "host key" in last and "changed" in last:
-                    raise  # a different machine answers: waiting longer does not help
+                if isinstance(exc, SSHKeyRefused) or ("host key" in last and "changed" in last):
+                    raise  # a different machine, or one that trusts another key: waiting does not help
                 if left() <= POLL_S:
                     raise _unreachable(target, endpoint, wait_s, last) from exc
                 what = f"SSH to {endpoint.host}:{endpoint.port} not ready yet ({last})"
