@@ -40,10 +40,23 @@ def _host_entries(skip: set[str]) -> list[tuple[str, str]]:
     return out
 
 
-def root_script(root: str, mounts: dict[str, Path], ctl: str | None) -> list[str]:
-    """Shell lines that build a pod root at `root` (a directory) and pivot into it."""
+HOST_ETC = "/.gpujob-host-etc"  # where a pod with its own /etc sees the host's
+
+
+def root_script(
+    root: str, mounts: dict[str, Path], ctl: str | None, own_etc: dict[str, Path] | None = None
+) -> list[str]:
+    """Shell lines that build a pod root at `root` (a directory) and pivot into it.
+
+    `own_etc`: files the pod's /etc holds as copies of its own (name -> source). /etc is then a
+    directory of the pod's own root whose other entries are symlinks into the host's /etc (bound at
+    HOST_ETC). A bind mount over /etc/passwd would not do: the host replaces that file by a rename
+    (useradd, any passwd change), which detaches every mount on it in every namespace, and the pod
+    would be left with the host's passwd, where its sshd's uid is not root."""
     q = shlex.quote
     tops = {t.strip("/").split("/")[0] for t in mounts if t.strip("/").count("/") == 0}
+    if own_etc is not None:
+        tops.add("etc")
     lines = [
         "set -e",
         'PATH="$PATH:/usr/sbin:/sbin"',  # pivot_root lives in sbin, which an ordinary user's PATH lacks
@@ -60,6 +73,14 @@ def root_script(root: str, mounts: dict[str, Path], ctl: str | None) -> list[str
         else:
             lines.append(f"touch {dst} && mount --bind {src} {dst}")
     lines.append('mkdir "$R/proc" && mount -t proc proc "$R/proc"')
+    if own_etc is not None:
+        lines += [
+            f'mkdir "$R"{HOST_ETC} && mount --rbind /etc "$R"{HOST_ETC}',
+            # Relative links (../.gpujob-host-etc/NAME) resolve the same before and after the pivot.
+            f'mkdir "$R/etc" && (cd "$R/etc" && find ..{HOST_ETC} -mindepth 1 -maxdepth 1 -exec ln -s -t . {{}} +)',
+        ]
+        for name, source in own_etc.items():
+            lines.append(f'rm -f "$R/etc"/{q(name)} && cp {q(str(source))} "$R/etc"/{q(name)}')
     for target, source in mounts.items():
         lines.append(f'mkdir -p "$R"{q(target)} && mount --bind {q(str(source))} "$R"{q(target)}')
     if ctl is not None:
@@ -103,11 +124,13 @@ def spawn(launch: PodLaunch, *, user_ns: bool) -> subprocess.Popen[bytes]:
     ctl = launch.ctl_dir
     (ctl / "rootfs").mkdir(exist_ok=True)
     (ctl / "sshd_config").write_text(sshd_config(launch, CTL_MOUNT, stall_shim(launch, CTL_MOUNT)))
-    script = root_script(str(ctl / "rootfs"), launch.mounts, str(ctl))
-    sshd = f"{sshd_path()} -D -f {CTL_MOUNT}/sshd_config -E {CTL_MOUNT}/sshd.log"
+    own_etc = None
     if user_ns:
         uid, gid = _identity_files(ctl)
-        script += [f"mount --bind {CTL_MOUNT}/{f} /etc/{f}" for f in ("passwd", "group", "shadow")]
+        own_etc = {f: ctl / f for f in ("passwd", "group", "shadow")}
+    script = root_script(str(ctl / "rootfs"), launch.mounts, str(ctl), own_etc)
+    sshd = f"{sshd_path()} -D -f {CTL_MOUNT}/sshd_config -E {CTL_MOUNT}/sshd.log"
+    if user_ns:
         script.append(f"exec unshare --user --map-user={uid} --map-group={gid} {sshd}")
     else:
         Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation dir

@@ -293,3 +293,55 @@ def _python_for(uid: int) -> str:
         if ok.returncode == 0:
             return candidate
     pytest.fail("no Python that an unprivileged user can run was found (tried ours, /usr/bin/python3)")
+
+
+def test_a_user_namespace_pod_survives_the_host_rewriting_etc_passwd(ssh_key) -> None:
+    """useradd (any passwd change) replaces /etc/passwd, /etc/group and /etc/shadow by a rename. A pod
+    whose own passwd was bind-mounted over the host's lost it then (the rename detaches the mount in
+    every namespace) and refused root ("account is locked"). The host here is a private mount namespace
+    whose /etc is a copy, so the real /etc is never touched."""
+    if os.geteuid() != 0:
+        pytest.skip("binding a private /etc needs root (the parametrized user-namespace tests cover a user)")
+    _need("user-namespaces")
+    top = Path(tempfile.mkdtemp(prefix="gpujob-etc-"))
+    os.chmod(top, 0o755)
+    etc = top / "etc"
+    shutil.copytree("/etc", etc, symlinks=True, ignore_dangling_symlinks=True)
+    base = top / "pod"
+    base.mkdir()
+    (base / "authorized_keys").write_text(ssh_key[1] + "\n")
+    code = readable_copy("gpujob", "tests/sim/unpriv_pod.py")
+    script = f"mount --bind {etc} /etc && exec {sys.executable} -I {code}/tests/sim/unpriv_pod.py {code} {base} user-namespaces"
+    helper = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = helper.stdout.readline() if helper.stdout else ""
+        assert line, helper.stderr.read() if helper.stderr else ""
+        info = json.loads(line)
+        assert info["mode"] == "user-namespaces", info
+        d = {"host": "127.0.0.1", "port": info["port"], "username": "root"}
+        assert _ssh(ssh_key[0], d, "id -un").stdout.strip() == "root"
+        for name, extra in (
+            ("passwd", "newcomer:x:4242:4242::/home/newcomer:/bin/sh"),
+            ("group", "newcomer:x:4242:"),
+            ("shadow", "newcomer:!:19000:0:99999:7:::"),
+        ):
+            new = etc / f"{name}+"
+            new.write_text((etc / name).read_text() + extra + "\n")
+            os.replace(new, etc / name)  # what useradd does: a new file renamed over the old one
+        assert "newcomer" in (etc / "passwd").read_text()
+        again = _ssh(ssh_key[0], d, "id -un; grep -c newcomer /etc/passwd || true", check=False)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.split() == ["root", "0"]  # root still, from the pod's own passwd
+    finally:
+        if helper.stdin:
+            helper.stdin.close()
+        helper.wait(timeout=30)
+    assert helper.returncode == 0, helper.stderr.read() if helper.stderr else ""
+    shutil.rmtree(top)
+    shutil.rmtree(code)

@@ -1,7 +1,8 @@
 """Run as an unprivileged user by test_pod_modes.py: start one user-namespace pod, print where it
 listens, keep it until stdin closes, then kill it. Standard library only (run with `python -I`).
 
-usage: unpriv_pod.py REPO_ROOT BASE_DIR   (BASE_DIR holds authorized_keys; the pod's disks go there)"""
+usage: unpriv_pod.py REPO_ROOT BASE_DIR [MODE]   (BASE_DIR holds authorized_keys; the pod's disks go
+there; MODE: a pod mode, default namespaces)"""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ sys.path.insert(0, sys.argv[1])
 from gpujob.sim import podproc
 
 
-def main(base: Path) -> int:
-    mode = podproc.choose("namespaces")
+def main(base: Path, requested: str) -> int:
+    mode = podproc.choose(requested)
     launch = podproc.PodLaunch(
         key=f"{base}:runpod:unpriv",
         ctl_dir=base / "ctl",
@@ -38,4 +39,4 @@ def main(base: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[2])))
+    sys.exit(main(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "namespaces"))
