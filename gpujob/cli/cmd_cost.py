@@ -10,7 +10,7 @@ import click
 
 from gpujob.audit.cliutil import ErrorExitOne
 from gpujob.cli.main import run_command
-from gpujob.cli.options import accepts_no_color
+from gpujob.cli.options import no_color_option
 
 HELP = """Spend so far per job, the current burn and where it is heading.
 
@@ -35,12 +35,12 @@ Examples:
 @click.command(name="cost", cls=ErrorExitOne, help=HELP)
 @click.argument("jobfiles", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@accepts_no_color
-def command(jobfiles: tuple[Path, ...], fmt: str) -> None:
-    sys.exit(run_command(_run, list(jobfiles), fmt))
+@no_color_option(help="Plain output: no colour, ASCII charts (also with NO_COLOR set, or piped).")
+def command(jobfiles: tuple[Path, ...], fmt: str, no_color: bool) -> None:
+    sys.exit(run_command(_run, list(jobfiles), fmt, no_color))
 
 
-def _run(jobfiles: list[Path], fmt: str) -> int:
+def _run(jobfiles: list[Path], fmt: str, no_color: bool = False) -> int:
     import asyncio
 
     from gpujob.cost.report import read_costs, render_cost
@@ -61,24 +61,39 @@ def _run(jobfiles: list[Path], fmt: str) -> int:
         async with open_providers({ls.spec.platform for ls in loaded}) as providers:
             return await read_costs(loaded, providers)
 
-    report = _with_goodput(asyncio.run(read()), loaded)
+    report, pictures = _with_goodput(asyncio.run(read()), loaded)
     click.echo(render_cost(report, fmt), nl=False)
+    if fmt == "text" and pictures:
+        from gpujob.chart import terminal_style
+        from gpujob.chart.jobs import charts
+        from gpujob.cli.options import color_wanted
+
+        style = terminal_style(color_wanted(no_color))
+        for job, data in pictures.items():
+            lines = charts(data, style)
+            if lines:
+                click.echo(f"\n{job} (recorded by gpujob watch):")
+                click.echo("\n".join(lines))
     if report.read_errors:  # type: ignore[attr-defined]
         return 1
     return int(report.exit_code)  # type: ignore[attr-defined]
 
 
-def _with_goodput(report: Any, loaded: Any) -> Any:
-    """Goodput next to the money, for the jobs `gpujob watch` kept a ledger of."""
+def _with_goodput(report: Any, loaded: Any) -> tuple[Any, dict[str, Any]]:
+    """Goodput next to the money, and the steps and money over time (gpujob.chart.jobs.series), for the
+    jobs `gpujob watch` kept a ledger of."""
+    from gpujob.chart.jobs import series
     from gpujob.state import open_store
     from gpujob.watch.ledger import read_ledger
 
     paths = {ls.spec.name: ls.path for ls in loaded}
+    pictures: dict[str, Any] = {}
     jobs = []
     for job in report.jobs:
         ledger = read_ledger(open_store(paths[job.job]), job.job) if job.job in paths else None
         if ledger is not None:
             g = ledger.goodput(report.generated_at)
             job = job.model_copy(update={"goodput": g.goodput, "goodput_detail": g.line()})
+            pictures[job.job] = series(ledger)
         jobs.append(job)
-    return report.model_copy(update={"jobs": jobs})
+    return report.model_copy(update={"jobs": jobs}), pictures

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from gpujob.cli.main import run_command
-from gpujob.cli.options import accepts_no_color
+
+if TYPE_CHECKING:
+    from gpujob.chart import Style
+from gpujob.cli.options import no_color_option
 
 HELP = """Show each job's machine, what it has cost since it started, and how the run is doing.
 
@@ -22,12 +26,12 @@ Examples:
 @click.command(name="status", help=HELP)
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@accepts_no_color
-def command(targets: tuple[Path, ...], fmt: str) -> None:
-    sys.exit(run_command(_status, targets, fmt))
+@no_color_option(help="Plain output: no colour, ASCII charts (also with NO_COLOR set, or piped).")
+def command(targets: tuple[Path, ...], fmt: str, no_color: bool) -> None:
+    sys.exit(run_command(_status, targets, fmt, no_color))
 
 
-def _status(targets: tuple[Path, ...], fmt: str) -> int:
+def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
     import asyncio
     import json
 
@@ -38,8 +42,12 @@ def _status(targets: tuple[Path, ...], fmt: str) -> int:
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, default=str))
     else:
+        from gpujob.chart import terminal_style
+        from gpujob.cli.options import color_wanted
+
+        style = terminal_style(color_wanted(no_color))
         for row in rows:
-            click.echo(_text(row))
+            click.echo(_text(row, style))
     # A stalled machine, or one that refuses the project key: shown above, then the error; exit 1.
     failed = [run[k] for row in rows for k in ("stalled", "failed") if k in (run := row.get("run") or {})]
     for message in failed:
@@ -101,6 +109,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
 
 def _watch_rows(state_dir, job, now):  # type: ignore[no-untyped-def]
     """What `gpujob watch` recorded: its last events, goodput, and whether the job is parked or finished."""
+    from gpujob.chart.jobs import series
     from gpujob.watch.events import read_events
     from gpujob.watch.ledger import read_ledger
 
@@ -113,6 +122,7 @@ def _watch_rows(state_dir, job, now):  # type: ignore[no-untyped-def]
             "goodput": ledger.goodput(now).model_dump(mode="json"),
             "parked": ledger.parked.model_dump(mode="json") if ledger.parked else None,
             "finished": ledger.finished_digest is not None,
+            "series": series(ledger),
         }
     return out
 
@@ -156,7 +166,7 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
     }
 
 
-def _text(row: dict) -> str:
+def _text(row: dict, style: Style | None = None) -> str:
     lines = [f"{row['job']} ({row['platform']}, wants {row['desired']})"]
     m = row.get("machine")
     if m is None:
@@ -226,6 +236,10 @@ def _text(row: dict) -> str:
         lines.append(f"  goodput:   {g.line()}, ${g.usd:,.2f} counted by watch")
         if watch["parked"]:
             lines.append(f"  parked:    {watch['parked']['reason']} (edit the job file to resume)")
+        if style is not None and watch.get("series"):
+            from gpujob.chart.jobs import charts
+
+            lines += charts(watch["series"], style)
     if row.get("events"):
         from gpujob.watch.events import Event
 

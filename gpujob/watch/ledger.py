@@ -25,6 +25,7 @@ from gpujob.state import StateRef, as_store
 
 MAX_SAMPLES = 200
 MIN_SAMPLE_S = 0.5  # two readings closer than this give a noisy rate
+MAX_TRAIL = 400  # points kept of each trail (steps, money) for the charts; thinned, never cut short
 
 
 class _Mutable(BaseModel):
@@ -57,6 +58,24 @@ class Recovery(_Mutable):
     at: datetime
     what: str
     ok: bool = True
+
+
+class TimePoint(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    at: datetime
+    value: float
+
+
+def _trail(points: list[TimePoint], at: datetime, value: float) -> None:
+    """Add a point; past MAX_TRAIL drop every other older one, so the trail keeps its whole span."""
+    if points and points[-1].at >= at:
+        if points[-1].at == at:
+            points[-1] = TimePoint(at=at, value=value)
+        return
+    points.append(TimePoint(at=at, value=value))
+    if len(points) > MAX_TRAIL:
+        points[:-1] = points[:-1:2]
 
 
 class Park(_Mutable):
@@ -121,6 +140,8 @@ class Ledger(_Mutable):
     parked: Park | None = None
     finished_digest: str | None = None
     warned: list[str] = Field(default_factory=list, description="One-time warnings already given.")
+    steps_trail: list[TimePoint] = Field(default_factory=list, description="The run's step over time.")
+    usd_trail: list[TimePoint] = Field(default_factory=list, description="Money spent so far, over time.")
 
     # --- observing
     def observe_money(self, now: datetime, machine: LiveResource | None, usd_per_hour: float) -> None:
@@ -141,6 +162,7 @@ class Ledger(_Mutable):
         self.last_tick = now
         self.usd_per_hour = usd_per_hour
         self.gpu_billing = machine is not None and machine.status == "running" and machine.gpu_count > 0
+        _trail(self.usd_trail, now, self.money(now))
 
     def money(self, now: datetime) -> float:
         """Spent so far: the cost engine's last figure (the platform's billing where it has one) plus
@@ -197,6 +219,7 @@ class Ledger(_Mutable):
                     self.rates.append((cur.step - seg.last_step) / dt)
                     del self.rates[:-MAX_SAMPLES]
             seg.last_step, seg.last_at = cur.step, at
+            _trail(self.steps_trail, at, cur.step)
 
     def _segment(self, started_at: str) -> RunSegment:
         found = next((s for s in self.segments if s.started_at == started_at), None)

@@ -103,6 +103,14 @@ def test_random_preemptions_rp1_and_a_capacity_outage_finish_with_no_human(proje
     assert_finished_clean(p, monitor, pre)
     status = p.status()
     assert status["watch"]["goodput"]["losses"] >= 1 and status["events"][-1]["event"] == "finished"
+    # The pictures (piped: plain ASCII): steps over time with each lost run marked, money over time.
+    series = status["watch"]["series"]
+    assert len(series["lost"]) == status["watch"]["goodput"]["losses"] and len(series["steps"]) >= 2
+    text = p.gj("status").stdout
+    assert "steps over time" in text and "money spent over time" in text and "x run lost" in text, text
+    assert text.isascii() and "\x1b" not in text
+    cost = p.gj("cost", check=False).stdout
+    assert "(recorded by gpujob watch):" in cost and "steps over time" in cost, cost
 
 
 def test_sigkill_at_random_points_never_two_pods_two_runs_or_a_lost_checkpoint(project: Project) -> None:
