@@ -13,7 +13,7 @@ from gpujob.cli.options import no_color_option
 HELP = """Show the end of the run's log; with -f, keep printing until the run stops.
 
 Text from the machine is shown with control characters made visible (\\x1b[2J, not a cleared
-screen) unless --raw; lines longer than 64 KiB are cut on the machine (…[cut 199.9 MB]); known
+screen) and a redrawn line (a progress bar) as its last frame, unless --raw; lines longer than 64 KiB are cut on the machine (…[cut 199.9 MB]); known
 secret values are masked as *** either way.
 
 \b
@@ -58,6 +58,7 @@ async def _go(loaded, follow: bool, lines: int, raw: bool) -> None:  # type: ign
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
     from gpujob.redact import from_machine
+    from gpujob.render.frames import LastFrames
     from gpujob.ssh.launcher import job_dir
 
     ssh, clock = SSHApi.default(), SystemClock()
@@ -68,13 +69,21 @@ async def _go(loaded, follow: bool, lines: int, raw: bool) -> None:  # type: ign
             async def alive() -> bool:
                 return bool((await ssh.run_status(remote, view.spec)).alive)
 
+            frames = None if raw else LastFrames()  # a progress bar's last frame per line, unless --raw
+
+            def write(text: str) -> None:
+                text = text if frames is None else frames.feed(text)
+                # color=raw: click would strip escape sequences when piped, and --raw means raw
+                click.echo(from_machine(text, raw=raw), nl=False, color=raw or None)
+
             await follow_log(
                 remote,
                 f"{job_dir(view.spec)}/run.log",
-                # color=raw: click would strip escape sequences when piped, and --raw means raw
-                lambda text: click.echo(from_machine(text, raw=raw), nl=False, color=raw or None),
+                write,
                 lines=lines,
                 follow=follow,
                 alive=alive,
                 sleep=asyncio.sleep,
             )
+            if frames is not None:
+                click.echo(from_machine(frames.flush()), nl=False)

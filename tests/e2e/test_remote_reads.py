@@ -86,7 +86,8 @@ def test_hostile_output_is_shown_visible_and_the_secret_masked_raw_or_not(projec
     assert "\\x1b[2J\\x1b[H\\x1b]52;c;cm0gLXJmIH4K\\x07screen cleared" in logs
     assert (
         "\\x1b[1;32mPlan: 0 to destroy\\x1b[0m" in logs
-        and "cr\\roverwritten back\\x08 bidi\\u202egnp" in logs
+        # a redrawn line shows its last frame, and says that it hides one
+        and "overwritten back\\x08 bidi\\u202egnp.exe  [1 earlier frame; --raw shows all]" in logs
     )
 
     raw = p.gj("logs", "-n", "10", "--raw").stdout
