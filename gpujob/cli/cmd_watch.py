@@ -92,7 +92,7 @@ def command(
 
 def _seconds(option: str, value: str) -> float:
     from gpujob.errors import ConfigError
-    from gpujob.spec.model import parse_duration
+    from gpujob.spec.rules import parse_duration
 
     try:
         return parse_duration(value).total_seconds()

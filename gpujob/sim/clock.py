@@ -42,22 +42,18 @@ def iso(ts: float | None) -> str | None:
 
 
 def parse_duration(text: str) -> float:
-    """'2h', '90m', '30s', '1d', '1h30m' or a bare number of seconds."""
+    """'2h', '90m', '30s', '1d', '1h30m' or a bare number of seconds. Each part is the job file's own
+    duration (gpujob.spec.rules.parse_duration): one parser, one meaning of every unit."""
+    import re
+
+    from gpujob.spec.rules import parse_duration as one
+
     text = text.strip().lower()
     try:
         return float(text)
     except ValueError:
         pass
-    units = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
-    total, num = 0.0, ""
-    for ch in text:
-        if ch.isdigit() or ch == ".":
-            num += ch
-        elif ch in units and num:
-            total += float(num) * units[ch]
-            num = ""
-        else:
-            raise ValueError(f"not a duration: {text!r} (use e.g. 2h, 90m, 1h30m, 45s)")
-    if num:
-        raise ValueError(f"not a duration: {text!r} (missing unit after {num})")
-    return total
+    parts = re.findall(r"\d+(?:\.\d+)?[smhdw]", text)
+    if not parts or "".join(parts) != text:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 2h, 90m, 1h30m, 45s)")
+    return sum(one(part).total_seconds() for part in parts)

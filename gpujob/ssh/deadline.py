@@ -76,7 +76,7 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         value = float(raw)
     except ValueError:
-        from gpujob.spec.model import parse_duration
+        from gpujob.spec.rules import parse_duration
 
         try:
             value = parse_duration(raw).total_seconds()
