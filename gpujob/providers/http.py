@@ -32,6 +32,8 @@ from gpujob.errors import (
     ProviderNotFound,
     ProviderUnavailable,
 )
+from gpujob.retry import backoff
+from gpujob.retry import retry_after as parse_retry_after
 
 log = logging.getLogger("gpujob.http")
 # httpx logs every request URL at INFO; keep its and httpcore's chatter out of gpujob's output.
@@ -284,7 +286,7 @@ class ApiClient:
                     else:
                         return body
                 elif status == 429:
-                    retry_after = _retry_after(response.headers.get("Retry-After"))
+                    retry_after = parse_retry_after(response.headers.get("Retry-After"), self.platform_now())
                     said = self._parse(response).message
                     reason = f"rate limited ({said})" if said else "rate limited"
                     short = "429 rate limited"
@@ -409,8 +411,7 @@ class ApiClient:
         if retry_after is not None:
             # Honour the server's wait plus a little jitter so parallel clients do not stampede.
             return min(retry_after, self.policy.max_retry_after) + self._rng.uniform(0, 0.5)
-        ceiling = min(self.policy.max_delay, self.policy.base_delay * 2 ** (attempt - 1))
-        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+        return backoff(attempt, base=self.policy.base_delay, cap=self.policy.max_delay, rng=self._rng)
 
     def _decode(self, response: httpx.Response) -> Any:
         if not response.content or not response.content.strip():
@@ -500,24 +501,6 @@ def _tls_failure(exc: BaseException) -> str | None:
             return re.sub(r"\s*\(_ssl\.c:\d+\)", "", detail).strip() or "certificate rejected"
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-def _retry_after(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        from email.utils import parsedate_to_datetime
-
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        from datetime import UTC
-
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(seconds, 0.0)
 
 
 def text_snippet(response: httpx.Response | None, limit: int = 200) -> str:

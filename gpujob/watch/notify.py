@@ -4,7 +4,8 @@ Body: {"text": <the event's line>, "metadata": {"event_type": "gpujob_watch", "e
 (`text` is what Slack, Mattermost, Discord-via-slack and most chat bridges show; `metadata` is Slack's
 structured-message field, ignored elsewhere). Posts go through a queue drained by one background task,
 so a slow or dead webhook never delays a recovery. Each post is retried on timeouts, 408, 429 (after
-Retry-After) and 5xx, with backoff through the injected clock.
+Retry-After, in seconds or as an HTTP-date) and 5xx, with backoff through the injected clock
+(gpujob.retry, as the platform clients).
 
 The body holds only the event, which was already redacted. The URL itself is a secret for Slack-style
 webhooks (the path is the credential), so it is never printed: failures name the host only.
@@ -96,34 +97,36 @@ class Notifier:
                 self.failed += 1
 
     async def post(self, event: Event) -> bool:
-        """One event, with retries. True when the webhook accepted it."""
+        """One event, with retries (gpujob.retry). True when the webhook accepted it."""
         import httpx
+
+        from gpujob.retry import Outcome, attempts, retry_after
 
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
-        payload = body(event)
-        why = ""
-        for attempt in range(1, self._attempts + 1):
-            delay = BACKOFF_S * 2 ** (attempt - 1)
+        client, payload = self._client, body(event)
+
+        async def once() -> Outcome:
             try:
-                resp = await self._client.post(self._url, json=payload)
+                resp = await client.post(self._url, json=payload)
             except httpx.HTTPError as exc:
-                why = type(exc).__name__
-            else:
-                if resp.status_code < 300:
-                    return True
-                why = f"HTTP {resp.status_code}"
-                if resp.status_code not in (408, 429) and resp.status_code < 500:
-                    break  # the webhook refuses this body or this URL: retrying will not help
-                delay = max(delay, _retry_after(resp.headers.get("retry-after")))
-            if attempt < self._attempts:
-                await self._clock.sleep(delay)
-        self._warn(f"notify: {host_of(self._url)} did not take the '{event.event}' event ({why})")
+                return Outcome(done=False, why=type(exc).__name__)
+            if resp.status_code < 300:
+                return Outcome(done=True)
+            # Anything but 408, 429 and 5xx: the webhook refuses this body or this URL; retrying will not help.
+            again = resp.status_code in (408, 429) or resp.status_code >= 500
+            wait = retry_after(resp.headers.get("retry-after"), self._clock.now())
+            return Outcome(done=False, why=f"HTTP {resp.status_code}", again=again, wait=wait)
+
+        outcome = await attempts(
+            once,
+            tries=self._attempts,
+            sleep=self._clock.sleep,
+            base=BACKOFF_S,
+            cap=BACKOFF_S * 2 ** (self._attempts - 1),
+            max_wait=MAX_RETRY_AFTER_S,
+        )
+        if outcome.done:
+            return True
+        self._warn(f"notify: {host_of(self._url)} did not take the '{event.event}' event ({outcome.why})")
         return False
-
-
-def _retry_after(value: str | None) -> float:
-    try:
-        return min(MAX_RETRY_AFTER_S, max(0.0, float(value or 0)))
-    except ValueError:
-        return 0.0

@@ -111,7 +111,14 @@ def test_webhook_gets_slack_text_and_the_event_and_retries_5xx_and_429(hook_fact
     assert body["text"] == ev.line()
     assert body["metadata"]["event_type"] == "gpujob_watch"
     assert body["metadata"]["event_payload"]["event"] == "preempted"
-    assert clock.slept == [1.0, 7.0]  # backoff, then the server's Retry-After
+    assert 0.5 <= clock.slept[0] <= 1.0 and clock.slept[1] == 7.0  # backoff, then the server's Retry-After
+
+
+def test_webhook_waits_an_http_date_retry_after(hook_factory: Any) -> None:
+    # FakeClock starts at 2026-11-29 12:00:00 UTC; the webhook asks for 12:00:20 as an HTTP-date.
+    hook = hook_factory((503, {"Retry-After": "Sun, 29 Nov 2026 12:00:20 GMT"}))
+    n, clock, warnings = send(hook, make_event(AT, "bert", "note", "x"))
+    assert n.sent == 1 and warnings == [] and clock.slept == [20.0]
 
 
 def test_webhook_gives_up_on_4xx_without_naming_the_secret_path(hook_factory: Any) -> None:
@@ -139,5 +146,6 @@ def test_a_dead_webhook_is_retried_then_reported(tmp_path: Path) -> None:
         return n
 
     n = asyncio.run(go())
-    assert n.failed == 1 and clock.slept == [1.0, 2.0, 4.0]
+    assert n.failed == 1 and len(clock.slept) == 3  # 4 attempts, backoff with jitter between them
+    assert [lo <= t <= 2 * lo for lo, t in zip((0.5, 1.0, 2.0), clock.slept, strict=True)] == [True] * 3
     assert warnings == ["notify: 127.0.0.1 did not take the 'note' event (ConnectError)"]
