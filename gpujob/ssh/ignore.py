@@ -1,5 +1,5 @@
-"""Which local files a sync sends: .gitignore semantics (nested files, negation, anchoring, `**`,
-directory-only patterns) for the repo's .gitignore files, the spec's `exclude` globs and the credential
+"""Which local files a sync sends: .gitignore semantics (pathspec's; nested files, negation, anchoring,
+`**`, directory-only patterns) for the repo's .gitignore files, the spec's `exclude` globs and the credential
 deny list (DENY, extended by the spec's `deny` globs), which nothing re-includes."""
 
 from __future__ import annotations
@@ -62,87 +62,51 @@ DENY = (
 
 @dataclass(frozen=True)
 class Rule:
-    base: str  # directory (relative to src, "" for the root) the pattern is relative to
+    """One pattern: `regex` matches a path relative to `base` (a directory relative to src, "" for the
+    root); a directory is asked about as "its/path/" (with the slash), so directory-only patterns
+    (`build/`) match only directories."""
+
+    base: str
     regex: re.Pattern[str]
     negate: bool
-    dir_only: bool
 
 
-def _translate(pat: str) -> str:
-    out, i, n = [], 0, len(pat)
-    while i < n:
-        c = pat[i]
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("/**", i) and i + 3 == n:
-            out.append("/.*")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            j = pat.find("]", i + 2 if pat[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pat[i + 1 : j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = j + 1
-        elif c == "\\" and i + 1 < n:
-            out.append(re.escape(pat[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return "".join(out)
+_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 def parse(lines: list[str], base: str = "") -> list[Rule]:
+    """gitignore lines as rules, in order; the syntax (negation, anchoring, `**`, classes, escapes,
+    trailing spaces) is pathspec's gitignore, as git reads it."""
+    import pathspec
+
     rules = []
     for raw in lines:
-        line = raw.rstrip("\n").rstrip("\r")
-        if not line.endswith("\\ "):
-            line = line.rstrip(" ")
-        if not line or line.startswith("#"):
+        (pattern,) = pathspec.GitIgnoreSpec.from_lines([raw.rstrip("\n").rstrip("\r")]).patterns
+        if pattern.include is None or pattern.regex is None:  # blank or a comment
             continue
-        negate = line.startswith("!")
-        if negate or line.startswith("\\"):
-            line = line[1:]
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        anchored = "/" in line
-        line = line.lstrip("/")
-        body = _translate(line)
-        regex = re.compile(("^" if anchored else "^(?:.*/)?") + body + "$")
-        rules.append(Rule(base, regex, negate, dir_only))
+        # Named groups would collide when Matcher joins patterns into one alternation.
+        body = _GROUP.sub("(?:", pattern.regex.pattern)
+        if raw.strip().endswith("/**"):
+            body += "."  # `a/**` is what is inside a/, not a/ itself (git's reading)
+        rules.append(Rule(base, re.compile(body), not pattern.include))
     return rules
+
+
+def _query(rel: str, is_dir: bool) -> str:
+    return rel + "/" if is_dir else rel
 
 
 def ignored(rules: list[Rule], rel: str, is_dir: bool) -> bool:
     """Last matching rule wins (git's rule)."""
     verdict = False
     for r in rules:
-        if r.dir_only and not is_dir:
-            continue
         if r.base:
             if not rel.startswith(r.base + "/"):
                 continue
             sub = rel[len(r.base) + 1 :]
         else:
             sub = rel
-        if r.regex.match(sub):
+        if r.regex.match(_query(sub, is_dir)):
             verdict = not r.negate
     return verdict
 
@@ -160,8 +124,7 @@ class Matcher:
     regex matches rather than one per rule (the DENY list alone has dozens)."""
 
     def __init__(self, rules: list[Rule]) -> None:
-        self.files = self._groups([r for r in rules if not r.dir_only])
-        self.dirs = self._groups(rules)
+        self.groups = self._groups(rules)
 
     @staticmethod
     def _groups(rules: list[Rule]) -> list[_Group]:
@@ -175,14 +138,14 @@ class Matcher:
         return groups[::-1]
 
     def __call__(self, rel: str, is_dir: bool) -> bool:
-        for g in self.dirs if is_dir else self.files:
+        for g in self.groups:
             if g.base:
                 if not rel.startswith(g.base + "/"):
                     continue
                 sub = rel[len(g.base) + 1 :]
             else:
                 sub = rel
-            if g.regex.match(sub):
+            if g.regex.match(_query(sub, is_dir)):
                 return not g.negate
         return False
 
