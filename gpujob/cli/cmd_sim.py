@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -267,11 +268,24 @@ def bill(fmt: str) -> None:
         if fmt == "json":
             click.echo(json.dumps(data, indent=2))
             return
-        click.echo(f"{'platform':<11}{'kind':<15}{'id':<16}{'item':<16}{'USD':>12}{'USD/h now':>12}")
-        for it in data["items"]:
-            click.echo(
-                f"{it['platform']:<11}{it['kind']:<15}{it['id']:<16}{it['item']:<16}{it['usd']:>12.4f}{it['rate_per_hour']:>12.4f}"
-            )
+        from gpujob.cli.options import color_wanted
+        from gpujob.render.table import table
+
+        color = color_wanted(False)
+        rows = [
+            [
+                it["platform"],
+                it["kind"],
+                it["id"],
+                it["item"],
+                f"{it['usd']:.4f}",
+                f"{it['rate_per_hour']:.4f}",
+            ]
+            for it in data["items"]
+        ]
+        width = shutil.get_terminal_size().columns if color else None
+        header = ["platform", "kind", "id", "item", "USD", "USD/h now"]
+        click.echo("\n".join(table(header, rows, right=[4, 5], color=color, width=width)))
         t = data["totals"]
         click.echo(
             f"total: ${t['total']:.4f}  (RunPod ${t['runpod']:.4f}, Paperspace ${t['paperspace']:.4f})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import click
 
 from gpujob.cli.main import run_command
-from gpujob.cli.options import accepts_no_color
+from gpujob.cli.options import no_color_option
 
 
 def _job_file(path: str | None) -> Path:
@@ -61,24 +62,28 @@ def _row(r: Any, dup: bool) -> list[str]:
     return [r.kind, name, r.id, f"{r.status} ({r.raw_status})", gpu, r.region or "-", size, ssh, cost]
 
 
-def render_text(resources: list[Any], job: str, platform: str, project: str | None = None) -> str:
+def render_text(
+    resources: list[Any], job: str, platform: str, project: str | None = None, *, color: bool = False
+) -> str:
     if not resources:
         if project is None:
             return f"{job} ({platform}): nothing live: no project id here yet (nothing was applied from this checkout)."
         return f"{job} ({platform}): nothing live: no resource of project {project} is named for job {job}."
     counts = Counter((r.kind, r.name) for r in resources)
     header = ["KIND", "NAME", "ID", "STATUS", "GPU", "REGION", "DISK", "SSH", "COST"]
-    rows = [header] + [_row(r, counts[(r.kind, r.name)] > 1) for r in resources]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    rows = [_row(r, counts[(r.kind, r.name)] > 1) for r in resources]
     lines = [f"{job} ({platform}): {len(resources)} live resource(s)"]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    from gpujob.render.table import table
+
+    width = shutil.get_terminal_size().columns if color else None
+    lines += table(header, rows, color=color, width=width)
     dups = sorted({name for (kind, name), n in counts.items() if n > 1})
     if dups:
         lines.append(f"warning: duplicated names (gpujob never picks one silently): {', '.join(dups)}")
     return "\n".join(lines)
 
 
-def _state(job_file: str | None, fmt: str) -> None:
+def _state(job_file: str | None, fmt: str, no_color: bool = False) -> None:
     path = _job_file(job_file)
     loaded = _load(path)
     spec = loaded.spec
@@ -88,7 +93,10 @@ def _state(job_file: str | None, fmt: str) -> None:
         rows = [{**r.model_dump(mode="json"), "duplicate": counts[(r.kind, r.name)] > 1} for r in resources]
         click.echo(json.dumps(rows, indent=2))
     else:
-        click.echo(render_text(resources, spec.name, spec.platform, loaded.project))
+        from gpujob.cli.options import color_wanted
+
+        color = color_wanted(no_color)
+        click.echo(render_text(resources, spec.name, spec.platform, loaded.project, color=color))
 
 
 class _StateGroup(click.Group):
@@ -120,9 +128,9 @@ def command() -> None:
 @command.command(name="show", help="Print a job's normalised live state.   e.g. gpujob state --format json")
 @click.argument("job_file", required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@accepts_no_color
-def show(job_file: str | None, fmt: str) -> None:
-    run_command(_state, job_file, fmt)
+@no_color_option()
+def show(job_file: str | None, fmt: str, no_color: bool) -> None:
+    run_command(_state, job_file, fmt, no_color)
 
 
 MIGRATE_HELP = """Copy every record of the project's state (journal, pull and launch records, pinned host
