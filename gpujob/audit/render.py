@@ -43,13 +43,16 @@ def owner_label(item: AuditItem) -> str:
     return f"{label} ({item.job})" if item.job else label
 
 
-def render_audit(report: AuditReport, fmt: Format = "text") -> str:
+def render_audit(
+    report: AuditReport, fmt: Format = "text", *, color: bool = False, width: int | None = None
+) -> str:
+    """`color`/`width`: a terminal's (the text table fits it, header bold); piped, plain and unwrapped."""
     if fmt == "json":
         return report.model_dump_json(indent=2) + "\n"
     if fmt == "markdown":
         return _markdown(report)
     if fmt == "text":
-        return _text(report)
+        return _text(report, color=color, width=width)
     raise ValueError(f"unknown format {fmt!r}")
 
 
@@ -72,11 +75,9 @@ def _markdown(report: AuditReport) -> str:
     return env.get_template("audit.md.j2").render(r=report, ago=ago)
 
 
-def _row(cols: list[str], widths: list[int]) -> str:
-    return "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()
+def _text(report: AuditReport, *, color: bool = False, width: int | None = None) -> str:
+    from gpujob.render.table import table
 
-
-def _text(report: AuditReport) -> str:
     out = [
         f"gpujob audit  {when(report.generated_at)}  idle threshold {ago(report.idle_threshold_s)}  "
         f"jobs in this repo: {', '.join(report.local_jobs) or 'none'}",
@@ -86,7 +87,7 @@ def _text(report: AuditReport) -> str:
         items = [i for i in report.items if i.platform == total.platform]
         out.append("")
         out.append(total.platform.upper())
-        rows = [header] + [
+        rows = [
             [
                 owner_label(i),
                 i.kind,
@@ -104,10 +105,11 @@ def _text(report: AuditReport) -> str:
             ]
             for i in items
         ]
-        widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
-        out.append("  " + _row(rows[0], widths))
-        for item, row in zip(items, rows[1:], strict=True):
-            out.append("  " + _row(row, widths))
+        # One line per row (a cell too long for the terminal ends in …): each row's details go under it.
+        lines = table(header, rows, color=color, width=width, indent=2, one_line=True)
+        out.append(lines[0])
+        for item, line in zip(items, lines[1:], strict=True):
+            out.append(line)
             for m in item.meters:
                 cap = f", cap ${m.monthly_cap_usd:g}/mo" if m.monthly_cap_usd is not None else ""
                 out.append(

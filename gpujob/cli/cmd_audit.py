@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import click
 
 from gpujob.audit.cliutil import ErrorExitOne
 from gpujob.cli.main import run_command
-from gpujob.cli.options import accepts_no_color
+from gpujob.cli.options import no_color_option
 from gpujob.model import PLATFORMS
 
 HELP = """Find everything billing in the account, gpujob's or not.
@@ -50,7 +51,7 @@ Examples:
 @click.option("--fix", is_flag=True, help="Also write a plan that stops this repo's idle spend (never acts).")
 @click.option("-o", "--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("plan.json"),
               show_default=True, help="Where --fix writes its plan.")  # fmt: skip
-@accepts_no_color
+@no_color_option()
 def command(
     jobfiles: tuple[Path, ...],
     platforms: tuple[str, ...],
@@ -58,13 +59,20 @@ def command(
     idle_threshold: str,
     fix: bool,
     out: Path,
+    no_color: bool,
 ) -> None:
-    code = run_command(_run, list(jobfiles), platforms, fmt, idle_threshold, fix, out)
+    code = run_command(_run, list(jobfiles), platforms, fmt, idle_threshold, fix, out, no_color)
     sys.exit(code)
 
 
 def _run(
-    jobfiles: list[Path], platforms: tuple[str, ...], fmt: str, idle_threshold: str, fix: bool, out: Path
+    jobfiles: list[Path],
+    platforms: tuple[str, ...],
+    fmt: str,
+    idle_threshold: str,
+    fix: bool,
+    out: Path,
+    no_color: bool = False,
 ) -> int:
     import asyncio
     from datetime import UTC, datetime
@@ -94,7 +102,11 @@ def _run(
         profiles=load_profile,
         platforms=wanted,
     )
-    click.echo(render_audit(report, fmt), nl=False)  # type: ignore[arg-type]
+    from gpujob.cli.options import color_wanted
+
+    color = color_wanted(no_color)
+    width = shutil.get_terminal_size().columns if color else None
+    click.echo(render_audit(report, fmt, color=color, width=width), nl=False)  # type: ignore[arg-type]
     if fix:
         from gpujob.audit.fix import build_fix_plan
 

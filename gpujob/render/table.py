@@ -17,15 +17,22 @@ def table(
     color: bool = False,
     width: int | None = None,
     indent: int = 0,
+    one_line: bool = False,
 ) -> list[str]:
     """Lines of a borderless table: columns two spaces apart, `right` (column indexes) right-aligned.
-    `width`: the terminal's (None: as wide as the content)."""
+    `width`: the terminal's (None: as wide as the content). `one_line`: every row is exactly one line
+    (a cell too long for the width ends in …), for callers that print details under each row."""
     from rich.console import Console
     from rich.table import Table
 
     t = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 1), header_style="bold" if color else "")
     for i, name in enumerate(header):
-        t.add_column(name, justify="right" if i in right else "left", overflow="fold")
+        t.add_column(
+            name,
+            justify="right" if i in right else "left",
+            overflow="ellipsis" if one_line else "fold",
+            no_wrap=one_line,
+        )
     for row in rows:
         t.add_row(*row)
     console = Console(

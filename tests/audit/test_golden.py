@@ -47,3 +47,21 @@ def test_markdown_lists_every_resource_once(seeded_live: LiveState) -> None:
     for r in seeded_live.resources:
         assert md.count(f"| `{r.name}` |") == 1, r.name
     assert "$6," in md.splitlines()[0]  # headline total per month
+
+
+def test_on_a_terminal_the_text_fits_its_width_with_details_under_each_row(seeded_live: LiveState) -> None:
+    import re
+
+    report = classify(
+        seeded_live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile
+    )
+    plain = render_audit(report, "text").splitlines()
+    fancy = render_audit(report, "text", color=True, width=100).splitlines()
+    visible = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in fancy]
+    assert len(visible) == len(plain)  # one line per row: every detail line stays under its row
+    rows = [
+        v for v, p in zip(visible, plain, strict=True) if p.startswith("  ") and not p.startswith("      ")
+    ]
+    assert rows and all(len(v) <= 100 for v in rows)
+    assert any("…" in v for v in rows)  # the seeded names and dates do not fit 100 columns
+    assert "\x1b[1m" in fancy[plain.index(next(p for p in plain if p.startswith("  OWNER")))]  # bold header
