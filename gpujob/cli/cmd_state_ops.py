@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from gpujob.cli.main import run_command
-from gpujob.cli.options import accepts_no_color, lock_timeout_option
+from gpujob.cli.options import accepts_no_color, lock_timeout_option, no_color_option
 
 
 def load_jobs(files: tuple[Path, ...], command: str, *, create: bool = False) -> list[Any]:
@@ -32,17 +32,23 @@ Examples:
 @click.command(name="list", help=LIST_HELP, short_help="Jobs, their resources and where they run.")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@accepts_no_color
-def list_command(files: tuple[Path, ...], fmt: str) -> None:
+@no_color_option()
+def list_command(files: tuple[Path, ...], fmt: str, no_color: bool) -> None:
     def go() -> None:
+        import shutil
+
+        from gpujob.cli.options import color_wanted
         from gpujob.stateops import listing
 
         loaded = load_jobs(files, "state list")
         listed = asyncio.run(listing.read_resources({ls.spec.platform for ls in loaded}))
         found = listing.rows(loaded, listed)
-        click.echo(
-            listing.render_json(found) if fmt == "json" else listing.render_text(found, loaded), nl=False
-        )
+        if fmt == "json":
+            click.echo(listing.render_json(found), nl=False)
+            return
+        color = color_wanted(no_color)
+        width = shutil.get_terminal_size().columns if color else None
+        click.echo(listing.render_text(found, loaded, color=color, width=width), nl=False)
 
     run_command(go)
 

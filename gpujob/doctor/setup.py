@@ -132,7 +132,7 @@ def _pg_lines(url: str, workspace: str, source: str, env: dict[str, str]) -> lis
             found = _read(conn)
         except psycopg.Error as exc:
             return [head, Line("fail", "state reachable", f"connected, but cannot read: {_first_line(exc)}",
-                               "grant this role SELECT on the gpujob_* tables (README: Team state)")]  # fmt: skip
+                               "grant this role SELECT on the gpujob_* tables (docs/team-state.md)")]  # fmt: skip
         if found is None:
             return [
                 head,

@@ -67,7 +67,10 @@ def _row(job: str, r: LiveResource, note: str) -> Row:
     return Row(job, r.platform, r.kind, r.name, r.id, status, r.region or "-", ssh, note)
 
 
-def render_text(found: list[Row], loaded: Sequence[Any]) -> str:
+def render_text(
+    found: list[Row], loaded: Sequence[Any], *, color: bool = False, width: int | None = None
+) -> str:
+    """`color`/`width`: a terminal's (the table fits it, header bold); piped: plain, unwrapped."""
     from gpujob.redact import from_machine
     from gpujob.state import open_store
 
@@ -75,10 +78,10 @@ def render_text(found: list[Row], loaded: Sequence[Any]) -> str:
     stores = dict.fromkeys(open_store(ls.path).location for ls in loaded)
     lines.append(f"state: {', '.join(stores)}")
     header = ("JOB", "PLATFORM", "KIND", "NAME", "ID", "STATUS", "REGION", "SSH", "NOTE")
-    table = [header] + [tuple(asdict(r).values()) for r in found]
-    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
-    for row in table:
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    from gpujob.render.table import table
+
+    rows = [[str(c) for c in asdict(r).values()] for r in found]
+    lines += table(header, rows, color=color, width=width)
     empty = [ls.spec.name for ls in loaded if not any(r.job == ls.spec.name for r in found)]
     for job in empty:
         project = next(ls.project for ls in loaded if ls.spec.name == job)
