@@ -13,17 +13,11 @@ clipboard write, bell, carriage-return overwrite or bidi reordering reaches the 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from urllib.parse import quote
 
 _VALUES: set[str] = set()
 _MIN_LEN = 6  # shorter strings would redact ordinary words; such a "secret" protects nothing anyway
-
-# C0 but newline and tab, DEL, C1, and the bidi embeddings/overrides/isolates/marks that reorder what
-# a terminal draws (a line can be made to read as something else).
-_UNSAFE = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\r": "\\r"}  # as Python writes it (repr); the rest as \xNN or \uNNNN
 
 
 def register(value: str | None) -> None:
@@ -48,18 +42,11 @@ def redact(text: str) -> str:
     return text
 
 
-def _visible(m: re.Match[str]) -> str:
-    ch = m.group()
-    if ch == "\r\n":
-        return "\n"  # a CRLF line end is a line end, not a trick
-    if ch in _NAMED:
-        return _NAMED[ch]
-    return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
-
-
 def visible(text: str) -> str:
     """Every character a terminal would act on, shown as an escape; newlines and tabs kept."""
-    return _UNSAFE.sub(_visible, text)
+    from gpujob.render.safe import for_terminal
+
+    return for_terminal(text, lines=True)
 
 
 def from_machine(text: str, *, raw: bool = False) -> str:

@@ -81,10 +81,9 @@ def _env(path: Path) -> dict[str, str]:
 
 
 def visible(text: str) -> str:
-    """Control characters (terminal escapes, carriage returns, C1 codes) as \\xNN text; newlines stay."""
-    return "".join(
-        c if c in "\n\t" or not (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}" for c in text
-    )
+    from gpujob.render.safe import for_terminal
+
+    return for_terminal(text, lines=True)
 
 
 def output_tail(stdout: bytes, stderr: bytes) -> str:

@@ -10,6 +10,7 @@ import click
 from gpujob.cost.rates import rate, usd
 from gpujob.plan.model import Action, ActionKind, FieldChange, Finding, JobPlan, MeterLine, Plan
 from gpujob.render import summary as S
+from gpujob.render.safe import for_terminal as T  # every string a pod, an API or a job file chose
 
 K = ActionKind
 
@@ -64,7 +65,7 @@ Style = Callable[..., str]
 
 
 def _job(job: JobPlan, style: Style) -> list[str]:
-    head = f"── {job.job} · {job.platform} · {job.spec_file} · wants {job.desired_state} "
+    head = T(f"── {job.job} · {job.platform} · {job.spec_file} · wants {job.desired_state} ")
     out = [style(head + "─" * max(3, 100 - len(head)), bold=True)]
     for a in job.actions:
         out += _action(a, style)
@@ -75,9 +76,9 @@ def _job(job: JobPlan, style: Style) -> list[str]:
             out += _finding(f, style, indent="    ")
     run = S.run_line(job)
     if run is not None:
-        out.append(f"  run: {run}")
+        out.append(f"  run: {T(run)}")
     if job.cadence is not None:
-        out.append(f"  checkpoint cadence: {job.cadence.summary}")
+        out.append(f"  checkpoint cadence: {T(job.cadence.summary)}")
     out.append(f"  cost: {S.job_cost_line(job)}")
     return out
 
@@ -93,20 +94,23 @@ def _action(a: Action, style: Style) -> list[str]:
     if a.gated:
         flags.append(style("gated", fg="red"))
     flag_text = f" [{', '.join(flags)}]" if flags else ""
-    out = [f"{sym} {S.verb(a)} {S.resource_label(a)}{flag_text}  " + style(f"({'; '.join(tags)})", dim=True)]
+    out = [
+        f"{sym} {S.verb(a)} {T(S.resource_label(a))}{flag_text}  "
+        + style(T(f"({'; '.join(tags)})"), dim=True)
+    ]
     pad = "      "
-    out += [pad + r for r in a.reasons]
+    out += [pad + T(r) for r in a.reasons]
     out += [pad + _change(c, style) for c in a.changes]
     out += _meters(a, style, pad)
     if a.data.summary:
-        out.append(pad + "data: " + a.data.summary)
+        out.append(pad + "data: " + T(a.data.summary))
     for f in a.findings:
         out += _finding(f, style, indent=pad)
     return out
 
 
 def _change(c: FieldChange, style: Style) -> str:
-    text = f"~ {c.path} = {_value(c.before)} -> {_value(c.after)}"
+    text = T(f"~ {c.path} = {_value(c.before)} -> {_value(c.after)}")
     if c.forces_replacement:
         text += style("  # forces replacement", fg="magenta")
     return text
@@ -137,7 +141,7 @@ def _meters(a: Action, style: Style, pad: str) -> list[str]:
     for word, m in rows:
         colour = {"starts": "red", "stops": "green"}.get(word)
         label = style(f"{word:<13}", fg=colour) if colour else f"{word:<13}"
-        out.append(f"{pad}$ {label} {m.what:<{width}}  {rate(m):<26} {style(m.source, dim=True)}")
+        out.append(f"{pad}$ {label} {T(m.what):<{width}}  {rate(m):<26} {style(T(m.source), dim=True)}")
     if b.hourly_before != b.hourly_after:
         out.append(f"{pad}$ rate          {usd(b.hourly_before)}/h -> {usd(b.hourly_after)}/h")
     return out
@@ -145,12 +149,12 @@ def _meters(a: Action, style: Style, pad: str) -> list[str]:
 
 def _finding(f: Finding, style: Style, *, indent: str) -> list[str]:
     mark, colour = SEVERITY[f.severity]
-    out = [indent + style(f"{mark} {f.severity}", fg=colour, bold=True) + f" [{f.code}] {f.summary}"]
+    out = [indent + style(f"{mark} {f.severity}", fg=colour, bold=True) + T(f" [{f.code}] {f.summary}")]
     sub = indent + "    "
     if f.detail:
         out += _wrap(f.detail, sub)
     if f.source is not None:
-        out.append(sub + "at " + S.where(f))
+        out.append(sub + "at " + T(S.where(f)))
     if f.fix:
         out += _wrap("fix: " + f.fix, sub)
     return out
@@ -158,5 +162,5 @@ def _finding(f: Finding, style: Style, *, indent: str) -> list[str]:
 
 def _wrap(text: str, indent: str) -> list[str]:
     return textwrap.wrap(
-        text, width=WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+        T(text), width=WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
     )

@@ -35,7 +35,9 @@ class SpecProblem:
 def printable(text: str) -> str:
     """Escape what a terminal would act on (newlines, control and bidi/format characters): a key or
     value in a job file must not forge output lines ("\\nok: 1 file(s) valid") or reorder the text."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    from gpujob.render.safe import for_terminal
+
+    return for_terminal(text)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

@@ -20,7 +20,7 @@ def test_a_failed_check_keeps_the_tail_of_its_stderr(tmp_path: Path) -> None:
     assert not ok
     lines = text.splitlines()
     assert len(lines) == verify.OUTPUT_LINES and lines[0] == "line 81"
-    assert lines[-1] == "red \\x1b[31mX\\x1b[0m\\x0dback"  # escapes shown, never sent to the terminal
+    assert lines[-1] == "red \\x1b[31mX\\x1b[0m\\rback"  # escapes shown, never sent to the terminal
     assert "to stdout" not in text and "\x1b" not in text
 
 
