@@ -13,6 +13,12 @@ to that variable, chosen by where the placeholder stands:
 A parameter expansion's value is never parsed as code, so a file named `x$(touch PWNED)` is just a
 name. A command without `{file}` can read the variable itself.
 
+Unless the expanded value is pasted into text that is parsed again: `sh -c "python3 v.py {file}"` or
+`python3 -c "open('{file}')"` (the outer shell expands the variable inside the double quotes, and the
+inner shell or Python reads the name as code), `eval ... {file}`, `sh -c {file}`, a here-document.
+placement_problem() finds those, at any depth (the code of `sh -c '...'` is checked the same way), and
+validate refuses them (gpujob.spec.rules.verify_command), showing the safe forms.
+
 What a failed check printed is kept as a bounded tail of its stderr (its stdout when stderr is empty),
 with control characters written out visibly: it reaches a terminal, and the checkpoint it read came
 from the machine.
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -72,6 +79,117 @@ def shell_text(template: str) -> str:
     return "".join(out)
 
 
+# Programs whose -c/-e argument is code, and shells whose -c code expands "$GPUJOB_CHECKPOINT_FILE" itself.
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"}
+INTERPRETERS = SHELLS | {
+    "python", "python2", "python3", "pypy", "pypy3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php",
+    "lua", "luajit", "Rscript", "R", "julia", "tclsh", "fish", "pwsh", "osascript", "jq",
+}  # fmt: skip
+_CODE_OPTION = re.compile(r"^(-[A-Za-z]*[ceE]|--(eval|exec|command|print|expression|execute)(=.*)?)$")
+_EVALUATORS = {"eval", ".", "source", "exec"}
+_SEPARATORS = set(";&|()\n")
+SAFE_FORMS = (
+    "python3 verify_ckpt.py {file}   or  ... \"{file}\"  or  ... '{file}'   or  sh -c 'python3 verify_ckpt.py {file}'"
+    "   (or read $GPUJOB_CHECKPOINT_FILE / $1 in the script)"
+)
+
+
+def _commands(template: str) -> tuple[list[list[list[tuple[str, str]]]], bool]:
+    """The template as commands of words of (quoting, text) segments, the way /bin/sh splits it (enough
+    of it to see where `{file}` stands), and whether a here-document (`<<`) starts before a `{file}`."""
+    commands: list[list[list[tuple[str, str]]]] = [[]]
+    word: list[tuple[str, str]] = []
+    heredoc_first = False
+    i, n = 0, len(template)
+
+    def end_word() -> None:
+        nonlocal word
+        if word:
+            commands[-1].append(word)
+            word = []
+
+    while i < n:
+        c = template[i]
+        if c in "'\"":
+            close = template.find(c, i + 1) if c == "'" else _double_end(template, i + 1)
+            close = n if close < 0 else close
+            word.append(("single" if c == "'" else "double", template[i + 1 : close]))
+            i = close + 1
+            continue
+        if c == "\\" and i + 1 < n:
+            word.append(("plain", template[i + 1]))
+            i += 2
+            continue
+        if template.startswith("<<", i) and PLACEHOLDER in template[i:]:
+            heredoc_first = True
+        if c.isspace() or c in _SEPARATORS:
+            end_word()
+            if c in _SEPARATORS and commands[-1]:
+                commands.append([])
+            i += 1
+            continue
+        if template.startswith(PLACEHOLDER, i):
+            word.append(("plain", PLACEHOLDER))
+            i += len(PLACEHOLDER)
+            continue
+        word.append(("plain", c))
+        i += 1
+    end_word()
+    return [cmd for cmd in commands if cmd], heredoc_first
+
+
+def _double_end(text: str, i: int) -> int:
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == '"':
+            return i
+        i += 1
+    return -1
+
+
+def _text(word: list[tuple[str, str]]) -> str:
+    return "".join(t for _, t in word)
+
+
+def placement_problem(template: str) -> str | None:
+    """Why `{file}` in this verify command could become code, or None when every `{file}` stands where
+    the expanded name is only ever an argument (the README's forms). Checked at validate and again
+    before a check runs; "at any depth": the code of `sh -c '...'` is checked the same way."""
+    if PLACEHOLDER not in template:
+        return None
+    commands, heredoc = _commands(template)
+    if heredoc:
+        return "{file} inside a here-document (<<) is pasted into the text another program parses as code"
+    for words in commands:
+        names = [_text(w).rsplit("/", 1)[-1] for w in words]
+        for i, word in enumerate(words):
+            for kind, text in word:
+                if PLACEHOLDER not in text:
+                    continue
+                if kind == "double" and text != PLACEHOLDER:
+                    return (
+                        "{file} inside a longer double-quoted string: the outer shell pastes the name into "
+                        "that string's text, which an inner command or -c/-e code parses again"
+                    )
+                earlier = names[:i]
+                code_arg = (
+                    i > 0 and _CODE_OPTION.match(names[i - 1]) and any(n in INTERPRETERS for n in earlier)
+                )
+                if kind == "single" and text != PLACEHOLDER:
+                    if code_arg and any(n in SHELLS for n in earlier):
+                        inner = placement_problem(text)
+                        if inner:
+                            return f"in the code of {names[i - 2] if i > 1 else 'sh'} -c: {inner}"
+                    continue  # a literal the outer shell does not expand
+                if code_arg:
+                    return f"{{file}} as the code of {names[i - 1]}: the name itself would be run"
+                if any(n in _EVALUATORS for n in earlier):
+                    return f"{{file}} after {next(n for n in earlier if n in _EVALUATORS)}: the name would be run"
+    return None
+
+
 def _argv(template: str, path: Path) -> list[str]:
     return ["/bin/sh", "-c", shell_text(template), "gpujob-verify", str(path)]
 
@@ -97,6 +215,9 @@ def output_tail(stdout: bytes, stderr: bytes) -> str:
 def run(template: str, path: Path, cwd: Path | None = None) -> tuple[bool, str]:
     """Run the check on one local file (from `cwd`, where the job file's relative paths point).
     Returns whether it passed and the tail of what it printed (output_tail)."""
+    problem = placement_problem(template)
+    if problem:  # validate refuses such a command; a job file edited since is refused here too
+        return False, f"checkpoint.verify not run: {problem}; safe forms: {SAFE_FORMS}"
     done = subprocess.run(
         _argv(template, path),
         env=_env(path),
@@ -108,6 +229,9 @@ def run(template: str, path: Path, cwd: Path | None = None) -> tuple[bool, str]:
 
 
 async def run_async(template: str, path: Path, cwd: Path | None = None) -> tuple[bool, str]:
+    problem = placement_problem(template)
+    if problem:
+        return False, f"checkpoint.verify not run: {problem}; safe forms: {SAFE_FORMS}"
     proc = await asyncio.create_subprocess_exec(
         *_argv(template, path),
         env=_env(path),

@@ -200,7 +200,9 @@ def _migrate(target: str, source: str | None, workspace: str | None, job_file: P
             "  or commit a gpujob.yaml with  state: {url: ..., workspace: ...}.  Keep GPUJOB_STATE_KEY safe: "
             "without it the SSH key cannot be read back."
         )
-    if source is None and "://" not in src.location:
+    from gpujob.state.local import LocalStore
+
+    if source is None and isinstance(src, LocalStore):
         click.echo(
             f"{src.location} is left as it was; it holds the SSH key in clear: remove it once you switched."
         )

@@ -39,8 +39,10 @@ def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
 
     loaded = load_specs(resolve_job_files(list(targets), command="status"))
     rows = asyncio.run(_collect(loaded))
+    from gpujob.render.safe import for_terminal
+
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, default=str))
+        click.echo(json.dumps(rows, indent=2, default=str))  # names as they are: JSON escapes them
     else:
         from gpujob.chart import terminal_style
         from gpujob.cli.options import color_wanted
@@ -51,8 +53,10 @@ def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
     # A stalled machine, or one that refuses the project key: shown above, then the error; exit 1.
     failed = [run[k] for row in rows for k in ("stalled", "failed") if k in (run := row.get("run") or {})]
     for message in failed:
-        click.echo(message, err=True)
-    return 1 if failed else 0
+        click.echo(for_terminal(message, lines=True), err=True)
+    # the README's promise: status fails when it cannot read a run it should (a stall, no answer)
+    unread = [row for row in rows if (row.get("run") or {}).get("unreadable")]
+    return 1 if failed or unread else 0
 
 
 async def _collect(loaded):  # type: ignore[no-untyped-def]
@@ -144,13 +148,13 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
             st = await ssh.run_status(remote, view.spec)
             disks = await ssh.read_disks(remote, view.spec) if ssh.read_disks is not None else []
     except SSHStalled as exc:  # the machine stopped answering: status says so and exits 1
-        return {"error": str(exc).splitlines()[0], "stalled": exc.render()}
+        return {"error": str(exc).splitlines()[0], "stalled": exc.render(), "unreadable": True}
     except SSHKeyRefused as exc:  # it will not answer this key however long we wait: an error
-        return {"error": str(exc).splitlines()[0], "hint": exc.hint, "failed": exc.render()}
-    except SSHConnectError as exc:  # a running machine that does not answer: say what to check
-        return {"error": str(exc).splitlines()[0], "hint": exc.hint}
+        return {"error": str(exc).splitlines()[0], "hint": exc.hint, "failed": exc.render(), "unreadable": True}
+    except SSHConnectError as exc:  # a running machine that does not answer: say what to check, exit 1
+        return {"error": str(exc).splitlines()[0], "hint": exc.hint, "unreadable": True}
     except GpujobError as exc:
-        return {"error": str(exc).splitlines()[0]}
+        return {"error": str(exc).splitlines()[0], "unreadable": True}
     return {
         "state": st.state,
         "alive": st.alive,
@@ -160,13 +164,26 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
         "last_checkpoint_age_s": st.last_checkpoint_age_s,
         # are checkpoints really written and resumed from (the plan asks the same: gpujob.plan.run_evidence)
         "warnings": status_warnings(view.spec, st, view.pull, datetime.now(UTC)),
-        "last_log_line": from_machine((st.log_tail.strip().splitlines() or [""])[-1]),
+        "last_log_line": from_machine((st.log_tail.strip().splitlines() or [""])[-1], raw=True),
         "disks": [d.as_dict() for d in disks],  # gpujob.disks.usage: bytes and inodes, mount and /
         "disk_warnings": disk_warnings(disks),
     }
 
 
+class _Drawn(str):
+    """A line gpujob drew itself (a chart, with its colours): not escaped."""
+
+
 def _text(row: dict, style: Style | None = None) -> str:
+    """The row as lines; every value in it may come from a pod, an API or a job file, so each line goes
+    through the output boundary (gpujob.render.safe) whole: a name cannot clear the screen, write the
+    clipboard or start a line of its own. Only the charts gpujob draws keep their escapes."""
+    from gpujob.render.safe import for_terminal
+
+    return "\n".join(line if isinstance(line, _Drawn) else for_terminal(line) for line in _lines(row, style))
+
+
+def _lines(row: dict, style: Style | None = None) -> list[str]:
     lines = [f"{row['job']} ({row['platform']}, wants {row['desired']})"]
     m = row.get("machine")
     if m is None:
@@ -239,10 +256,10 @@ def _text(row: dict, style: Style | None = None) -> str:
         if style is not None and watch.get("series"):
             from gpujob.chart.jobs import charts
 
-            lines += charts(watch["series"], style)
+            lines += [_Drawn(line) for line in charts(watch["series"], style)]
     if row.get("events"):
         from gpujob.watch.events import Event
 
         lines.append("  events:")
         lines += [f"    {Event.model_validate(e).line()}" for e in row["events"]]
-    return "\n".join(lines)
+    return lines

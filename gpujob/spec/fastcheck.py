@@ -57,6 +57,7 @@ FIELD_VALIDATORS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "CheckpointSpec._pull_to_path": ("131f871a5a367ec7", _pull_to),
     "OutputsSpec._output_paths": ("737b7fe64d06fce5", rules.output_paths),
     "OutputsSpec._pull_to_path": ("131f871a5a367ec7", _pull_to),
+    "CheckpointSpec._verify_placement": ("605bd9fb4feb509b", rules.verify_command),
     "SyncSpec._src_path": ("f509088fb7ff1df1", rules.sync_src),
     "SyncSpec._dest_path": ("b99bbf2dbc78541e", rules.checked_path),
     "SyncSpec._deny_patterns": ("513df125a4d3868b", rules.deny_patterns),

@@ -31,6 +31,7 @@ from gpujob.spec.rules import path_problem as path_problem
 from gpujob.spec.rules import secret_name_problem as secret_name_problem
 from gpujob.spec.rules import secret_names as _secrets
 from gpujob.spec.rules import sync_src as _src
+from gpujob.spec.rules import verify_command as _verify
 
 Duration = Annotated[
     timedelta,
@@ -97,7 +98,10 @@ class MachineSpec(Model):
         description="Paperspace Core auto-shutdown in whole hours (wall clock on Linux, 1h–1w). Unset = disabled.",
     )
     max_price_per_hour: float | None = Field(
-        None, gt=0, description="Refuse offers above this many USD/h for the machine."
+        None,
+        gt=0,
+        le=1000,
+        description="Refuse offers above this many USD/h for the machine (a finite number, at most 1000).",
     )
 
     @field_validator("gpu", mode="before")
@@ -155,7 +159,7 @@ class CheckpointSpec(Model):
         "replaced by its path. Exit 0 = loads; otherwise its stderr is shown and the teardown gate refuses.",
     )
     size_gb: float | None = Field(
-        None, gt=0, description="Expected checkpoint size, for the flush-in-grace check."
+        None, gt=0, le=100_000, description="Expected checkpoint size, for the flush-in-grace check."
     )
     pull: Literal["continuous", "on_finish", "never"] = Field(
         "on_finish",
@@ -172,6 +176,11 @@ class CheckpointSpec(Model):
     @classmethod
     def _pull_to_path(cls, value: str) -> str:
         return _checked_path(value, local=True)
+
+    @field_validator("verify")
+    @classmethod
+    def _verify_placement(cls, value: str | None) -> str | None:
+        return _verify(value)
 
 
 class OutputsSpec(Model):
@@ -312,10 +321,10 @@ class BudgetSpec(Model):
     """Spending limits checked at plan time."""
 
     max_hourly_usd: float | None = Field(
-        None, gt=0, description="Refuse a plan whose running rate exceeds this."
+        None, gt=0, le=1000, description="Refuse a plan whose running rate exceeds this (at most 1000)."
     )
     max_total_usd: float | None = Field(
-        None, gt=0, description="Warn when spend so far plus projection crosses this."
+        None, gt=0, le=10_000_000, description="Warn when spend so far plus projection crosses this."
     )
 
 

@@ -10,9 +10,11 @@ import re
 from datetime import timedelta
 from typing import Any
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+# ASCII digits only: Python's \d also takes full-width and other scripts' digits (`１s`).
+_DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(s|m|h|d|w)\s*$", re.ASCII)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-DURATION_PATTERN = r"^\d+(\.\d+)?(s|m|h|d|w)$"
+DURATION_PATTERN = r"^[0-9]+(\.[0-9]+)?(s|m|h|d|w)$"
+_MIN_DURATION_S = 1  # the run is told whole seconds; a shorter cadence or timeout is a typo
 _MAX_DURATION_S = 10 * 365 * 86400
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # the first one a path may not contain
 
@@ -49,8 +51,8 @@ def parse_duration(value: Any) -> timedelta:
         raise ValueError(f"'{value}' is not a duration; write a number with a unit: 30s, 15m, 48h, 2d or 1w")
     amount, unit = float(match.group(1)), match.group(2)
     seconds = amount * _UNIT_SECONDS[unit]
-    if seconds <= 0:
-        raise ValueError("a duration must be longer than zero")
+    if seconds < _MIN_DURATION_S:
+        raise ValueError(f"'{value}' is too short a duration (at least 1s)")
     if seconds > _MAX_DURATION_S:  # also keeps timedelta() from overflowing on absurd input
         raise ValueError(f"'{value}' is too long a duration (at most 10 years)")
     return timedelta(seconds=seconds)
@@ -209,3 +211,17 @@ def parked_problem(
             f"{checkpoint_dir} is not under it: parking would erase the checkpoints"
         )
     return None
+
+
+def verify_command(value: str | None) -> str | None:
+    """checkpoint.verify: `{file}` only where the expanded name stays an argument (gpujob.verify)."""
+    if value is None:
+        return value
+    from gpujob.verify import SAFE_FORMS, placement_problem
+
+    problem = placement_problem(value)
+    if problem:
+        raise ValueError(
+            f"{problem}; a checkpoint named `a;touch X` would run code here. Safe forms: {SAFE_FORMS}"
+        )
+    return value

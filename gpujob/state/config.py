@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from gpujob.state import Store
 
@@ -48,24 +48,27 @@ class Postgres:
 
 
 def safe_url(url: str) -> str:
-    """The URL without its password (for messages and `location`)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    """The DSN with every password-bearing field masked (for messages and `location`): gpujob.state.dsn."""
+    from gpujob.state.dsn import shown
+
+    return shown(url)
 
 
 def parse_url(url: str, where: str) -> str:
+    """A PostgreSQL URL or a libpq key=value string (`host=db dbname=gpujob user=ci`)."""
     from gpujob.errors import ConfigError
+    from gpujob.state.dsn import is_url, parse
 
     url = url.strip()
-    if urlsplit(url).scheme not in SCHEMES:
+    ok = is_url(url)
+    if not ok and "=" in url:
+        try:
+            ok = bool(parse(url))
+        except ValueError:
+            ok = False
+    if not ok:
         raise ConfigError(
-            f"{where}: {safe_url(url)!r} is not a PostgreSQL URL",
+            f"{where}: {safe_url(url)!r} is not a PostgreSQL URL or connection string",
             hint="e.g. postgresql://gpujob@db.internal:5432/gpujob (leave it unset for the local .gpujob/ directory)",
         )
     return url
@@ -141,7 +144,9 @@ def read_state_block(path: Path) -> Postgres | None:
         raise fail("state.url", "a postgresql://… URL is required", "e.g. url: postgresql://gpujob@db/gpujob")
     if urlsplit(url.strip()).scheme not in SCHEMES:
         raise fail("state.url", f"{safe_url(url)!r} is not a PostgreSQL URL", "it starts with postgresql://")
-    if urlsplit(url.strip()).password is not None:
+    from gpujob.state.dsn import has_password
+
+    if has_password(url.strip()):
         raise fail(
             "state.url",
             "holds a password; a file in the repository must not",

@@ -48,13 +48,11 @@ def _me() -> str:
 
 class PgStore(PgLocks):
     def __init__(self, url: str, workspace: str) -> None:
-        from urllib.parse import unquote, urlsplit
-
         from gpujob.redact import register
+        from gpujob.state.dsn import secrets
 
-        password = urlsplit(url).password
-        if password:  # from GPUJOB_STATE_URL (files may not carry one): masked in anything gpujob prints
-            register(unquote(password))
+        for value in secrets(url):  # from GPUJOB_STATE_URL or PGPASSWORD: masked in anything gpujob prints
+            register(value)
         self._url = url
         self.workspace = workspace
         self._conn: Any = None

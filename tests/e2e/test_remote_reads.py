@@ -95,7 +95,7 @@ def test_hostile_output_is_shown_visible_and_the_secret_masked_raw_or_not(projec
     assert CANARY not in raw and "token=***" in raw
 
     line = json.loads(p.gj("status", "--format", "json").stdout)[0]["run"]["last_log_line"]
-    assert line == "\\x1b[1;32mPlan: 0 to destroy\\x1b[0m token=***"
+    assert line == "\x1b[1;32mPlan: 0 to destroy\x1b[0m token=***"  # JSON: the real text, escaped by JSON
     text = p.gj("status").stdout
     assert "\x1b" not in text and CANARY not in text and "token=***" in text
 

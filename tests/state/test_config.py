@@ -78,3 +78,42 @@ def test_safe_url_drops_the_password() -> None:
         safe_url("postgresql://u:pw@db:5433/x?sslmode=require") == "postgresql://u@db:5433/x?sslmode=require"
     )
     assert safe_url("postgresql://db/x") == "postgresql://db/x"
+
+
+@pytest.mark.parametrize(
+    ("dsn", "secret"),
+    [
+        ("postgresql://u@db/gj?password=QuerySecret1&sslmode=require", "QuerySecret1"),
+        ("postgresql://u@db/gj?sslpassword=KeySecret22", "KeySecret22"),
+        ("postgresql://u@db/gj?pass%77ord=%51uerySecret3", "QuerySecret3"),  # spelt with %-escapes
+        ("postgresql://u:Url%40Secret4@db:5433/gj", "Url@Secret4"),
+        ("host=db dbname=gj password=KvSecret55", "KvSecret55"),
+        ("host=db password='kv secret \\' 66' dbname=gj", "kv secret ' 66"),
+        ("mysql://u:OtherSecret7@db/x", "OtherSecret7"),
+        ("host=db password='unterminated Secret88", "Secret88"),
+    ],
+)
+def test_every_password_form_is_masked_by_libpqs_own_parse(dsn: str, secret: str) -> None:
+    from urllib.parse import quote
+
+    from gpujob.state.dsn import UNPARSEABLE
+
+    shown = safe_url(dsn)
+    assert secret not in shown and quote(secret) not in shown and secret.split()[-1] not in shown
+    assert "db" in shown or shown == UNPARSEABLE  # the rest still says where, if libpq can read it
+
+
+def test_pgpassword_style_env_is_masked_too() -> None:
+    from gpujob.state.dsn import secrets, shown
+
+    env = {"PGPASSWORD": "EnvSecret99x"}
+    assert "EnvSecret99x" not in shown("host=db user=EnvSecret99x", env)
+    assert "EnvSecret99x" in secrets("host=db", env)
+
+
+def test_a_key_value_dsn_is_accepted_and_a_bad_one_is_refused_without_echo() -> None:
+    where = resolve(None, env={"GPUJOB_STATE_URL": "host=db dbname=gj password=KvSecret55"})
+    assert isinstance(where, Postgres)
+    with pytest.raises(ConfigError) as bad:
+        resolve(None, env={"GPUJOB_STATE_URL": "host=db password='BadSecret77"})
+    assert "BadSecret77" not in str(bad.value)
