@@ -14,12 +14,9 @@ readable. Decrypted secrets that tools need as files go to a private temp dir re
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
-import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -316,10 +313,10 @@ class PgStore(PgLocks):
     def scratch_dir(self) -> Path:
         with self._mutex:
             if self._scratch is None or not self._scratch.is_dir():
-                # RAM-backed when the system has it: a decrypted key should not reach a disk.
-                base = "/dev/shm" if os.access("/dev/shm", os.W_OK | os.X_OK) else None
-                self._scratch = Path(tempfile.mkdtemp(prefix="gpujob-state-", dir=base))
-                atexit.register(shutil.rmtree, self._scratch, True)
+                # RAM-backed, removed on exit, error and SIGTERM/SIGHUP/SIGINT; stale ones swept
+                from gpujob.state.scratch import private_dir
+
+                self._scratch = private_dir()
             return self._scratch
 
 
