@@ -5,6 +5,8 @@
 #
 #   sleep 0 [PATTERN]     matching commands never answer: no byte, no exit status
 #   after N [PATTERN]     matching commands' output stops after N bytes; then nothing, no exit status
+#   trickle N [PATTERN]   matching commands' output comes one byte every N seconds (never idle, never
+#                         done: a pod holding a pull open at a crawl)
 #   take N [PATTERN]      matching commands read N bytes of their input, then the machine stops taking
 #                         any (an upload stalled mid-stream); no exit status
 #   arm 0 PATTERN         matching commands run as usual; once one finished, the fault in
@@ -41,6 +43,12 @@ case $mode in
   after)
     if [ $# -gt 0 ]; then "$@"; else "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"; fi | head -c "$bytes"
     hold
+    ;;
+  trickle)
+    if [ $# -gt 0 ]; then "$@"; else "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"; fi | {
+      while kill -0 "$PPID" 2>/dev/null; do dd bs=1 count=1 2>/dev/null; sleep "$bytes"; done
+    }
+    exit 0
     ;;
   arm)
     if [ $# -gt 0 ]; then "$@"; else "${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"; fi

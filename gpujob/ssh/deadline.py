@@ -9,15 +9,22 @@ raises or lowers them:
     GPUJOB_SSH_IDLE_TIMEOUT     no byte for this long = stalled              default 60s
     GPUJOB_SSH_COMMAND_TIMEOUT  overall bound of a command, before data       default 300s
     GPUJOB_SSH_MIN_RATE         bytes/s a transfer or remote hash may be slowed to   default 262144 (256 KiB/s)
+    GPUJOB_SSH_RATE_WINDOW      a transfer moving less than MIN_RATE over this window fails   default 30s
     GPUJOB_SSH_CONNECT_TIMEOUT  connecting (with retries) to a running machine default 30s
 
 Durations accept seconds (`90`) or a unit (`90s`, `5m`).
+
+The minimum rate is checked as a rate: a transfer (a pull, a sync, a carry) that moves fewer than
+MIN_RATE x RATE_WINDOW bytes in any RATE_WINDOW fails then, keeping what it got; a pod sending one byte
+every few seconds never idles but cannot hold a command open either. Sizes a machine claims are
+checked against the disks before they size any bound (gpujob.ssh.space).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -30,6 +37,7 @@ ENV_IDLE = "GPUJOB_SSH_IDLE_TIMEOUT"
 ENV_COMMAND = "GPUJOB_SSH_COMMAND_TIMEOUT"
 ENV_MIN_RATE = "GPUJOB_SSH_MIN_RATE"
 ENV_CONNECT = "GPUJOB_SSH_CONNECT_TIMEOUT"
+ENV_WINDOW = "GPUJOB_SSH_RATE_WINDOW"
 CLOSE_GRACE_S = 2.0  # a stalled channel is abandoned after this; its connection is closed soon after
 
 
@@ -52,6 +60,7 @@ class Limits:
     command_s: float = 300.0
     min_rate: float = 256 * 1024
     connect_s: float = 30.0
+    window_s: float = 30.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:
@@ -62,6 +71,7 @@ class Limits:
             command_s=_seconds(e, ENV_COMMAND, d.command_s),
             min_rate=_rate(e, ENV_MIN_RATE, d.min_rate),
             connect_s=_seconds(e, ENV_CONNECT, d.connect_s),
+            window_s=_seconds(e, ENV_WINDOW, d.window_s),
         )
 
     def for_bytes(self, nbytes: int) -> float:
@@ -124,6 +134,8 @@ class Watch:
         total_s: float,
         left: str = "",
         expected: int | None = None,
+        min_rate: float | None = None,
+        window_s: float | None = None,
     ) -> None:
         self.what, self.where, self.left = what, where, left
         self.idle_s, self.total_s = idle_s, max(total_s, 0.0)
@@ -131,14 +143,42 @@ class Watch:
         self._time = asyncio.get_running_loop().time
         self.started = self.last = self._time()
         self.moved = 0
+        # the sliding window: (time, bytes moved by then), oldest first; off without a rate
+        self.min_rate = min_rate if min_rate and window_s else None
+        self.window_s = window_s or 0.0
+        self._samples: deque[tuple[float, int]] = deque([(self.started, 0)])
+        self.slow: float | None = None  # the rate that failed the window, once it did
 
     def touch(self, nbytes: int = 0) -> None:
         self.last = self._time()
         self.moved += nbytes
+        if self.min_rate is not None and nbytes:
+            self._samples.append((self.last, self.moved))
+            self._prune(self.last)
+
+    def _prune(self, now: float) -> None:
+        edge = now - self.window_s
+        while len(self._samples) > 1 and self._samples[1][0] <= edge:
+            self._samples.popleft()
+
+    def window_rate(self, now: float) -> float | None:
+        """Bytes/s over the last window, once a whole window has passed (None before, or when the
+        payload has all arrived and only the exit status is awaited)."""
+        if now - self.started < self.window_s or (self.expected and self.moved >= self.expected):
+            return None
+        self._prune(now)
+        return (self.moved - self._samples[0][1]) / self.window_s
 
     def remaining(self) -> float:
         now = self._time()
-        return min(self.last + self.idle_s, self.started + self.total_s) - now
+        left = min(self.last + self.idle_s, self.started + self.total_s) - now
+        if self.min_rate is None:
+            return left
+        rate = self.window_rate(now)
+        if rate is not None and rate < self.min_rate:
+            self.slow = rate
+            return 0.0
+        return min(left, 0.5)  # look at the window again soon
 
     def expired(self) -> SSHStalled:
         now = self._time()
@@ -146,7 +186,13 @@ class Watch:
         # share would read as nonsense ("10.8 kB of 7.8 kB").
         expected = self.expected or 0
         moved = _size(self.moved) + (f" of {_size(expected)}" if expected and self.moved <= expected else "")
-        if now - self.started >= self.total_s and now - self.last < self.idle_s:
+        if self.slow is not None and now - self.last < self.idle_s:
+            why = (
+                f"too slow: {self.slow:.0f} B/s over the last {self.window_s:g}s, below the minimum "
+                f"{self.min_rate:.0f} B/s ({moved} moved)"
+            )
+            knob = f"{ENV_MIN_RATE} (lower) or {ENV_WINDOW}"
+        elif now - self.started >= self.total_s and now - self.last < self.idle_s:
             why = f"did not finish within {self.total_s:.0f}s ({moved} moved)"
             knob = f"{ENV_COMMAND} or {ENV_MIN_RATE}"
         else:

@@ -204,6 +204,9 @@ class Remote:
             total_s=total,
             left=left,
             expected=expected,
+            # a transfer (it says how much it moves) must keep the minimum rate over a sliding window
+            min_rate=self.limits.min_rate if expected else None,
+            window_s=self.limits.window_s,
         )
 
     async def run(

@@ -31,15 +31,16 @@ def set_ssh_fault(
     fault_file: Path, mode: str | None, *, nbytes: int = 0, match: str = "", armed_by: str = ""
 ) -> None:
     """Stall the commands (those containing `match`; all when empty): mode "sleep" (never answer),
-    "after" (output stops after `nbytes`) or "take" (input is taken up to `nbytes`, then no more).
+    "after" (output stops after `nbytes`), "trickle" (one byte of output every `nbytes` seconds) or
+    "take" (input is taken up to `nbytes`, then no more).
     With `armed_by`, the stall starts only once a command containing it finished. None clears it."""
     nxt = fault_file.with_name(fault_file.name + ".next")
     if mode is None:
         fault_file.unlink(missing_ok=True)
         nxt.unlink(missing_ok=True)
         return
-    if mode not in ("sleep", "after", "take"):
-        raise ValueError(f"unknown ssh fault {mode!r}: sleep, after or take")
+    if mode not in ("sleep", "after", "take", "trickle"):
+        raise ValueError(f"unknown ssh fault {mode!r}: sleep, after, take or trickle")
     line = f"{mode} {int(nbytes)} {match}\n"
     if armed_by:
         _write(nxt, line)
