@@ -213,8 +213,10 @@ async def pull_checkpoints(
                 listing = _selected(await list_remote(remote, remote_dir, hashes=False), only)
                 outcome.unpullable.update(listing.unpullable)
             files = sorted((n, f) for n, f in listing.files.items() if n not in seen)
+            needed = sum(f.size - present(n, f) for n, f in files)
+            await _room(remote, remote_dir, local.root, dict(files), needed)  # before any byte is written
             seen.update(files)
-            total += sum(f.size - present(n, f) for n, f in files)
+            total += needed
             rotated = False
             for name, want in files:
                 try:
@@ -253,6 +255,30 @@ def _selected(listing: RemoteListing, only: Callable[[str], bool] | None) -> Rem
             "files": {n: f for n, f in listing.files.items() if only(n)},
             "unpullable": {n: w for n, w in listing.unpullable.items() if only(n)},
         }
+    )
+
+
+async def _room(
+    remote: Remote, remote_dir: str, local_root: Path, files: dict[str, RemoteFile], needed: int
+) -> None:
+    """The claimed sizes fit the remote disk and the bytes still to fetch fit here (gpujob.ssh.space)."""
+    if not files:
+        return
+    from gpujob.ssh import space
+
+    answer = await remote.run(
+        space.DISK_COMMAND.format(dir=q(remote_dir)),
+        check=False,
+        what=f"the size of the disk of {remote_dir}",
+    )
+    space.check(
+        {n: f.size for n, f in files.items()},
+        needed=needed,
+        free=space.local_free(local_root),
+        disk=space.parse_disk(answer.stdout),
+        local_dir=local_root,
+        remote_dir=remote_dir,
+        where=remote.where,
     )
 
 
