@@ -154,7 +154,7 @@ def stripe_count(given: int | None = None) -> int:
     if given is None:
         raw = os.environ.get("GPUJOB_PULL_STRIPES", "")
         given = int(raw) if raw.strip().isdigit() else DEFAULT_STRIPES
-    return max(1, min(16, given))
+    return max(1, min(spans.MAX_STRIPES, given))
 
 
 async def pull_checkpoints(

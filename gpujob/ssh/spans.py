@@ -27,6 +27,8 @@ STRIPE_MIN = 64 * 1024 * 1024  # a file is striped only when each stripe would c
 JOURNAL_EVERY = 16 * 1024 * 1024  # bytes written between two updates of the span record (re-fetch bound)
 HASH_STEP = 4 * 1024 * 1024  # bytes re-read per step when hashing what arrived out of order
 QUEUED_CHUNKS = 16  # received chunks waiting for the writer: the pull's memory bound
+MAX_STRIPES = 16  # spans fetched at once at most (gpujob.ssh.pull.stripe_count)
+STRIPE_FLOOR = 1024 * 1024  # the least GPUJOB_PULL_STRIPE_MIN_MB can make a stripe
 
 
 class LocalWriteError(GpujobError):
@@ -72,14 +74,24 @@ def plan_spans(size: int, have: list[Span] | None, prefix: int, stripes: int) ->
     return spans
 
 
+def max_spans(size: int) -> int:
+    """The most spans plan_spans can give a file of `size` bytes: a plain prefix, then at most
+    MAX_STRIPES stripes, each of at least STRIPE_FLOOR bytes when there are several."""
+    return 1 + max(1, min(MAX_STRIPES, size // STRIPE_FLOOR))
+
+
 def read_journal(local: LocalDir, dfd: int, base: str, size: int, part_size: int) -> list[Span] | None:
     """The spans a record vouches for; None when there is none. A record that does not fit this file
-    (other size, gaps, spans past the `.part`) is dropped with the `.part`: nothing in it is trusted."""
+    (other size, gaps, spans past the `.part`, more spans than a pull of this file makes: a forged
+    record of 2,000 spans would open 2,000 channels) is dropped with the `.part`, and the file is
+    fetched again from its start: nothing in it is trusted."""
     raw = local.read_small(dfd, journal_name(base))
     if raw is None:
         return None
     try:
         data = json.loads(raw)
+        if not isinstance(data["spans"], list) or len(data["spans"]) > max_spans(size):
+            raise ValueError("implausibly many spans")
         spans = [Span(int(a), int(b), int(c)) for a, b, c in data["spans"]]
         fits = data["size"] == size and spans and spans[0].start == 0 and spans[-1].end == size
         fits = fits and all(x.end == y.start for x, y in itertools.pairwise(spans))

@@ -242,7 +242,22 @@ def _repull(server: SSHD, state: Path, tmp_path: Path, ldir: Path, stripes: int)
         (json.dumps({"version": 1, "size": SIZE + 1, "spans": [[0, SIZE + 1, 0]]}), "another size"),
         (json.dumps({"version": 1, "size": SIZE, "spans": [[0, 10, 10], [20, SIZE, 20]]}), "a gap"),
         (json.dumps({"version": 1, "size": SIZE, "spans": [[0, SIZE, SIZE]]}), "more than the .part"),
+        # 2,000 contiguous empty spans: it fits the file, but no pull makes more than 17; a pull that
+        # trusted it would open 2,000 channels (and fail, and keep the record)
+        (
+            json.dumps(
+                {
+                    "version": 1,
+                    "size": SIZE,
+                    "spans": [
+                        [i * SIZE // 2000, (i + 1) * SIZE // 2000, i * SIZE // 2000] for i in range(2000)
+                    ],
+                }
+            ),
+            "implausibly many spans",
+        ),
     ],
+    ids=["garbage", "another-size", "a-gap", "past-the-part", "2000-spans"],
 )
 def test_a_record_that_does_not_fit_is_dropped_with_its_part(
     sshd: SSHD, state: Path, tmp_path: Path, small_stripes: None, record: str, why: str
