@@ -10,8 +10,10 @@ Job and volume names may not contain "--" or end in "-" (the spec refuses them),
 into its parts exactly one way: job "bert" + volume "large-ckpts" and job "bert-large" + volume
 "ckpts" can no longer meet in one name. <project> is the id of the checkout that made the resource
 (gpujob.project), so two checkouts with a job of the same name never share a resource by accident.
-RunPod pods also carry the project in their env (GPUJOB_PROJECT, plus GPUJOB_OWNER naming where it
-lives), which the platform reports back: a pod is the job's only when name and env agree.
+RunPod pods also carry the project in their env (GPUJOB_PROJECT, plus GPUJOB_OWNER, an opaque digest
+of where it lives: the platform console shows a pod's env, so it must not spell out user@host:/path),
+which the platform reports back: a pod is the job's only when name and env agree. Pods made before
+carry the readable form; it is accepted as it is, and an env marker is never a planned change.
 
 Static IPs and snapshots are not named by gpujob: they belong to whoever owns their machine.
 
@@ -31,7 +33,10 @@ from gpujob.live import LiveResource
 PREFIX = "gpujob-"
 SEP = "--"
 PROJECT_ENV = "GPUJOB_PROJECT"  # pod env: the id of the project that created the pod
-OWNER_ENV = "GPUJOB_OWNER"  # pod env: where that project lives (user@host:/path), for messages
+OWNER_ENV = (
+    "GPUJOB_OWNER"  # pod env: owner_marker() of where that project lives (older pods: user@host:/path)
+)
+OWNER_DIGEST = "sha256:"
 _PART = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a job or volume name (gpujob.spec.model.NAME_PATTERN)
 PROJECT_ID = re.compile(r"^[a-z0-9]{4,16}$")
 MACHINE_KINDS = ("pod", "machine")
@@ -176,12 +181,22 @@ def others(resources: Iterable[LiveResource], job: str, project: str | None) -> 
     return out
 
 
+def owner_marker(label: str) -> str:
+    """What a pod's env says of its owner: a digest of the project's label (user@host:/path), which
+    stays readable in gpujob's own state (project.json) and out of the platform console."""
+    import hashlib
+
+    return OWNER_DIGEST + hashlib.sha256(label.encode()).hexdigest()[:16]
+
+
 def describe_owner(r: LiveResource) -> str:
-    """'project k3f9a2c1 (alice@laptop:/home/alice/bert)' as far as the resource says."""
+    """'project k3f9a2c1' as far as the resource says; a pod made by an older gpujob also says where
+    (alice@laptop:/home/alice/bert), which its env then spelt out."""
     o = parse(r.name)
     project = o.project if o else str(r.attributes.get("project") or "?")
     where = r.attributes.get("owner")
-    return f"project {project}" + (f" ({where})" if where else "")
+    readable = isinstance(where, str) and where and not where.startswith(OWNER_DIGEST)
+    return f"project {project}" + (f" ({where})" if readable else "")
 
 
 def not_ours(r: LiveResource, job: str, project: str | None, machines: Mapping[str, LiveResource]) -> str:

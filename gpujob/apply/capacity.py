@@ -124,7 +124,7 @@ def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
     spec, m = ctx.spec, ctx.spec.machine
     env = dict(spec.run.env) if spec.run else {}
     # The ownership marker (gpujob.naming): a pod reports its env back, so it says whose it is.
-    env |= {naming.PROJECT_ENV: ctx.project, naming.OWNER_ENV: ctx.project_label}
+    env |= {naming.PROJECT_ENV: ctx.project, naming.OWNER_ENV: naming.owner_marker(ctx.project_label)}
     return LaunchRequest(
         name=ctx.machine_name,
         gpu_id=m.gpu[0],

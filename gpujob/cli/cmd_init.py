@@ -118,6 +118,13 @@ def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
         "train.py": (STARTER / "train.py").read_text(),
         "verify_ckpt.py": (STARTER / "verify_ckpt.py").read_text(),
     }
+    links = [f for f in files if (where / f).is_symlink()]
+    if links:  # dangling or not, a link would make init write outside its folder: never through one
+        raise GpujobError(
+            f"{', '.join(str(where / f) for f in links)} is a symbolic link; init writes no file through "
+            "one (even with --force); nothing was written",
+            hint="remove the link, or pick another directory with --dir",
+        )
     existing = [f for f in files if (where / f).exists()]
     if existing and not force:
         raise GpujobError(
@@ -127,7 +134,7 @@ def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
         )
     where.mkdir(parents=True, exist_ok=True)
     for fname, text in files.items():
-        (where / fname).write_text(text)
+        _write_no_follow(where / fname, text)
         click.echo(f"wrote {where / fname}")
     click.echo(_ignore(where))
     cd = "" if where.resolve() == Path.cwd() else f"  cd {where}\n"
@@ -138,3 +145,12 @@ def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
         "  gpujob apply --auto-approve\n"
         '\ntrain.py keeps the job contract: docs/job-file.md, "Your job\'s side of the contract".'
     )
+
+
+def _write_no_follow(path: Path, text: str) -> None:
+    """Write `path`, refusing a symbolic link that appeared since the check (O_NOFOLLOW)."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

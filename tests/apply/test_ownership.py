@@ -176,3 +176,29 @@ def test_a_rival_that_comes_up_after_our_volume_was_made_makes_us_delete_it(tmp_
     assert "already runs in another checkout" in msg and "was deleted again" in msg
     assert not [r for r in w.prov.resources.values() if r.kind == "network_volume"]
     assert w.prov.creates[machine("toy")] == 0
+
+
+def test_the_pods_env_carries_an_opaque_owner_digest_not_user_host_path(tmp_path):
+    from gpujob import naming
+    from gpujob.project import read_project
+
+    w = World(tmp_path, checkpoint=None)
+    assert w.apply(create_plan()).ok
+    env = w.prov.last_request.env
+    project = read_project(w.state)
+    assert project is not None and "@" in project.label  # the readable owner stays in gpujob's state
+    assert env[naming.OWNER_ENV] == naming.owner_marker(project.label)
+    assert env[naming.OWNER_ENV].startswith("sha256:") and len(env[naming.OWNER_ENV]) == 7 + 16
+    assert not any(project.created_by in v or str(project.location) in v for v in env.values())
+
+
+def test_an_owner_digest_is_not_shown_and_the_old_readable_form_still_is():
+    from gpujob import naming
+
+    new = LiveResource(
+        platform="runpod", kind="pod", id="p1", name=machine("toy", OTHER), status="running",
+        attributes={"project": OTHER, "owner": naming.owner_marker("ann@box:/src/.gpujob")},
+    )  # fmt: skip
+    old = new.model_copy(update={"attributes": {"project": OTHER, "owner": "ann@box:/src/.gpujob"}})
+    assert naming.describe_owner(new) == f"project {OTHER}"
+    assert naming.describe_owner(old) == f"project {OTHER} (ann@box:/src/.gpujob)"

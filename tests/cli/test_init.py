@@ -186,3 +186,20 @@ def test_the_starter_checkpoints_every_few_seconds(tmp_path: Path, platform: str
     ck = load_spec(tmp_path / "job.yaml").spec.checkpoint
     assert ck is not None and ck.interval != "auto"
     assert ck.interval.total_seconds() <= 10
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("dangling", [True, False])
+def test_init_never_writes_through_a_symlink(tmp_path: Path, force: bool, dangling: bool) -> None:
+    d, outside = tmp_path / "proj", tmp_path / "outside"
+    d.mkdir()
+    outside.mkdir()
+    target = outside / "victim.py"
+    if not dangling:
+        target.write_text("keep me\n")
+    (d / "train.py").symlink_to(target)
+    out = gj(d, "init", *(["--force"] if force else []))
+    assert out.returncode == 1 and "train.py is a symbolic link" in out.stderr, out.stderr
+    assert "nothing was written" in out.stderr
+    assert (target.read_text() == "keep me\n") if not dangling else not target.exists()
+    assert not (d / "job.yaml").exists() and (d / "train.py").is_symlink()

@@ -306,3 +306,15 @@ def test_when_ours_runs_too_another_checkouts_pod_is_only_a_warning(write_job: W
     plan = plan_for(write_job, live(pod(network_volume_id="nv-gpujob-job-ckpts"), volume(), theirs))
     (f,) = [f for f in plan.all_findings() if f.code == "owner"]
     assert f.severity == "warning" and theirs.name in f.summary and not plan.blocked
+
+
+def test_our_pods_owner_marker_old_or_new_is_never_a_change(write_job: Write) -> None:
+    from gpujob import naming
+
+    plans = [
+        plan_for(write_job, live(pod(attributes={"owner": owner})))
+        for owner in ("me@laptop:/src/.gpujob", naming.owner_marker("me@laptop:/src/.gpujob"), None)
+    ]
+    shapes = [[(a.kind, a.resource_id, a.changes) for a in p.all_actions()] for p in plans]
+    assert shapes[0] == shapes[1] == shapes[2]  # the marker's form changes nothing the plan does
+    assert not any(f.code == "owner" for p in plans for f in p.all_findings())
