@@ -27,15 +27,16 @@ def exit_code(results: list[Result]) -> int:
 
 def text(results: list[Result], *, now: datetime, version: str, bases: Mapping[str, str]) -> str:
     from gpujob.redact import redact
+    from gpujob.render.safe import for_terminal as T  # error text and fields come from the API
 
     lines = [f"gpujob doctor {version} · {now:%Y-%m-%d %H:%M} UTC · read-only (GET and GraphQL queries only)"]
     for platform in dict.fromkeys(r.platform for r in results):
-        lines += ["", f"{NAMES[platform]}: {API_VERSIONS[platform]}", f"  base URL {bases[platform]}"]
+        lines += ["", f"{NAMES[platform]}: {API_VERSIONS[platform]}", f"  base URL {T(bases[platform])}"]
         rows = [r for r in results if r.platform == platform]
         width = max(len(r.call) for r in rows)
         for r in rows:
-            lines.append(f"  {LABEL[r.outcome]:<8} {r.call:<{width}}  {r.detail}".rstrip())
-            lines += [f"           {d}" for d in r.drifts]
+            lines.append(f"  {LABEL[r.outcome]:<8} {T(r.call):<{width}}  {T(r.detail)}".rstrip())
+            lines += [f"           {T(d)}" for d in r.drifts]
     counts = {k: sum(1 for r in results if r.outcome == k) for k in LABEL}
     lines += [
         "",
