@@ -29,6 +29,7 @@ from rich.text import Text
 
 from gpujob.apply.progress import _MARK, StepPhase, human_bytes
 from gpujob.plan.model import Action
+from gpujob.render.safe import for_terminal
 
 
 class _OnlyFor(ProgressColumn):
@@ -93,11 +94,11 @@ class RichHooks:
             self.active.pop(action.id, None)
         self._refresh_steps()
         self.progress.refresh()  # printing redraws the live rows: let them be the current ones
-        tail = f": {escape(detail)}" if detail else ""
+        tail = f": {escape(for_terminal(detail, lines=True))}" if detail else ""
         self.console.print(f"[{style}]{_MARK.get(phase, ' ')} {escape(action.id)} {phase}[/]{tail}")
 
     def note(self, job: str, message: str) -> None:
-        self.console.print(f"  [dim]{escape(job)}:[/] {escape(message)}")
+        self.console.print(f"  [dim]{escape(job)}:[/] {escape(for_terminal(message, lines=True))}")
 
     def transfer(self, job: str, label: str, done_bytes: int, total_bytes: int) -> None:
         key = (job, label)

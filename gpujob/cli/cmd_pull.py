@@ -69,32 +69,40 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float
     paths = {ls.spec.name: ls.path for ls in loaded}
     for rec in records:
         state = "all verified" if rec.complete else "INCOMPLETE"
-        click.echo(f"{rec.job}: {len(rec.files)} file(s) from {rec.remote_dir} into {rec.local_dir}: {state}")
+        _say(f"{rec.job}: {len(rec.files)} file(s) from {rec.remote_dir} into {rec.local_dir}: {state}")
         for f in rec.files:
             mark = (
                 "✓"
                 if f.verified and f.name in rec.remote_files and f.sha256 == rec.remote_files[f.name]
                 else "✗"
             )
-            click.echo(f"  {mark} {f.name}  {f.size} B  sha256 {f.sha256[:16]}…")
+            _say(f"  {mark} {f.name}  {f.size} B  sha256 {f.sha256[:16]}…")
             if f.name in rec.remote_files and not f.verified:
-                click.echo(f"    checkpoint.verify failed on it ({rec.verify_command}); it printed:")
+                _say(f"    checkpoint.verify failed on it ({rec.verify_command}); it printed:")
                 for line in (f.verify_output or "(nothing)").splitlines():
-                    click.echo(f"    | {line}")
+                    _say(f"    | {line}")
         for name in rec.missing():
-            click.echo(f"  ✗ {name!r}: not pulled or checksum differs from the remote", err=True)
+            _say(f"  ✗ {name!r}: not pulled or checksum differs from the remote", err=True)
         for name, why in sorted(rec.unpullable.items()):
-            click.echo(f"  ✗ {name!r}: not pullable ({why}); rename or remove it on the machine", err=True)
+            _say(f"  ✗ {name!r}: not pullable ({why}); rename or remove it on the machine", err=True)
         if not rec.complete:
             look = command_text(*ssh_words(paths[rec.job], "ls", "-la", rec.remote_dir))
             again = command_text("gpujob", "pull", *job_file_args(paths[rec.job]))
-            click.echo(
+            _say(
                 f"  hint: rename or remove on the machine what is not pullable or fails checkpoint.verify "
                 f"({look}), then run {again} again",
                 err=True,
             )
         bad += 0 if rec.complete else 1
     return 1 if bad else 0
+
+
+def _say(text: str, err: bool = False) -> None:
+    """One line of the report: names and paths come from the machine, so through render.safe (a name
+    with a newline or an escape cannot forge a line or act on the terminal)."""
+    from gpujob.render.safe import for_terminal
+
+    click.echo(for_terminal(text), err=err)
 
 
 async def _go(loaded, hooks):  # type: ignore[no-untyped-def]
