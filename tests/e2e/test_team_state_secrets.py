@@ -25,7 +25,9 @@ def _shared(p: Project, url: str) -> None:
 
 def _kv(url: str, password: str) -> str:
     u = urlsplit(url)
-    return f"host={u.hostname} port={u.port} dbname={u.path.lstrip('/')} user={u.username} password='{password}'"
+    return (
+        f"host={u.hostname} port={u.port} dbname={u.path.lstrip('/')} user={u.username} password='{password}'"
+    )
 
 
 def test_no_password_form_reaches_status_output(project: Project, pg_url: str) -> None:
@@ -44,14 +46,21 @@ def test_no_password_form_reaches_status_output(project: Project, pg_url: str) -
     # the plan-only CI setup: another workspace (the pod does not trust its key), the project pinned
     project_id = p.project_id
     for url in (f"{pg_url}?password={QUERY_PW}", _kv(pg_url, KV_PW)):
-        ci = {**p.env, "GPUJOB_STATE_URL": url, "GPUJOB_STATE_WORKSPACE": "ci", "GPUJOB_PROJECT_ID": project_id}
+        ci = {
+            **p.env,
+            "GPUJOB_STATE_URL": url,
+            "GPUJOB_STATE_WORKSPACE": "ci",
+            "GPUJOB_PROJECT_ID": project_id,
+        }
         ci["GPUJOB_SSH_CONNECT_TIMEOUT"] = "3"
         done = Project(dir=p.dir, env=ci, sim=p.sim).gj("status", check=False)
         seen.append(done.stdout + done.stderr)
         assert done.returncode == 1, done.stdout + done.stderr  # it cannot read the run
     # the same command against an unreachable database names it, without the password
     u = urlsplit(pg_url)
-    p.env["GPUJOB_STATE_URL"] = f"host={u.hostname} port=1 user={u.username} password='{KV_PW}' connect_timeout=5"
+    p.env["GPUJOB_STATE_URL"] = (
+        f"host={u.hostname} port=1 user={u.username} password='{KV_PW}' connect_timeout=5"
+    )
     failed = p.gj("status", check=False)
     seen.append(failed.stdout + failed.stderr)
     assert failed.returncode == 1
@@ -76,7 +85,7 @@ def test_the_decrypted_key_is_gone_after_logs_f_is_killed(project: Project, pg_u
         try:
             dirs = poll(
                 "logs -f to hold the decrypted key",
-                lambda: [d for d in _key_dirs(follower.pid) if (d / "id_ed25519").exists()],
+                lambda pid=follower.pid: [d for d in _key_dirs(pid) if (d / "id_ed25519").exists()],
             )
             assert (dirs[0] / "id_ed25519").stat().st_mode & 0o077 == 0
             os.kill(follower.pid, sig)
