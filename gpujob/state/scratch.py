@@ -90,7 +90,7 @@ def _alive(pid: int) -> bool:
 
 def sweep(where: Path) -> list[Path]:
     """Remove this user's scratch directories left by processes that are gone; returns them."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(where.iterdir())
     except OSError:
