@@ -29,3 +29,15 @@ def test_the_tail_is_bounded_in_characters_and_falls_back_to_stdout() -> None:
     assert len(verify.output_tail(b"", long)) == verify.OUTPUT_MAX
     assert verify.output_tail(b"only stdout\n", b"  \n") == "only stdout"
     assert verify.visible("\x9b2J\x7f\ttab\nnl") == "\\x9b2J\\x7f\ttab\nnl"
+
+
+def test_a_command_that_would_paste_the_name_into_code_is_never_run(tmp_path: Path) -> None:
+    # validate refuses it; a job file edited since the plan meets the same check where it would run
+    ck = tmp_path / "a;touch PWNED;b"
+    ck.write_text("x")
+    for template in ('sh -c "cat {file}"', "python3 -c \"open('{file}')\"", "eval cat {file}"):
+        ok, text = verify.run(template, ck, cwd=tmp_path)
+        assert not ok and "checkpoint.verify not run" in text and "safe forms" in text
+        ok, text = asyncio.run(verify.run_async(template, ck, cwd=tmp_path))
+        assert not ok and "checkpoint.verify not run" in text
+    assert not (tmp_path / "PWNED").exists()
