@@ -39,7 +39,9 @@ class Event(Model):
             text += f" -> {self.did}"
         if self.usd_so_far is not None:
             text += f"  (${self.usd_so_far:,.2f} so far)"
-        return text
+        from gpujob.render.safe import for_terminal
+
+        return for_terminal(text)  # what happened quotes the machine and the API (names, errors)
 
 
 def make_event(

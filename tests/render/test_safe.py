@@ -99,3 +99,16 @@ def test_ordinary_text_passes_unchanged() -> None:
     text = "step 12 loss 0.53 — ünïcode ✓ 日本語"
     assert safe.for_terminal(text) == text
     assert safe.for_terminal(text + "\n\tx", lines=True) == text + "\n\tx"
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_watch_event_line_quoting_a_name_is_one_inert_line(name: str) -> None:
+    from datetime import UTC, datetime
+
+    from gpujob.watch.events import Event
+
+    e = Event(
+        at=datetime(2026, 1, 1, tzinfo=UTC), job="bert", event="pulled", happened=f"pulled {name}", did=name
+    )
+    line = e.line()
+    assert line.isprintable() and "\n" not in line and "bert  pulled: pulled " in line
