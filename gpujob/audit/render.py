@@ -57,7 +57,13 @@ def render_audit(
 
 
 def _filters() -> dict[str, object]:
-    return {"usd_h": usd_h, "usd_m": usd_m, "ago": ago, "when": when, "owner": owner_label}
+    from gpujob.render.safe import for_markdown, md_code
+
+    # names, states and errors come from the platforms' APIs (anyone on the account names a pod)
+    return {
+        "usd_h": usd_h, "usd_m": usd_m, "ago": ago, "when": when, "owner": owner_label,
+        "md": for_markdown, "code": md_code,
+    }  # fmt: skip
 
 
 def _markdown(report: AuditReport) -> str:
@@ -143,4 +149,6 @@ def _text(report: AuditReport, *, color: bool = False, width: int | None = None)
         )
     else:
         out.append(f"Nothing billable idle longer than {ago(report.idle_threshold_s)}.")
-    return "\n".join(out) + "\n"
+    from gpujob.render.safe import for_terminal
+
+    return "\n".join(for_terminal(line) for line in out) + "\n"  # names and errors come from the APIs

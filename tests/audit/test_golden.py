@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,19 @@ def test_on_a_terminal_the_text_fits_its_width_with_details_under_each_row(seede
     assert rows and all(len(v) <= 100 for v in rows)
     assert any("…" in v for v in rows)  # the seeded names and dates do not fit 100 columns
     assert "\x1b[1m" in fancy[plain.index(next(p for p in plain if p.startswith("  OWNER")))]  # bold header
+
+
+def test_hostile_names_from_the_account_are_inert_in_text_and_markdown(seeded_live: LiveState) -> None:
+    """Anyone on the account names a pod: the audit shows such names, never acts on them."""
+    hostile = "x\x1b]52;c;eA==\x07<img src=x onerror=alert(1)>[a](b)@admins\u202e"
+    live = seeded_live.model_copy(
+        update={"resources": [r.model_copy(update={"name": hostile}) for r in seeded_live.resources]}
+    )
+    report = classify(live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    assert any(hostile in i.label for i in report.items)
+    text = render_audit(report, "text")
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b]52;c;eA==\\x07" in text
+    md = render_audit(report, "markdown")
+    assert "\x1b" not in md and "\u202e" not in md
+    outside = re.sub(r"(`+)[^`]*?\1", "", md)  # code spans are inert
+    assert "<img" not in outside and "](b)" not in outside.replace("\\](b)", "")
