@@ -80,7 +80,9 @@ def render_text(
     dups = sorted({name for (kind, name), n in counts.items() if n > 1})
     if dups:
         lines.append(f"warning: duplicated names (gpujob never picks one silently): {', '.join(dups)}")
-    return "\n".join(lines)
+    from gpujob.render.safe import for_terminal
+
+    return "\n".join(for_terminal(line) for line in lines)  # names come from the API
 
 
 def _state(job_file: str | None, fmt: str, no_color: bool = False) -> None:

@@ -112,3 +112,14 @@ def test_a_watch_event_line_quoting_a_name_is_one_inert_line(name: str) -> None:
     )
     line = e.line()
     assert line.isprintable() and "\n" not in line and "bert  pulled: pulled " in line
+
+
+def test_state_show_prints_an_api_name_inert() -> None:
+    from gpujob.cli.cmd_state import render_text
+    from gpujob.live import LiveResource
+
+    name = "\x1b]52;c;eA==\x07pod\u202e\nforged line"
+    r = LiveResource(platform="runpod", kind="pod", id="p1", name=name, status="running")
+    text = render_text([r], "bert", "runpod", "proj")
+    assert all(line.isprintable() for line in text.splitlines()) and "\\x1b]52;c;eA==\\x07pod" in text
+    assert not any(line.startswith("forged line") for line in text.splitlines())
