@@ -87,8 +87,11 @@ HASHER = (
 _HASH = r"""-exec sh -c 'h=$($H < "$1") && printf "H%.64s\0" "$h"' sh {} \;"""
 _NO_HASH = r"""-printf 'H-\0'"""
 
+# The claimed total, then the size of the disk holding it (1024-byte blocks): a sparse or forged file
+# may claim more than its disk, and the hashing bound is sized from the smaller (gpujob.ssh.space).
 _TOTAL = r"""cd {dir} 2>/dev/null || {{ echo 0; exit 0; }}
-find . -mindepth 1 -name '.*' -prune -o -type f -printf '%s\n' | awk '{{s+=$1}} END {{print s+0}}'"""
+find . -mindepth 1 -name '.*' -prune -o -type f -printf '%s\n' | awk '{{s+=$1}} END {{printf "%.0f\n", s+0}}'
+df -Pk . 2>/dev/null | awk 'NR==2 {{print $2}}'"""
 
 
 async def list_remote(remote: Remote, remote_dir: str, *, hashes: bool = True) -> RemoteListing:
@@ -103,7 +106,10 @@ async def list_remote(remote: Remote, remote_dir: str, *, hashes: bool = True) -
         )
         return parse_listing(rdir, out.stdout)
     total = (await remote.run(_TOTAL.format(dir=q(rdir)), what=what, left="nothing was pulled yet")).stdout
-    bound = remote.limits.for_bytes(int(total.strip()) if total.strip().isdigit() else 0)
+    words = total.split()
+    claimed = int(words[0]) if words and words[0].isdigit() else 0
+    disk = int(words[1]) * 1024 if len(words) > 1 and words[1].isdigit() else None
+    bound = remote.limits.for_bytes(min(claimed, disk) if disk else claimed)
     out = await remote.run(
         _LIST.format(dir=q(rdir), hasher=HASHER, hash=_HASH),
         timeout=bound,
