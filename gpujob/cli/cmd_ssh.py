@@ -92,6 +92,9 @@ async def _argv(loaded):  # type: ignore[no-untyped-def]
         known.write_text(line + "\n")
         known.chmod(0o600)
         key_path, _ = ssh.ensure_project_key(store)
+        from gpujob.state.scratch import on_disk
+
+        key_path = on_disk(key_path)  # OpenSSH reads a file: written now, removed when gpujob exits
     return [
         "ssh", "-i", str(key_path), "-p", str(endpoint.port),
         "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}",

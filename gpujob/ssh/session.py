@@ -465,7 +465,12 @@ async def _open(
 ) -> asyncssh.SSHClientConnection:
     where = f"{endpoint.user}@{endpoint.host}:{endpoint.port} ({resource_id})"
     try:
-        client_key = asyncssh.read_private_key(key_path)
+        from gpujob.state.scratch import held
+
+        data = held(key_path)  # a remote store's key never touches a disk on its way to asyncssh
+        client_key = (
+            asyncssh.import_private_key(data) if data is not None else asyncssh.read_private_key(key_path)
+        )
     except (OSError, asyncssh.KeyImportError) as exc:
         raise SSHConnectError(f"cannot read SSH key {key_path}: {exc}") from exc
     pinned = pins.get(resource_id)

@@ -89,8 +89,10 @@ class Store(Protocol):
         ...
 
     def secret_file(self, name: str) -> Path | None:
-        """A file holding the secret, private to this user, for tools that need a path (ssh -i). None
-        when there is no such secret. Files made for a remote store are removed when gpujob exits."""
+        """The path of the secret, private to this user (None when there is no such secret). A remote
+        store keeps it in memory under that path (gpujob.state.scratch.hold): asyncssh reads it from
+        there, and `scratch.on_disk(path)` writes the file for a tool that needs one (ssh -i), removed
+        when gpujob exits."""
         ...
 
     def scratch_dir(self) -> Path:

@@ -292,19 +292,19 @@ class PgStore(PgLocks):
                 )
 
     def secret_file(self, name: str) -> Path | None:
+        """The secret's path, held in memory only (gpujob.state.scratch): asyncssh reads it from there,
+        and `scratch.on_disk(path)` writes it for a tool that needs the file (OpenSSH)."""
+        from gpujob.state import scratch
+
         with self._mutex:
             path = self._files.get(name)
-            if path is not None and path.exists():
+            if path is not None and scratch.held(path) is not None and path.parent.is_dir():
                 return path
             secret = self.secret(name)
             if secret is None:
                 return None
             path = self.scratch_dir() / name
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.write(fd, secret)
-            finally:
-                os.close(fd)
+            scratch.hold(path, secret)
             # Where the key came from, for a machine that refuses it (gpujob.ssh.session names it).
             path.with_name(f"{name}.origin").write_text(self.location + "\n")
             self._files[name] = path

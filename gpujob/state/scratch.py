@@ -7,6 +7,10 @@ removed on every way out of the process.
     the default action kills the process, so the exit status still says which signal);
   - SIGKILL, a power cut: nothing can run then, so each new directory first sweeps this user's
     directories whose process is gone. The pid is in the name: gpujob-state-<pid>-XXXXXXXX.
+
+Better still, a secret need not be written at all: `hold(path, data)` keeps it in memory under the
+path it would have, asyncssh reads it from there (gpujob.ssh.session.connect), and only a tool that
+reads files itself (OpenSSH, for `gpujob ssh`) has it written, by `on_disk(path)`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ PREFIX = "gpujob-state-"
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 _dirs: list[Path] = []
+_held: dict[str, bytes] = {}
 _previous: dict[int, Any] = {}
 _lock = threading.Lock()
 
@@ -118,3 +123,30 @@ def sweep(where: Path) -> list[Path]:
         shutil.rmtree(d, ignore_errors=True)
         removed.append(d)
     return removed
+
+
+def hold(path: Path, data: bytes) -> None:
+    """Keep a secret in memory under the path a file of it would have (see the module doc)."""
+    with _lock:
+        _held[str(path)] = data
+
+
+def held(path: Path | str) -> bytes | None:
+    with _lock:
+        return _held.get(str(path))
+
+
+def on_disk(path: Path) -> Path:
+    """`path` as a file, for a tool that reads one: a held secret is written there now (0600, never
+    through a link), inside its private directory, which goes when this process ends. A path that
+    holds nothing in memory is returned as it is (a local store's key is a file already)."""
+    data = held(path)
+    if data is None:
+        return path
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return path

@@ -71,7 +71,11 @@ def test_secrets_are_sealed_and_nothing_secret_is_in_the_tables(
     monkeypatch.setenv("GPUJOB_STATE_KEY", STATE_KEY)
     store = PgStore(pg_url, "w")
     key_path, public_line = ensure_project_key(store)
-    private = key_path.read_bytes()
+    from gpujob.state.scratch import held
+
+    assert not key_path.exists()  # in memory only: asyncssh reads it from there
+    private = held(key_path)
+    assert private is not None
     assert private.startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----")
     # The key material in every form it could take: the file, its base64 body, the raw key bytes.
     body = b"".join(private.splitlines()[1:-1])
