@@ -1,8 +1,8 @@
 """Hostile input, end to end against the simulator (real sshd pods, the CLI as processes): a run whose
 checkpoint directory holds names built to attack the user's terminal, PR comments and shell.
 
-  - every command that shows those names (status, plan in each format, pull, logs, watch --once)
-    prints no raw escape byte and no live HTML/markdown, whatever the format;
+  - every command that shows those names or reads that pod (status, plan in each format, pull, logs,
+    watch --once, cost, state show, audit) prints no raw escape byte and no live HTML/markdown;
   - a verify command that would paste a name into code (`sh -c "... {file}"`) is refused by validate
     and by pull, and a name like `a;touch PWNED;b` never runs, in any form the README documents.
 """
@@ -85,6 +85,11 @@ def test_every_command_shows_the_hostile_corpus_inert(project: Project) -> None:
         ("plan", "--format", "json"),
         ("pull",),
         ("logs", "-n", "20"),
+        ("watch", "--once"),
+        ("cost",),
+        ("state", "show"),
+        ("audit",),
+        ("audit", "--format", "markdown"),
     ):
         done = p.gj(*args, check=False)
         outputs[" ".join(args)] = done.stdout + done.stderr
