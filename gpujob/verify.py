@@ -9,6 +9,7 @@ to that variable, chosen by where the placeholder stands:
   python3 v.py "{file}"      ->  python3 v.py "${GPUJOB_CHECKPOINT_FILE}"
   python3 v.py '{file}'      ->  python3 v.py "$GPUJOB_CHECKPOINT_FILE"
   sh -c 'load {file}'        ->  sh -c 'load "$GPUJOB_CHECKPOINT_FILE"'   (the inner shell expands it)
+  sh -c 'load "{file}"'      ->  sh -c 'load "${GPUJOB_CHECKPOINT_FILE}"'
 
 A parameter expansion's value is never parsed as code, so a file named `x$(touch PWNED)` is just a
 name. A command without `{file}` can read the variable itself.
@@ -54,6 +55,8 @@ def shell_text(template: str) -> str:
                 i += len(PLACEHOLDER) + 1
                 state = "plain"
                 continue
+            elif out and out[-1] == '"' and template.startswith('"', i + len(PLACEHOLDER)):
+                out.append(f"${{{ENV}}}")  # sh -c '... "{file}" ...': the inner double quotes quote it
             else:
                 out.append(f'"${ENV}"')  # code for an inner shell, which expands the variable itself
             i += len(PLACEHOLDER)
@@ -84,7 +87,10 @@ SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"}
 INTERPRETERS = SHELLS | {
     "python", "python2", "python3", "pypy", "pypy3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php",
     "lua", "luajit", "Rscript", "R", "julia", "tclsh", "fish", "pwsh", "osascript", "jq",
+    "su", "runuser", "flock", "script",  # their -c is shell code too
 }  # fmt: skip
+# Programs that join their arguments into one string for a shell to parse (ssh's remote shell, watch).
+JOINERS = {"ssh", "watch"}
 _CODE_OPTION = re.compile(r"^(-[A-Za-z]*[ceE]|--(eval|exec|command|print|expression|execute)(=.*)?)$")
 _EVALUATORS = {"eval", ".", "source", "exec"}
 _SEPARATORS = set(";&|()\n")
@@ -185,6 +191,9 @@ def placement_problem(template: str) -> str | None:
                     continue  # a literal the outer shell does not expand
                 if code_arg:
                     return f"{{file}} as the code of {names[i - 1]}: the name itself would be run"
+                joiner = next((n for n in earlier if n in JOINERS), None)
+                if joiner:
+                    return f"{{file}} in the arguments of {joiner}, which joins them into text a shell parses"
                 if any(n in _EVALUATORS for n in earlier):
                     return f"{{file}} after {next(n for n in earlier if n in _EVALUATORS)}: the name would be run"
     return None

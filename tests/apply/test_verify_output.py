@@ -41,3 +41,21 @@ def test_a_command_that_would_paste_the_name_into_code_is_never_run(tmp_path: Pa
         ok, text = asyncio.run(verify.run_async(template, ck, cwd=tmp_path))
         assert not ok and "checkpoint.verify not run" in text
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_every_documented_form_passes_a_name_with_spaces_and_globs_as_one_argument(tmp_path: Path) -> None:
+    ck = tmp_path / "a b * $(touch PWNED) `touch PWNED`;c"
+    ck.write_text("x")
+    check = 'test $# -eq 1 && test -f "$1"'  # exactly one argument, naming the file
+    (tmp_path / "one.sh").write_text(check + "\n")
+    for template in (
+        "sh one.sh {file}",
+        'sh one.sh "{file}"',
+        "sh one.sh '{file}'",
+        "sh -c 'sh one.sh {file}'",
+        "sh -c 'sh one.sh \"{file}\"'",
+    ):
+        assert verify.placement_problem(template) is None, template
+        ok, text = verify.run(template, ck, cwd=tmp_path)
+        assert ok, (template, verify.shell_text(template), text)
+    assert not (tmp_path / "PWNED").exists()

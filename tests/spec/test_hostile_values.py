@@ -37,6 +37,9 @@ UNSAFE_VERIFY = [
     'python3 -c "{file}"',
     "timeout 60 perl -e {file}",
     "python3 - <<EOF\nopen('{file}')\nEOF",
+    "ssh gpu-box python3 v.py {file}",  # the remote shell parses the joined arguments
+    "watch -n 5 python3 v.py {file}",
+    "flock /tmp/l -c {file}",
 ]
 SAFE_VERIFY = [
     "python3 verify_ckpt.py {file}",
