@@ -57,12 +57,12 @@ def render_audit(
 
 
 def _filters() -> dict[str, object]:
-    from gpujob.render.safe import for_markdown, md_code
+    from gpujob.render.safe import cell, code, md
 
     # names, states and errors come from the platforms' APIs (anyone on the account names a pod)
     return {
         "usd_h": usd_h, "usd_m": usd_m, "ago": ago, "when": when, "owner": owner_label,
-        "md": for_markdown, "code": md_code,
+        "md": md, "cell": cell, "code": code, "cell_code": lambda t: code(t, in_table=True),
     }  # fmt: skip
 
 

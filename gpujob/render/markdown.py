@@ -9,8 +9,6 @@ HTML or break the layout: `md` for prose and table cells, `html_text` inside HTM
 
 from __future__ import annotations
 
-import html
-import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,9 @@ from gpujob.cost.rates import rate, usd
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, MeterLine, Plan
 from gpujob.profile import HOURS_PER_MONTH
 from gpujob.render import summary as S
+
+# every escape below is the output boundary's (gpujob.render.safe): one place for what text may do
+from gpujob.render.safe import cell, code, fenced, html_text, inline, md, mermaid_label
 
 ICON = {"error": "⛔", "warning": "⚠️", "info": "ℹ️"}
 APPROVE_PREFIX = "gpujob-approve:"  # what examples/ci and `gpujob pr-comment approvals` read (gitops)
@@ -72,77 +73,6 @@ def _template() -> Any:
 def render_markdown(plan: Plan) -> str:
     text: str = _template().render(plan=plan)
     return text.rstrip("\n") + "\n"
-
-
-# --- escapes ---------------------------------------------------------------------------------------
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
-_LINE_START = re.compile(r"^([-+>=]|\d+[.)])")
-_CODE_SPAN = re.compile(r"`([^`]+)`")  # a balanced span in gpujob's own wording ("run `python train.py`")
-
-
-def inline(text: object) -> str:
-    """One line: every run of whitespace (newlines included) becomes one space, and control characters
-    are shown as escapes (a plan printed to a terminal acts on none)."""
-    from gpujob.redact import visible
-
-    return " ".join(visible(str(text)).split())
-
-
-def _plain(text: str) -> str:
-    out = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
-    return out.replace("@", "&#64;")  # no @mention pings anyone
-
-
-def md(text: object, *, in_table: bool = False) -> str:
-    """Untrusted text as literal Markdown prose (also safe in a table cell): HTML special characters
-    become entities, Markdown punctuation is backslash-escaped, @mentions are broken, and nothing can
-    start a list, quote or heading. A balanced `code span` stays one (nothing is live inside it)."""
-    s = inline(text)
-    parts: list[str] = []
-    last = 0
-    for m in _CODE_SPAN.finditer(s):
-        parts += [_plain(s[last : m.start()]), code(m.group(1), in_table=in_table)]
-        last = m.end()
-    parts.append(_plain(s[last:]))
-    return _LINE_START.sub(r"\\\1", "".join(parts))
-
-
-def cell(text: object) -> str:
-    return md(text, in_table=True)
-
-
-def html_text(text: object) -> str:
-    """Inside an HTML element (where Markdown is not parsed): entities only."""
-    return html.escape(inline(text), quote=True)
-
-
-def code(text: object, *, in_table: bool = False) -> str:
-    """A code span holding `text` literally, whatever backticks it contains (CommonMark: the fence is
-    one backtick longer than the longest run inside, padded when the text touches a backtick)."""
-    body = inline(text)
-    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
-    fence = "`" * (longest + 1)
-    if body.startswith("`") or body.endswith("`") or not body.strip():
-        body = f" {body} "
-    if in_table:  # GFM splits a table row on any unescaped pipe, even inside a code span
-        body = body.replace("|", "\\|")
-    return f"{fence}{body}{fence}"
-
-
-def fenced(lines: list[str], info: str = "") -> str:
-    """A fenced code block that no line of `lines` can close early."""
-    longest = max((len(m) for line in lines for m in re.findall(r"`{3,}", line)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return "\n".join([f"{fence}{info}", *lines, fence])
-
-
-def mermaid_label(text: object) -> str:
-    """Text inside a quoted Mermaid label: Mermaid's own entity codes for what would end or mark it up."""
-    out = inline(text)
-    for ch, name in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
-        out = out.replace(ch, name)
-    return out
 
 
 # --- pieces ----------------------------------------------------------------------------------------

@@ -9,10 +9,13 @@ rendered.
                               becomes harmless text, and a name cannot forge a second line
   for_terminal(s, lines=True) the same, but newlines and tabs kept (a log, a command's output); CRLF is
                               a line end
-  for_markdown(s)             inline Markdown for PR comments: the terminal escapes, newlines folded
+  for_markdown(s) = md(s)     inline Markdown for PR comments: the terminal escapes, newlines folded
                               to spaces, HTML inert (`&lt;img …&gt;`), link/image/emphasis/table
-                              syntax backslash-escaped, `@` mentions broken; `code spans` kept inert
-  md_code(s)                  s as one literal code span, whatever backticks it holds
+                              syntax backslash-escaped, nothing starts a list or heading, `@`
+                              mentions broken; balanced `code spans` kept (inert inside); cell(s) in
+                              a table, html_text(s) inside HTML, fenced(lines) for a code block,
+                              mermaid_label(s) inside a Mermaid chart
+  md_code(s) = code(s)        s as one literal code span, whatever backticks it holds
   for_json(s)                 s unchanged: the JSON encoder escapes control characters, and a reader
                               of JSON wants the real name
 
@@ -21,6 +24,7 @@ Escapes follow Python's repr (`\\x1b`, `\\r`, `\\u202e`), so what is shown can b
 
 from __future__ import annotations
 
+import html
 import re
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -53,43 +57,75 @@ def for_json(text: object) -> str:
     return str(text)
 
 
-# Markdown/HTML characters that can start markup inline. `#`, `+`, `-`, `=` and digits only act at the
-# start of a line, which inline text never is (newlines are folded).
-# `(`, `!` and quotes are inert once `[` and `<` are escaped.
-# An `_` inside a word (snake_case) never starts emphasis, so it stays readable.
-_MD_SPECIAL = re.compile(r"[\\`*\[\]|~<>&@]|(?<![^\W_])_|_(?![^\W_])")
-_MD_REPLACE = {"<": "&lt;", ">": "&gt;", "&": "&amp;", "@": "&#64;"}
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+# --- Markdown (PR comments): one escape per place a string can stand ----------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
+_LINE_START = re.compile(r"^([-+>=]|\d+[.)])")
+_CODE_SPAN = re.compile(r"`([^`]+)`")  # a balanced span in gpujob's own wording ("run `python train.py`")
 
 
-def _md_plain(text: str) -> str:
-    return _MD_SPECIAL.sub(lambda m: _MD_REPLACE.get(m.group(), "\\" + m.group()), text)
+def inline(text: object) -> str:
+    """One line: every run of whitespace (newlines included) becomes one space, and control characters
+    are shown as escapes (a plan printed to a terminal acts on none)."""
+    return " ".join(for_terminal(str(text), lines=True).split())
 
 
-def _md_fold(text: object) -> str:
-    """One line: whitespace runs (newlines too) are one space, then the terminal escapes."""
-    return for_terminal(" ".join(str(text).split()))
+def _plain(text: str) -> str:
+    out = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    return out.replace("@", "&#64;")  # no @mention pings anyone
 
 
-def for_markdown(text: object) -> str:
-    """Inline Markdown that renders as the text it was given (see the module doc). Balanced `code spans`
-    stay code spans, where nothing is live; everything outside them is escaped."""
-    s = _md_fold(text)
-    out: list[str] = []
+def md(text: object, *, in_table: bool = False) -> str:
+    """Untrusted text as literal Markdown prose (also safe in a table cell): HTML special characters
+    become entities, Markdown punctuation is backslash-escaped, @mentions are broken, and nothing can
+    start a list, quote or heading. A balanced `code span` stays one (nothing is live inside it)."""
+    s = inline(text)
+    parts: list[str] = []
     last = 0
     for m in _CODE_SPAN.finditer(s):
-        out.append(_md_plain(s[last : m.start()]))
-        out.append(md_code(m.group(1)))
+        parts += [_plain(s[last : m.start()]), code(m.group(1), in_table=in_table)]
         last = m.end()
-    out.append(_md_plain(s[last:]))
-    return "".join(out)
+    parts.append(_plain(s[last:]))
+    return _LINE_START.sub(r"\\\1", "".join(parts))
 
 
-def md_code(text: object) -> str:
-    """A code span holding text literally (HTML and links inside a code span are not live). A `|` is
-    written `\\|`, which GitHub reads as `|` even inside a code span in a table cell."""
-    s = _md_fold(text).replace("|", "\\|")
-    run = max((len(r) for r in re.findall(r"`+", s)), default=0)
-    fence = "`" * (run + 1)
-    pad = " " if run or s.startswith(" ") or s.endswith(" ") else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
+def cell(text: object) -> str:
+    return md(text, in_table=True)
+
+
+def html_text(text: object) -> str:
+    """Inside an HTML element (where Markdown is not parsed): entities only."""
+    return html.escape(inline(text), quote=True)
+
+
+def code(text: object, *, in_table: bool = False) -> str:
+    """A code span holding `text` literally, whatever backticks it contains (CommonMark: the fence is
+    one backtick longer than the longest run inside, padded when the text touches a backtick)."""
+    body = inline(text)
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    if body.startswith("`") or body.endswith("`") or not body.strip():
+        body = f" {body} "
+    if in_table:  # GFM splits a table row on any unescaped pipe, even inside a code span
+        body = body.replace("|", "\\|")
+    return f"{fence}{body}{fence}"
+
+
+def fenced(lines: list[str], info: str = "") -> str:
+    """A fenced code block that no line of `lines` can close early."""
+    longest = max((len(m) for line in lines for m in re.findall(r"`{3,}", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([f"{fence}{info}", *lines, fence])
+
+
+def mermaid_label(text: object) -> str:
+    """Text inside a quoted Mermaid label: Mermaid's own entity codes for what would end or mark it up."""
+    out = inline(text)
+    for ch, name in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+        out = out.replace(ch, name)
+    return out
+
+
+# The names of the short API (for renderers outside the plan: audit, ...).
+for_markdown = md
+md_code = code

@@ -86,7 +86,7 @@ def test_markdown_renders_the_same_words_and_keeps_code_spans() -> None:
     assert safe.for_markdown("run `python train.py` detached") == "run `python train.py` detached"
     assert safe.for_markdown("a <b> & [c](d)") == "a &lt;b&gt; &amp; \\[c\\](d)"
     assert safe.for_markdown("`a`<b>`c") == "`a`&lt;b&gt;\\`c"
-    assert safe.md_code("x`y") == "`` x`y ``"
+    assert safe.md_code("x`y") == "``x`y``"
 
 
 def test_json_keeps_the_real_text_and_the_encoder_escapes_it() -> None:
