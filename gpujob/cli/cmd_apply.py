@@ -168,8 +168,10 @@ def run(
         f"{'Destroy' if destroy else 'Apply'} finished: {len(result.done)} done, "
         f"{len(result.failed)} failed, {len(result.skipped)} skipped."
     )
-    for action_id, message in result.failed.items():
-        click.echo(f"  ✗ {action_id}: {message}", err=True)
+    from gpujob.render.safe import for_terminal
+
+    for action_id, message in result.failed.items():  # a failure quotes the machine or the API
+        click.echo(for_terminal(f"  ✗ {action_id}: {message}", lines=True), err=True)
     if result.failed:
         # The same command line, approvals included: nothing remembers them between runs.
         from gpujob.apply.gate import approve_flags

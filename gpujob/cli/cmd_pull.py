@@ -59,11 +59,11 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float
     bad = 0
     for out in outputs:
         state = "each checked by sha256" if not out.unpullable else "INCOMPLETE"
-        click.echo(f"{out.job}: {len(out.files)} output file(s) into {out.local_dir}: {state}")
+        _say(f"{out.job}: {len(out.files)} output file(s) into {out.local_dir}: {state}")
         for path, f in sorted(out.files.items()):
-            click.echo(f"  ✓ {path}  {f.size} B  sha256 {f.sha256[:16]}…")
+            _say(f"  ✓ {path}  {f.size} B  sha256 {f.sha256[:16]}…")
         for path, why in sorted(out.unpullable.items()):
-            click.echo(f"  ✗ {path!r}: not pullable ({why}); rename or remove it on the machine", err=True)
+            _say(f"  ✗ {path!r}: not pullable ({why}); rename or remove it on the machine", err=True)
         bad += 1 if out.unpullable else 0
 
     paths = {ls.spec.name: ls.path for ls in loaded}
