@@ -85,7 +85,7 @@ def _run(
     from gpujob.spec.model import parse_duration
 
     try:
-        threshold = parse_duration(idle_threshold).total_seconds()
+        threshold = parse_duration(idle_threshold, minimum_s=0).total_seconds()
     except ValueError as exc:
         raise ConfigError(f"--idle-threshold: {exc}") from None
     wanted = choose_platforms(platforms)

@@ -95,7 +95,7 @@ def _seconds(option: str, value: str) -> float:
     from gpujob.spec.rules import parse_duration
 
     try:
-        return parse_duration(value).total_seconds()
+        return parse_duration(value, minimum_s=0).total_seconds()
     except ValueError as exc:
         raise ConfigError(f"--{option}: {exc}") from None
 

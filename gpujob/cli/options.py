@@ -49,7 +49,7 @@ def parse_lock_timeout(value: str) -> float:
     from gpujob.spec.rules import parse_duration
 
     try:
-        return parse_duration(text).total_seconds()
+        return parse_duration(text, minimum_s=0).total_seconds()
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 

@@ -40,8 +40,10 @@ _SECRET_VALUE = re.compile(
 )
 
 
-def parse_duration(value: Any) -> timedelta:
-    """'15m', '48h', '1w', '30s', '2d' -> timedelta. Bare numbers are refused: the unit is never guessed."""
+def parse_duration(value: Any, minimum_s: float = _MIN_DURATION_S) -> timedelta:
+    """'15m', '48h', '1w', '30s', '2d' -> timedelta. Bare numbers are refused: the unit is never guessed.
+    A job file's durations are at least 1s; a command-line option (a poll interval, a timeout) passes
+    minimum_s=0 and may be shorter, but never zero."""
     if isinstance(value, timedelta):
         return value
     if isinstance(value, bool) or not isinstance(value, str):
@@ -51,8 +53,10 @@ def parse_duration(value: Any) -> timedelta:
         raise ValueError(f"'{value}' is not a duration; write a number with a unit: 30s, 15m, 48h, 2d or 1w")
     amount, unit = float(match.group(1)), match.group(2)
     seconds = amount * _UNIT_SECONDS[unit]
-    if seconds < _MIN_DURATION_S:
-        raise ValueError(f"'{value}' is too short a duration (at least 1s)")
+    if seconds <= 0:
+        raise ValueError("a duration must be longer than zero")
+    if seconds < minimum_s:
+        raise ValueError(f"'{value}' is too short a duration (at least {minimum_s:g}s)")
     if seconds > _MAX_DURATION_S:  # also keeps timedelta() from overflowing on absurd input
         raise ValueError(f"'{value}' is too long a duration (at most 10 years)")
     return timedelta(seconds=seconds)

@@ -89,7 +89,7 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         from gpujob.spec.rules import parse_duration
 
         try:
-            value = parse_duration(raw).total_seconds()
+            value = parse_duration(raw, minimum_s=0).total_seconds()
         except ValueError:
             value = -1.0
     if value <= 0:

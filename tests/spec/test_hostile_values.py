@@ -98,3 +98,13 @@ def test_the_bounds_are_in_the_published_schema() -> None:
     assert price["maximum"] == 1000
     duration = json.dumps(schema)
     assert "^[0-9]+(\\\\.[0-9]+)?(s|m|h|d|w)$" in duration
+
+
+def test_command_line_durations_may_be_shorter_than_a_second_but_not_zero() -> None:
+    from gpujob.spec.rules import parse_duration
+
+    assert parse_duration("0.2s", minimum_s=0).total_seconds() == 0.2  # watch --probe 0.2s
+    with pytest.raises(ValueError, match="at least 1s"):
+        parse_duration("0.2s")  # a job file's
+    with pytest.raises(ValueError, match="longer than zero"):
+        parse_duration("0s", minimum_s=0)
