@@ -150,7 +150,12 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
     except SSHStalled as exc:  # the machine stopped answering: status says so and exits 1
         return {"error": str(exc).splitlines()[0], "stalled": exc.render(), "unreadable": True}
     except SSHKeyRefused as exc:  # it will not answer this key however long we wait: an error
-        return {"error": str(exc).splitlines()[0], "hint": exc.hint, "failed": exc.render(), "unreadable": True}
+        return {
+            "error": str(exc).splitlines()[0],
+            "hint": exc.hint,
+            "failed": exc.render(),
+            "unreadable": True,
+        }
     except SSHConnectError as exc:  # a running machine that does not answer: say what to check, exit 1
         return {"error": str(exc).splitlines()[0], "hint": exc.hint, "unreadable": True}
     except GpujobError as exc:

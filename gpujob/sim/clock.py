@@ -56,4 +56,4 @@ def parse_duration(text: str) -> float:
     parts = re.findall(r"\d+(?:\.\d+)?[smhdw]", text)
     if not parts or "".join(parts) != text:
         raise ValueError(f"not a duration: {text!r} (use e.g. 2h, 90m, 1h30m, 45s)")
-    return sum(one(part).total_seconds() for part in parts)
+    return sum(one(part, minimum_s=0).total_seconds() for part in parts)
