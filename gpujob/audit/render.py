@@ -113,9 +113,9 @@ def _text(report: AuditReport, *, color: bool = False, width: int | None = None)
         ]
         # One line per row (a cell too long for the terminal ends in …): each row's details go under it.
         lines = table(header, rows, color=color, width=width, indent=2, one_line=True)
-        out.append(lines[0])
+        out.append(_Drawn(lines[0]))
         for item, line in zip(items, lines[1:], strict=True):
-            out.append(line)
+            out.append(_Drawn(line))
             for m in item.meters:
                 cap = f", cap ${m.monthly_cap_usd:g}/mo" if m.monthly_cap_usd is not None else ""
                 out.append(
@@ -151,4 +151,9 @@ def _text(report: AuditReport, *, color: bool = False, width: int | None = None)
         out.append(f"Nothing billable idle longer than {ago(report.idle_threshold_s)}.")
     from gpujob.render.safe import for_terminal
 
-    return "\n".join(for_terminal(line) for line in out) + "\n"  # names and errors come from the APIs
+    # names and errors come from the APIs; the table's cells went through render.safe already
+    return "\n".join(line if isinstance(line, _Drawn) else for_terminal(line) for line in out) + "\n"
+
+
+class _Drawn(str):
+    """A table line gpujob.render.table drew (its cells escaped, its colours kept)."""

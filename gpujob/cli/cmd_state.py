@@ -79,10 +79,11 @@ def render_text(
     lines += table(header, rows, color=color, width=width)
     dups = sorted({name for (kind, name), n in counts.items() if n > 1})
     if dups:
-        lines.append(f"warning: duplicated names (gpujob never picks one silently): {', '.join(dups)}")
-    from gpujob.render.safe import for_terminal
+        from gpujob.render.safe import for_terminal
 
-    return "\n".join(for_terminal(line) for line in lines)  # names come from the API
+        names = ", ".join(dups)  # from the API
+        lines.append(for_terminal(f"warning: duplicated names (gpujob never picks one silently): {names}"))
+    return "\n".join(lines)  # the table's cells went through render.safe (gpujob.render.table)
 
 
 def _state(job_file: str | None, fmt: str, no_color: bool = False) -> None:

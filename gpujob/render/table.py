@@ -33,8 +33,10 @@ def table(
             overflow="ellipsis" if one_line else "fold",
             no_wrap=one_line,
         )
-    for row in rows:
-        t.add_row(*row)
+    from gpujob.render.safe import for_terminal
+
+    for row in rows:  # cells hold API and pod names: through the output boundary, one line each
+        t.add_row(*(for_terminal(cell) for cell in row))
     console = Console(
         width=(width - indent) if width else PLAIN_WIDTH,
         color_system="standard" if color else None,
