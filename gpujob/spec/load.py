@@ -88,6 +88,11 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
             continue
         pos = parsed.positions.key(check.key_path) if check.at_key else parsed.positions.value(check.key_path)
         problems.append(SpecProblem(display, pos[0], pos[1], check.key_path, check.message, check.hint))
+    if isinstance(parsed.data, dict) and parsed.data.get("fallback"):
+        from gpujob.failover.entries import entry_problems
+
+        known = {(p.key_path, p.message) for p in problems}
+        problems += entry_problems(parsed.data, parsed.positions, path, display, known)
     if spec is None and not problems:  # a refusal that produced no message must still refuse the file
         problems.append(SpecProblem(display, 1, 1, "", "cannot validate this file"))
     problems.sort(key=lambda p: (p.line, p.col, p.key_path, p.message))

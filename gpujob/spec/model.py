@@ -328,6 +328,15 @@ class BudgetSpec(Model):
     )
 
 
+class FallbackSpec(Model):
+    """Another platform the job may move to when its own cannot serve it (gpujob.failover). Only the
+    platform-specific blocks: checkpoint, outputs, run and budget are the job's own, shared by every entry."""
+
+    platform: Platform = Field(description="runpod or paperspace.")
+    machine: MachineSpec = Field(description="The GPU machine wanted there (replaces the job's machine).")
+    storage: StorageSpec = Field(default_factory=StorageSpec, description="Durable storage there.")  # type: ignore[arg-type]
+
+
 class JobSpec(Model):
     """A gpujob job file (job.yaml)."""
 
@@ -360,6 +369,26 @@ class JobSpec(Model):
         default_factory=TeardownSpec, description="What to do when the run finishes."
     )
     budget: BudgetSpec = Field(default_factory=BudgetSpec, description="Spending limits.")
+    fallback: list[FallbackSpec] = Field(
+        default_factory=list,
+        description="Other platforms, in order, the job may move to when its own cannot serve it (no capacity "
+        "on any candidate, over the price cap): each entry's platform, machine and storage replace the job's; "
+        "the newest locally verified checkpoint is carried over. Each entry is validated as a whole job.",
+    )
+    failover: Literal["ask", "auto", "never"] = Field(
+        "ask",
+        description="When `gpujob watch` finds the job cannot be served where it runs: ask (print the approval "
+        "line `--approve <job>.move` and wait), auto (move unattended; needs checkpoint.pull: continuous and "
+        "a price cap) or never (wait).",
+    )
+    failover_after: int = Field(
+        3, ge=1, le=100, description="Failed starts on the current platform after which it cannot serve."
+    )
+    failback: Literal["never", "auto"] = Field(
+        "never",
+        description="auto: move back to the first platform when it can serve again, right after a checkpoint "
+        "was pulled and verified.",
+    )
 
     @model_validator(mode="after")
     def _auto_needs_inputs(self) -> JobSpec:

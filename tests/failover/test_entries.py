@@ -1,0 +1,102 @@
+"""fallback: entries validated as whole jobs of their platform, with file:line inside the entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpujob.errors import SpecError
+from gpujob.failover.entries import chain, effective_spec
+from gpujob.spec.load import check_files, load_spec
+from tests.failover.jobs import FALLBACK, job_text
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "job.yaml"
+    p.write_text(text)
+    return p
+
+
+def _line_of(text: str, needle: str) -> int:
+    """The line of needle inside the fallback block (the job's own machine has spot: true too)."""
+    start = text.index("fallback:")
+    return text[:start].count("\n") + next(
+        i for i, line in enumerate(text[start:].splitlines(), 1) if needle in line
+    )
+
+
+def test_the_issue_job_loads_and_each_entry_is_a_whole_job(tmp_path: Path) -> None:
+    loaded = load_spec(_write(tmp_path, job_text()))
+    spec = loaded.spec
+    assert spec.failover == "auto" and spec.failback == "never" and spec.failover_after == 3
+    there = effective_spec(spec, 0)
+    assert there.platform == "paperspace" and there.machine.gpu == ["A4000", "A5000"]
+    assert there.storage.volume_gb == 50 and there.storage.network_volume is None
+    assert there.checkpoint == spec.checkpoint and there.run == spec.run and there.budget == spec.budget
+    assert [(i, s.platform) for i, s in chain(spec)] == [(-1, "runpod"), (0, "paperspace")]
+
+
+def test_a_platform_trap_inside_an_entry_points_at_its_line(tmp_path: Path) -> None:
+    bad = FALLBACK.replace("public_ip: dynamic", "public_ip: dynamic, spot: true")
+    text = job_text(fallback=bad)
+    problems = check_files([_write(tmp_path, text)])
+    spot = [p for p in problems if p.key_path == "fallback[0].machine.spot"]
+    assert spot, [str(p) for p in problems]
+    assert spot[0].line == _line_of(text, "spot: true")
+    assert "paperspace" in spot[0].message
+
+
+def test_a_checkpoint_dir_that_does_not_survive_on_the_entry_platform_is_reported(tmp_path: Path) -> None:
+    # On Paperspace the durable disk is the boot disk; a RunPod-only network volume in the entry is refused.
+    bad = FALLBACK.replace(
+        "{volume_gb: 50, mount: /workspace}", "{mount: /workspace, network_volume: {name: x, size_gb: 20}}"
+    )
+    problems = check_files([_write(tmp_path, job_text(fallback=bad))])
+    assert any(p.key_path.startswith("fallback[0].storage.network_volume") for p in problems), [
+        str(p) for p in problems
+    ]
+
+
+def test_an_entry_with_a_shared_block_is_refused(tmp_path: Path) -> None:
+    bad = FALLBACK.replace(
+        "    storage: {volume_gb: 50, mount: /workspace}\n",
+        "    storage: {volume_gb: 50}\n    run: {command: x}\n",
+    )
+    text = job_text(fallback=bad)
+    problems = check_files([_write(tmp_path, text)])
+    run = [p for p in problems if p.key_path == "fallback[0].run"]
+    assert run and run[0].line == _line_of(text, "run: {command: x}"), [str(p) for p in problems]
+
+
+def test_an_unknown_gpu_in_an_entry_names_the_entry(tmp_path: Path) -> None:
+    text = job_text(fallback=FALLBACK.replace("[A4000, A5000]", "[A4000, NOPE9000]"))
+    with pytest.raises(SpecError) as info:
+        load_spec(_write(tmp_path, text))
+    found = [p for p in info.value.problems if p.key_path.startswith("fallback[0].machine.gpu")]
+    assert found and found[0].line == _line_of(text, "NOPE9000"), [str(p) for p in info.value.problems]
+
+
+def test_auto_needs_continuous_pull(tmp_path: Path) -> None:
+    problems = check_files([_write(tmp_path, job_text(pull="on_finish"))])
+    assert [p.key_path for p in problems] == ["failover"]
+    assert "pull: continuous" in problems[0].message
+
+
+def test_auto_needs_a_price_cap_on_every_platform(tmp_path: Path) -> None:
+    text = job_text().replace("budget:\n  max_hourly_usd: 1.0\n", "")
+    problems = check_files([_write(tmp_path, text)])
+    assert [p.message for p in problems] == [
+        "failover: auto needs a price cap: fallback[0].machine.max_price_per_hour or budget.max_hourly_usd"
+    ]  # the RunPod machine has its own max_price_per_hour
+
+
+def test_ask_needs_neither(tmp_path: Path) -> None:
+    text = job_text(mode="ask", pull="on_finish").replace("budget:\n  max_hourly_usd: 1.0\n", "")
+    assert check_files([_write(tmp_path, text)]) == []
+
+
+def test_fast_validate_path_defers_to_the_full_one(tmp_path: Path) -> None:
+    from gpujob.spec.fastcheck import certainly_valid
+
+    assert certainly_valid([_write(tmp_path, job_text())]) is False  # entries: the full loader's
