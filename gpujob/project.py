@@ -134,5 +134,10 @@ def with_projects(loaded: Sequence[L], *, create: bool) -> list[L]:
             from gpujob.stateops.records import load
 
             load(store, project.id)  # what `state rm` forgot and `import` adopted (gpujob.naming)
-        out.append(dataclasses.replace(ls, project=project.id if project else None))  # type: ignore[type-var]
+        placed = dataclasses.replace(ls, project=project.id if project else None)  # type: ignore[type-var]
+        if getattr(ls, "declared", None) is None and getattr(ls.spec, "fallback", None):  # type: ignore[attr-defined]
+            from gpujob.failover.where import placed as where_now
+
+            placed = where_now(placed, store)  # where a move put it (gpujob.failover)
+        out.append(placed)
     return out

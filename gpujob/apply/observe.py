@@ -47,11 +47,12 @@ class JobView:
 @contextlib.asynccontextmanager
 async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
     """One list_resources per platform, each job's machine and volume picked by deterministic name."""
+    from gpujob.failover.entries import platforms_of
     from gpujob.naming import machines, owned, volume_name
     from gpujob.project import with_projects
     from gpujob.providers.registry import open_providers
 
-    async with open_providers({ls.spec.platform for ls in loaded}) as providers:
+    async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
         listed: dict[str, list[LiveResource]] = {}
         for platform, provider in providers.items():
             listed[platform] = await provider.list_resources()

@@ -145,7 +145,9 @@ def run(
         from gpujob.providers.registry import open_providers
 
         with session.locked(loaded, " ".join([name, *map(str, targets)]), timeout=lock_timeout):
-            async with open_providers({ls.spec.platform for ls in loaded}) as providers:
+            from gpujob.failover.entries import platforms_of
+
+            async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
                 hooks = _hooks(color)
                 with hooks if hasattr(hooks, "__enter__") else _nothing():
                     return await session.plan_and_apply(

@@ -58,7 +58,9 @@ def _run(jobfiles: list[Path], fmt: str, no_color: bool = False) -> int:
     loaded = with_projects(load_specs(files), create=False)
 
     async def read() -> Any:
-        async with open_providers({ls.spec.platform for ls in loaded}) as providers:
+        from gpujob.failover.entries import platforms_of
+
+        async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
             return await read_costs(loaded, providers)
 
     report, pictures = _with_goodput(asyncio.run(read()), loaded)

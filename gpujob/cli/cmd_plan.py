@@ -154,7 +154,9 @@ def read_live(specs: list[Any], *, runs_for: list[Any] | None = None, refresh_ru
     from gpujob.providers.registry import open_providers
 
     async def go() -> Any:
-        async with open_providers({s.platform for s in specs}) as providers:
+        from gpujob.failover.entries import platforms_of
+
+        async with open_providers(platforms_of(specs)) as providers:
             return await read_live_state(specs, providers, runs_for=runs_for, refresh_runs=refresh_runs)
 
     return asyncio.run(go())

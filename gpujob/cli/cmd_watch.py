@@ -131,11 +131,13 @@ def _watch(
     loaded = load_specs(paths)
     jobs = [(ls.path, ls.spec.name, session.state_dir_of(ls.path)) for ls in loaded]
     command_line = " ".join(["gpujob watch", *map(str, targets)] + (["--once"] if once else []))
+    from gpujob.failover.entries import platforms_of
+
     with session.locked(loaded, command_line, timeout=lock_timeout):
         loop = asyncio.new_event_loop()
         try:
             main = loop.create_task(
-                _run(jobs, {ls.spec.platform for ls in loaded}, opts, notify, dict(os.environ))
+                _run(jobs, platforms_of(ls.spec for ls in loaded), opts, notify, dict(os.environ))
             )
             loop.add_signal_handler(signal.SIGTERM, main.cancel)
             try:

@@ -171,3 +171,8 @@ def _auto_problems(data: Mapping[str, Any], positions: Positions, display: str) 
                     )
                 )
     return out
+
+
+def platforms_of(specs: Any) -> set[str]:
+    """Every platform these jobs may run on: their own and their fallback entries'."""
+    return {p for s in specs for p in [s.platform, *(f.platform for f in s.fallback)]}

@@ -27,6 +27,7 @@ class ActionKind(StrEnum):
     PUSH = "push"  # carry pulled checkpoints onto a replaced machine's new storage, before its run starts
     LAUNCH = "launch"  # sync code and (re)start the run over SSH
     RELAUNCH = "relaunch"  # the run alive was launched differently: quiesce it, then launch it again
+    MOVE = "move"  # run the job on its next platform (gpujob.failover): create, push, verify, launch, resume
 
 
 # Actions that destroy data or keep money flowing irreversibly: they pass the teardown gate.

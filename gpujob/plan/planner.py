@@ -62,6 +62,10 @@ def build_plan(
         for ls in loaded
     ]
     jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned
+    if any(ls.spec.fallback for ls in loaded):
+        from gpujob.failover.planning import with_moves
+
+        jobs = with_moves(loaded, jobs, live, pull_records)
     return Plan(
         created_at=now,
         gpujob_version=__version__,
@@ -128,6 +132,10 @@ def _plan_job(
         pull_record=pull,
         launch_record=launched,
     )
+    if spec.fallback:
+        # A job that may run on several platforms plans only where it runs now: what it left on another
+        # (a stopped machine, a kept volume) is never this plan's to change (gpujob.failover).
+        owned = [r for r in owned if r.platform == spec.platform]
     _sort_owned(ctx, owned)
     ctx.last_pull = pull
     ctx.fresh = fresh

@@ -33,13 +33,14 @@ async def read_live_state(
     `refresh_runs` is False, the run status over SSH of those whose machine is running (all at once,
     `run_timeout` seconds at most; an unreachable machine is an "unknown" fact)."""
     specs = list(specs)
-    platforms = sorted({s.platform for s in specs})
+    # Every platform a job may run on (its fallback entries too: gpujob.failover prices and watches them).
+    platforms = sorted({p for s in specs for p in [s.platform, *(f.platform for f in s.fallback)]})
     missing = [p for p in platforms if p not in providers]
     if missing:
         raise GpujobError(f"no provider open for {', '.join(missing)}")
     calls = []
     for p in platforms:
-        counts = {s.machine.gpu_count for s in specs if s.platform == p}
+        counts = {m.gpu_count for s in specs for m in _machines_on(s, p)} or {1}
         calls.append(providers[p].list_resources())
         calls.append(providers[p].quotes(counts=counts))
     # The balance (RunPod GraphQL `myself`) is read in the same round; a provider without it has none.
@@ -107,6 +108,14 @@ async def read_live_state(
         ssh=ssh,
     )
     return live.model_copy(update={"runs": runs})
+
+
+def _machines_on(spec: JobSpec, platform: str) -> list[Any]:
+    return [
+        m
+        for q, m in [(spec.platform, spec.machine), *((f.platform, f.machine) for f in spec.fallback)]
+        if q == platform
+    ]
 
 
 def _accounts(platforms: Sequence[str], results: Sequence[Any]) -> tuple[dict[str, Account], list[str]]:

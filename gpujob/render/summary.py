@@ -30,6 +30,7 @@ SYMBOL: dict[ActionKind, str] = {
     K.PUSH: "⇡",
     K.LAUNCH: "»",
     K.RELAUNCH: "~",
+    K.MOVE: "⇄",
     K.NOOP: "·",
 }
 
@@ -47,6 +48,7 @@ VERB: dict[ActionKind, str] = {
     K.PUSH: "push checkpoints",
     K.LAUNCH: "launch run",
     K.RELAUNCH: "relaunch",
+    K.MOVE: "move to another platform",
     K.NOOP: "no change",
 }
 
@@ -63,7 +65,7 @@ def verb(action: Action) -> str:
 
 
 # After these, what keeps billing is the point; after a create or start it is noise.
-SHOW_KEEPS = {K.STOP, K.TERMINATE, K.REPLACE, K.DELETE_VOLUME, K.RELEASE_IP, K.DELETE_SNAPSHOT}
+SHOW_KEEPS = {K.MOVE, K.STOP, K.TERMINATE, K.REPLACE, K.DELETE_VOLUME, K.RELEASE_IP, K.DELETE_SNAPSHOT}
 KIND_LABEL = {"public_ip": "static IP", "network_volume": "network volume"}
 
 
@@ -101,7 +103,7 @@ def totals(plan: Plan) -> Totals:
 
 def counts(actions: list[Action]) -> dict[str, int]:
     c = {"create": 0, "update": 0, "replace": 0, "start": 0, "stop": 0, "destroy": 0, "pull": 0, "push": 0}
-    c["launch"] = c["relaunch"] = 0
+c["launch"] = c["relaunch"] = c["move"] = 0
     for a in actions:
         if a.kind in DESTROY:
             c["destroy"] += 1
@@ -128,7 +130,7 @@ def summary_line(plan: Plan) -> str:
     parts = [f"{c['create']} to create"]
     parts += [f"{c[k]} to {k}" for k in ("update", "replace", "start", "stop") if c[k]]
     parts.append(f"{c['destroy']} to destroy")
-    parts += [f"{c[k]} to {k}" for k in ("pull", "push", "launch", "relaunch") if c[k]]
+    parts += [f"{c[k]} to {k}" for k in ("pull", "push", "launch", "relaunch", "move") if c[k]]
     return f"Plan: {', '.join(parts)}. {money}"
 
 

@@ -28,6 +28,7 @@ COLOUR: dict[ActionKind, str] = {
     K.PUSH: "cyan",
     K.LAUNCH: "cyan",
     K.RELAUNCH: "yellow",
+    K.MOVE: "magenta",
     K.NOOP: "bright_black",
 }
 SEVERITY = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("i", "blue")}

@@ -45,6 +45,10 @@ class LoadedSpec:
     # The id of the project (state dir) the job belongs to: gpujob.project.with_projects sets it;
     # None until then, or when no project was ever made for it (then it owns nothing live).
     project: str | None = None
+    # Where the job runs now (gpujob.failover.where.placed, with the project): -1 its own platform, i its
+    # fallback[i], when `spec` is that entry's whole job and `declared` the job file's own.
+    entry: int = -1
+    declared: JobSpec | None = field(default=None, repr=False)
 
     def source(self, key_path: str) -> SourceRef | None:
         """Where key_path ("machine.spot", "machine.gpu[1]") is written; an absent key resolves to its

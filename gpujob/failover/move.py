@@ -1,0 +1,269 @@
+"""`<job>.move`: run the job on another platform, carrying its newest locally verified checkpoint.
+
+    1. the old machine, when running, is stopped (planned and applied as a stop, as watch parks a job);
+       nothing of the job is deleted: its storage there is kept
+    2. where the job runs is recorded (failover/<job>.json) before anything is created
+    3. the machine is created on the new platform (the create steps of its plan, bounded in time)
+    4. the newest checkpoint verified here (by checkpoint.verify and by sha256, read again now) is pushed
+       into checkpoint.dir there and read back: the move stops unless the bytes match
+    5. the run is launched there (its plan's launch); it resumes from that checkpoint
+
+A move that fails before its run is launched puts the record back where the job's data is (the old
+platform), so the job is parked there, not lost: its checkpoints are on its kept storage and here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpujob.clock import Clock
+from gpujob.errors import GpujobError
+from gpujob.failover.choice import Choice, Place
+from gpujob.failover.where import Move, Placement, placed_spec, read_placement, write_placement
+from gpujob.plan.model import ActionKind
+
+K = ActionKind
+CREATE_WAIT_S = 240.0  # how long the new platform may refuse capacity before the move gives up
+
+
+@dataclass
+class MoveOutcome:
+    ok: bool
+    detail: str
+    from_name: str
+    to_name: str
+    why: str
+    checkpoint: str | None = None
+    step: int | None = None
+    pushed_bytes: int = 0
+
+    def line(self) -> str:
+        ck = f"{self.checkpoint} (step {self.step})" if self.checkpoint else "no checkpoint"
+        return f"{self.from_name} -> {self.to_name} ({self.why}); carried {ck}: {self.detail}"
+
+
+class _Hooks:
+    def __init__(self, note: Callable[[str], None]) -> None:
+        self._note = note
+        self.failed: list[str] = []
+
+    def step(self, action: Any, phase: str, detail: str = "") -> None:
+        if phase == "failed":
+            self.failed.append(f"{action.id}: {detail}")
+
+    def note(self, job: str, message: str) -> None:
+        self._note(message)
+
+    def transfer(self, job: str, label: str, done_bytes: int, total_bytes: int) -> None:
+        pass
+
+    def waiting(self, job: str, what: str, elapsed_s: float, deadline_s: float | None) -> None:
+        pass
+
+    def settle(self, job: str, key: str) -> None:
+        pass
+
+
+def carried_file(ls: Any) -> tuple[str | None, int | None, int]:
+    """(name, step, size) of the newest checkpoint whose local copy is verified and still the bytes the
+    pull checked; (None, None, 0) when there is none."""
+    from gpujob.apply.localfiles import local_sha256
+    from gpujob.apply.records import load_pull_record
+    from gpujob.apply.runtime import pull_dir
+    from gpujob.rehearse.drill import step_of
+    from gpujob.state import open_store
+
+    spec = ls.spec
+    if spec.checkpoint is None:
+        return None, None, 0
+    record = load_pull_record(open_store(ls.path), spec.name)
+    if record is None:
+        return None, None, 0
+    local = pull_dir(spec, ls.path)
+    ok = [f for f in record.files if f.verified and f.checksum_ok]
+    ok.sort(key=lambda f: (step_of(f.name) is not None, step_of(f.name) or 0, f.at), reverse=True)
+    for f in ok:
+        if local_sha256(local / f.name) == f.sha256:
+            return f.name, step_of(f.name), f.size
+    return None, None, 0
+
+
+async def _apply(
+    plan: Any, ls: Any, providers: Mapping[str, Any], *, keep: Callable[[Any], bool], ssh: Any, clock: Clock,
+    env: Mapping[str, str], note: Callable[[str], None], command: str,
+) -> None:  # fmt: skip
+    from gpujob.apply.applier import apply_plan
+
+    jp = plan.jobs[0]
+    todo = [a for a in jp.actions if a.kind not in (K.NOOP, K.MOVE) and not a.gated and keep(a)]
+    if not todo:
+        return
+    sub = plan.model_copy(update={"jobs": [jp.model_copy(update={"actions": todo})]})
+    hooks = _Hooks(note)
+    result = await apply_plan(
+        sub, [ls], providers, approvals=set(), auto_approve=True, hooks=hooks, clock=clock, env=env, ssh=ssh,
+        command=command,
+    )  # fmt: skip
+    if result.failed:
+        raise GpujobError("; ".join(f"{k}: {v}" for k, v in result.failed.items()))
+
+
+async def _plan(
+    ls: Any, providers: Mapping[str, Any], clock: Clock, env: Mapping[str, str], *, runs: bool
+) -> Any:
+    from gpujob.apply.records import job_launch_records, job_pull_records
+    from gpujob.plan.planner import build_plan
+    from gpujob.plan.refresh import read_live_state
+
+    live = await read_live_state([ls.spec], providers, now=clock.now(), runs_for=[ls] if runs else None)
+    plan = build_plan(
+        [ls], live, now=clock.now(), env=env, pull_records=job_pull_records([ls]),
+        launch_records=job_launch_records([ls]),
+    )  # fmt: skip
+    return plan, live
+
+
+async def push_verified(
+    target_ls: Any,
+    machine: Any,
+    provider: Any,
+    name: str,
+    *,
+    ssh: Any,
+    clock: Clock,
+    note: Callable[[str], None],
+) -> int:
+    """Push one verified local checkpoint into checkpoint.dir on `machine` and read it back: its sha256
+    there must be the one verified here. Returns the bytes pushed."""
+    from gpujob.apply.localfiles import local_sha256
+    from gpujob.apply.runtime import Target, open_remote, pull_dir
+    from gpujob.state import open_store
+
+    spec = target_ls.spec
+    assert spec.checkpoint is not None
+    local = pull_dir(spec, target_ls.path)
+    want = local_sha256(local / name)
+    target = Target(
+        spec=spec, spec_path=target_ls.path, provider=provider, resource=machine,
+        state_dir=open_store(target_ls.path), moved=True,
+    )  # fmt: skip
+    async with open_remote(target, ssh, clock, note) as remote:
+        sent = await ssh.push_checkpoints(remote, local, [name], spec.checkpoint.dir)
+        landed = await ssh.list_checkpoints(remote, spec.checkpoint.dir)
+    got = landed.files.get(name)
+    if got is None or got.sha256 != want:
+        raise GpujobError(
+            f"the pushed checkpoint {name} reads back differently on {machine.name}",
+            hint="the move stopped before launching the run; the next move pushes it again",
+        )
+    return int(sent or 0)
+
+
+async def move_job(
+    ls: Any,
+    choice: Choice,
+    live: Any,
+    providers: Mapping[str, Any],
+    *,
+    ssh: Any,
+    clock: Clock,
+    env: Mapping[str, str],
+    note: Callable[[str], None] = lambda _t: None,
+    command: str = "gpujob watch",
+    create_wait_s: float = CREATE_WAIT_S,
+) -> MoveOutcome:
+    """Move the job (loaded as it runs now: ls.declared, ls.entry) to choice.move_to."""
+    from gpujob.state import open_store
+
+    to: Place | None = choice.move_to
+    assert to is not None
+    declared = getattr(ls, "declared", None) or ls.spec
+    here = choice.here
+    store = open_store(ls.path)
+    name, step, _size = carried_file(ls)
+    out = MoveOutcome(False, "", here.name, to.name, choice.why, name, step)
+
+    # 1. the old machine: stopped if it runs (its storage is kept, nothing is deleted)
+    from gpujob.failover.planning import left_behind
+
+    old = [
+        r for r in left_behind(live, ls.spec.name, ls.project, here.platform) if r.kind in ("pod", "machine")
+    ]
+    if any(r.status in ("running", "pending") for r in old):
+        from gpujob.watch.apply import park
+
+        ok, why = await park(ls, "stop", live, providers, ssh=ssh, clock=clock, env=env)
+        if not ok:
+            out.detail = f"the old machine could not be stopped ({why}); nothing was moved"
+            return out
+        name, step, _size = carried_file(ls)  # the stop's final pull may have brought a newer one
+        out.checkpoint, out.step = name, step
+
+    # 2. where the job runs, recorded first
+    before = read_placement(store, declared.name) or Placement(
+        job=declared.name, entry=-1, platform=declared.platform, since=clock.now()
+    )
+    move = Move(
+        at=clock.now(), from_entry=here.entry, to_entry=to.entry, from_platform=here.platform,  # type: ignore[arg-type]
+        to_platform=to.platform, why=choice.why, checkpoint=name, step=step,  # type: ignore[arg-type]
+    )  # fmt: skip
+    write_placement(store, before.model_copy(update={"entry": to.entry, "platform": to.platform,
+                                                     "since": clock.now(), "moves": [*before.moves, move]}))  # fmt: skip
+    there = dataclasses.replace(ls, spec=placed_spec(declared, to.entry), entry=to.entry, declared=declared)
+
+    def finish(outcome: str, entry: int, platform: str) -> None:
+        rec = read_placement(store, declared.name)
+        assert rec is not None
+        moves = [*rec.moves[:-1], rec.moves[-1].model_copy(update={"outcome": outcome})]
+        write_placement(store, rec.model_copy(update={"entry": entry, "platform": platform, "moves": moves}))
+
+    try:
+        # 3. create there (its plan's create steps; the launch waits for the checkpoint)
+        plan, _ = await _plan(there, providers, clock, env, runs=False)
+        await asyncio.wait_for(
+            _apply(plan, there, providers, keep=lambda a: a.kind is not K.LAUNCH, ssh=ssh, clock=clock, env=env,
+                   note=note, command=command),
+            timeout=create_wait_s,
+        )  # fmt: skip
+        # 4. the checkpoint, pushed and read back
+        plan, live2 = await _plan(there, providers, clock, env, runs=False)
+        from gpujob import naming
+
+        kind = "pod" if to.platform == "runpod" else "machine"
+        machine = next(
+            (r for r in naming.machines(naming.owned(live2.resources, declared.name, ls.project), declared.name,
+                                        ls.project) if r.kind == kind and r.platform == to.platform),
+            None,
+        )  # fmt: skip
+        if machine is None:
+            raise GpujobError(f"no {kind} of the job on {to.platform} after its create")
+        if name is not None:
+            out.pushed_bytes = await push_verified(
+                there, machine, providers[to.platform], name, ssh=ssh, clock=clock, note=note
+            )
+        # 5. launch: the plan of the job there now, with its run facts, launches it
+        plan, _ = await _plan(there, providers, clock, env, runs=True)
+        await _apply(plan, there, providers, keep=lambda a: True, ssh=ssh, clock=clock, env=env, note=note,
+                     command=command)  # fmt: skip
+    except (GpujobError, TimeoutError) as exc:
+        why = (
+            str(exc).splitlines()[0]
+            if str(exc)
+            else f"{to.platform} did not provide a machine in {create_wait_s:.0f} s"
+        )
+        finish(f"failed: {why}", here.entry, here.platform)
+        out.detail = (
+            f"move failed: {why}; the job stays parked on {here.name} (its storage and checkpoints kept)"
+        )
+        return out
+    finish("done", to.entry, to.platform)
+    out.ok = True
+    carried = (
+        f"pushed {name} ({out.pushed_bytes} bytes) and read it back" if name else "no checkpoint to carry"
+    )
+    out.detail = f"created on {to.platform}, {carried}, run launched"
+    return out

@@ -1,0 +1,170 @@
+"""The plan's side: where the job runs now, the price on each platform in order, and when the current
+one cannot serve, the one action `<job>.move` in place of the ones that would wait for it there.
+
+The move destroys nothing: the old machine stays as the platform left it (a running one is stopped
+through the quiesce by the move), its storage is kept and its monthly cost is shown in the move's
+billing; deleting it is a separate gated action like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpujob.failover.choice import Choice, choose
+from gpujob.live import LiveResource, LiveState
+from gpujob.plan.model import Action, ActionKind, Billing, DataEffect, Finding, JobPlan, MeterLine
+
+K = ActionKind
+
+
+def move_id(job: str) -> str:
+    return f"{job}.move"
+
+
+def newest_verified(record: Any) -> tuple[str | None, int | None]:
+    """(file, step) of the newest checkpoint pulled here, verified by load and by checksum."""
+    from gpujob.rehearse.drill import step_of
+
+    if record is None:
+        return None, None
+    ok = [f for f in record.files if f.verified and f.checksum_ok]
+    if not ok:
+        return None, None
+    best = max(ok, key=lambda f: (step_of(f.name) is not None, step_of(f.name) or 0, f.at))
+    return best.name, step_of(best.name)
+
+
+def left_behind(live: LiveState, job: str, project: str | None, platform: str) -> list[LiveResource]:
+    from gpujob import naming
+
+    return [r for r in naming.owned(live.resources, job, project) if r.platform == platform]
+
+
+def kept_meters(live: LiveState, resources: Sequence[LiveResource], platform: str) -> list[MeterLine]:
+    """What the job's resources on `platform` bill once its machine there is stopped."""
+    from gpujob.cost import rates
+    from gpujob.cost.live import Pricing, footprint
+    from gpujob.profile import load_profile
+
+    if not resources:
+        return []
+    profile = load_profile(platform)  # type: ignore[arg-type]
+    fp = footprint(Pricing(profile=profile, quotes=live.quotes), resources)
+    if fp.machine is not None:
+        fp = fp.with_(machine="stopped")
+    return [m for m in rates.meters(fp, profile).values() if m.usd_per_month > 0 or m.usd_per_hour > 0]
+
+
+def with_moves(
+    loaded: Sequence[Any],
+    jobs: list[JobPlan],
+    live: LiveState,
+    pull_records: Mapping[str, Any] | None = None,
+    failed_starts: Mapping[str, int] | None = None,
+) -> list[JobPlan]:
+    """Each job with fallback entries planned across its platforms (the others as they are)."""
+    out = []
+    for ls, jp in zip(loaded, jobs, strict=True):
+        spec = ls.spec
+        if not spec.fallback or spec.state != "running":
+            out.append(jp)
+            continue
+        declared = getattr(ls, "declared", None) or spec
+        entry = getattr(ls, "entry", -1)
+        choice = choose(declared, entry, live.quotes, failed_starts=(failed_starts or {}).get(spec.name, 0))
+        record = (pull_records or {}).get(spec.name)
+        out.append(_with_choice(jp, ls, choice, live, record))
+    return out
+
+
+def _place_lines(choice: Choice) -> list[str]:
+    out = []
+    for p in choice.places:
+        now = " (runs here now)" if p.entry == choice.here.entry else ""
+        price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "no price in stock"
+        state = f"{p.offer}, {price}" if p.serves else f"cannot serve: {p.why}"
+        out.append(f"{p.name}{now}: {state}")
+    return out
+
+
+def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: Any) -> JobPlan:
+    spec = ls.spec
+    lines = _place_lines(choice)
+    if choice.move_to is None:
+        findings = list(jp.findings)
+        findings.append(
+            Finding(
+                code="failover",
+                severity="info" if choice.here.serves else "warning",
+                summary=f"runs on {choice.here.name}"
+                + ("" if choice.here.serves else ", which cannot serve it, and no fallback can either"),
+                detail="; ".join(lines),
+                fix="" if choice.here.serves else "wait for capacity, or add a fallback entry that can serve",
+                job=spec.name,
+            )
+        )
+        return jp.model_copy(update={"findings": findings})
+    to = choice.move_to
+    ck_file, ck_step = newest_verified(record)
+    carry = (
+        f"carries {ck_file} (step {ck_step}), verified here, into {spec.checkpoint.dir} on {to.platform}"
+        if ck_file and spec.checkpoint is not None
+        else "carries no checkpoint (none verified here yet): the run starts from step 0 there"
+    )
+    left = left_behind(live, spec.name, ls.project, choice.here.platform)
+    kept = kept_meters(live, left, choice.here.platform)
+    starts = (
+        [
+            MeterLine(
+                what=f"{to.offer}",
+                usd_per_hour=to.usd_per_hour,
+                usd_per_month=round(to.usd_per_hour * 730, 2),
+                source=f"{to.platform} catalog",
+            )
+        ]
+        if to.usd_per_hour is not None
+        else []
+    )
+    kept_month = round(sum(m.usd_per_month for m in kept), 2)
+    keeps_text = (
+        f"keeps {len(left)} {choice.here.platform} resource(s) ({', '.join(r.name + ' ' + r.kind for r in left)}), "
+        f"${kept_month:.2f}/month while kept"
+        if left
+        else f"leaves nothing on {choice.here.platform}"
+    )
+    move = Action(
+        id=move_id(spec.name),
+        job=spec.name,
+        platform=to.platform,  # type: ignore[arg-type]
+        kind=K.MOVE,
+        resource_kind="job",
+        resource_name=spec.name,
+        reasons=[
+            f"move {choice.here.name} -> {to.name}: {choice.why}",
+            carry,
+            keeps_text + "; deleting them is a separate gated action",
+            *lines,
+        ],
+        billing=Billing(
+            starts=starts,
+            keeps=kept,
+            hourly_before=jp.current_usd_per_hour,
+            hourly_after=round((to.usd_per_hour or 0.0) + sum(m.usd_per_hour for m in kept), 4),
+            summary=f"{to.platform}: {starts[0].what} ${to.usd_per_hour:.2f}/h starts; "
+            f"{choice.here.platform}: ${kept_month:.2f}/month kept"
+            if starts
+            else f"{choice.here.platform}: ${kept_month:.2f}/month kept",
+        ),
+        data=DataEffect(
+            wipes=[],
+            irreversible=False,
+            checkpoint_safe=True,
+            summary=f"destroys nothing; {carry}",
+        ),
+    )
+    # The actions that would wait for the current platform give way to the move.
+    kept_actions = [a for a in jp.actions if a.kind is K.PULL]
+    return jp.model_copy(
+        update={"actions": [*kept_actions, move], "after_usd_per_hour": move.billing.hourly_after}
+    )

@@ -1,0 +1,75 @@
+"""Watch's side of a move: the job file's `failover:` decides.
+
+    auto    move now (gpujob.failover.move), unattended
+    ask     print the approval line (`<watch command> --approve <job>.move`) once and wait; with that
+            approval on the command line, move as auto does
+    never   say why the job cannot run and wait for its platform
+
+Events name where from, where to, why, the checkpoint carried and its step. A failed move leaves the
+job parked where its data is; the next attempt waits RETRY_S.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from gpujob.failover.choice import choose
+from gpujob.failover.planning import move_id
+
+RETRY_S = 600.0
+HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3  # gpujob.watch.loop's codes
+_next_try: dict[tuple[int, str], datetime] = {}
+
+
+async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int:
+    """One tick of a job whose plan is a move. Returns the watch exit code for it."""
+    from gpujob.failover.move import move_job
+
+    ls = j.loaded
+    declared = getattr(ls, "declared", None) or ls.spec
+    choice = choose(declared, getattr(ls, "entry", -1), live.quotes)
+    to = choice.move_to
+    if to is None:  # the plan and this read disagree: the next tick plans again
+        return HEALTHY
+    mid = move_id(declared.name)
+    mode = declared.failover
+    if mode == "ask" and mid in watcher.opt.approvals:
+        mode = "auto"
+    if mode == "never":
+        watcher.say(j, "cannot-run", choice.why, f"failover: never: waiting for {choice.here.name}",
+                    level="human", topic="failover")  # fmt: skip
+        return HUMAN
+    if mode == "ask":
+        watcher.say(j, "needs-human", f"{choice.why}; {to.name} can run it",
+                    f"to move it there: {watcher.opt.rerun} --approve {mid}", level="human", topic="failover")  # fmt: skip
+        return HUMAN
+    now = watcher.clock.now()
+    key = (id(watcher), declared.name)
+    if key in _next_try and now < _next_try[key]:
+        return HUMAN
+    await watcher.pulls.settle(j.name)
+    await watcher.probe.drop(j.name)
+    from gpujob.failover.move import carried_file
+
+    name, step, _ = carried_file(ls)
+    ck = f"{name} (step {step})" if name else "no checkpoint"
+    watcher.say(j, "failover", f"{choice.why}", f"moving {choice.here.name} -> {to.name}, carrying {ck}",
+                level="action")  # fmt: skip
+    outcome = await move_job(
+        ls, choice, live, watcher.providers, ssh=watcher.spy.api, clock=watcher.clock, env=watcher.env,
+        note=lambda text: watcher.say(j, "note", text),
+    )  # fmt: skip
+    watcher.acted = True
+    j.ledger.recovered(watcher.clock.now(), mid, outcome.ok)
+    if outcome.ok:
+        _next_try.pop(key, None)
+        j.ledger.restate(watcher.clock.now(), to.usd_per_hour or 0.0, gpu_billing=True)
+        ck = f"{outcome.checkpoint} (step {outcome.step})" if outcome.checkpoint else "no checkpoint"
+        watcher.say(j, "moved", f"from {outcome.from_name} to {outcome.to_name}: {outcome.why}",
+                    f"carried {ck}; {outcome.detail}", level="action")  # fmt: skip
+        return RECOVERED
+    _next_try[key] = watcher.clock.now() + timedelta(seconds=RETRY_S)
+    watcher.say(j, "move-failed", f"from {outcome.from_name} to {outcome.to_name}: {outcome.detail}",
+                f"parked on {outcome.from_name}; trying again in {RETRY_S:.0f} s", level="warning")  # fmt: skip
+    return ERROR
