@@ -86,12 +86,19 @@ def choose(
     quotes: Sequence[PriceQuote],
     *,
     failed_starts: int = 0,
+    running_here: bool = False,
 ) -> Choice:
     """Where the job (declared as written, running on `entry` now) should be. `failed_starts`: starts
     refused on the current platform in a row (watch counts them); failover_after of them mean it
-    cannot serve, whatever its catalog says."""
+    cannot serve, whatever its catalog says. `running_here`: the job's machine runs where it is: it is
+    served, whatever stock is left for others."""
     places = [judge(declared, e, quotes) for e in [-1, *range(len(declared.fallback))]]
     here = next(p for p in places if p.entry == entry)
+    if running_here and not here.serves:
+        here = Place(
+            here.entry, here.platform, here.name, True, "", here.usd_per_hour, "its machine, running"
+        )
+        places = [here if p.entry == entry else p for p in places]
     if here.serves and failed_starts >= declared.failover_after:
         here = Place(
             here.entry,

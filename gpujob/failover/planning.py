@@ -41,6 +41,13 @@ def left_behind(live: LiveState, job: str, project: str | None, platform: str) -
     return [r for r in naming.owned(live.resources, job, project) if r.platform == platform]
 
 
+def running_here(live: LiveState, job: str, project: str | None, platform: str) -> bool:
+    return any(
+        r.kind in ("pod", "machine") and r.status == "running"
+        for r in left_behind(live, job, project, platform)
+    )
+
+
 def kept_meters(live: LiveState, resources: Sequence[LiveResource], platform: str) -> list[MeterLine]:
     """What the job's resources on `platform` bill once its machine there is stopped."""
     from gpujob.cost import rates
@@ -72,7 +79,10 @@ def with_moves(
             continue
         declared = getattr(ls, "declared", None) or spec
         entry = getattr(ls, "entry", -1)
-        choice = choose(declared, entry, live.quotes, failed_starts=(failed_starts or {}).get(spec.name, 0))
+        choice = choose(
+            declared, entry, live.quotes, failed_starts=(failed_starts or {}).get(spec.name, 0),
+            running_here=running_here(live, spec.name, ls.project, spec.platform),
+        )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
         out.append(_with_choice(jp, ls, choice, live, record))
     return out
@@ -82,8 +92,7 @@ def _place_lines(choice: Choice) -> list[str]:
     out = []
     for p in choice.places:
         now = " (runs here now)" if p.entry == choice.here.entry else ""
-        price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "no price in stock"
-        state = f"{p.offer}, {price}" if p.serves else f"cannot serve: {p.why}"
+        state = f"can serve: {p.offer}" if p.serves else f"cannot serve: {p.why}"
         out.append(f"{p.name}{now}: {state}")
     return out
 

@@ -28,7 +28,10 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int:
 
     ls = j.loaded
     declared = getattr(ls, "declared", None) or ls.spec
-    choice = choose(declared, getattr(ls, "entry", -1), live.quotes)
+    from gpujob.failover.planning import running_here
+
+    here_up = running_here(live, ls.spec.name, ls.project, ls.spec.platform)
+    choice = choose(declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up)
     to = choice.move_to
     if to is None:  # the plan and this read disagree: the next tick plans again
         return HEALTHY

@@ -1,0 +1,134 @@
+"""Run anywhere, in the simulator: gpujob init's RunPod spot job with a Paperspace fallback.
+
+RunPod runs out of every GPU the job accepts and its pod is preempted; `gpujob watch` (failover: auto)
+moves the job to Paperspace, carrying the newest checkpoint verified here, and the run resumes there
+from a step > 0, with nothing of the job running on RunPod. With failover: ask, watch prints the
+approval line and waits; `gpujob plan` shows the move with both platforms' money and the checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from gpujob.sim.testing import Sim
+from tests.e2e.e2e_support import Project, poll
+from tests.e2e.test_init import new_project
+from tests.failover.jobs import FALLBACK
+
+JOB = "anywhere"
+
+
+def _job(p: Project, mode: str) -> None:
+    p.gj("init", "--name", JOB)
+    text = (p.dir / "job.yaml").read_text()
+    text = re.sub(r"  interval: auto.*\n  mtbf: .*\n  write_time: .*\n", "  interval: 2s\n", text)
+    text = text.replace(
+        "  verify: python3 verify_ckpt.py {file}\n",
+        "  verify: python3 verify_ckpt.py {file}\n  pull: continuous\n",
+    )
+    text = text.replace('STEP_SECONDS: "0.02"', 'STEP_SECONDS: "0.05"')
+    text += FALLBACK.replace("__MODE__", mode)
+    assert "interval: 2s" in text and "pull: continuous" in text
+    (p.dir / "job.yaml").write_text(text)
+    p.gj("validate")
+
+
+def _watch(p: Project, *args: str) -> subprocess.Popen[str]:
+    return p.popen("watch", "--interval", "1s", "--probe", "0.2s", "--max-recoveries-per-hour", "50", *args)
+
+
+def _events(p: Project) -> list[dict]:
+    data = p.store().read("events.jsonl") or b""
+    return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+
+
+def _verified(p: Project) -> list[str]:
+    data = p.store().read(f"pulls/{JOB}.json")
+    if data is None:
+        return []
+    return [f["name"] for f in json.loads(data)["files"] if f["verified"]]
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out
+
+
+def _running_on(p: Project, kind: str) -> list[dict]:
+    return [
+        o
+        for o in p.live(kind)
+        if str(o.get("name", "")).startswith(f"gpujob-{JOB}--")
+        and o.get("status") in ("RUNNING", "ready", "running", "starting")
+    ]
+
+
+def test_auto_moves_a_preempted_spot_job_to_paperspace_and_resumes(sim: Sim, tmp_path: Path) -> None:
+    p = new_project(sim, tmp_path, "anywhere")
+    _job(p, "auto")
+    p.gj("apply", "--auto-approve")
+    watch = _watch(p)
+    try:
+        poll("a verified checkpoint pulled by watch", lambda: _verified(p), deadline_s=120)
+        pod = p.live("pods")[0]["id"]
+        sim.inject("capacity", platform="runpod")  # every GPU, every cloud, until removed
+        assert sim.inject("preempt")["preempted"] == [pod]
+        t0 = time.monotonic()
+
+        def moved() -> dict | None:
+            return next((e for e in _events(p) if e["event"] == "moved"), None)
+
+        event = poll("the move to Paperspace", moved, deadline_s=180)
+        logs = poll("the run to resume on Paperspace",
+                    lambda: re.search(r"resumed from step (\d+)", p.gj("logs", "-n", "400", check=False).stdout),
+                    deadline_s=max(5.0, 180 - (time.monotonic() - t0)))  # fmt: skip
+        elapsed = time.monotonic() - t0
+    finally:
+        out = _stop(watch)
+    assert int(logs.group(1)) > 0, out
+    assert elapsed <= 180, elapsed
+    assert "runpod" in event["happened"] and "paperspace" in event["happened"], event
+    assert re.search(r"carried step_\d+\.\w+ \(step \d+\)", event["did"]), event
+    failover = next(e for e in _events(p) if e["event"] == "failover")
+    assert "no capacity" in failover["happened"], failover
+    where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
+    assert where["platform"] == "paperspace" and where["moves"][-1]["outcome"] == "done", where
+    assert where["moves"][-1]["step"] > 0
+    # Nothing of the job runs on RunPod; its network volume is kept (nothing was deleted).
+    pods = [o for o in p.sim_objects("pods") if str(o.get("name", "")).startswith(f"gpujob-{JOB}--")]
+    assert pods and all(o.get("status") != "RUNNING" for o in pods), pods
+    assert [v for v in p.live("volumes") if JOB in v["name"]], "the RunPod volume must be kept"
+    machines = [m for m in p.live("machines") if m["name"].startswith(f"gpujob-{JOB}--")]
+    assert machines, p.sim.control("state").keys()
+
+
+def test_plan_shows_the_move_and_ask_waits_with_the_approval_line(sim: Sim, tmp_path: Path) -> None:
+    p = new_project(sim, tmp_path, "anywhere-ask")
+    _job(p, "ask")
+    p.gj("apply", "--auto-approve")
+    watch = _watch(p)
+    try:
+        poll("a verified checkpoint pulled by watch", lambda: _verified(p), deadline_s=120)
+        sim.inject("capacity", platform="runpod")
+        pod = p.live("pods")[0]["id"]
+        assert sim.inject("preempt")["preempted"] == [pod]
+        approval = f"--approve {JOB}.move"
+        poll("the approval line", lambda: any(approval in e["did"] for e in _events(p)), deadline_s=60)
+    finally:
+        out = _stop(watch)
+    assert approval in out
+    assert not [m for m in p.live("machines") if m["name"].startswith(f"gpujob-{JOB}--")], "ask must wait"
+    plan = p.gj("plan", check=False).stdout
+    assert f"{JOB}.move" in plan, plan
+    assert "paperspace" in plan and "runpod" in plan
+    assert re.search(r"carries step_\d+\.\w+ \(step \d+\)", plan), plan
+    assert re.search(r"\$\d+\.\d\d/month while kept", plan), plan
