@@ -28,6 +28,14 @@ from gpujob.plan.model import ActionKind
 
 K = ActionKind
 CREATE_WAIT_S = 240.0  # how long the new platform may refuse capacity before the move gives up
+ENV_CREATE_WAIT = "GPUJOB_FAILOVER_CREATE_WAIT"  # seconds, overriding CREATE_WAIT_S
+
+
+def create_wait_s(env: Mapping[str, str]) -> float:
+    try:
+        return float(env.get(ENV_CREATE_WAIT, "") or CREATE_WAIT_S)
+    except ValueError:
+        return CREATE_WAIT_S
 
 
 @dataclass
@@ -174,11 +182,12 @@ async def move_job(
     env: Mapping[str, str],
     note: Callable[[str], None] = lambda _t: None,
     command: str = "gpujob watch",
-    create_wait_s: float = CREATE_WAIT_S,
+    create_wait: float | None = None,
 ) -> MoveOutcome:
     """Move the job (loaded as it runs now: ls.declared, ls.entry) to choice.move_to."""
     from gpujob.state import open_store
 
+    wait_s = create_wait_s(env) if create_wait is None else create_wait
     to: Place | None = choice.move_to
     assert to is not None
     declared = getattr(ls, "declared", None) or ls.spec
@@ -227,7 +236,7 @@ async def move_job(
         await asyncio.wait_for(
             _apply(plan, there, providers, keep=lambda a: a.kind is not K.LAUNCH, ssh=ssh, clock=clock, env=env,
                    note=note, command=command),
-            timeout=create_wait_s,
+            timeout=wait_s,
         )  # fmt: skip
         # 4. the checkpoint, pushed and read back
         plan, live2 = await _plan(there, providers, clock, env, runs=False)
@@ -253,7 +262,7 @@ async def move_job(
         why = (
             str(exc).splitlines()[0]
             if str(exc)
-            else f"{to.platform} did not provide a machine in {create_wait_s:.0f} s"
+            else f"{to.platform} did not provide a machine in {wait_s:.0f} s"
         )
         finish(f"failed: {why}", here.entry, here.platform)
         out.detail = (

@@ -132,3 +132,33 @@ def test_plan_shows_the_move_and_ask_waits_with_the_approval_line(sim: Sim, tmp_
     assert "paperspace" in plan and "runpod" in plan
     assert re.search(r"carries step_\d+\.\w+ \(step \d+\)", plan), plan
     assert re.search(r"\$\d+\.\d\d/month while kept", plan), plan
+
+
+def test_a_failed_move_leaves_the_job_parked_not_lost(sim: Sim, tmp_path: Path) -> None:
+    p = new_project(sim, tmp_path, "anywhere-fail")
+    _job(p, "auto")
+    p.gj("apply", "--auto-approve")
+    watch = p.popen(
+        "watch", "--interval", "1s", "--probe", "0.2s", extra_env={"GPUJOB_FAILOVER_CREATE_WAIT": "4"}
+    )
+    try:
+        poll("a verified checkpoint pulled by watch", lambda: _verified(p), deadline_s=120)
+        sim.inject("capacity", platform="runpod")
+        sim.inject("capacity", platform="paperspace")  # the new platform refuses too
+        pod = p.live("pods")[0]["id"]
+        assert sim.inject("preempt")["preempted"] == [pod]
+        failed = poll("the move to fail", lambda: next((e for e in _events(p) if e["event"] == "move-failed"), None),
+                      deadline_s=90)  # fmt: skip
+    finally:
+        out = _stop(watch)
+    assert "parked on runpod" in failed["did"], (failed, out)
+    where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
+    assert where["platform"] == "runpod" and where["entry"] == -1, where  # back where its data is
+    assert where["moves"][-1]["outcome"].startswith("failed:"), where
+    # Nothing lost: the verified local copy is intact, the RunPod volume kept, nothing half-made elsewhere.
+    carried = where["moves"][-1]["checkpoint"]
+    assert carried in _verified(p) and (p.dir / "checkpoints" / carried).is_file()
+    assert [v for v in p.live("volumes") if JOB in v["name"]]
+    assert not [m for m in p.live("machines") if m["name"].startswith(f"gpujob-{JOB}--")]
+    status = p.gj("status", check=False).stdout
+    assert "runpod" in status.lower(), status
