@@ -216,8 +216,11 @@ async def plan_and_apply(
     if opts.recreate:
         remember_intent(loaded, opts, ok=True)
     mark_finished(plan, loaded, journal_of, datetime.now(UTC))
+    from gpujob.failover.applying import apply_moves, split_moves
+
+    rest, movers = split_moves(plan)  # a job moving to another platform (gpujob.failover)
     result = await apply_plan(
-        plan,
+        rest,
         loaded,
         providers,
         approvals=approvals,
@@ -226,6 +229,10 @@ async def plan_and_apply(
         command=rerun,
         allow_unverified=True,  # typed by the user on this very command line (gpujob.reach.unreachable)
     )
+    if movers:
+        moved, failed = await apply_moves(movers, loaded, live, providers, hooks=hooks, env=os.environ)
+        result.done += moved
+        result.failed.update(failed)
     record_launches(result.done, loaded, journal_of, datetime.now(UTC))
     record_deleted(plan, result.done, loaded, providers)
     if opts.destroy:

@@ -162,3 +162,10 @@ def test_a_failed_move_leaves_the_job_parked_not_lost(sim: Sim, tmp_path: Path) 
     assert not [m for m in p.live("machines") if m["name"].startswith(f"gpujob-{JOB}--")]
     status = p.gj("status", check=False).stdout
     assert "runpod" in status.lower(), status
+    # The plan's move, applied by a person: the job runs on Paperspace, resumed from the carried step.
+    p.gj("apply", "--auto-approve", timeout=240)
+    where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
+    assert where["platform"] == "paperspace" and where["moves"][-1]["outcome"] == "done", where
+    resumed = poll("the run to resume on Paperspace",
+                   lambda: re.search(r"resumed from step (\d+)", p.gj("logs", "-n", "400", check=False).stdout))  # fmt: skip
+    assert int(resumed.group(1)) == where["moves"][-1]["step"] > 0
