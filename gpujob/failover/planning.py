@@ -172,8 +172,6 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
             summary=f"destroys nothing; {carry}",
         ),
     )
-    # The actions that would wait for the current platform give way to the move.
-    kept_actions = [a for a in jp.actions if a.kind is K.PULL]
-    return jp.model_copy(
-        update={"actions": [*kept_actions, move], "after_usd_per_hour": move.billing.hourly_after}
-    )
+    # The actions that would wait for the current platform give way to the move (a pull too: it would
+    # start a machine there; the move carries what is verified here already).
+    return jp.model_copy(update={"actions": [move], "after_usd_per_hour": move.billing.hourly_after})

@@ -103,7 +103,7 @@ def totals(plan: Plan) -> Totals:
 
 def counts(actions: list[Action]) -> dict[str, int]:
     c = {"create": 0, "update": 0, "replace": 0, "start": 0, "stop": 0, "destroy": 0, "pull": 0, "push": 0}
-c["launch"] = c["relaunch"] = c["move"] = 0
+    c["launch"] = c["relaunch"] = c["move"] = 0
     for a in actions:
         if a.kind in DESTROY:
             c["destroy"] += 1

@@ -1,0 +1,114 @@
+"""The plan's choice across platforms: pure, from live quotes."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gpujob.failover.choice import choose
+from gpujob.failover.planning import with_moves
+from gpujob.live import LiveResource, LiveState, PriceQuote
+from gpujob.plan.model import ActionKind
+from gpujob.plan.planner import build_plan
+from gpujob.spec.load import load_spec
+from tests.failover.jobs import job_text
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+RP_GPUS = ("NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000")
+
+
+def _out(gpu: str, cloud: str = "secure") -> PriceQuote:
+    """RunPod's catalog: the GPU out of stock (the spot quote from the profile carries no stock)."""
+    return PriceQuote(
+        platform="runpod", gpu_id=gpu, cloud=cloud, price_hour=0.7, available=False, source="t", as_of=NOW
+    )
+
+
+@pytest.fixture
+def loaded(tmp_path: Path):  # type: ignore[no-untyped-def]
+    p = tmp_path / "job.yaml"
+    p.write_text(job_text())
+    return dataclasses.replace(load_spec(p), project="testproj")
+
+
+def test_runpod_in_stock_serves_and_nothing_moves(loaded) -> None:  # type: ignore[no-untyped-def]
+    c = choose(loaded.spec, -1, [])
+    assert c.here.serves and c.move_to is None and not c.stuck
+    assert [p.platform for p in c.places] == ["runpod", "paperspace"]
+    assert all(p.usd_per_hour is not None for p in c.places)
+
+
+def test_no_capacity_on_every_gpu_moves_to_the_fallback(loaded) -> None:  # type: ignore[no-untyped-def]
+    c = choose(loaded.spec, -1, [_out(g) for g in RP_GPUS])
+    assert not c.here.serves and "no capacity for any of RTX4090, A6000 (spot)" in c.here.why
+    assert c.move_to is not None and c.move_to.platform == "paperspace" and c.move_to.entry == 0
+    assert c.move_to.usd_per_hour is not None and c.move_to.usd_per_hour <= 1.0  # the budget caps it
+
+
+def test_one_gpu_left_is_enough(loaded) -> None:  # type: ignore[no-untyped-def]
+    c = choose(loaded.spec, -1, [_out(RP_GPUS[0])])
+    assert c.here.serves and c.move_to is None and c.here.offer and "A6000" in c.here.offer
+
+
+def test_a_running_machine_is_served_whatever_stock_is_left(loaded) -> None:  # type: ignore[no-untyped-def]
+    c = choose(loaded.spec, -1, [_out(g) for g in RP_GPUS], running_here=True)
+    assert c.here.serves and c.move_to is None
+
+
+def test_failed_starts_reach_failover_after(loaded) -> None:  # type: ignore[no-untyped-def]
+    assert choose(loaded.spec, -1, [], failed_starts=2).move_to is None
+    c = choose(loaded.spec, -1, [], failed_starts=3)
+    assert c.move_to is not None and "3 failed starts" in c.why
+
+
+def test_over_the_price_cap_everywhere_is_stuck(loaded) -> None:  # type: ignore[no-untyped-def]
+    spec = loaded.spec.model_copy(
+        update={"budget": loaded.spec.budget.model_copy(update={"max_hourly_usd": 0.01})}
+    )
+    c = choose(spec, -1, [])
+    assert c.stuck and "over the price cap" in c.here.why
+
+
+def test_failback_only_when_asked(loaded) -> None:  # type: ignore[no-untyped-def]
+    assert choose(loaded.spec, 0, []).move_to is None  # paperspace serves; failback: never
+    back = loaded.spec.model_copy(update={"failback": "auto"})
+    c = choose(back, 0, [])
+    assert c.failback and c.move_to is not None and c.move_to.entry == -1
+
+
+def _pod(status: str) -> LiveResource:
+    return LiveResource(platform="runpod", kind="pod", id="p1", name="gpujob-bert--testproj", status=status,
+                        gpu_id=RP_GPUS[0], gpu_count=1, attributes={"project": "testproj"})  # fmt: skip
+
+
+def test_the_plan_shows_one_move_with_both_platforms_money(loaded) -> None:  # type: ignore[no-untyped-def]
+    live = LiveState(read_at=NOW, resources=[_pod("stopped")], quotes=[_out(g) for g in RP_GPUS])
+    plan = build_plan([loaded], live, now=NOW, env={})
+    actions = plan.jobs[0].actions
+    assert [a.kind for a in actions] == [ActionKind.MOVE] and actions[0].id == "bert.move"
+    move = actions[0]
+    assert move.platform == "paperspace" and not move.gated and move.data.wipes == []
+    assert move.billing.starts and "A4000" in move.billing.starts[0].what
+    text = "\n".join(move.reasons)
+    assert "runpod (runs here now): cannot serve" in text and "paperspace (fallback[0]): can serve" in text
+    assert "carries no checkpoint" in text  # none verified here yet
+
+
+def test_the_plan_keeps_its_own_actions_while_runpod_serves(loaded) -> None:  # type: ignore[no-untyped-def]
+    live = LiveState(read_at=NOW, resources=[_pod("stopped")], quotes=[_out(RP_GPUS[0])])
+    plan = build_plan([loaded], live, now=NOW, env={})
+    kinds = [a.kind for a in plan.jobs[0].actions]
+    assert ActionKind.MOVE not in kinds and kinds  # its own platform's plan, untouched
+    assert any(f.code == "failover" and f.severity == "info" for f in plan.jobs[0].findings)
+
+
+def test_with_moves_leaves_jobs_without_fallback_alone(tmp_path: Path) -> None:
+    p = tmp_path / "job.yaml"
+    p.write_text(job_text(fallback=""))
+    ls = dataclasses.replace(load_spec(p), project="testproj")
+    live = LiveState(read_at=NOW, resources=[], quotes=[_out(g) for g in RP_GPUS])
+    plan = build_plan([ls], live, now=NOW, env={})
+    assert with_moves([ls], plan.jobs, live) == plan.jobs
