@@ -40,9 +40,13 @@ async def apply_moves(
             failed[mid] = "the platforms changed since the plan: plan again"
             continue
         hooks.note(name, f"moving {choice.here.name} -> {choice.move_to.name}: {choice.why}")
+
+        def note(text: str, job: str = name) -> None:
+            hooks.note(job, text)
+
         outcome = await move_job(
             ls, choice, live, providers, ssh=SSHApi.default(), clock=SystemClock(), env=env,
-            note=lambda text, n=name: hooks.note(n, text), command="gpujob apply",
+            note=note, command="gpujob apply",
         )  # fmt: skip
         hooks.note(name, outcome.line())
         if outcome.ok:
