@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpujob.apply.records import PullRecord, current_record, load_pull_record
@@ -23,6 +23,8 @@ class JobView:
     machine: LiveResource | None
     volume: LiveResource | None
     pull: PullRecord | None
+    # Every provider opened (a job with fallback entries may hold resources on another platform).
+    providers: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def spec(self) -> Any:
@@ -68,7 +70,7 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
             sdir = open_store(ls.path)
             # The last pull is shown only for the machine or volume it came from, never for a replacement.
             pulled = current_record(load_pull_record(sdir, spec.name), machine, [volume])
-            views.append(JobView(ls, sdir, providers[spec.platform], machine, volume, pulled))
+            views.append(JobView(ls, sdir, providers[spec.platform], machine, volume, pulled, providers))
         yield views
 
 

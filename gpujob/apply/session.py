@@ -287,7 +287,7 @@ def record_seen(loaded: Sequence[Any], providers: Mapping[str, Any], live: Any) 
         p = ls.spec.platform
         complete = not any(p in e for e in live.read_errors)
         seen.record(state_dir_of(ls.path), ls.spec.name, owners.get(ls.spec.name, []),
-                    providers[p].platform_now(), complete=complete)  # fmt: skip
+                    providers[p].platform_now(), complete=complete, platform=p)  # fmt: skip
 
 
 def record_deleted(

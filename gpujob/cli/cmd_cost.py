@@ -43,7 +43,7 @@ def command(jobfiles: tuple[Path, ...], fmt: str, no_color: bool) -> None:
 def _run(jobfiles: list[Path], fmt: str, no_color: bool = False) -> int:
     import asyncio
 
-    from gpujob.cost.report import read_costs, render_cost
+    from gpujob.cost.report import render_cost
     from gpujob.errors import ConfigError
     from gpujob.providers.registry import open_providers
     from gpujob.spec.load import discover_job_files, load_specs
@@ -59,9 +59,10 @@ def _run(jobfiles: list[Path], fmt: str, no_color: bool = False) -> int:
 
     async def read() -> Any:
         from gpujob.failover.entries import platforms_of
+        from gpujob.failover.money import read_costs_anywhere
 
         async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
-            return await read_costs(loaded, providers)
+            return await read_costs_anywhere(loaded, providers)  # every platform a job may run on
 
     report, pictures = _with_goodput(asyncio.run(read()), loaded)
     click.echo(render_cost(report, fmt), nl=False)

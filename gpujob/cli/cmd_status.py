@@ -66,14 +66,17 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
     from gpujob.apply.runtime import NOT_COMING, MachineNotRunning, open_remote
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
-    from gpujob.cost.report import read_costs
 
     rows = []
     now = datetime.now(UTC)
     async with job_views(loaded) as views:
-        providers = {v.spec.platform: v.provider for v in views}
-        report = await read_costs([v.loaded for v in views], providers)  # with their project ids
-        money = {j.job: j for j in report.jobs}
+        providers = {p: x for v in views for p, x in (v.providers or {v.spec.platform: v.provider}).items()}
+        from gpujob.failover.money import read_costs_anywhere
+
+        report = await read_costs_anywhere([v.loaded for v in views], providers)  # with their project ids
+        money = {j.job: j for j in report.jobs if j.platform == next(
+            (v.spec.platform for v in views if v.spec.name == j.job), j.platform)}  # fmt: skip
+        others = [j for j in report.jobs if j not in money.values()]
         for v in views:
             row: dict = {"job": v.spec.name, "platform": v.spec.platform, "desired": v.spec.state}
             m = v.machine
@@ -101,6 +104,13 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["run"] = {"error": str(MachineNotRunning(v.spec, m))}  # nothing to reach: say so
             if v.pull is not None:
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
+            away = [j for j in others if j.job == v.spec.name]
+            if away:  # what the job left on another platform (gpujob.failover): kept, still billing
+                row["elsewhere"] = [
+                    {"platform": j.platform, "cost_usd": j.spent_usd, "usd_per_hour": j.burn_usd_per_hour,
+                     "resources": [f"{r.kind} {r.name} {r.state}" for r in j.resources]}
+                    for j in away
+                ]  # fmt: skip
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
             from gpujob.apply.records import load_destroyed
 
@@ -212,6 +222,13 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
             # meter by meter, so a stopped pod's volume disk shows its stopped (2×) rate, not $0.00/h
             parts = [f"{x['what']} {usd2(x['usd_per_hour'])}/h" for x in row["billing_now"]]
             lines.append(f"  billing:   {'; '.join(parts)}")
+    for e in row.get("elsewhere") or []:
+        from gpujob.cost.report import usd2
+
+        lines.append(
+            f"  also on:   {e['platform']}: {', '.join(e['resources'])}; {usd2(e['cost_usd'])} spent, "
+            f"{usd2(e['usd_per_hour'])}/h now"
+        )
     if row.get("runtime_h") is not None:
         lines.append(f"  runtime:   {row['runtime_h']:.2f} h since the last start")
     if "network_volume" in row:

@@ -199,7 +199,15 @@ async def read_costs(
             raise result
         else:
             listed[p] = result
-    seen = {ls.spec.name: seen_store.load(state_dir_of(ls.path), ls.spec.name) for ls in loaded}
+    # Each job's record, of the platform it is read on (a job with fallback entries has one per platform).
+    seen = {
+        ls.spec.name: {
+            rid: s
+            for rid, s in seen_store.load(state_dir_of(ls.path), ls.spec.name).items()
+            if s.resource.platform == ls.spec.platform
+        }
+        for ls in loaded
+    }
     jobs_live: dict[str, list[LiveResource]] = {}
     for p, resources in listed.items():
         projects = {ls.spec.name: ls.project for ls in loaded if ls.spec.platform == p}
@@ -234,7 +242,7 @@ async def read_costs(
         )  # fmt: skip
         out.append(job_cost(facts))
         if record:
-            seen_store.record(state_dir_of(ls.path), spec.name, jobs_live[spec.name], now)
+            seen_store.record(state_dir_of(ls.path), spec.name, jobs_live[spec.name], now, platform=p)
     return CostReport(
         generated_at=max((j.as_of for j in out if j.as_of), default=None) or _utcnow(),
         jobs=out,

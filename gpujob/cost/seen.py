@@ -73,10 +73,12 @@ def record(
     *,
     complete: bool = True,
     deleted: Mapping[str, datetime] | None = None,
+    platform: str | None = None,
 ) -> dict[str, Seen]:
     """Merge one read of the job's resources (`listed`, read at platform time `at`) into the record.
     With `complete` (the listing covered the job's platform without errors), a recorded resource missing
-    from it is marked gone by `at`; `deleted` gives exact deletion times gpujob observed itself."""
+    from it is marked gone by `at`; `deleted` gives exact deletion times gpujob observed itself. `platform`:
+    the listing covered only that platform (a job that may run on several keeps the others' as they were)."""
     rows = [r for r in listed if r.kind in BILLABLE and r.status != "terminating"]
     result: dict[str, Seen] = {}
 
@@ -96,7 +98,7 @@ def record(
                 seen[rid] = seen[rid].model_copy(update={"gone_at": when, "gone_by": None})
         if complete:
             for rid, s in seen.items():
-                if rid not in present and not s.gone:
+                if rid not in present and not s.gone and platform in (None, s.resource.platform):
                     seen[rid] = s.model_copy(update={"gone_by": at})
         result.update(seen)
         data = {rid: s.model_dump(mode="json") for rid, s in seen.items()}

@@ -109,6 +109,14 @@ def test_auto_moves_a_preempted_spot_job_to_paperspace_and_resumes(sim: Sim, tmp
     assert [v for v in p.live("volumes") if JOB in v["name"]], "the RunPod volume must be kept"
     machines = [m for m in p.live("machines") if m["name"].startswith(f"gpujob-{JOB}--")]
     assert machines, p.sim.control("state").keys()
+    # One job, two platforms' meters: status shows both, cost sums them.
+    status = p.gj("status").stdout
+    assert f"{JOB} (paperspace" in status and "also on:   runpod:" in status, status
+    cost = p.gj("cost", check=False).stdout
+    assert f"{JOB} [paperspace]" in cost and f"{JOB} [runpod]" in cost, cost
+    spent = [float(x) for x in re.findall(rf"{JOB} \[\w+\]  spent \$([\d.]+)", cost)]
+    total = float(re.search(r"TOTAL spent \$([\d.]+)", cost).group(1))
+    assert len(spent) == 2 and abs(sum(spent) - total) < 0.011, cost
 
 
 def test_plan_shows_the_move_and_ask_waits_with_the_approval_line(sim: Sim, tmp_path: Path) -> None:

@@ -1,0 +1,52 @@
+"""One job, two platforms' meters: `gpujob cost` and `gpujob status` of a job with fallback entries
+count what it holds on every platform it may run on, not only where it runs now."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def elsewhere(loaded: Sequence[Any]) -> list[Any]:
+    """Each job with fallback entries as it would be on each other platform of its chain (one per
+    platform): what cost reads for the resources it left there."""
+    from gpujob.failover.where import placed_spec
+
+    out = []
+    for ls in loaded:
+        declared = getattr(ls, "declared", None) or ls.spec
+        if not declared.fallback:
+            continue
+        seen = {ls.spec.platform}
+        for entry in [-1, *range(len(declared.fallback))]:
+            spec = placed_spec(declared, entry)
+            if spec.platform in seen:
+                continue
+            seen.add(spec.platform)
+            out.append(dataclasses.replace(ls, spec=spec, entry=entry, declared=declared))
+    return out
+
+
+async def read_costs_anywhere(loaded: Sequence[Any], providers: Mapping[str, Any]) -> Any:
+    """read_costs of the jobs where they run, plus what they hold on their other platforms (a job
+    appears once per platform it has anything on); the totals sum both."""
+    from gpujob.cost.report import read_costs
+
+    report = await read_costs(loaded, providers)
+    others = elsewhere(loaded)
+    if not others:
+        return report
+    # Not recorded as seen: the seen record is the job's where it runs (a second platform's listing
+    # would read as its resources having gone).
+    extra = await read_costs(others, providers, record=False)
+    kept = [j for j in extra.jobs if j.resources]
+    jobs = report.jobs + kept
+    return report.model_copy(
+        update={
+            "jobs": jobs,
+            "spent_usd": round(sum(j.spent_usd for j in jobs), 6),
+            "burn_usd_per_hour": round(sum(j.burn_usd_per_hour for j in jobs), 9),
+            "read_errors": report.read_errors + [e for e in extra.read_errors if e not in report.read_errors],
+        }
+    )
