@@ -94,7 +94,7 @@ def choose(
     served, whatever stock is left for others."""
     places = [judge(declared, e, quotes) for e in [-1, *range(len(declared.fallback))]]
     here = next(p for p in places if p.entry == entry)
-    if running_here and not here.serves:
+    if running_here and not here.serves and not here.why.startswith("every"):  # capacity, not price
         here = Place(
             here.entry, here.platform, here.name, True, "", here.usd_per_hour, "its machine, running"
         )

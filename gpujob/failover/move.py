@@ -171,6 +171,33 @@ async def push_verified(
     return int(sent or 0)
 
 
+async def _quiesce_and_pull(
+    ls: Any, machine: Any, provider: Any, *, ssh: Any, clock: Clock, note: Callable[[str], None]
+) -> None:
+    """Before the old machine stops: stop the run as a platform stop would (its last save lands), then
+    one final pull, so the move carries the newest checkpoint there is."""
+    from types import SimpleNamespace
+
+    from gpujob.apply.runtime import Target
+    from gpujob.apply.runtime import pull as final_pull
+    from gpujob.state import open_store
+    from gpujob.watch.apply import quiesce
+
+    store = open_store(ls.path)
+    said = await quiesce(SimpleNamespace(loaded=ls, state_dir=store), machine, provider, ssh=ssh, clock=clock)
+    note(f"before the move: {said}")
+    ck = ls.spec.checkpoint
+    if ck is None or ck.pull == "never":
+        return
+    target = Target(spec=ls.spec, spec_path=ls.path, provider=provider, resource=machine, state_dir=store)
+    try:
+        await final_pull(target, ssh, clock, note)
+    except GpujobError as exc:
+        note(
+            f"the final pull failed ({str(exc).splitlines()[0]}); the move carries the newest verified before it"
+        )
+
+
 async def move_job(
     ls: Any,
     choice: Choice,
@@ -202,6 +229,9 @@ async def move_job(
     old = [
         r for r in left_behind(live, ls.spec.name, ls.project, here.platform) if r.kind in ("pod", "machine")
     ]
+    running = next((r for r in old if r.status == "running"), None)
+    if running is not None:
+        await _quiesce_and_pull(ls, running, providers[here.platform], ssh=ssh, clock=clock, note=note)
     if any(r.status in ("running", "pending") for r in old):
         from gpujob.watch.apply import park
 

@@ -22,19 +22,37 @@ HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3  # gpujob.watch.loop's codes
 _next_try: dict[tuple[int, str], datetime] = {}
 
 
-async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int:
-    """One tick of a job whose plan is a move. Returns the watch exit code for it."""
+def failed_starts(ledger: Any) -> int:
+    """Recoveries that failed in a row, newest last (watch's ledger): starts the platform refused."""
+    n = 0
+    for r in reversed(ledger.recoveries):
+        if r.ok or r.what.endswith(".move"):
+            break
+        n += 1
+    return n
+
+
+async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
+    """One tick of a job with fallback entries: None when it stays where it is (watch goes on as for
+    any job), else the watch exit code of what was done about the move."""
     from gpujob.failover.move import move_job
+    from gpujob.failover.planning import running_here
+    from gpujob.plan.model import ActionKind
 
     ls = j.loaded
     declared = getattr(ls, "declared", None) or ls.spec
-    from gpujob.failover.planning import running_here
-
+    if ls.spec.state != "running":
+        return None
     here_up = running_here(live, ls.spec.name, ls.project, ls.spec.platform)
-    choice = choose(declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up)
+    fails = 0 if here_up else failed_starts(j.ledger)
+    choice = choose(
+        declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails
+    )
     to = choice.move_to
-    if to is None:  # the plan and this read disagree: the next tick plans again
-        return HEALTHY
+    if to is None or (
+        fails < declared.failover_after and not any(a.kind is ActionKind.MOVE for a in jp.actions)
+    ):
+        return None  # served here (or the plan, read a moment ago, says so): the usual recoveries
     mid = move_id(declared.name)
     mode = declared.failover
     if mode == "ask" and mid in watcher.opt.approvals:

@@ -357,10 +357,11 @@ class Watcher:
         machine = _machine(live, j.loaded)
         if any(f.code == "live-read" for f in jp.findings):
             return ERROR  # a partial read proves nothing; the next tick reads again
-        if any(a.kind is K.MOVE for a in jp.actions):  # another platform (gpujob.failover)
+        if spec.fallback:  # it may run on another platform (gpujob.failover)
             from gpujob.failover.watching import on_move
 
-            return await on_move(self, j, jp, live)
+            if (moved := await on_move(self, j, jp, live)) is not None:
+                return moved
         decision = decide(jp, spec, machine, approved=self.opt.approvals, rerun=self.opt.rerun)
         burn = max(jp.current_usd_per_hour, jp.after_usd_per_hour if decision.actions else 0.0)
         recovering = decision.recovery and j.ledger.run_started_at is not None

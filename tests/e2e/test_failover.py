@@ -140,6 +140,13 @@ def test_plan_shows_the_move_and_ask_waits_with_the_approval_line(sim: Sim, tmp_
     assert "paperspace" in plan and "runpod" in plan
     assert re.search(r"carries step_\d+\.\w+ \(step \d+\)", plan), plan
     assert re.search(r"\$\d+\.\d\d/month while kept", plan), plan
+    # The plan's move, applied by a person: the job runs on Paperspace, resumed from the carried step.
+    p.gj("apply", "--auto-approve", timeout=240)
+    where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
+    assert where["platform"] == "paperspace" and where["moves"][-1]["outcome"] == "done", where
+    resumed = poll("the run to resume on Paperspace",
+                   lambda: re.search(r"resumed from step (\d+)", p.gj("logs", "-n", "400", check=False).stdout))  # fmt: skip
+    assert int(resumed.group(1)) == where["moves"][-1]["step"] > 0
 
 
 def test_a_failed_move_leaves_the_job_parked_not_lost(sim: Sim, tmp_path: Path) -> None:
@@ -170,10 +177,3 @@ def test_a_failed_move_leaves_the_job_parked_not_lost(sim: Sim, tmp_path: Path) 
     assert not [m for m in p.live("machines") if m["name"].startswith(f"gpujob-{JOB}--")]
     status = p.gj("status", check=False).stdout
     assert "runpod" in status.lower(), status
-    # The plan's move, applied by a person: the job runs on Paperspace, resumed from the carried step.
-    p.gj("apply", "--auto-approve", timeout=240)
-    where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
-    assert where["platform"] == "paperspace" and where["moves"][-1]["outcome"] == "done", where
-    resumed = poll("the run to resume on Paperspace",
-                   lambda: re.search(r"resumed from step (\d+)", p.gj("logs", "-n", "400", check=False).stdout))  # fmt: skip
-    assert int(resumed.group(1)) == where["moves"][-1]["step"] > 0

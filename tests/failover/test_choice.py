@@ -112,3 +112,21 @@ def test_with_moves_leaves_jobs_without_fallback_alone(tmp_path: Path) -> None:
     live = LiveState(read_at=NOW, resources=[], quotes=[_out(g) for g in RP_GPUS])
     plan = build_plan([ls], live, now=NOW, env={})
     assert with_moves([ls], plan.jobs, live) == plan.jobs
+
+
+def test_failed_starts_count_the_trailing_failed_recoveries() -> None:
+    from types import SimpleNamespace
+
+    from gpujob.failover.watching import failed_starts
+    from gpujob.watch.ledger import Recovery
+
+    ledger = SimpleNamespace(
+        recoveries=[
+            Recovery(at=NOW, what="bert.pod.start", ok=False),
+            Recovery(at=NOW, what="bert.pod.start"),
+        ]
+        + [Recovery(at=NOW, what="bert.pod.start", ok=False) for _ in range(3)]
+    )
+    assert failed_starts(ledger) == 3
+    ledger.recoveries.append(Recovery(at=NOW, what="bert.move", ok=False))
+    assert failed_starts(ledger) == 0  # a failed move starts the count again
