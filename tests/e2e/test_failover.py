@@ -8,6 +8,7 @@ approval line and waits; `gpujob plan` shows the move with both platforms' money
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -109,6 +110,16 @@ def test_auto_moves_a_preempted_spot_job_to_paperspace_and_resumes(sim: Sim, tmp
     assert [v for v in p.live("volumes") if JOB in v["name"]], "the RunPod volume must be kept"
     machines = [m for m in p.live("machines") if m["name"].startswith(f"gpujob-{JOB}--")]
     assert machines, p.sim.control("state").keys()
+    # The carry: the very bytes verified here are on the new machine's disk, in checkpoint.dir.
+    carried = where["moves"][-1]["checkpoint"]
+    there = (
+        sim.data_dir / "paperspace" / "machines" / machines[0]["id"] / "disk" / "workspace" / "ckpt" / carried
+    )
+    here = p.dir / "checkpoints" / carried
+    assert (
+        there.is_file()
+        and hashlib.sha256(there.read_bytes()).digest() == hashlib.sha256(here.read_bytes()).digest()
+    )
     # One job, two platforms' meters: status shows both, cost sums them.
     status = p.gj("status").stdout
     assert f"{JOB} (paperspace" in status and "also on:   runpod:" in status, status
