@@ -26,7 +26,7 @@ JOB = "anywhere"
 def _job(p: Project, mode: str) -> None:
     p.gj("init", "--name", JOB)
     text = (p.dir / "job.yaml").read_text()
-    text = re.sub(r"  interval: auto.*\n  mtbf: .*\n  write_time: .*\n", "  interval: 2s\n", text)
+    text = re.sub(r"  interval: [^\n]*\n(  mtbf: [^\n]*\n  write_time: [^\n]*\n)?", "  interval: 2s\n", text)
     text = text.replace(
         "  verify: python3 verify_ckpt.py {file}\n",
         "  verify: python3 verify_ckpt.py {file}\n  pull: continuous\n",
