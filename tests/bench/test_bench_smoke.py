@@ -34,6 +34,7 @@ def test_every_benchmark_suite_runs_and_measures(tmp_path: Path) -> None:
         "resume:",
         "goodput under preemption",
         "watch: preemption",
+        "failover: preemption",
         "peak RSS",
         "with a 200 MB log line: peak RSS",
     ):
