@@ -49,10 +49,11 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails
     )
     to = choice.move_to
-    if to is None or (
-        fails < declared.failover_after and not any(a.kind is ActionKind.MOVE for a in jp.actions)
-    ):
-        return None  # served here (or the plan, read a moment ago, says so): the usual recoveries
+    planned = any(a.kind is ActionKind.MOVE for a in jp.actions)
+    if to is None:  # served here; a planned move this read disagrees with waits for the next tick's plan
+        return HEALTHY if planned else None
+    if fails < declared.failover_after and not planned:
+        return None  # served here (the plan, read a moment ago, says so): the usual recoveries
     mid = move_id(declared.name)
     mode = declared.failover
     if mode == "ask" and mid in watcher.opt.approvals:
