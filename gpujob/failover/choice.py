@@ -87,13 +87,17 @@ def choose(
     *,
     failed_starts: int = 0,
     running_here: bool = False,
+    unavailable: str = "",
 ) -> Choice:
     """Where the job (declared as written, running on `entry` now) should be. `failed_starts`: starts
     refused on the current platform in a row (watch counts them); failover_after of them mean it
-    cannot serve, whatever its catalog says. `running_here`: the job's machine runs where it is: it is
+    cannot serve, whatever its catalog says; so does `unavailable` (why, e.g. the spot API gone). `running_here`: the job's machine runs where it is: it is
     served, whatever stock is left for others."""
     places = [judge(declared, e, quotes) for e in [-1, *range(len(declared.fallback))]]
     here = next(p for p in places if p.entry == entry)
+    if unavailable and not running_here:  # e.g. spot: true once RunPod's spot API is gone
+        here = Place(here.entry, here.platform, here.name, False, unavailable, here.usd_per_hour, here.offer)
+        places = [here if p.entry == entry else p for p in places]
     if running_here and not here.serves and not here.why.startswith("every"):  # capacity, not price
         here = Place(
             here.entry, here.platform, here.name, True, "", here.usd_per_hour, "its machine, running"

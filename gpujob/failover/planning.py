@@ -82,10 +82,17 @@ def with_moves(
         choice = choose(
             declared, entry, live.quotes, failed_starts=(failed_starts or {}).get(spec.name, 0),
             running_here=running_here(live, spec.name, ls.project, spec.platform),
+            unavailable=_retired(jp),
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
         out.append(_with_choice(jp, ls, choice, live, record))
     return out
+
+
+def _retired(jp: JobPlan) -> str:
+    """Why the job's own platform cannot start it whatever its stock (spot: true with the spot API gone)."""
+    found = next((f for f in jp.findings if f.code == "spot-retired" and f.severity == "error"), None)
+    return f"{found.summary}" if found else ""
 
 
 def _place_lines(choice: Choice) -> list[str]:
@@ -174,4 +181,11 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
     )
     # The actions that would wait for the current platform give way to the move (a pull too: it would
     # start a machine there; the move carries what is verified here already).
-    return jp.model_copy(update={"actions": [move], "after_usd_per_hour": move.billing.hourly_after})
+    # What blocked the old platform (spot-retired) does not block the move away from it.
+    findings = [
+        f.model_copy(update={"severity": "info", "action_id": None}) if f.code == "spot-retired" else f
+        for f in jp.findings
+    ]
+    return jp.model_copy(
+        update={"actions": [move], "findings": findings, "after_usd_per_hour": move.billing.hourly_after}
+    )

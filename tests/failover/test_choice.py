@@ -130,3 +130,18 @@ def test_failed_starts_count_the_trailing_failed_recoveries() -> None:
     assert failed_starts(ledger) == 3
     ledger.recoveries.append(Recovery(at=NOW, what="bert.move", ok=False))
     assert failed_starts(ledger) == 0  # a failed move starts the count again
+
+
+def test_spot_retired_on_its_own_platform_moves_and_no_longer_blocks(loaded) -> None:  # type: ignore[no-untyped-def]
+    from gpujob.plan.model import Finding
+
+    live = LiveState(read_at=NOW, resources=[_pod("stopped")], quotes=[])
+    jp = build_plan([loaded], live, now=NOW, env={}).jobs[0]
+    assert not any(a.kind is ActionKind.MOVE for a in jp.actions)  # in stock: it stays
+    retired = Finding(code="spot-retired", severity="error", job="bert",
+                      summary="machine.spot: true needs a spot resume, but RunPod's spot API is gone (HTTP 410)")  # fmt: skip
+    jp = jp.model_copy(update={"findings": [*jp.findings, retired], "actions": jp.actions})
+    moved = with_moves([loaded], [jp], live)[0]
+    assert [a.kind for a in moved.actions] == [ActionKind.MOVE]
+    assert "spot API is gone" in moved.actions[0].reasons[0]
+    assert [f.severity for f in moved.findings if f.code == "spot-retired"] == ["info"]
