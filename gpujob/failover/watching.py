@@ -18,8 +18,18 @@ from gpujob.failover.choice import choose
 from gpujob.failover.planning import move_id
 
 RETRY_S = 600.0
+FAILBACK_FRESH_S = 60.0  # failback: auto moves within this long of a verified pull
 HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3  # gpujob.watch.loop's codes
 _next_try: dict[tuple[int, str], datetime] = {}
+
+
+def _just_pulled(ls: Any, now: datetime) -> bool:
+    from gpujob.apply.records import load_pull_record
+    from gpujob.state import open_store
+
+    record = load_pull_record(open_store(ls.path), ls.spec.name)
+    times = [f.at for f in (record.files if record else []) if f.verified and f.checksum_ok]
+    return bool(times) and (now - max(times)).total_seconds() <= FAILBACK_FRESH_S
 
 
 def failed_starts(ledger: Any) -> int:
@@ -54,6 +64,8 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         return HEALTHY if planned else None
     if fails < declared.failover_after and not planned:
         return None  # served here (the plan, read a moment ago, says so): the usual recoveries
+    if choice.failback and not _just_pulled(ls, watcher.clock.now()):
+        return None  # back home only right after a checkpoint came home verified: the least work lost
     mid = move_id(declared.name)
     mode = declared.failover
     if mode == "ask" and mid in watcher.opt.approvals:

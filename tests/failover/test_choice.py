@@ -145,3 +145,18 @@ def test_spot_retired_on_its_own_platform_moves_and_no_longer_blocks(loaded) -> 
     assert [a.kind for a in moved.actions] == [ActionKind.MOVE]
     assert "spot API is gone" in moved.actions[0].reasons[0]
     assert [f.severity for f in moved.findings if f.code == "spot-retired"] == ["info"]
+
+
+def test_failback_waits_for_a_fresh_verified_pull(loaded) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
+    from gpujob.failover.watching import FAILBACK_FRESH_S, _just_pulled
+    from gpujob.state import open_store
+
+    assert not _just_pulled(loaded, NOW)  # nothing pulled yet
+    f = PulledFile(name="step_00000040.json", size=3, sha256="a", remote_sha256="a", verified=True, at=NOW)
+    save_pull_record(open_store(loaded.path), PullRecord(job="bert", platform="paperspace", remote_dir="/w",
+                                                         local_dir="/l", files=[f], at=NOW))  # fmt: skip
+    assert _just_pulled(loaded, NOW + timedelta(seconds=FAILBACK_FRESH_S - 1))
+    assert not _just_pulled(loaded, NOW + timedelta(seconds=FAILBACK_FRESH_S + 1))
