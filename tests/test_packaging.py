@@ -13,7 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_wheel_ships_profiles_schemas_and_templates(tmp_path: Path) -> None:
     src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "__pycache__", ".gpujob", "*.egg-info"))
+    # Virtualenvs in the checkout (make install's .venv, the RunPod SDK's .venv-runpod-sdk) are not source.
+    skip = shutil.ignore_patterns(
+        ".git", "__pycache__", ".gpujob", "*.egg-info", ".venv*", ".mypy_cache", ".ruff_cache"
+    )
+    shutil.copytree(ROOT, src, ignore=skip)
     subprocess.run(
         [
             sys.executable,
