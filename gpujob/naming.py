@@ -44,6 +44,9 @@ FOLLOWERS = ("public_ip", "snapshot", "startup_script")  # owned through their m
 
 
 HELPER = "gate"  # the role part of a temporary pod's name (gpujob.apply.teardown)
+# The role part of a sweep's queue machine, gpujob-<job>--q<N>--<project>: its owner is the queue job
+# <job>--q<N> (gpujob.sweep.expand), which no job file can name itself (names hold no "--").
+_QUEUE = re.compile(r"^q[1-9][0-9]*$")
 
 # Resource id -> project id, from the projects' state (gpujob.stateops.records.load): forgotten ones are
 # nobody's; adopted pods need no env marker.
@@ -78,6 +81,11 @@ def helper_name(job: str, project: str) -> str:
     return f"{PREFIX}{job}{SEP}{HELPER}{SEP}{project}"
 
 
+def action_prefix(job: str) -> str:
+    """The job's part of its action ids: a sweep queue 'abl--q2' acts as 'abl.q2'."""
+    return job.replace(SEP, ".")
+
+
 def run_session(job: str) -> str:
     """The tmux session / pid-file stem of the run inside the machine (one run per machine)."""
     return f"{PREFIX}{job}"
@@ -110,6 +118,8 @@ def owner(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -
         return None
     if r.kind == "network_volume" and found.volume is None:
         return None
+    if r.kind in MACHINE_KINDS and found.volume is not None and _QUEUE.match(found.volume):
+        found = Owner(job=f"{found.job}{SEP}{found.volume}", project=found.project)
     if r.kind in MACHINE_KINDS and found.volume not in (None, HELPER):
         return None
     if r.kind not in MACHINE_KINDS and r.kind != "network_volume":

@@ -78,7 +78,14 @@ def output_roots(spec: JobSpec) -> list[Root]:
     one that is a file into its parent with the file's name selected)."""
     if spec.outputs is None:
         return []
-    return [_root(p) for p in dict.fromkeys(spec.outputs.paths)]
+    from gpujob.sweep.expand import cell_of_dir
+
+    roots = [_root(p) for p in dict.fromkeys(spec.outputs.paths)]
+    # A sweep cell's results dir lands at pull_to/<cell>/ (docs/sweeps.md), not under its machine path.
+    return [
+        Root(path=r.path, base=r.base, parts=r.parts, local=cell) if (cell := cell_of_dir(spec, r.base)) else r
+        for r in roots
+    ]
 
 
 def file_root(path: str) -> Root:

@@ -31,7 +31,9 @@ def add(
     index: str = "",
     findings: Callable[[str], list[Finding]] | None = None,
 ) -> Action:
-    action_id = f"{ctx.job}.{resource_kind}{f'[{index}]' if index else ''}.{kind.value}"
+    from gpujob.naming import action_prefix
+
+    action_id = f"{action_prefix(ctx.job)}.{resource_kind}{f'[{index}]' if index else ''}.{kind.value}"
     before = ctx.fp
     after = before if after is None else after
     action = Action(

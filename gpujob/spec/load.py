@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -49,6 +50,8 @@ class LoadedSpec:
     # fallback[i], when `spec` is that entry's whole job and `declared` the job file's own.
     entry: int = -1
     declared: JobSpec | None = field(default=None, repr=False)
+    # A queue of a sweep (gpujob.sweep.expand.Queue) when this spec is one; the file's own spec is not kept.
+    sweep: Any = None
 
     def source(self, key_path: str) -> SourceRef | None:
         """Where key_path ("machine.spot", "machine.gpu[1]") is written; an absent key resolves to its
@@ -137,7 +140,9 @@ def load_specs(paths: Iterable[Path]) -> list[LoadedSpec]:
         loaded.append(spec)
     if problems:
         raise SpecError(problems)
-    return loaded
+    from gpujob.sweep.expand import expand_loaded
+
+    return [one for spec in loaded for one in expand_loaded(spec)]
 
 
 def check_files(paths: Iterable[Path]) -> list[SpecProblem]:

@@ -32,6 +32,7 @@ from gpujob.spec.rules import secret_name_problem as secret_name_problem
 from gpujob.spec.rules import secret_names as _secrets
 from gpujob.spec.rules import sync_src as _src
 from gpujob.spec.rules import verify_command as _verify
+from gpujob.sweep.spec import SweepSpec
 
 Duration = Annotated[
     timedelta,
@@ -389,6 +390,11 @@ class JobSpec(Model):
         description="auto: move back to the first platform when it can serve again, right after a checkpoint "
         "was pulled and verified.",
     )
+    sweep: SweepSpec | None = Field(
+        None,
+        description="Run run.command once per cell of a matrix, the cells split over several queue machines "
+        "(docs/sweeps.md); unset = one run.",
+    )
 
     @model_validator(mode="after")
     def _auto_needs_inputs(self) -> JobSpec:
@@ -408,6 +414,15 @@ class JobSpec(Model):
             self.storage.mount,
             ck.dir if ck is not None else None,
         )
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _sweep_fits(self) -> JobSpec:
+        from gpujob.sweep.checks import sweep_problem
+
+        problem = sweep_problem(self)
         if problem:
             raise ValueError(problem)
         return self

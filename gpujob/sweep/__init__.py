@@ -1,0 +1,8 @@
+"""Sweeps: a matrix of cells fanned out over several queue machines (issue 27; docs/sweeps.md).
+
+spec.py    the `sweep:` block of a job file
+cells.py   cells from a matrix or a list, their stable names, estimates and the split over queues
+wrapper.py the immutable, versioned queue wrapper and queue files placed on the machine's durable disk
+expand.py  a sweep job file -> one ordinary queue job per machine (gpujob-<job>--q<N>--<project>)
+isolation.py  what a cell wrote outside its own dirs, judged
+"""

@@ -1,0 +1,92 @@
+"""A sweep job file becomes one ordinary job per queue, so plan, apply, watch, pull, status and the
+teardown gate handle each queue machine like any job, with nothing per cell against the platform API.
+
+Queue N of job `abl` is job `abl--q<N>`: its machine is gpujob-abl--q<N>--<project> (gpujob.naming
+reads the q<N> part back), its actions abl.q<N>.… ; its run.command places the sweep's versioned files
+and runs the wrapper on its queue file (gpujob.sweep.wrapper); its outputs are its cells' dirs (and
+the job file's `{cell}` output paths for each of its cells); a finished queue stops its machine
+(teardown.on_finish keep becomes stop), through the gate like any stop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gpujob.sweep.cells import Cell, expand, split
+from gpujob.sweep.wrapper import Placement, cell_dir, place, queue_command
+
+QUEUE_SEP = "--q"
+
+
+@dataclass(frozen=True)
+class Queue:
+    sweep_job: str
+    n: int
+    cells: tuple[Cell, ...]
+    placement: Placement
+
+    @property
+    def job(self) -> str:
+        return queue_job(self.sweep_job, self.n)
+
+
+def queue_job(job: str, n: int) -> str:
+    return f"{job}{QUEUE_SEP}{n}"
+
+
+def sweep_of(job: str) -> tuple[str, int] | None:
+    """('abl', 2) for the queue job 'abl--q2', else None."""
+    base, sep, n = job.rpartition(QUEUE_SEP)
+    return (base, int(n)) if sep and base and n.isdigit() else None
+
+
+def cell_of_dir(spec: Any, path: str) -> str | None:
+    """The cell whose GPUJOB_CELL_DIR `path` is, when `spec` is a queue of a sweep; else None."""
+    of = sweep_of(spec.name)
+    if of is None:
+        return None
+    parent, _, cell = path.rstrip("/").rpartition("/")
+    return cell if cell and parent == cell_dir(spec.storage.mount, of[0], "x").rpartition("/")[0] else None
+
+
+def queues(spec: Any) -> list[Queue]:
+    """The queues of a sweep JobSpec, cells split by estimated cost."""
+    sw = spec.sweep
+    cells = expand(sw)
+    parts = split(cells, sw.machines)
+    ck = spec.checkpoint.dir if spec.checkpoint is not None else None
+    p = place(job=spec.name, mount=spec.storage.mount, ck_dir=ck, command=spec.run.command, queues=parts)
+    return [Queue(spec.name, n, tuple(c), p) for n, c in enumerate(parts, start=1)]
+
+
+def queue_spec(spec: Any, q: Queue) -> Any:
+    """The ordinary JobSpec of one queue (constructed, not re-validated: its name holds '--' on purpose)."""
+    mount = spec.storage.mount
+    paths = [cell_dir(mount, spec.name, c.name) for c in q.cells]
+    pull_to = "./outputs"
+    if spec.outputs is not None:
+        pull_to = spec.outputs.pull_to
+        for c in q.cells:
+            paths += [p.replace("{cell}", c.name) for p in spec.outputs.paths]
+    from gpujob.spec.model import OutputsSpec
+
+    outputs = OutputsSpec.model_construct(paths=list(dict.fromkeys(paths)), pull_to=pull_to)
+    run = spec.run.model_copy(update={"command": queue_command(q.placement, q.n)})
+    on_finish = "stop" if spec.teardown.on_finish == "keep" else spec.teardown.on_finish
+    teardown = spec.teardown.model_copy(update={"on_finish": on_finish})
+    return spec.model_copy(
+        update={"name": q.job, "run": run, "outputs": outputs, "teardown": teardown, "sweep": None}
+    )
+
+
+def expand_loaded(loaded: Any) -> list[Any]:
+    """A LoadedSpec with a sweep -> one LoadedSpec per queue (same file, positions and project); any
+    other -> itself."""
+    if getattr(loaded.spec, "sweep", None) is None:
+        return [loaded]
+    out = []
+    for q in queues(loaded.spec):
+        one = replace(loaded, spec=queue_spec(loaded.spec, q))
+        one.sweep = q
+        out.append(one)
+    return out

@@ -1,0 +1,83 @@
+"""The `sweep:` block: queues (machines), cells (a matrix or a list) and optional estimates."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
+
+from gpujob.model import Model
+from gpujob.spec.rules import DURATION_PATTERN, ENV_NAME_PATTERN, format_duration, parse_duration
+
+_Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["20m", "2h"]}),
+]
+MAX_CELLS = 1000
+MAX_MACHINES = 64
+
+
+class SweepSpec(Model):
+    """A sweep: every cell runs run.command once with its values in the environment, the cells split
+    over `machines` queues by estimated cost (docs/sweeps.md)."""
+
+    machines: int = Field(
+        ge=1, le=MAX_MACHINES, description="Queues, one per machine (gpujob-<job>--q<N>--<project>), run at once."
+    )
+    matrix: dict[str, list[str]] | None = Field(
+        None, description="Name -> values (strings); the cartesian product is the set of cells."
+    )
+    cells: list[dict[str, str]] | None = Field(
+        None, description="The cells as a list of name -> value maps (instead of matrix)."
+    )
+    est: _Duration | None = Field(
+        None, description="Estimated run time of one cell (for the split over queues and the plan's cost)."
+    )
+    est_by: dict[str, dict[str, _Duration]] = Field(
+        default_factory=dict,
+        description="Per matrix value: name -> value -> estimate; a cell takes the largest that matches, else est.",
+    )
+
+    @field_validator("matrix")
+    @classmethod
+    def _matrix(cls, value: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+        for key, values in (value or {}).items():
+            _name(key)
+            if not values:
+                raise ValueError(f"matrix.{key} has no values")
+            if len(set(values)) != len(values):
+                raise ValueError(f"matrix.{key} lists a value twice")
+        return value
+
+    @field_validator("cells")
+    @classmethod
+    def _cells(cls, value: list[dict[str, str]] | None) -> list[dict[str, str]] | None:
+        for cell in value or []:
+            if not cell:
+                raise ValueError("a cell has no values")
+            for key in cell:
+                _name(key)
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SweepSpec:
+        if (self.matrix is None) == (self.cells is None):
+            raise ValueError("a sweep needs exactly one of matrix or cells")
+        from gpujob.sweep.cells import expand
+
+        n = len(expand(self))  # refuses duplicate cells
+        if n > MAX_CELLS:
+            raise ValueError(f"{n} cells; at most {MAX_CELLS}")
+        return self
+
+
+def _name(key: str) -> None:
+    import re
+
+    if not re.match(ENV_NAME_PATTERN, key):
+        raise ValueError(f"'{key}' is not a valid environment variable name")
+    if key.upper().startswith("GPUJOB_"):
+        raise ValueError(f"'{key}': GPUJOB_* names are gpujob's own")
