@@ -179,6 +179,8 @@ def _plan_job(
         )
         + trap_findings(ctx)
     )
+    from gpujob.sweep.plan import sweep_plan
+
     return JobPlan(
         job=spec.name,
         platform=spec.platform,
@@ -194,6 +196,7 @@ def _plan_job(
         current_usd_per_hour=current,
         after_usd_per_hour=hourly_total(meters(ctx.fp, ctx.profile)),
         run=fact,
+        sweep=sweep_plan(loaded, running),
     )
 
 

@@ -80,6 +80,8 @@ def _job(job: JobPlan, style: Style) -> list[str]:
         out.append(f"  run: {T(run)}")
     if job.cadence is not None:
         out.append(f"  checkpoint cadence: {T(job.cadence.summary)}")
+    if job.sweep is not None:
+        out.append(f"  {T(job.sweep.summary)}")
     out.append(f"  cost: {S.job_cost_line(job)}")
     return out
 

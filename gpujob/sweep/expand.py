@@ -24,6 +24,8 @@ class Queue:
     n: int
     cells: tuple[Cell, ...]
     placement: Placement
+    queues: int = 1
+    all_cells: tuple[Cell, ...] = ()
 
     @property
     def job(self) -> str:
@@ -56,7 +58,7 @@ def queues(spec: Any) -> list[Queue]:
     parts = split(cells, sw.machines)
     ck = spec.checkpoint.dir if spec.checkpoint is not None else None
     p = place(job=spec.name, mount=spec.storage.mount, ck_dir=ck, command=spec.run.command, queues=parts)
-    return [Queue(spec.name, n, tuple(c), p) for n, c in enumerate(parts, start=1)]
+    return [Queue(spec.name, n, tuple(c), p, len(parts), tuple(cells)) for n, c in enumerate(parts, start=1)]
 
 
 def queue_spec(spec: Any, q: Queue) -> Any:

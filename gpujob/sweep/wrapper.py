@@ -66,8 +66,8 @@ run_cell() {
 }
 outside() {  # files this cell wrote on the durable mount outside its own dirs (caches and gpujob's own aside)
   ( set -a; . "$V/cells/$1.env"; set +a
-    find @MOUNT@ -newer "$S/$1.t0" \( -path @MOUNT@/.gpujob -o -path @MOUNT@/.cache \
-      -o -path "$GPUJOB_CELL_DIR" -o -path "$GPUJOB_CHECKPOINT_DIR" \) -prune -o -type f -print 2>/dev/null \
+    find @MOUNT@ \( -path @MOUNT@/.gpujob -o -path @MOUNT@/.cache -o -path "$GPUJOB_CELL_DIR" \
+      -o -path "$GPUJOB_CHECKPOINT_DIR" \) -prune -o -type f -newer "$S/$1.t0" -print 2>/dev/null \
       | head -n @OUTSIDE_MAX@ )
 }
 while IFS= read -r cell <&3 || [ -n "$cell" ]; do

@@ -1,0 +1,128 @@
+"""The 3×2 sweep on 2 spot pods in the simulator under `gpujob watch`, one pod preempted mid-queue:
+every cell finishes exactly once and its result comes home to ./outputs/<cell>/."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujob.sim.testing import Sim
+from tests.e2e.e2e_support import poll
+
+pytestmark = [pytest.mark.sim, pytest.mark.ssh]
+
+JOB = """version: 1
+name: abl
+platform: runpod
+machine:
+  gpu: [RTX4090, A6000]
+  spot: true
+  cloud: secure
+  regions: [EU-RO-1]
+  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
+  container_disk_gb: 20
+storage: {volume_gb: 10, mount: /workspace}
+checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, verify: "python3 -m json.tool {file}"}
+run:
+  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
+  command: python3 cell.py
+  env: {STEPS: "4", STEP_S: "1"}
+  detach: tmux
+sweep:
+  machines: 2
+  matrix:
+    LR: ["1e-3", "3e-4", "1e-4"]
+    SEED: ["1", "2"]
+  est: 20m
+teardown: {on_finish: stop}
+"""
+
+
+def _gj(d: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpujob", *args], cwd=d, env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+def _pods(sim: Sim) -> list[dict]:
+    with sim.engine.lock:
+        return [p.model_dump(mode="json") for p in sim.engine.state.pods.values()]
+
+
+def _state_dir(sim: Sim, pod_id: str) -> Path:
+    return sim.data_dir / "runpod" / "pods" / pod_id / "volume" / ".gpujob" / "abl.sweep" / "state"
+
+
+def _mid_queue(sim: Sim) -> str | None:
+    """A running queue pod that finished a cell and is inside its next one, past its first checkpoint."""
+    for pod in _pods(sim):
+        if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
+            continue
+        s = _state_dir(sim, pod["id"])
+        if not list(s.glob("*.exit")):
+            continue
+        current = next(iter(s.glob("current.*")), None)
+        cell = current.read_text().strip() if current else ""
+        ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
+        if cell and not (s / f"{cell}.exit").exists() and list(ck.glob("step_*.json")):
+            return str(pod["id"])
+    return None
+
+
+def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finishes_once(
+    sim: Sim, tmp_path: Path
+) -> None:
+    d = tmp_path / "abl"
+    d.mkdir()
+    (d / "job.yaml").write_text(JOB)
+    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    env.update(sim.env)
+    env.update({"CI": "true", "NO_COLOR": "1"})
+
+    plan = _gj(d, env, "plan")
+    assert plan.returncode in (0, 2), plan.stdout + plan.stderr
+    assert "abl.q1.pod.create" in plan.stdout and "abl.q2.pod.create" in plan.stdout, plan.stdout
+    assert "sweep abl: 6 cells on 2 machines" in plan.stdout, plan.stdout
+    assert "lr-1e-3.seed-1." in plan.stdout and "$" in plan.stdout.split("sweep abl")[1], plan.stdout
+
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
+        cwd=d,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        victim = poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2)
+        assert sim.inject("preempt", pod_id=victim)["preempted"]
+        out, _ = watch.communicate(timeout=240)
+    finally:
+        watch.kill()
+    assert watch.returncode == 0, out
+
+    assert (d / "outputs").is_dir(), out
+    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    assert len(cells) == 6, (cells, out)
+    results = set()
+    resumed = 0
+    for cell in cells:
+        got = d / "outputs" / cell
+        result = json.loads((got / "result.json").read_text())
+        assert result["cell"] == cell
+        results.add((result["LR"], result["SEED"]))
+        assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
+        record = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        assert record["exit"] == "0" and record["cell"] == cell, record
+        assert not any(k == "outside" for k in record), record
+        resumed += result["resumed_from"] > 0
+    assert results == {(lr, s) for lr in ("1e-3", "3e-4", "1e-4") for s in ("1", "2")}
+    assert resumed >= 1, "the preempted cell resumed from its own checkpoint"
+    assert [p["name"] for p in _pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"
