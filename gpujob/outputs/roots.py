@@ -83,7 +83,9 @@ def output_roots(spec: JobSpec) -> list[Root]:
     roots = [_root(p) for p in dict.fromkeys(spec.outputs.paths)]
     # A sweep cell's results dir lands at pull_to/<cell>/ (docs/sweeps.md), not under its machine path.
     return [
-        Root(path=r.path, base=r.base, parts=r.parts, local=cell) if (cell := cell_of_dir(spec, r.base)) else r
+        Root(path=r.path, base=r.base, parts=r.parts, local=cell)
+        if (cell := cell_of_dir(spec, r.base))
+        else r
         for r in roots
     ]
 

@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from gpujob.live import RunFact
-from gpujob.sweep.plan import SweepPlan
 from gpujob.model import Model, Platform, SourceRef
+from gpujob.sweep.plan import SweepPlan
 
 
 class ActionKind(StrEnum):
@@ -172,7 +172,9 @@ class JobPlan(Model):
     run: RunFact | None = Field(
         None, description="The run fact this job was planned from (None: the job has no run to read)."
     )
-    sweep: SweepPlan | None = Field(None, description="When this job is a queue of a sweep: its cells and cost.")
+    sweep: SweepPlan | None = Field(
+        None, description="When this job is a queue of a sweep: its cells and cost (null otherwise)."
+    )
 
 
 class Plan(Model):

@@ -258,9 +258,30 @@ def _parked_keeps_checkpoints(r: Rules, data: dict[str, Any]) -> bool:
 
 
 # JobSpec's model validators, as FIELD_VALIDATORS (on the checked mapping, defaults filled in).
+def _no_sweep(r: Rules, data: dict[str, Any]) -> bool:
+    """The fast path vouches only for a job without a sweep (gpujob.sweep.checks judges the rest), and
+    without the {cell} placeholder a job without one refuses."""
+    outputs = r.default("JobSpec", data, "outputs")
+    paths = outputs["paths"] if outputs is not None else []
+    return r.default("JobSpec", data, "sweep") is None and not any("{cell}" in p for p in paths)
+
+
+def _sweep_unsure(value: Any) -> Any:
+    raise _Unsure("a sweep is left to the full loader")
+
+
+FIELD_VALIDATORS.update(
+    {
+        "SweepSpec._matrix": ("8e75b7cbf2352ac9", _sweep_unsure),
+        "SweepSpec._cells": ("277463b66d6ab92c", _sweep_unsure),
+    }
+)
+
 MODEL_VALIDATORS: dict[str, tuple[str, Callable[[Rules, dict[str, Any]], bool]]] = {
     "JobSpec._auto_needs_inputs": ("7da6e40ad889d32d", _auto_needs_inputs),
     "JobSpec._parked_keeps_checkpoints": ("bd8d9f77169ed60f", _parked_keeps_checkpoints),
+    "JobSpec._sweep_fits": ("760d66cca41364d3", _no_sweep),
+    "SweepSpec._one_source": ("c7e6f326831c05b4", lambda r, data: False),
 }
 
 

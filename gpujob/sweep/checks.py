@@ -26,9 +26,13 @@ def sweep_problem(spec: Any) -> str | None:
     from gpujob.sweep.cells import expand
 
     names = {k for c in expand(sw) for k, _ in c.values}
-    clash = sorted(n for n in names if n in spec.run.env or n in GPUJOB_ENV or n.upper().startswith("GPUJOB_"))
+    clash = sorted(
+        n for n in names if n in spec.run.env or n in GPUJOB_ENV or n.upper().startswith("GPUJOB_")
+    )
     if clash:
-        return f"sweep: cell value name(s) {', '.join(clash)} collide with run.env or gpujob's own environment"
+        return (
+            f"sweep: cell value name(s) {', '.join(clash)} collide with run.env or gpujob's own environment"
+        )
     bad = [p for p in (spec.outputs.paths if spec.outputs else []) if "{cell}" not in p]
     if bad:
         return (

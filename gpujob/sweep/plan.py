@@ -22,7 +22,9 @@ class SweepPlan(Model):
     queues: int
     cells_total: int
     cells: list[CellCost] = Field(default_factory=list, description="This queue's cells, in run order.")
-    queue_usd: float = Field(description="This queue's estimate: its cells' time at its machine's running rate.")
+    queue_usd: float = Field(
+        description="This queue's estimate: its cells' time at its machine's running rate."
+    )
     total_usd: float = Field(description="The whole sweep's estimate (every cell at this machine's rate).")
     budget_usd: float | None = None
 
@@ -31,8 +33,10 @@ class SweepPlan(Model):
         cells = ", ".join(f"{c.cell} {_dur(c.est_s)} ${c.usd:.2f}" for c in self.cells)
         over = ""
         if self.budget_usd is not None:
-            over = " (over budget.max_total_usd $%.2f)" % self.budget_usd if self.total_usd > self.budget_usd else (
-                " (within budget.max_total_usd $%.2f)" % self.budget_usd
+            over = (
+                f" (over budget.max_total_usd ${self.budget_usd:.2f})"
+                if self.total_usd > self.budget_usd
+                else (f" (within budget.max_total_usd ${self.budget_usd:.2f})")
             )
         return (
             f"sweep {self.sweep}: {self.cells_total} cells on {self.queues} machines, est. ${self.total_usd:.2f} in all"
@@ -41,7 +45,7 @@ class SweepPlan(Model):
 
 
 def _dur(seconds: float) -> str:
-    m = int(round(seconds / 60))
+    m = round(seconds / 60)
     return f"{m // 60}h{m % 60:02d}m" if m >= 60 else f"{m}m"
 
 

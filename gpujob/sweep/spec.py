@@ -25,7 +25,9 @@ class SweepSpec(Model):
     over `machines` queues by estimated cost (docs/sweeps.md)."""
 
     machines: int = Field(
-        ge=1, le=MAX_MACHINES, description="Queues, one per machine (gpujob-<job>--q<N>--<project>), run at once."
+        ge=1,
+        le=MAX_MACHINES,
+        description="Queues, one per machine (gpujob-<job>--q<N>--<project>), run at once.",
     )
     matrix: dict[str, list[str]] | None = Field(
         None, description="Name -> values (strings); the cartesian product is the set of cells."

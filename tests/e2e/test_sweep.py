@@ -101,7 +101,9 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
         text=True,
     )
     try:
-        victim = poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2)
+        victim = poll(
+            "a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2
+        )
         assert sim.inject("preempt", pod_id=victim)["preempted"]
         out, _ = watch.communicate(timeout=240)
     finally:

@@ -11,7 +11,11 @@ import time
 cell, out, ck = os.environ["GPUJOB_CELL"], os.environ["GPUJOB_CELL_DIR"], os.environ["GPUJOB_CHECKPOINT_DIR"]
 steps, step_s = int(os.environ.get("STEPS", "4")), float(os.environ.get("STEP_S", "1"))
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-done = [int(n.split("_")[1].split(".")[0]) for n in os.listdir(ck) if n.startswith("step_") and n.endswith(".json")]
+done = [
+    int(n.split("_")[1].split(".")[0])
+    for n in os.listdir(ck)
+    if n.startswith("step_") and n.endswith(".json")
+]
 start = max(done, default=0)
 with open(os.path.join(out, "starts.txt"), "a") as f:
     f.write(f"{cell} from {start}\n")

@@ -1,0 +1,75 @@
+"""Isolation checked, not hoped for: each cell's record lists the files it wrote on the durable mount
+outside its own dirs (the wrapper's `find -newer`, caches and gpujob's own dir aside). A write into
+another cell's results or checkpoint dir is an error (two cells' results interleave, which no later
+reconciliation can undo); any other outside write is a warning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpujob.sweep.wrapper import RECORD
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    cell: str
+    exit: int | None
+    starts: int
+    outside: tuple[str, ...] = ()
+
+
+def parse_record(text: str) -> CellRecord | None:
+    """The wrapper's key=value record; None when it is not one (its text comes from the machine)."""
+    cell, code, starts, outside = "", None, 0, []
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        if key == "cell":
+            cell = value
+        elif key == "exit" and value.lstrip("-").isdigit():
+            code = int(value)
+        elif key == "starts" and value.isdigit():
+            starts = int(value)
+        elif key == "outside":
+            outside.append(value)
+    return CellRecord(cell, code, starts, tuple(outside)) if cell else None
+
+
+@dataclass
+class Isolation:
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def judge(records: list[CellRecord], *, cell_roots: list[str]) -> Isolation:
+    """`cell_roots`: the dirs whose children are cell dirs (results root, checkpoint root)."""
+    names = {r.cell for r in records}
+    out = Isolation()
+    for r in records:
+        for path in r.outside:
+            other = _cell_under(path, cell_roots)
+            if other is not None and other != r.cell and other in names:
+                out.errors.append(f"cell {r.cell} wrote {path}, in cell {other}'s dir")
+            else:
+                out.warnings.append(f"cell {r.cell} wrote {path}, outside its own dirs")
+    return out
+
+
+def _cell_under(path: str, roots: list[str]) -> str | None:
+    for root in roots:
+        prefix = root.rstrip("/") + "/"
+        if path.startswith(prefix):
+            return path[len(prefix) :].split("/", 1)[0]
+    return None
+
+
+def local_records(pull_to: Path, cells: list[str]) -> dict[str, CellRecord | None]:
+    """Each cell's record as pulled to pull_to/<cell>/ (None: not there: the cell has not finished or
+    was never pulled)."""
+    out: dict[str, CellRecord | None] = {}
+    for cell in cells:
+        f = pull_to / cell / RECORD
+        out[cell] = parse_record(f.read_text(errors="replace")) if f.is_file() else None
+    return out

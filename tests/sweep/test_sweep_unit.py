@@ -1,0 +1,244 @@
+"""Sweeps without a platform: matrix expansion, the split by cost, the versioned wrapper run for real in
+bash on a temp dir (resume at the in-flight cell, finished and failed cells never again), the isolation
+check, the queue jobs' names and the gate's view of their cells."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from gpujob import naming
+from gpujob.errors import SpecError
+from gpujob.live import LiveResource
+from gpujob.spec.load import load_specs
+from gpujob.sweep.cells import Cell, cell_name, expand, split
+from gpujob.sweep.expand import queue_job, sweep_of
+from gpujob.sweep.isolation import judge, local_records, parse_record
+from gpujob.sweep.spec import SweepSpec
+from gpujob.sweep.wrapper import place, queue_command
+
+IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
+JOB = f"""version: 1
+name: abl
+platform: runpod
+machine: {{gpu: [RTX4090], spot: true, cloud: secure, regions: [EU-RO-1], image: "{IMAGE}"}}
+storage: {{volume_gb: 10, mount: /workspace}}
+checkpoint: {{dir: /workspace/ckpt, interval: 1s, verify: "true {{file}}"}}
+run:
+  command: python3 cell.py
+  env: {{STEPS: "4"}}
+sweep:
+  machines: 2
+  matrix:
+    LR: ["1e-3", "3e-4", "1e-4"]
+    SEED: ["1", "2"]
+  est: 20m
+"""
+
+
+def sweep(**kw: object) -> SweepSpec:
+    return SweepSpec.model_validate({"machines": 2, **kw})
+
+
+def test_a_matrix_expands_to_its_cartesian_product_with_stable_distinct_names() -> None:
+    cells = expand(sweep(matrix={"LR": ["1e-3", "3e-4", "1e-4"], "SEED": ["1", "2"]}))
+    assert [c.env for c in cells] == [
+        {"LR": lr, "SEED": s} for lr in ("1e-3", "3e-4", "1e-4") for s in ("1", "2")
+    ]
+    assert len({c.name for c in cells}) == 6
+    assert cells[0].name.startswith("lr-1e-3.seed-1.") and cells[0].name == cell_name(
+        {"LR": "1e-3", "SEED": "1"}
+    )
+    # slugs that meet still give distinct names (the hash is of the values)
+    assert cell_name({"LR": "1e-3"}) != cell_name({"LR": "1E-3"})
+    listed = expand(sweep(cells=[{"A": "x"}, {"A": "y", "B": "1"}]))
+    assert [c.env for c in listed] == [{"A": "x"}, {"A": "y", "B": "1"}]
+
+
+def test_duplicate_cells_and_gpujob_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="same values"):
+        sweep(cells=[{"A": "x"}, {"A": "x"}])
+    with pytest.raises(ValueError, match="GPUJOB_"):
+        sweep(matrix={"GPUJOB_CELL": ["a"]})
+    with pytest.raises(ValueError, match="exactly one"):
+        sweep(matrix={"A": ["1"]}, cells=[{"A": "2"}])
+
+
+def test_cells_split_by_estimated_cost_not_count() -> None:
+    sw = sweep(
+        matrix={"TASK": ["det", "seg", "rec"], "SEED": ["1", "2"]},
+        est="30m",
+        est_by={"TASK": {"det": "3h"}},
+    )
+    cells = expand(sw)
+    assert [c.est_s for c in cells] == [10800, 10800, 1800, 1800, 1800, 1800]
+    q1, q2 = split(cells, 2)
+    # the two long cells go to different queues, the short ones fill in: 3h+1h each, not 3 cells each
+    assert sum(c.est_s for c in q1) == sum(c.est_s for c in q2) == 10800 + 3600
+    uneven = [Cell("a", (), 9000), Cell("b", (), 1000), Cell("c", (), 1000), Cell("d", (), 1000)]
+    assert [[c.name for c in q] for q in split(uneven, 2)] == [["a"], ["b", "c", "d"]]
+    assert len(split(uneven, 8)) == 4  # never more queues than cells
+
+
+def test_a_changed_wrapper_is_a_new_version_and_never_rewrites_the_old_one(tmp_path: Path) -> None:
+    cells = expand(sweep(matrix={"A": ["1", "2"]}))
+    a = place(job="abl", mount=str(tmp_path), ck_dir=None, command="echo one", queues=[cells])
+    b = place(job="abl", mount=str(tmp_path), ck_dir=None, command="echo two", queues=[cells])
+    c = place(job="abl", mount=str(tmp_path), ck_dir=None, command="echo one", queues=[cells])
+    assert a.version != b.version and a.version == c.version and a.root != b.root
+    run(queue_command(a, 1), tmp_path)
+    wrapper = Path(a.root) / "queue.sh"
+    before = wrapper.stat().st_ino, wrapper.read_bytes()
+    run(queue_command(a, 1), tmp_path)  # placing again: the file is not written again
+    assert (wrapper.stat().st_ino, wrapper.read_bytes()) == before
+    run(queue_command(b, 1), tmp_path)
+    assert (Path(b.root) / "queue.sh").read_text().count("echo two") == 1
+    assert wrapper.read_bytes() == before[1]
+    appended = expand(sweep(matrix={"A": ["1", "2", "3"]}))  # appending cells: a new queue file
+    d = place(job="abl", mount=str(tmp_path), ck_dir=None, command="echo one", queues=[appended])
+    assert d.version != a.version
+
+
+def run(command: str, cwd: Path, code: int = 0) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+CELL_CMD = r"""echo run >> "$GPUJOB_CELL_DIR/runs"
+echo "$V" > "$GPUJOB_CELL_DIR/value"
+if [ "$V" = b ] && [ ! -e "$GPUJOB_CELL_DIR/once" ]; then touch "$GPUJOB_CELL_DIR/once"; kill -TERM "$PPID"; sleep 5; fi
+if [ "$V" = c ]; then exit 3; fi
+if [ "$V" = d ]; then echo stray > "$GPUJOB_CELL_DIR/../$OTHER/x"; echo s > "$MOUNT/stray"; fi
+exit 0
+"""
+
+
+def test_a_stopped_queue_resumes_at_its_in_flight_cell_and_never_reruns_a_finished_or_failed_one(
+    tmp_path: Path,
+) -> None:
+    mount = tmp_path / "ws"
+    cells = expand(sweep(matrix={"V": ["a", "b", "c", "d"]}))
+    names = {c.env["V"]: c.name for c in cells}
+    cmd = f"OTHER={names['a']} MOUNT={mount} && " + CELL_CMD
+    p = place(job="abl", mount=str(mount), ck_dir=str(mount / "ckpt"), command=cmd, queues=[cells])
+    first = run(queue_command(p, 1), tmp_path, code=143)  # the SIGTERM of a stop or preemption, in cell b
+    assert "stopped during cell " + names["b"] in first.stdout
+    state = Path(p.root).parent / "state"
+    assert (state / f"{names['a']}.exit").read_text().strip() == "0"
+    assert not (state / f"{names['b']}.exit").exists()  # in flight: not recorded as finished
+    second = run(queue_command(p, 1), tmp_path, code=1)  # cell c failed: the queue says so at its end
+    third = run(queue_command(p, 1), tmp_path, code=1)
+    results = mount / "sweeps" / "abl"
+    runs = {v: len((results / n / "runs").read_text().split()) for v, n in names.items()}
+    assert runs == {"a": 1, "b": 2, "c": 1, "d": 1}, (runs, second.stdout, third.stdout)
+    assert {v: (state / f"{n}.exit").read_text().strip() for v, n in names.items()} == {
+        "a": "0",
+        "b": "0",
+        "c": "3",
+        "d": "0",
+    }
+    assert third.stdout.count("finished before") == 4
+    assert (mount / "ckpt" / names["a"]).is_dir()  # each cell its own GPUJOB_CHECKPOINT_DIR
+    # the isolation check: d wrote into a's dir (error) and beside the cells (warning)
+    recs = [r for r in local_records(results, list(names.values())).values() if r is not None]
+    assert len(recs) == 4 and {r.exit for r in recs} == {0, 3}
+    verdict = judge(recs, cell_roots=[str(results), str(mount / "ckpt")])
+    assert verdict.errors == [
+        f"cell {names['d']} wrote {results / names['a'] / 'x'}, in cell {names['a']}'s dir"
+    ]
+    assert verdict.warnings == [f"cell {names['d']} wrote {mount / 'stray'}, outside its own dirs"]
+
+
+def test_parse_record_refuses_what_is_not_one() -> None:
+    assert parse_record("garbage\n") is None
+    r = parse_record("cell=x\nexit=0\nstarts=2\noutside=/a\n")
+    assert r is not None and (r.exit, r.starts, r.outside) == (0, 2, ("/a",))
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    f = tmp_path / "job.yaml"
+    f.write_text(text)
+    return f
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "says"),
+    [
+        (('env: {STEPS: "4"}', 'env: {LR: "1"}'), "", "collide"),
+        (
+            (
+                "storage: {volume_gb: 10, mount: /workspace}",
+                "storage: {volume_gb: 10, mount: /workspace}\noutputs: {paths: [/workspace/res]}",
+            ),
+            "",
+            "{cell}",
+        ),
+        (
+            (
+                "storage: {volume_gb: 10, mount: /workspace}",
+                "storage: {mount: /workspace, network_volume: {name: v, size_gb: 10}}",
+            ),
+            "",
+            "network_volume",
+        ),
+    ],
+)
+def test_validate_refuses_a_sweep_that_cannot_isolate_its_cells(
+    tmp_path: Path, change: tuple[str, str], key: str, says: str
+) -> None:
+    with pytest.raises(SpecError) as err:
+        load_specs([write(tmp_path, JOB.replace(*change))])
+    assert says in str(err.value) and "job.yaml" in str(err.value)
+
+
+def test_a_sweep_loads_as_one_queue_job_per_machine_and_the_gate_covers_each_cell(tmp_path: Path) -> None:
+    from gpujob.outputs.roots import output_roots
+
+    text = JOB.replace(
+        "storage: {volume_gb: 10, mount: /workspace}",
+        "storage: {volume_gb: 10, mount: /workspace}\noutputs: {paths: ['/workspace/eval/{cell}.json']}",
+    )
+    loaded = load_specs([write(tmp_path, text)])
+    assert [ls.spec.name for ls in loaded] == ["abl--q1", "abl--q2"]
+    cells = [c.name for ls in loaded for c in ls.sweep.cells]
+    assert len(cells) == 6 and len(set(cells)) == 6
+    for ls in loaded:
+        spec = ls.spec
+        assert spec.teardown.on_finish == "stop"  # a finished queue stops its machine (through the gate)
+        roots = output_roots(spec)
+        mine = [c.name for c in ls.sweep.cells]
+        # every cell of the queue: its results dir lands at pull_to/<cell>/, its declared output too
+        assert {r.local for r in roots if r.base.startswith("/workspace/sweeps/")} == set(mine)
+        assert {r.path for r in roots if r.path.startswith("/workspace/eval/")} == {
+            f"/workspace/eval/{c}.json" for c in mine
+        }
+        # the checkpoint dir the gate pulls holds every cell's GPUJOB_CHECKPOINT_DIR
+        assert spec.checkpoint is not None and spec.checkpoint.dir == "/workspace/ckpt"
+        assert all(f"GPUJOB_CHECKPOINT_DIR=/workspace/ckpt/{c}\n" in spec.run.command for c in mine)
+        assert spec.run.command.rstrip().endswith(f'"$V/q{ls.sweep.n}.txt"')
+
+
+def test_queue_machines_are_named_and_owned_as_their_queue_job() -> None:
+    assert queue_job("abl", 2) == "abl--q2" and sweep_of("abl--q2") == ("abl", 2) and sweep_of("abl") is None
+    name = naming.machine_name("abl--q2", "k3f9a2c1")
+    assert name == "gpujob-abl--q2--k3f9a2c1"
+    pod = LiveResource(
+        id="p1",
+        kind="pod",
+        name=name,
+        platform="runpod",
+        status="running",
+        attributes={"project": "k3f9a2c1"},
+    )
+    assert naming.belongs(pod, "abl--q2", "k3f9a2c1") and not naming.belongs(pod, "abl", "k3f9a2c1")
+    assert naming.action_prefix("abl--q2") == "abl.q2" and naming.action_prefix("abl") == "abl"
+    vol = LiveResource(id="v1", kind="network_volume", name=name, platform="runpod", status="available")
+    assert naming.owner(vol) is not None and naming.owner(vol).volume == "q2"  # a volume named q2 stays one
+
+
+def test_est_is_a_duration() -> None:
+    assert sweep(matrix={"A": ["1"]}, est="1h").est == timedelta(hours=1)
