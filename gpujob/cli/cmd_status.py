@@ -56,7 +56,8 @@ def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
         click.echo(for_terminal(message, lines=True), err=True)
     # the README's promise: status fails when it cannot read a run it should (a stall, no answer)
     unread = [row for row in rows if (row.get("run") or {}).get("unreadable")]
-    return 1 if failed or unread else 0
+    crossed = [e for row in rows for e in (row.get("isolation") or {}).get("errors", [])]
+    return 1 if failed or unread or crossed else 0
 
 
 async def _collect(loaded):  # type: ignore[no-untyped-def]
@@ -102,6 +103,9 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["run"] = await _run_status(v, open_remote, SSHApi.default(), SystemClock())
             elif m is not None and m.status in NOT_COMING and v.spec.run is not None:
                 row["run"] = {"error": str(MachineNotRunning(v.spec, m))}  # nothing to reach: say so
+            from gpujob.sweep.status import collect
+
+            await collect(v, row, open_remote, SSHApi.default(), SystemClock())
             if v.pull is not None:
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
             away = [j for j in others if j.job == v.spec.name]
@@ -177,6 +181,7 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
         "started_at": st.started_at,
         "last_checkpoint": st.last_checkpoint,
         "last_checkpoint_age_s": st.last_checkpoint_age_s,
+        "progress_step": st.progress.step if st.progress is not None else None,
         # are checkpoints really written and resumed from (the plan asks the same: gpujob.plan.run_evidence)
         "warnings": status_warnings(view.spec, st, view.pull, datetime.now(UTC)),
         "last_log_line": from_machine((st.log_tail.strip().splitlines() or [""])[-1], raw=True),
@@ -263,6 +268,9 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
             for w in run.get("warnings") or []:
                 lines.append(f"  warning:   [{w['code']}] {w['summary']}")
                 lines.append(f"             fix: {w['fix']}")
+    from gpujob.sweep.status import text as cells_text
+
+    lines += cells_text(row)
     pull = row.get("last_pull")
     if pull is not None:
         ok = "verified" if pull["complete"] else "INCOMPLETE"

@@ -43,9 +43,10 @@ class Isolation:
     warnings: list[str] = field(default_factory=list)
 
 
-def judge(records: list[CellRecord], *, cell_roots: list[str]) -> Isolation:
-    """`cell_roots`: the dirs whose children are cell dirs (results root, checkpoint root)."""
-    names = {r.cell for r in records}
+def judge(records: list[CellRecord], *, cell_roots: list[str], cells: list[str] | None = None) -> Isolation:
+    """`cell_roots`: the dirs whose children are cell dirs (results root, checkpoint root); `cells`: every
+    cell of the sweep (default: the records' own)."""
+    names = set(cells) if cells is not None else {r.cell for r in records}
     out = Isolation()
     for r in records:
         for path in r.outside:

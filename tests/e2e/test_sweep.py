@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,17 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
         text=True,
     )
     try:
+        poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2)
+        live = _gj(d, env, "status", "--format", "json")  # while the queues run: read from the machines
+        assert live.returncode == 0, live.stdout + live.stderr
+        rows = {r["job"]: r for r in json.loads(live.stdout)}
+        assert sorted(rows) == ["abl--q1", "abl--q2"]
+        seen = [c for r in rows.values() for c in r["cells"]]
+        assert len(seen) == 6 and {c["state"] for c in seen} <= {"pending", "running", "done"}, seen
+        done = [c for c in seen if c["state"] == "done"]
+        assert done and all(
+            c["seconds"] is not None and c["machine"].startswith("gpujob-abl--q") for c in done
+        )
         victim = poll(
             "a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2
         )
@@ -128,3 +140,7 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     assert results == {(lr, s) for lr in ("1e-3", "3e-4", "1e-4") for s in ("1", "2")}
     assert resumed >= 1, "the preempted cell resumed from its own checkpoint"
     assert [p["name"] for p in _pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"
+    after = _gj(d, env, "status")  # machines stopped: the cell table from the pulled records
+    assert after.returncode == 0, after.stdout + after.stderr
+    table = re.findall(r"^  (lr-\S+)\s+(\w+)\s+gpujob-abl--q[12]--", after.stdout, re.M)
+    assert sorted(table) == sorted((c, "done") for c in cells) and "error:" not in after.stdout, after.stdout

@@ -242,3 +242,38 @@ def test_queue_machines_are_named_and_owned_as_their_queue_job() -> None:
 
 def test_est_is_a_duration() -> None:
     assert sweep(matrix={"A": ["1"]}, est="1h").est == timedelta(hours=1)
+
+
+def test_the_status_cell_table_reads_the_wrappers_state() -> None:
+    from gpujob.sweep.status import parse_cells, table
+
+    out = (
+        "cell=a exit=0 starts=1 t0=100 t1=136 current=0\n"
+        "cell=b exit=- starts=2 t0=140 t1=- current=1\n"
+        "outside=b /workspace/stray\n"
+        "cell=c exit=3 starts=1 t0=90 t1=95 current=0\n"
+        "cell=d exit=- starts=0 t0=- t1=- current=0\n"
+        "garbage line\n"
+    )
+    rows = parse_cells(out, machine="gpujob-abl--q1--p", alive=True, step=7, usd_per_hour=3.6)
+    assert [(r["cell"], r["state"], r["step"]) for r in rows] == [
+        ("a", "done", None), ("b", "running", 7), ("c", "failed", None), ("d", "pending", None)
+    ]  # fmt: skip
+    assert rows[0]["seconds"] == 36 and abs(rows[0]["cost_usd"] - 0.036) < 1e-9
+    assert rows[1]["outside"] == ["/workspace/stray"]
+    dead = parse_cells(out, machine="m", alive=False, step=7, usd_per_hour=0)
+    assert dead[1]["state"] == "pending"  # in flight on a machine whose run is not alive: it resumes there
+    assert any("failed (3)" in line for line in table(rows))
+
+
+def test_the_wrapper_overhead_per_cell_is_well_under_a_second(tmp_path: Path) -> None:
+    import time
+
+    mount = tmp_path / "ws"
+    cells = expand(sweep(matrix={"A": [str(i) for i in range(100)]}))
+    p = place(job="abl", mount=str(mount), ck_dir=None, command="true", queues=[cells])
+    t = time.monotonic()
+    run(queue_command(p, 1), tmp_path)
+    per_cell = (time.monotonic() - t) / 100
+    assert len(list((Path(p.root).parent / "state").glob("*.exit"))) == 100
+    assert per_cell < 1.0, per_cell  # the bound; typically a few tens of ms here
