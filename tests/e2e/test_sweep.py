@@ -144,3 +144,13 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     assert after.returncode == 0, after.stdout + after.stderr
     table = re.findall(r"^  (lr-\S+)\s+(\w+)\s+gpujob-abl--q[12]--", after.stdout, re.M)
     assert sorted(table) == sorted((c, "done") for c in cells) and "error:" not in after.stdout, after.stdout
+
+    # The teardown gate covers every cell: a result whose local copy is gone is pulled again (the gate
+    # starts the stopped pods to look) before the terminates that erase the volume disks go through.
+    lost = d / "outputs" / cells[0] / "result.json"
+    lost.unlink()
+    approve = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
+    gone = _gj(d, env, "destroy", "--auto-approve", *approve)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert json.loads(lost.read_text())["cell"] == cells[0]
+    assert [p for p in _pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
