@@ -278,3 +278,34 @@ def test_the_wrapper_overhead_per_cell_is_well_under_a_second(tmp_path: Path) ->
     per_cell = (time.monotonic() - t) / 100
     assert len(list((Path(p.root).parent / "state").glob("*.exit"))) == 100
     assert per_cell < 1.0, per_cell  # the bound; typically a few tens of ms here
+
+
+def test_the_plan_shows_each_queues_cells_with_a_cost_and_the_total_against_the_budget(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime
+
+    from gpujob.plan.model import JobPlan, Plan
+    from gpujob.render import render_plan
+    from gpujob.sweep.plan import sweep_plan
+
+    text = JOB.replace("  est: 20m\n", "  est: 20m\nbudget: {max_total_usd: 1.0}\n")
+    loaded = load_specs([write(tmp_path, text)])
+    plans = [sweep_plan(ls, usd_per_hour=0.6) for ls in loaded]
+    assert all(p is not None for p in plans)
+    q1 = plans[0]
+    assert q1 is not None and (q1.queue, q1.queues, q1.cells_total, len(q1.cells)) == (1, 2, 6, 3)
+    assert abs(q1.cells[0].usd - 0.2) < 1e-9 and abs(q1.total_usd - 1.2) < 1e-9
+    assert "over budget.max_total_usd $1.00" in q1.summary
+    jobs = [
+        JobPlan(job=ls.spec.name, platform="runpod", spec_file="job.yaml", desired_state="running", sweep=sp)
+        for ls, sp in zip(loaded, plans, strict=True)
+    ]
+    plan = Plan(
+        created_at=datetime.now(UTC), gpujob_version="t", spec_digest="d", live_fingerprint="f", jobs=jobs
+    )
+    for fmt in ("text", "markdown"):
+        out = render_plan(plan, fmt, color=False)
+        assert out.count("6 cells on 2 machines") == 2, out
+        assert f"{loaded[0].sweep.cells[0].name} 20m $0.20" in out, out
+    assert sweep_plan(load_specs([write(tmp_path, JOB.split("sweep:")[0])])[0], 0.6) is None
