@@ -143,6 +143,13 @@ def test_a_stopped_queue_resumes_at_its_in_flight_cell_and_never_reruns_a_finish
         "d": "0",
     }
     assert third.stdout.count("finished before") == 4
+    # appending a cell is a new version (new queue file); the old version's finished cells stay done
+    more = expand(sweep(matrix={"V": ["a", "b", "c", "d", "e"]}))
+    p2 = place(job="abl", mount=str(mount), ck_dir=str(mount / "ckpt"), command=cmd, queues=[more])
+    assert p2.version != p.version
+    fourth = run(queue_command(p2, 1), tmp_path)
+    assert fourth.stdout.count("finished before") == 4 and fourth.stdout.count(" start 1") == 1
+    assert (Path(p.root) / "queue.sh").is_file()  # the old version is left as it was
     assert (mount / "ckpt" / names["a"]).is_dir()  # each cell its own GPUJOB_CHECKPOINT_DIR
     # the isolation check: d wrote into a's dir (error) and beside the cells (warning)
     recs = [r for r in local_records(results, list(names.values())).values() if r is not None]
