@@ -110,7 +110,8 @@ def run(
     saved = None
     if len(targets) == 1 and targets[0].suffix == ".json":
         saved = session.load_saved_plan(targets[0])
-        loaded = load_specs([Path(j.spec_file) for j in saved.jobs])
+        # a sweep's queues share one file: load it once (it expands into them again)
+        loaded = load_specs(list(dict.fromkeys(Path(j.spec_file) for j in saved.jobs)))
     else:
         loaded = load_specs(session.job_files(list(targets)))
     if destroy:

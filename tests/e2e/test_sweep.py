@@ -154,3 +154,33 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert json.loads(lost.read_text())["cell"] == cells[0]
     assert [p for p in _pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
+
+
+def test_a_saved_sweep_plan_applies_as_shown_and_destroy_gates_the_cells_in_flight(
+    sim: Sim, tmp_path: Path
+) -> None:
+    d = tmp_path / "abl"
+    d.mkdir()
+    (d / "job.yaml").write_text(JOB.replace('STEP_S: "1"', 'STEP_S: "2"'))
+    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    env.update(sim.env)
+    env.update({"CI": "true", "NO_COLOR": "1"})
+    saved = _gj(d, env, "plan", "-o", "plan.json")
+    assert saved.returncode in (0, 2), saved.stdout + saved.stderr
+    applied = _gj(d, env, "apply", "--auto-approve", "plan.json")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    running = sorted(p["name"] for p in _pods(sim) if p["status"] == "RUNNING")
+    assert len(running) == 2 and all("--q" in n for n in running), running
+    poll(
+        "a first checkpoint of a cell",
+        lambda: list(sim.data_dir.glob("runpod/pods/*/volume/ckpt/*/step_*.json")),
+    )
+    approve = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
+    gone = _gj(d, env, "destroy", "--auto-approve", *approve)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert [p for p in _pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
+    # the cells in flight were stopped by the gate, their started results and checkpoints pulled first
+    starts = sorted((d / "outputs").glob("*/starts.txt"))
+    assert len(starts) == 2, gone.stdout
+    assert sorted((d / "checkpoints").glob("*/step_*.json")), gone.stdout
