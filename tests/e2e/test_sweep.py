@@ -176,6 +176,9 @@ def test_a_saved_sweep_plan_applies_as_shown_and_destroy_gates_the_cells_in_flig
         "a first checkpoint of a cell",
         lambda: list(sim.data_dir.glob("runpod/pods/*/volume/ckpt/*/step_*.json")),
     )
+    pulled = _gj(d, env, "pull")  # both queues: each running cell's dir to outputs/<cell>/
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert len(list((d / "outputs").glob("*/starts.txt"))) == 2, pulled.stdout
     approve = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
     gone = _gj(d, env, "destroy", "--auto-approve", *approve)
     assert gone.returncode == 0, gone.stdout + gone.stderr
