@@ -37,6 +37,8 @@ def test_every_benchmark_suite_runs_and_measures(tmp_path: Path) -> None:
         "failover: preemption",
         "peak RSS",
         "with a 200 MB log line: peak RSS",
+        "sweep: API calls per live read",
+        "sweep: wrapper overhead per cell",
     ):
         assert any(expected in f for f in figures), f"{expected!r} missing from {sorted(figures)}"
     for r in results:
