@@ -9,20 +9,21 @@ GPUJOB_ENV = frozenset({"HF_HOME", "PIP_CACHE_DIR"})
 
 
 def sweep_problem(spec: Any) -> str | None:
+    """'key.path: message' (gpujob.spec.errmap places it at that key), or None."""
     sw = spec.sweep
     if sw is None:
         if spec.outputs is not None and any("{cell}" in p for p in spec.outputs.paths):
-            return "outputs.paths: {cell} is only meaningful with a sweep: block"
+            return "outputs.paths: {cell} is only meaningful in a job with a sweep: block"
         return None
     if spec.run is None:
-        return "sweep: needs a run: block (each cell runs run.command)"
+        return "sweep.machines: a sweep needs a run: block (each cell runs run.command)"
     if spec.storage.network_volume is not None:
         return (
-            "sweep: with storage.network_volume is not supported yet: each queue machine keeps its cells on "
+            "storage.network_volume: not supported with sweep: yet: each queue machine keeps its cells on "
             "its own volume disk (storage.volume_gb)"
         )
     if getattr(spec, "fallback", None):
-        return "sweep: with fallback: is not supported yet"
+        return "fallback: a sweep with fallback: is not supported yet"
     from gpujob.sweep.cells import expand
 
     names = {k for c in expand(sw) for k, _ in c.values}
@@ -30,13 +31,12 @@ def sweep_problem(spec: Any) -> str | None:
         n for n in names if n in spec.run.env or n in GPUJOB_ENV or n.upper().startswith("GPUJOB_")
     )
     if clash:
-        return (
-            f"sweep: cell value name(s) {', '.join(clash)} collide with run.env or gpujob's own environment"
-        )
+        where = "sweep.matrix" if sw.matrix is not None else "sweep.cells"
+        return f"{where}: {', '.join(clash)} would shadow run.env or gpujob's own environment in each cell"
     bad = [p for p in (spec.outputs.paths if spec.outputs else []) if "{cell}" not in p]
     if bad:
         return (
-            f"outputs.paths of a sweep must each contain {{cell}} (one dir per cell), not {', '.join(bad)}; "
+            f"outputs.paths: in a sweep each path must contain {{cell}} (one per cell), not {', '.join(bad)}; "
             "each cell's GPUJOB_CELL_DIR is an output already"
         )
     return None

@@ -176,13 +176,13 @@ def write(tmp_path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("change", "key", "says"),
     [
-        (('env: {STEPS: "4"}', 'env: {LR: "1"}'), "", "collide"),
+        (('env: {STEPS: "4"}', 'env: {LR: "1"}'), "sweep.matrix", "shadow"),
         (
             (
                 "storage: {volume_gb: 10, mount: /workspace}",
                 "storage: {volume_gb: 10, mount: /workspace}\noutputs: {paths: [/workspace/res]}",
             ),
-            "",
+            "outputs.paths",
             "{cell}",
         ),
         (
@@ -190,17 +190,20 @@ def write(tmp_path: Path, text: str) -> Path:
                 "storage: {volume_gb: 10, mount: /workspace}",
                 "storage: {mount: /workspace, network_volume: {name: v, size_gb: 10}}",
             ),
-            "",
-            "network_volume",
+            "storage.network_volume",
+            "not supported",
         ),
     ],
 )
 def test_validate_refuses_a_sweep_that_cannot_isolate_its_cells(
     tmp_path: Path, change: tuple[str, str], key: str, says: str
 ) -> None:
+    text = JOB.replace(*change)
     with pytest.raises(SpecError) as err:
-        load_specs([write(tmp_path, JOB.replace(*change))])
-    assert says in str(err.value) and "job.yaml" in str(err.value)
+        load_specs([write(tmp_path, text)])
+    (problem,) = err.value.problems
+    assert problem.key_path == key and says in problem.message, problem
+    assert key.split(".")[-1] in text.splitlines()[problem.line - 1], (problem, text)  # at its key
 
 
 def test_a_sweep_loads_as_one_queue_job_per_machine_and_the_gate_covers_each_cell(tmp_path: Path) -> None:
