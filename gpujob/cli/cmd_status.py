@@ -50,6 +50,10 @@ def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
         style = terminal_style(color_wanted(no_color))
         for row in rows:
             click.echo(_text(row, style))
+        from gpujob.sweep.status import roster
+
+        for line in roster(rows):
+            click.echo(line)
     # A stalled machine, or one that refuses the project key: shown above, then the error; exit 1.
     failed = [run[k] for row in rows for k in ("stalled", "failed") if k in (run := row.get("run") or {})]
     for message in failed:

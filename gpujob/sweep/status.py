@@ -163,3 +163,23 @@ def text(row: dict) -> list[str]:
     lines += [f"  error:     {e}" for e in iso.get("errors", [])]
     lines += [f"  warning:   {w}" for w in iso.get("warnings", [])]
     return lines
+
+
+def roster(rows: list[dict]) -> list[str]:
+    """One line per sweep over all its queues: the roster is every cell, whichever machine has it."""
+    from gpujob.sweep.expand import sweep_of
+
+    counts: dict[str, dict[str, int]] = {}
+    for row in rows:
+        of = sweep_of(row["job"])
+        if of is None or "cells" not in row:
+            continue
+        mine = counts.setdefault(of[0], {})
+        for cell in row["cells"]:
+            mine[cell["state"]] = mine.get(cell["state"], 0) + 1
+    order = ("done", "running", "pending", "failed", "unknown")
+    return [
+        f"sweep {name}: {sum(c.values())} cells: "
+        + ", ".join(f"{c.get(s, 0)} {s}" for s in order if c.get(s) or s in order[:4])
+        for name, c in counts.items()
+    ]

@@ -144,6 +144,7 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     assert after.returncode == 0, after.stdout + after.stderr
     table = re.findall(r"^  (lr-\S+)\s+(\w+)\s+gpujob-abl--q[12]--", after.stdout, re.M)
     assert sorted(table) == sorted((c, "done") for c in cells) and "error:" not in after.stdout, after.stdout
+    assert "sweep abl: 6 cells: 6 done, 0 running, 0 pending, 0 failed" in after.stdout, after.stdout
 
     # The teardown gate covers every cell: a result whose local copy is gone is pulled again (the gate
     # starts the stopped pods to look) before the terminates that erase the volume disks go through.

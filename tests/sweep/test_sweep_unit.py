@@ -275,6 +275,10 @@ def test_the_status_cell_table_reads_the_wrappers_state() -> None:
     dead = parse_cells(out, machine="m", alive=False, step=7, usd_per_hour=0)
     assert dead[1]["state"] == "pending"  # in flight on a machine whose run is not alive: it resumes there
     assert any("failed (3)" in line for line in table(rows))
+    from gpujob.sweep.status import roster
+
+    both = [{"job": "abl--q1", "cells": rows}, {"job": "abl--q2", "cells": dead}, {"job": "other"}]
+    assert roster(both) == ["sweep abl: 8 cells: 2 done, 1 running, 3 pending, 2 failed"]
 
 
 def test_the_wrapper_overhead_per_cell_is_well_under_a_second(tmp_path: Path) -> None:
