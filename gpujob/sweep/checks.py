@@ -33,6 +33,16 @@ def sweep_problem(spec: Any) -> str | None:
     if clash:
         where = "sweep.matrix" if sw.matrix is not None else "sweep.cells"
         return f"{where}: {', '.join(clash)} would shadow run.env or gpujob's own environment in each cell"
+    from gpujob.sweep.expand import queues
+    from gpujob.sweep.wrapper import COMMAND_MAX, queue_command
+
+    for q in queues(spec):
+        size = len(queue_command(q.placement, q.n).encode())
+        if size > COMMAND_MAX:
+            return (
+                f"sweep.machines: queue q{q.n} ({len(q.cells)} cells) would need a {size // 1000} KB command, over "
+                f"the {COMMAND_MAX // 1000} KB one process argument holds: use more machines or shorter values"
+            )
     bad = [p for p in (spec.outputs.paths if spec.outputs else []) if "{cell}" not in p]
     if bad:
         return (

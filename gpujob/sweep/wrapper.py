@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpujob.ssh.quote import remote_path
 from gpujob.sweep.cells import Cell
 
 RECORD = "gpujob-cell.txt"  # the cell's record, written into its results dir (pulled with them)
 OUTSIDE_MAX = 200
+COMMAND_MAX = 120_000  # bytes: Linux takes at most 128 KiB in one process argument (MAX_ARG_STRLEN)
 
 
 def sweep_dir(mount: str, job: str) -> str:
@@ -46,6 +47,7 @@ class Placement:
     version: str  # 'v' + 12 hex of the sha256 of every file below
     root: str  # the version dir
     files: dict[str, str]  # path relative to root -> content
+    queue_cells: dict[int, tuple[str, ...]] = field(default_factory=dict)  # queue N -> its cells
 
     def queue_file(self, n: int) -> str:
         return f"{self.root}/q{n}.txt"
@@ -136,12 +138,18 @@ def place(*, job: str, mount: str, ck_dir: str | None, command: str, queues: lis
     h.update(wrapper.encode())
     version = "v" + h.hexdigest()[:12]
     files = {"queue.sh": wrapper.replace("@VERSION@", version), **body}
-    return Placement(version=version, root=f"{sweep_dir(mount, job)}/{version}", files=files)
+    return Placement(
+        version=version,
+        root=f"{sweep_dir(mount, job)}/{version}",
+        files=files,
+        queue_cells={n: tuple(c.name for c in cells) for n, cells in enumerate(queues, start=1)},
+    )
 
 
 def queue_command(p: Placement, n: int) -> str:
-    """queue N's run.command: place the version's files where absent (never over an existing one), then
-    run the wrapper on queue N. Heredocs keep the files out of argv and out of the environment."""
+    """queue N's run.command: place the wrapper, queue N's file and its cells' env files where absent
+    (never over an existing one), then run the wrapper on queue N. The launcher hands the command to
+    `bash -c`, one process argument: COMMAND_MAX bounds it (gpujob.sweep.checks refuses a bigger one)."""
     root = shlex.quote(p.root)
     lines = [
         "set -e",
@@ -149,7 +157,8 @@ def queue_command(p: Placement, n: int) -> str:
         'mkdir -p "$V/cells"',
         'put() { if [ -e "$V/$1" ]; then cat > /dev/null; else cat > "$V/$1.tmp.$$" && mv "$V/$1.tmp.$$" "$V/$1"; fi; }',
     ]
-    for i, (rel, text) in enumerate(sorted(p.files.items())):
+    mine = {"queue.sh", f"q{n}.txt", *(f"cells/{c}.env" for c in p.queue_cells.get(n, ()))}
+    for i, (rel, text) in enumerate(sorted((k, v) for k, v in p.files.items() if k in mine)):
         mark = f"GPUJOB_SWEEP_EOF_{i}"
         assert mark not in text
         lines.append(f"put {shlex.quote(rel)} <<'{mark}'\n{text}{mark}")

@@ -4,6 +4,7 @@ check, the queue jobs' names and the gate's view of their cells."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -323,3 +324,22 @@ def test_the_plan_shows_each_queues_cells_with_a_cost_and_the_total_against_the_
         assert out.count("6 cells on 2 machines") == 2, out
         assert f"{loaded[0].sweep.cells[0].name} 20m $0.20" in out, out
     assert sweep_plan(load_specs([write(tmp_path, JOB.split("sweep:")[0])])[0], 0.6) is None
+
+
+def test_each_queue_places_only_its_own_cells_and_an_oversized_queue_is_refused(tmp_path: Path) -> None:
+    loaded = load_specs([write(tmp_path, JOB)])
+    for ls in loaded:
+        mine = {c.name for c in ls.sweep.cells}
+        placed = {
+            c.name
+            for c in ls.sweep.all_cells
+            if f"put {shlex.quote(f'cells/{c.name}.env')} <<" in ls.spec.run.command
+        }
+        assert placed == mine
+    many = JOB.replace(
+        'LR: ["1e-3", "3e-4", "1e-4"]', "LR: [" + ", ".join(f'"{i}"' for i in range(490)) + "]"
+    )
+    with pytest.raises(SpecError, match="over the 120 KB") as err:
+        load_specs([write(tmp_path, many)])
+    assert err.value.problems[0].key_path == "sweep.machines"
+    assert len(load_specs([write(tmp_path, many.replace("machines: 2", "machines: 8"))])) == 8
