@@ -66,10 +66,11 @@ run_cell() {
   mkdir -p "$GPUJOB_CELL_DIR" "$GPUJOB_CHECKPOINT_DIR"
   exec bash -c @COMMAND@
 }
-outside() {  # files this cell wrote on the durable mount outside its own dirs (caches and gpujob's own aside)
+outside() {  # files this cell wrote on the durable mount outside its own dirs (caches, gpujob's own and
+  # Python's bytecode caches aside: importing the synced code writes those, and they are no result)
   ( set -a; . "$V/cells/$1.env"; set +a
     find @MOUNT@ \( -path @MOUNT@/.gpujob -o -path @MOUNT@/.cache -o -path "$GPUJOB_CELL_DIR" \
-      -o -path "$GPUJOB_CHECKPOINT_DIR" \) -prune -o -type f -newer "$S/$1.t0" -print 2>/dev/null \
+      -o -path "$GPUJOB_CHECKPOINT_DIR" -o -name __pycache__ \) -prune -o -type f -newer "$S/$1.t0" -print 2>/dev/null \
       | head -n @OUTSIDE_MAX@ )
 }
 while IFS= read -r cell <&3 || [ -n "$cell" ]; do

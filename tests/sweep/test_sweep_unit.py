@@ -114,6 +114,7 @@ echo "$V" > "$GPUJOB_CELL_DIR/value"
 if [ "$V" = b ] && [ ! -e "$GPUJOB_CELL_DIR/once" ]; then touch "$GPUJOB_CELL_DIR/once"; kill -TERM "$PPID"; sleep 5; fi
 if [ "$V" = c ]; then exit 3; fi
 if [ "$V" = d ]; then echo stray > "$GPUJOB_CELL_DIR/../$OTHER/x"; echo s > "$MOUNT/stray"; fi
+if [ "$V" = a ]; then mkdir -p "$MOUNT/code/__pycache__" && echo pyc > "$MOUNT/code/__pycache__/m.pyc"; fi
 exit 0
 """
 
