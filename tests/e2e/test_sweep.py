@@ -71,7 +71,9 @@ def _mid_queue(sim: Sim) -> str | None:
         current = next(iter(s.glob("current.*")), None)
         cell = current.read_text().strip() if current else ""
         ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
-        if cell and not (s / f"{cell}.exit").exists() and list(ck.glob("step_*.json")):
+        # one or two of its 4 steps saved: a second or more before it could finish, so the preemption
+        # surely lands inside the cell (a cell that finished its work must not be caught at its end)
+        if cell and not (s / f"{cell}.exit").exists() and 1 <= len(list(ck.glob("step_*.json"))) <= 2:
             return str(pod["id"])
     return None
 
