@@ -143,9 +143,11 @@ def mark_finished(plan: Plan, loaded: Iterable[Any], journal_of: JournalOf, now:
 
 def record_launches(done: Iterable[str], loaded: Iterable[Any], journal_of: JournalOf, now: datetime) -> None:
     """After apply: which job file each finished launch was made from."""
+    from gpujob.naming import action_prefix
+
     launched = {a.rsplit(".run.", 1)[0] for a in done if a.endswith((".run.launch", ".run.relaunch"))}
     for ls in loaded:
-        if ls.spec.name in launched:
+        if action_prefix(ls.spec.name) in launched:  # a sweep queue abl--q1 acts as abl.q1
             journal_of(ls).append(
                 "done", now, action_id=f"{ls.spec.name}.{LAUNCHED}", detail=f"launched from spec {ls.digest}"
             )

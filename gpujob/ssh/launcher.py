@@ -16,7 +16,7 @@ from pydantic import Field
 
 from gpujob.errors import RemoteCommandError
 from gpujob.model import Model
-from gpujob.naming import run_session
+from gpujob.naming import SEP, run_session
 from gpujob.spec.model import JobSpec, RunSpec
 from gpujob.ssh.logread import STATUS_CAP, expand, tail_command
 from gpujob.ssh.quote import env_name, q, remote_path, session_name
@@ -158,7 +158,11 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
         setup=run.setup or "",
         command=run.command,
         ckdir=remote_path(spec.checkpoint.dir) if spec.checkpoint else "",
-        stop_on_finish=spec.teardown.on_finish == "stop" and spec.platform in SELF_STOP,
+        # A sweep queue's machine is stopped by gpujob, not by itself: the cells' results are pulled
+        # first (docs/sweeps.md), which an on-box stop would leave on the stopped disk.
+        stop_on_finish=spec.teardown.on_finish == "stop"
+        and spec.platform in SELF_STOP
+        and SEP not in spec.name,
         stop_on_failure=spec.teardown.on_failure == "stop" and spec.platform in SELF_STOP,
         kind="pod" if spec.platform == "runpod" else "machine",
         self_stop=SELF_STOP.get(spec.platform, ""),

@@ -344,3 +344,13 @@ def test_each_queue_places_only_its_own_cells_and_an_oversized_queue_is_refused(
         load_specs([write(tmp_path, many)])
     assert err.value.problems[0].key_path == "sweep.machines"
     assert len(load_specs([write(tmp_path, many.replace("machines: 2", "machines: 8"))])) == 8
+
+
+def test_a_queue_machine_is_stopped_by_gpujob_after_the_pull_not_by_itself(tmp_path: Path) -> None:
+    from gpujob.ssh.launcher import render_launcher
+
+    queue = load_specs([write(tmp_path, JOB)])[0].spec
+    assert queue.teardown.on_finish == "stop"
+    assert ': > "$JOBDIR/armed"' not in render_launcher(queue)
+    plain = load_specs([write(tmp_path, JOB.split("sweep:")[0] + "teardown: {on_finish: stop}\n")])[0].spec
+    assert ': > "$JOBDIR/armed"' in render_launcher(plain)  # a plain job still stops on the pod itself
