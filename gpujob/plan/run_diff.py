@@ -81,6 +81,25 @@ def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
     changes = run_changes(record, ctx.spec) if record is not None else []
     if not changes and not forced:
         return False
+    from gpujob.sweep.expand import sweep_of
+
+    queue = sweep_of(ctx.job)
+    if queue is not None:
+        # A sweep queue applies a change from its next launch (a new version of its files), never by
+        # relaunching the cell in flight; its command carries the files, so it is not shown as a diff.
+        changes = [c for c in changes if c.path != "run.command"]
+        if not forced:
+            ctx.findings.append(
+                ctx.finding(
+                    "sweep-change-waits",
+                    "info",
+                    f"queue q{queue[1]} of sweep {queue[0]} runs on with what it was launched with; the change "
+                    "applies when the queue is launched next (after it drains, or after a preemption), as a "
+                    "new version of its files: the cell in flight is not relaunched",
+                    fix=f"`gpujob restart {ctx.job}` relaunches it now (the cell in flight resumes from its checkpoint)",
+                )
+            )
+            return False
     keys = ", ".join(c.path for c in changes)
     first = (
         f"the run alive was launched with a different {keys}"
@@ -96,8 +115,9 @@ def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
     if ck is not None and ck.pull == "continuous":
         reasons.append(f"a final pull of {ck.dir} into {ck.pull_to} (checkpoint.pull: continuous)")
     run = ctx.spec.run
+    shown = run.command if queue is None else f"queue q{queue[1]} of sweep {queue[0]}"
     reasons.append(
-        f"sync {run.sync.src} to {run.sync.dest}, then run `{run.command}` detached again ({run.detach})"
+        f"sync {run.sync.src} to {run.sync.dest}, then run `{shown}` detached again ({run.detach})"
     )
     if ck is not None:
         reasons.append(f"the command resumes from the newest checkpoint in {ck.dir}")

@@ -354,3 +354,36 @@ def test_a_queue_machine_is_stopped_by_gpujob_after_the_pull_not_by_itself(tmp_p
     assert ': > "$JOBDIR/armed"' not in render_launcher(queue)
     plain = load_specs([write(tmp_path, JOB.split("sweep:")[0] + "teardown: {on_finish: stop}\n")])[0].spec
     assert ': > "$JOBDIR/armed"' in render_launcher(plain)  # a plain job still stops on the pod itself
+
+
+def test_a_changed_sweep_waits_for_the_queues_next_launch_and_never_relaunches_the_cell_in_flight(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    from gpujob.apply.records import LaunchRecord, run_record_of
+    from gpujob.live import RunFact
+    from gpujob.plan.model import ActionKind
+    from gpujob.plan.planner import build_plan
+    from tests.owners import PROJECT, machine
+    from tests.plan.plan_helpers import NOW, live, pod
+
+    before = dataclasses.replace(load_specs([write(tmp_path, JOB)])[0], project=PROJECT)
+    record = run_record_of(before.spec, NOW)
+    changed = JOB.replace('"1e-4"]', '"1e-4", "3e-5"]')  # a cell appended: new files, a new command
+    after = dataclasses.replace(load_specs([write(tmp_path, changed)])[0], project=PROJECT)
+    assert after.spec.name == "abl--q1" and after.spec.run.command != before.spec.run.command
+    p = pod(machine("abl--q1"), gpu_id="NVIDIA GeForce RTX 4090", image=IMAGE, spot=True, volume_gb=10)
+    launched = LaunchRecord(job="abl--q1", platform="runpod", resource_id=p.id, run=record, at=NOW)
+    state = live(p, runs={"abl--q1": RunFact(state="running", last_checkpoint="c/step_1.json")})
+    plan = build_plan([after], state, now=NOW, env={}, launch_records={"abl--q1": launched})
+    assert [a.kind for a in plan.all_actions()] == [ActionKind.NOOP]  # the queue runs on
+    (note,) = [f for f in plan.all_findings() if f.code == "sweep-change-waits"]
+    assert "cell in flight is not relaunched" in note.summary
+    forced = build_plan(
+        [after], state, now=NOW, env={}, launch_records={"abl--q1": launched}, replace=["abl--q1.run"]
+    )
+    (relaunch,) = [a for a in forced.all_actions() if a.kind is ActionKind.RELAUNCH]
+    assert relaunch.id == "abl.q1.run.relaunch" and all(c.path != "run.command" for c in relaunch.changes)
+    assert any("queue q1 of sweep abl" in r for r in relaunch.reasons)
+    assert not any("GPUJOB_SWEEP_EOF" in r for r in relaunch.reasons)
