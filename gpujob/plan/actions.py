@@ -541,8 +541,11 @@ def launch_run(
     if run is None:
         return
     reasons = [first] if first else []
+    from gpujob.sweep.expand import shown_command
+
     reasons.append(
-        f"sync {run.sync.src} to {run.sync.dest}, then run `{run.command}` detached ({run.detach})"
+        f"sync {run.sync.src} to {run.sync.dest}, then run `{shown_command(ctx.job, run.command)}` "
+        f"detached ({run.detach})"
     )
     if resume:
         reasons.append(resume)

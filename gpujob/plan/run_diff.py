@@ -81,7 +81,7 @@ def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
     changes = run_changes(record, ctx.spec) if record is not None else []
     if not changes and not forced:
         return False
-    from gpujob.sweep.expand import sweep_of
+    from gpujob.sweep.expand import shown_command, sweep_of
 
     queue = sweep_of(ctx.job)
     if queue is not None:
@@ -115,7 +115,7 @@ def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
     if ck is not None and ck.pull == "continuous":
         reasons.append(f"a final pull of {ck.dir} into {ck.pull_to} (checkpoint.pull: continuous)")
     run = ctx.spec.run
-    shown = run.command if queue is None else f"queue q{queue[1]} of sweep {queue[0]}"
+    shown = shown_command(ctx.job, run.command)
     reasons.append(
         f"sync {run.sync.src} to {run.sync.dest}, then run `{shown}` detached again ({run.detach})"
     )

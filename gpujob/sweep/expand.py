@@ -42,6 +42,12 @@ def sweep_of(job: str) -> tuple[str, int] | None:
     return (base, int(n)) if sep and base and n.isdigit() else None
 
 
+def shown_command(job: str, command: str) -> str:
+    """What a plan shows as the command: a queue's carries its files, so it is named, not printed."""
+    of = sweep_of(job)
+    return command if of is None else f"queue q{of[1]} of sweep {of[0]} (docs/sweeps.md)"
+
+
 def cell_of_dir(spec: Any, path: str) -> str | None:
     """The cell whose GPUJOB_CELL_DIR `path` is, when `spec` is a queue of a sweep; else None."""
     of = sweep_of(spec.name)

@@ -93,6 +93,7 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     assert plan.returncode in (0, 2), plan.stdout + plan.stderr
     assert "abl.q1.pod.create" in plan.stdout and "abl.q2.pod.create" in plan.stdout, plan.stdout
     assert "sweep abl: 6 cells on 2 machines" in plan.stdout, plan.stdout
+    assert "GPUJOB_SWEEP_EOF" not in plan.stdout and "run `queue q1 of sweep abl" in plan.stdout, plan.stdout
     assert "lr-1e-3.seed-1." in plan.stdout and "$" in plan.stdout.split("sweep abl")[1], plan.stdout
 
     watch = subprocess.Popen(
