@@ -15,7 +15,17 @@ from pathlib import Path
 
 from bench.harness import Result
 
-SUITES = ["startup", "live_read", "transfer", "resume", "goodput", "failover", "memory", "log_memory", "sweep"]
+SUITES = [
+    "startup",
+    "live_read",
+    "transfer",
+    "resume",
+    "goodput",
+    "failover",
+    "memory",
+    "log_memory",
+    "sweep",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
