@@ -387,3 +387,19 @@ def test_a_changed_sweep_waits_for_the_queues_next_launch_and_never_relaunches_t
     assert relaunch.id == "abl.q1.run.relaunch" and all(c.path != "run.command" for c in relaunch.changes)
     assert any("queue q1 of sweep abl" in r for r in relaunch.reasons)
     assert not any("GPUJOB_SWEEP_EOF" in r for r in relaunch.reasons)
+
+
+def test_a_sweep_with_fallback_platforms_is_refused_and_an_empty_list_is_none(tmp_path: Path) -> None:
+    from gpujob.sweep.checks import sweep_problem
+
+    spec = load_specs([write(tmp_path, JOB)])[0].spec
+    assert sweep_problem(spec) is None  # a queue spec: its sweep is expanded away
+    raw = JOB.split("sweep:")[0]
+    base = load_specs([write(tmp_path, raw)])[0].spec
+    from gpujob.spec.model import JobSpec
+
+    sweep = JobSpec.model_validate(
+        {**base.model_dump(mode="json", exclude_none=True), "sweep": {"machines": 2, "cells": [{"A": "1"}]}}
+    )
+    assert sweep_problem(sweep) is None and sweep.fallback == []
+    assert "fallback" in (sweep_problem(sweep.model_copy(update={"fallback": [object()]})) or "")
