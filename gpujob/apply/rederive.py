@@ -35,7 +35,7 @@ def rederive(
     it is not the saved one."""
     fresh = derive(
         saved.origin, loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
-        replace=saved.replace, fresh=saved.fresh,
+        replace=saved.replace, fresh=saved.fresh, release_left=saved.release_left,
     )  # fmt: skip
     problems = differences(saved, fresh)
     if problems:
@@ -64,6 +64,7 @@ def derive(
     launch_records: Mapping[str, Any] | None = None,
     replace: Sequence[str] = (),
     fresh: bool = False,
+    release_left: bool = False,
 ) -> Plan:
     if origin == "audit-fix":
         from gpujob.audit.account import fix_jobs
@@ -85,7 +86,7 @@ def derive(
 
     return build_plan(
         loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
-        replace=replace, fresh=fresh,
+        replace=replace, fresh=fresh, release_left=release_left,
     )  # fmt: skip
 
 

@@ -132,6 +132,7 @@ class Options:
     recreate: bool = False  # `gpujob apply --recreate`: a destroyed job may be created again
     fresh: bool = False  # --fresh: a machine created on a new disk starts without the local checkpoints
     replace: tuple[str, ...] = ()  # --replace addresses (gpujob.plan.replace)
+    release_left: bool = False  # --release-left: delete what a move left on other platforms (gated)
 
 
 def rerun_command(opts: Options, *, can_ask: bool) -> str:
@@ -144,6 +145,7 @@ def rerun_command(opts: Options, *, can_ask: bool) -> str:
         words += [w for address in opts.replace for w in ("--replace", address)]
         words += ["--fresh"] if opts.fresh else []
         words += ["--recreate"] if opts.recreate else []
+        words += ["--release-left"] if opts.release_left else []
     if not opts.saved and (opts.auto_approve or not can_ask):
         words.append("--auto-approve")
     return shlex.join(words)
@@ -194,6 +196,7 @@ async def plan_and_apply(
             launch_records=job_launch_records(loaded),
             fresh=opts.fresh,
             replace=check_addresses(opts.replace, loaded),
+            release_left=opts.release_left,
         )
     from gpujob.reach.unreachable import mark_plan
 
@@ -218,7 +221,14 @@ async def plan_and_apply(
     mark_finished(plan, loaded, journal_of, datetime.now(UTC))
     from gpujob.failover.applying import apply_moves, split_moves
 
+    from gpujob.failover.leftover import apply_left, split_left
+
     rest, movers = split_moves(plan)  # a job moving to another platform (gpujob.failover)
+    rest, left = split_left(rest)  # what a job holds on a platform it does not run on
+    if left:  # refused up front, before the teardown where the job runs starts
+        from gpujob.apply.gate import require_approvals
+
+        require_approvals(plan.all_actions(), approvals, command=rerun)
     result = await apply_plan(
         rest,
         loaded,
@@ -233,6 +243,9 @@ async def plan_and_apply(
         moved, failed = await apply_moves(movers, loaded, live, providers, hooks=hooks, env=os.environ)
         result.done += moved
         result.failed.update(failed)
+    if left:
+        await apply_left(rest, left, loaded, providers, result, approvals=approvals,
+                         auto_approve=opts.auto_approve, hooks=hooks, command=rerun)  # fmt: skip
     record_launches(result.done, loaded, journal_of, datetime.now(UTC))
     record_deleted(plan, result.done, loaded, providers)
     if opts.destroy:
@@ -269,6 +282,9 @@ def remember_intent(loaded: Sequence[Any], opts: Options, *, ok: bool) -> None:
     for ls in loaded:
         if opts.destroy and ok:
             note_destroyed(state_dir_of(ls.path), ls.spec.name, now)
+            from gpujob.failover.leftover import home_again
+
+            home_again(ls, now)  # nothing of it is left anywhere: --recreate starts on its own platform
         elif opts.recreate:
             clear_destroyed(state_dir_of(ls.path), ls.spec.name, now)
 

@@ -27,6 +27,8 @@ Examples:
   gpujob apply --lock-timeout 5m                wait for another apply of the same job to finish
   gpujob apply --recreate                       bring back a job `gpujob destroy` tore down
   gpujob apply --replace bert.run               relaunch bert's run (it resumes from its newest checkpoint)
+  gpujob apply --release-left --approve bert.left.runpod.network_volume.delete-volume
+                                                delete, gated, what a move left on another platform
 """
 
 
@@ -59,6 +61,12 @@ Examples:
     is_flag=True,
     help="A machine created on a new disk starts at step 0 (no local checkpoint pushed).",
 )
+@click.option(
+    "--release-left",
+    is_flag=True,
+    help="Delete what a move left on the platforms the job no longer runs on (each one gated: "
+    "<job>.left.<platform>.…).",
+)
 @click.option("--no-color", is_flag=True, help="Plain output.")
 @lock_timeout_option()
 def command(
@@ -68,6 +76,7 @@ def command(
     recreate: bool,
     replace: tuple[str, ...],
     fresh: bool,
+    release_left: bool,
     no_color: bool,
     lock_timeout: float,
 ) -> None:
@@ -84,6 +93,7 @@ def command(
             recreate=recreate,
             fresh=fresh,
             replace=replace,
+            release_left=release_left,
         )
     )
 
@@ -100,6 +110,7 @@ def run(
     recreate: bool = False,
     fresh: bool = False,
     replace: tuple[str, ...] = (),
+    release_left: bool = False,
 ) -> int:
     import asyncio
 
@@ -132,6 +143,7 @@ def run(
         recreate=recreate,
         fresh=fresh,
         replace=replace,
+        release_left=release_left,
     )
     ask = (
         (lambda prompt: click.prompt(prompt, default="", show_default=False, prompt_suffix=""))

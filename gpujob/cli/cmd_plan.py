@@ -29,6 +29,7 @@ Examples:
   gpujob plan --format markdown            a PR comment
   gpujob plan --detailed-exitcode          exit 0 no changes, 2 changes, 1 error (CI)
   gpujob plan --no-refresh-runs            skip reading the runs over SSH (faster, sees less)
+  gpujob plan --release-left               also delete (gated) what a move left on another platform
 
 \b
 Besides the platform APIs, the plan reads each running machine's run over SSH (a few seconds at
@@ -66,6 +67,12 @@ most): a lost run is relaunched, a finished one gets its teardown.on_finish, exa
     "--fresh", is_flag=True, help="A machine created on a new disk starts without the local checkpoints."
 )
 @click.option(
+    "--release-left",
+    is_flag=True,
+    help="Also plan deleting what a move left on the platforms the job no longer runs on (gated, "
+    "<job>.left.<platform>.…).",
+)
+@click.option(
     "--live-state",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     hidden=True,
@@ -80,11 +87,13 @@ def command(
     no_refresh_runs: bool,
     replace: tuple[str, ...],
     fresh: bool,
+    release_left: bool,
     live_state: Path | None,
 ) -> None:
     code = run_command(
-        _plan, jobfiles, fmt, out, no_color, live_state, not no_refresh_runs, replace=replace, fresh=fresh
-    )
+        _plan, jobfiles, fmt, out, no_color, live_state, not no_refresh_runs, replace=replace, fresh=fresh,
+        release_left=release_left,
+    )  # fmt: skip
     if code == 1:
         sys.exit(1)
     if detailed_exitcode and code == 2:
@@ -101,6 +110,7 @@ def _plan(
     *,
     replace: tuple[str, ...] = (),
     fresh: bool = False,
+    release_left: bool = False,
 ) -> int:
     from gpujob.plan.planner import build_plan
     from gpujob.project import with_projects
@@ -128,6 +138,7 @@ def _plan(
         launch_records=job_launch_records(loaded),
         replace=check_addresses(replace, loaded),
         fresh=fresh,
+        release_left=release_left,
     )
     from gpujob.cli.options import color_wanted
 

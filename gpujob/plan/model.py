@@ -197,6 +197,11 @@ class Plan(Model):
     fresh: bool = Field(
         False, description="--fresh: a machine created on a new disk starts without the local checkpoints."
     )
+    release_left: bool = Field(
+        False,
+        description="--release-left: what a job with fallback entries left on the platforms it no longer "
+        "runs on is deleted, each resource a gated action <job>.left.<platform>.<resource>.<kind>.",
+    )
 
     def all_actions(self) -> list[Action]:
         return [a for j in self.jobs for a in j.actions]

@@ -40,11 +40,14 @@ def build_plan(
     launch_records: Mapping[str, Any] | None = None,
     fresh: bool = False,
     replace: Sequence[str] = (),
+    release_left: bool = False,
 ) -> Plan:
     """The plan for every job file, in the order given. `env` is only asked whether secret names are set.
     `launch_records` (apply.records.LaunchRecord per job) say what a machine was created with where the
     platform does not report it (Paperspace template and disk size). Each loaded job carries its
-    project id (gpujob.project.with_projects): it owns what is named for it."""
+    project id (gpujob.project.with_projects): it owns what is named for it. `release_left`: also
+    delete, gated, what a job with fallback entries holds on the platforms it no longer runs on
+    (gpujob.failover.leftover; a job with state: absent always does)."""
     projects = job_projects(loaded)
     owners = naming.claims(live.resources, projects)
     jobs = [
@@ -66,6 +69,10 @@ def build_plan(
         from gpujob.failover.planning import with_moves
 
         jobs = with_moves(loaded, jobs, live, pull_records)
+        from gpujob.failover.leftover import with_left
+
+        jobs = with_left(loaded, jobs, live, now=now, env=env, pull_records=pull_records,
+                         launch_records=launch_records, release=release_left)  # fmt: skip
     return Plan(
         created_at=now,
         gpujob_version=__version__,
@@ -74,7 +81,22 @@ def build_plan(
         jobs=jobs,
         replace=list(replace),
         fresh=fresh,
+        release_left=release_left,
     )
+
+
+def plan_one(
+    loaded: SpecSource,
+    live: LiveState,
+    *,
+    now: datetime,
+    env: Mapping[str, str],
+    pull: Any = None,
+    launched: Any = None,
+) -> JobPlan:
+    """One job's plan from what it owns in `live` (no account-wide or cross-platform judgement)."""
+    owned = naming.claims(live.resources, job_projects([loaded])).get(loaded.spec.name, [])
+    return _plan_job(loaded, live, owned, now=now, env=env, pull=pull, launched=launched)
 
 
 def job_projects(loaded: Sequence[SpecSource]) -> dict[str, str | None]:

@@ -1,0 +1,168 @@
+"""What a move left behind: --release-left and a destroy across platforms, as planned (pure)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gpujob import naming
+from gpujob.apply.rederive import differences
+from gpujob.failover.leftover import aside, left_loaded, platforms_left, split_left
+from gpujob.failover.where import placed_spec
+from gpujob.live import LiveResource, LiveState, PriceQuote
+from gpujob.plan.model import ActionKind, Plan
+from gpujob.plan.planner import build_plan
+from gpujob.render import render_plan
+from gpujob.spec.load import load_spec
+from tests.failover.jobs import job_text
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+PROJECT = "testproj"
+K = ActionKind
+
+
+def _loaded(tmp_path: Path, text: str, *, entry: int = 0, absent: bool = False):  # type: ignore[no-untyped-def]
+    p = tmp_path / "job.yaml"
+    p.write_text(text)
+    ls = dataclasses.replace(load_spec(p), project=PROJECT)
+    declared = ls.spec.model_copy(update={"state": "absent"}) if absent else ls.spec
+    return dataclasses.replace(ls, spec=placed_spec(declared, entry), declared=declared, entry=entry)
+
+
+def _rp_pod(status: str = "stopped") -> LiveResource:
+    return LiveResource(platform="runpod", kind="pod", id="p1", name=naming.machine_name("bert", PROJECT),
+                        status=status, gpu_id="NVIDIA GeForce RTX 4090", gpu_count=1, network_volume_id="v1",
+                        mount_path="/workspace", region="EU-RO-1", attributes={"project": PROJECT})  # fmt: skip
+
+
+def _rp_volume() -> LiveResource:
+    return LiveResource(platform="runpod", kind="network_volume", id="v1", status="available", volume_gb=20,
+                        name=naming.volume_name("bert", "ckpts", PROJECT), region="EU-RO-1")  # fmt: skip
+
+
+def _ps_machine(status: str = "running") -> LiveResource:
+    return LiveResource(platform="paperspace", kind="machine", id="m1", name=naming.machine_name("bert", PROJECT),
+                        status=status, gpu_id="A4000", gpu_count=1, region="ny2", volume_gb=50)  # fmt: skip
+
+
+def _no_stock() -> list[PriceQuote]:
+    return [PriceQuote(platform="runpod", gpu_id=g, cloud="secure", price_hour=0.7, available=False, source="t",
+                       as_of=NOW) for g in ("NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000")]  # fmt: skip
+
+
+def _live(*resources: LiveResource) -> LiveState:
+    return LiveState(read_at=NOW, resources=list(resources))
+
+
+@pytest.fixture
+def moved(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return _loaded(tmp_path, job_text())
+
+
+def test_nothing_left_is_planned_without_the_flag(moved) -> None:  # type: ignore[no-untyped-def]
+    plan = build_plan([moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={})
+    assert not [a for a in plan.all_actions() if ".left." in a.id]
+    assert not plan.release_left
+
+
+def test_release_left_plans_one_gated_delete_per_resource_on_the_old_platform(moved) -> None:  # type: ignore[no-untyped-def]
+    live = _live(_rp_pod(), _rp_volume(), _ps_machine())
+    plan = build_plan([moved], live, now=NOW, env={}, release_left=True)
+    assert plan.release_left and len(plan.jobs) == 1
+    jp = plan.jobs[0]
+    left = [a for a in jp.actions if a.id.startswith("bert.left.runpod.")]
+    assert [(a.kind, a.resource_id) for a in left] == [
+        (K.PULL, "p1"),
+        (K.TERMINATE, "p1"),
+        (K.DELETE_VOLUME, "v1"),
+    ]
+    assert [a.id for a in left] == [
+        "bert.left.runpod.checkpoints.pull",
+        "bert.left.runpod.pod.terminate",
+        "bert.left.runpod.network_volume.delete-volume",
+    ]
+    assert all(a.platform == "runpod" for a in left)
+    assert [a.gated for a in left] == [False, True, True]
+    # Each depends on the left pull, by its own address (never the job's own actions there).
+    assert left[1].depends_on == ["bert.left.runpod.checkpoints.pull"]
+    assert set(left[2].depends_on) == {"bert.left.runpod.pod.terminate", "bert.left.runpod.checkpoints.pull"}
+    # The pull lands beside the job's own copies, never over them.
+    assert "./checkpoints-from-runpod" in left[0].reasons[2] or any("-from-runpod" in r for r in left[0].reasons)
+    assert all(a.reasons[0].startswith("left on runpod: the job runs on paperspace now") for a in left)
+    assert left[2].data.irreversible and "deletes the volume" in left[2].data.summary
+    # The job's own platform is untouched: its machine runs and matches.
+    own = [a for a in jp.actions if not a.id.startswith("bert.left.")]
+    assert [a.kind for a in own] == [K.NOOP] and own[0].platform == "paperspace"
+    # The money: the volume's meter stops.
+    assert left[2].billing.stops and jp.after_usd_per_hour <= jp.current_usd_per_hour
+
+
+def test_the_renderers_show_the_left_actions_like_any_other(moved) -> None:  # type: ignore[no-untyped-def]
+    plan = build_plan([moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={}, release_left=True)
+    text = render_plan(plan, "text", color=False)
+    assert "bert.left.runpod.network_volume.delete-volume" in text and "[gated]" in text
+    md = render_plan(plan, "markdown", color=False)
+    assert "bert.left.runpod.pod.terminate" in md
+    again = Plan.model_validate_json(render_plan(plan, "json"))
+    assert again.release_left and differences(again, plan) == []
+
+
+def test_failback_auto_says_the_old_storage_is_gone_for_a_failback(tmp_path: Path) -> None:
+    ls = _loaded(tmp_path, job_text() + "failback: auto\n")
+    live = _live(_rp_pod(), _rp_volume(), _ps_machine()).model_copy(update={"quotes": _no_stock()})
+    plan = build_plan([ls], live, now=NOW, env={}, release_left=True)  # runpod cannot serve: no failback
+    volume = next(a for a in plan.all_actions() if a.kind is K.DELETE_VOLUME)
+    assert any("failback: auto" in r and "new disk" in r for r in volume.reasons), volume.reasons
+    pull = next(a for a in plan.all_actions() if a.kind is K.PULL)
+    assert not any("failback" in r for r in pull.reasons)
+
+
+def test_destroy_of_a_moved_job_plans_every_platform(tmp_path: Path) -> None:
+    ls = _loaded(tmp_path, job_text(), absent=True)
+    plan = build_plan([ls], _live(_rp_pod(), _rp_volume(), _ps_machine("stopped")), now=NOW, env={})
+    ids = [a.id for a in plan.all_actions()]
+    assert "bert.machine.terminate" in ids  # where it runs now: its own address
+    assert {"bert.left.runpod.pod.terminate", "bert.left.runpod.network_volume.delete-volume"} <= set(ids)
+    assert all(a.gated for a in plan.all_actions() if a.kind in (K.TERMINATE, K.DELETE_VOLUME))
+    assert ids.index("bert.machine.terminate") < ids.index("bert.left.runpod.pod.terminate")
+    assert plan.jobs[0].after_usd_per_hour == 0
+
+
+def test_destroy_with_nothing_where_it_runs_drops_the_no_op(tmp_path: Path) -> None:
+    ls = _loaded(tmp_path, job_text(), absent=True)
+    plan = build_plan([ls], _live(_rp_volume()), now=NOW, env={})
+    kinds = [a.kind for a in plan.all_actions()]
+    assert kinds == [K.DELETE_VOLUME], kinds  # no "nothing to destroy" no-op beside it
+
+
+def test_a_job_that_never_moved_destroys_a_half_made_fallback_machine(tmp_path: Path) -> None:
+    ls = _loaded(tmp_path, job_text(), entry=-1, absent=True)
+    plan = build_plan([ls], _live(_rp_volume(), _ps_machine("stopped")), now=NOW, env={})
+    assert "bert.left.paperspace.machine.terminate" in [a.id for a in plan.all_actions()]
+
+
+def test_platforms_left_and_the_variant(moved) -> None:  # type: ignore[no-untyped-def]
+    assert platforms_left(moved, _live(_ps_machine())) == []
+    assert platforms_left(moved, _live(_ps_machine(), _rp_volume())) == ["runpod"]
+    v = left_loaded(moved, "runpod")
+    assert v.spec.platform == "runpod" and v.spec.state == "absent" and v.entry == -1
+    assert v.spec.checkpoint.pull_to == aside(moved.spec.checkpoint.pull_to, "runpod")
+    assert aside("./checkpoints/", "runpod") == "./checkpoints-from-runpod"
+
+
+def test_split_left_takes_the_left_actions_out(moved) -> None:  # type: ignore[no-untyped-def]
+    plan = build_plan([moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={}, release_left=True)
+    rest, groups = split_left(plan)
+    assert list(groups) == [("bert", "runpod")] and len(groups[("bert", "runpod")]) == 3
+    assert [a.kind for a in rest.all_actions()] == [K.NOOP]
+
+
+def test_no_release_while_the_job_moves(tmp_path: Path) -> None:
+    ls = _loaded(tmp_path, job_text(), entry=-1)
+    live = LiveState(read_at=NOW, resources=[_rp_pod(), _ps_machine("stopped")], quotes=_no_stock())
+    plan = build_plan([ls], live, now=NOW, env={}, release_left=True)
+    assert [a.kind for a in plan.all_actions()] == [K.MOVE]
+    assert any(f.code == "release-left" for f in plan.jobs[0].findings)
