@@ -220,7 +220,6 @@ async def plan_and_apply(
         remember_intent(loaded, opts, ok=True)
     mark_finished(plan, loaded, journal_of, datetime.now(UTC))
     from gpujob.failover.applying import apply_moves, split_moves
-
     from gpujob.failover.leftover import apply_left, split_left
 
     rest, movers = split_moves(plan)  # a job moving to another platform (gpujob.failover)

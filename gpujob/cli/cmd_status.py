@@ -112,8 +112,10 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
             await collect(v, row, open_remote, SSHApi.default(), SystemClock())
             if v.pull is not None:
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
-            away = [j for j in others if j.job == v.spec.name]
-            if away:  # what the job left on another platform (gpujob.failover): kept, still billing
+            # what the job left on another platform (gpujob.failover): kept, still billing (once all of it
+            # is gone, what it spent there is `gpujob cost`'s history, not the job's status)
+            away = [j for j in others if j.job == v.spec.name and any(r.state != "gone" for r in j.resources)]
+            if away:
                 row["elsewhere"] = [
                     {"platform": j.platform, "cost_usd": j.spent_usd, "usd_per_hour": j.burn_usd_per_hour,
                      "resources": [f"{r.kind} {r.name} {r.state}" for r in j.resources]}

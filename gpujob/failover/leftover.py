@@ -19,10 +19,10 @@ must never overwrite them. Watch never plans this (it never passes `release`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 from gpujob.live import LiveState
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
@@ -66,8 +66,10 @@ def platforms_left(ls: Any, live: LiveState) -> list[str]:
     return [p for p in chain if p != ls.spec.platform and p in owned]
 
 
-def left_loaded(ls: Any, platform: str) -> Any:
-    """The job as it is on `platform`, with state: absent, pulling into its own local folders there."""
+def left_loaded(ls: Any, platform: str, *, applying: bool = False) -> Any:
+    """The job as it is on `platform`, with state: absent, pulling into its own local folders there.
+    `applying`: a job without an outputs block still has its run's log pulled by the gate (into
+    ./outputs/.gpujob/<job>): it lands aside too, through an outputs block with no paths."""
     from gpujob.failover.where import placed_spec
 
     declared = getattr(ls, "declared", None) or ls.spec
@@ -80,6 +82,11 @@ def left_loaded(ls: Any, platform: str) -> Any:
         )
     if spec.outputs is not None:
         update["outputs"] = spec.outputs.model_copy(update={"pull_to": aside(spec.outputs.pull_to, platform)})
+    elif applying:
+        from gpujob.outputs.roots import DEFAULT_PULL_TO
+        from gpujob.spec.model import OutputsSpec
+
+        update["outputs"] = OutputsSpec.model_construct(paths=[], pull_to=aside(DEFAULT_PULL_TO, platform))
     return dataclasses.replace(ls, spec=spec.model_copy(update=update), entry=entry, declared=declared)
 
 
@@ -256,10 +263,12 @@ async def apply_left(
         if job in failed_jobs:
             result.skipped += [a.id for a in actions]
             continue
-        variant = left_loaded(by_name[job], platform)
+        variant = left_loaded(by_name[job], platform, applying=True)
         jp = next(j for j in plan.jobs if j.job == job)
         sub = plan.model_copy(
-            update={"jobs": [jp.model_copy(update={"platform": platform, "actions": actions, "findings": []})]}
+            update={
+                "jobs": [jp.model_copy(update={"platform": platform, "actions": actions, "findings": []})]
+            }
         )
         with borrowed_records(open_store(variant.path), job):
             done = await apply_plan(
@@ -285,4 +294,6 @@ def home_again(ls: Any, now: datetime) -> None:
     record = read_placement(store, declared.name)
     if record is None or record.entry == -1:
         return
-    write_placement(store, record.model_copy(update={"entry": -1, "platform": declared.platform, "since": now}))
+    write_placement(
+        store, record.model_copy(update={"entry": -1, "platform": declared.platform, "since": now})
+    )

@@ -21,8 +21,8 @@ def nothing_to_protect(
     spec: Any, machine_id: str, entries: Sequence[Any], pull_record: Any, outputs_record: Any
 ) -> str | None:
     """Why the machine certainly holds nothing to protect, or None when that is not certain."""
-    if spec.checkpoint is not None or spec.outputs is not None:
-        return None
+    if spec.checkpoint is not None or (spec.outputs is not None and spec.outputs.paths):
+        return None  # (an outputs block without paths: another platform's run log, gpujob.failover.leftover)
     created = next(
         (
             i

@@ -43,6 +43,10 @@ def _moved(sim: Sim, p: Project) -> None:
     assert _mine(p, "pods") and _mine(p, "volumes") and _mine(p, "machines")
 
 
+def _ids(objects: list[dict]) -> list[tuple[str, str]]:
+    return [(o["id"], o.get("status", "")) for o in objects]
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -55,7 +59,10 @@ def test_release_left_is_gated_and_deletes_runpod_after_the_pull(sim: Sim, tmp_p
     p = new_project(sim, tmp_path, "anywhere-left")
     _moved(sim, p)
     pods, volumes = _mine(p, "pods"), _mine(p, "volumes")
+    p.gj("pull")  # the job's pull record now speaks for its Paperspace machine
     record_before = p.record(f"pulls/{JOB}.json")
+    assert record_before["platform"] == "paperspace"
+    assert all(f["verified"] for f in record_before["files"])
     assert "also on:   runpod:" in p.gj("status").stdout
 
     # (a) without approvals: refused before anything runs, nothing touched
@@ -65,7 +72,7 @@ def test_release_left_is_gated_and_deletes_runpod_after_the_pull(sim: Sim, tmp_p
     want = {f"{JOB}.left.runpod.pod.terminate", f"{JOB}.left.runpod.network_volume.delete-volume"}
     assert want <= set(_approvals(said)), said
     assert "need explicit approval" in said
-    assert _mine(p, "pods") == pods and _mine(p, "volumes") == volumes
+    assert _ids(_mine(p, "pods")) == _ids(pods) and _ids(_mine(p, "volumes")) == _ids(volumes)
     assert not (p.dir / "checkpoints-from-runpod").exists()
     assert p.record(f"pulls/{JOB}.json") == record_before
 
@@ -81,9 +88,9 @@ def test_release_left_is_gated_and_deletes_runpod_after_the_pull(sim: Sim, tmp_p
     assert not _mine(p, "pods") and not _mine(p, "volumes"), out  # RunPod holds nothing of the job
     aside = p.dir / "checkpoints-from-runpod"
     assert {n: _sha(aside / n) for n in held} == held
-    assert [m for m in _mine(p, "machines") if m.get("status") in ("ready", "running")]  # Paperspace runs on
+    assert [m for m in _mine(p, "machines") if m.get("state") == "ready"]  # Paperspace runs on
     record = p.record(f"pulls/{JOB}.json")
-    assert record["platform"] == "paperspace" and record == record_before  # the job's record, put back
+    assert record == record_before  # the job's record (of its Paperspace machine), put back
     status = p.gj("status").stdout
     assert "also on:" not in status and f"{JOB} (paperspace" in status, status
     again = p.gj("plan", "--release-left", check=False).stdout
@@ -94,7 +101,7 @@ def test_destroy_of_a_moved_job_deletes_both_platforms_through_the_gate(sim: Sim
     p = new_project(sim, tmp_path, "anywhere-destroy")
     _moved(sim, p)
     sim.inject("clear")
-    refused = p.gj("destroy", check=False)
+    refused = p.gj("destroy", "--auto-approve", check=False)
     said = refused.stdout + refused.stderr
     assert refused.returncode != 0 and "need explicit approval" in said, said
     ids = set(_approvals(said))
@@ -106,10 +113,14 @@ def test_destroy_of_a_moved_job_deletes_both_platforms_through_the_gate(sim: Sim
     assert _mine(p, "pods") and _mine(p, "volumes") and _mine(p, "machines")  # nothing touched
 
     flags = [w for i in sorted(ids) for w in ("--approve", i)]
-    done = p.gj("destroy", *flags, timeout=300)
+    done = p.gj("destroy", "--auto-approve", *flags, timeout=300)
     out = done.stdout + done.stderr
     assert out.count("matched a verified local copy") >= 2, out  # each platform's gate pulled and checked
     assert not _mine(p, "pods") and not _mine(p, "volumes") and not _mine(p, "machines"), out
+    # Each platform's copies where they belong: RunPod's beside the job's own, never over them.
+    assert (p.dir / "checkpoints-from-runpod").is_dir() and (p.dir / "checkpoints").is_dir()
+    assert (p.dir / "outputs-from-runpod" / ".gpujob" / JOB / "run.log").is_file()
+    assert (p.dir / "outputs" / ".gpujob" / JOB / "run.log").is_file()
     status = p.gj("status", check=False).stdout
     assert "also on:" not in status, status
     where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")

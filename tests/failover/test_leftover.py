@@ -90,7 +90,9 @@ def test_release_left_plans_one_gated_delete_per_resource_on_the_old_platform(mo
     assert left[1].depends_on == ["bert.left.runpod.checkpoints.pull"]
     assert set(left[2].depends_on) == {"bert.left.runpod.pod.terminate", "bert.left.runpod.checkpoints.pull"}
     # The pull lands beside the job's own copies, never over them.
-    assert "./checkpoints-from-runpod" in left[0].reasons[2] or any("-from-runpod" in r for r in left[0].reasons)
+    assert "./checkpoints-from-runpod" in left[0].reasons[2] or any(
+        "-from-runpod" in r for r in left[0].reasons
+    )
     assert all(a.reasons[0].startswith("left on runpod: the job runs on paperspace now") for a in left)
     assert left[2].data.irreversible and "deletes the volume" in left[2].data.summary
     # The job's own platform is untouched: its machine runs and matches.
@@ -101,7 +103,9 @@ def test_release_left_plans_one_gated_delete_per_resource_on_the_old_platform(mo
 
 
 def test_the_renderers_show_the_left_actions_like_any_other(moved) -> None:  # type: ignore[no-untyped-def]
-    plan = build_plan([moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={}, release_left=True)
+    plan = build_plan(
+        [moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={}, release_left=True
+    )
     text = render_plan(plan, "text", color=False)
     assert "bert.left.runpod.network_volume.delete-volume" in text and "[gated]" in text
     md = render_plan(plan, "markdown", color=False)
@@ -154,7 +158,9 @@ def test_platforms_left_and_the_variant(moved) -> None:  # type: ignore[no-untyp
 
 
 def test_split_left_takes_the_left_actions_out(moved) -> None:  # type: ignore[no-untyped-def]
-    plan = build_plan([moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={}, release_left=True)
+    plan = build_plan(
+        [moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={}, release_left=True
+    )
     rest, groups = split_left(plan)
     assert list(groups) == [("bert", "runpod")] and len(groups[("bert", "runpod")]) == 3
     assert [a.kind for a in rest.all_actions()] == [K.NOOP]
