@@ -13,7 +13,8 @@ job file itself decides:
     the container disk (wiped by every stop anyway) and, if any, a network volume (kept).
 
 Anything else gated (a replace forced by an edited job file, state: absent, a volume delete, an IP
-release) waits for a person; the decision says exactly which command approves it. Actions that depend
+release, anything on a platform the job does not run on) waits for a person; the decision says
+exactly which command approves it. Actions that depend
 on a refused one are held back with it, and so is a pull that only served it (starting a stopped pod
 just to pull would bill its GPU while nobody approves the rest).
 """
@@ -104,9 +105,19 @@ def decide(
     approval line: watch is restarted with every approval, the ones it already had included."""
     out = Decision(finishing=_finishing(jp))
     todo = [a for a in jp.actions if a.kind is not K.NOOP]
+    from gpujob.failover.leftover import left_platform
+
+    left = [a for a in todo if left_platform(a) is not None]
+    if left:  # what a job holds on a platform it does not run on: a person's action, never watch's
+        todo = [a for a in todo if a not in left]
+        out.held += left
+        out.human.append(
+            f"{len(left)} action(s) on {', '.join(sorted({a.platform for a in left}))} (what the job holds where it "
+            "does not run) wait for a person: gpujob destroy, or gpujob apply --release-left"
+        )
     errors = [f for f in jp.findings + [f for a in jp.actions for f in a.findings] if f.severity == "error"]
     if errors:
-        out.held = todo
+        out.held += todo
         out.human = [
             f"the plan has an error: {f.summary}" + (f" (fix: {f.fix})" if f.fix else "") for f in errors
         ]
@@ -132,7 +143,7 @@ def decide(
         if a.kind is K.PULL and users and all(b.id in held for b in users):
             held.add(a.id)
     out.actions = [a for a in todo if a.id not in held]
-    out.held = [a for a in todo if a.id in held]
+    out.held += [a for a in todo if a.id in held]
     out.approvals &= {a.id for a in out.actions}
     if refused:
         from gpujob.apply.gate import approve_flags

@@ -172,3 +172,37 @@ def test_no_release_while_the_job_moves(tmp_path: Path) -> None:
     plan = build_plan([ls], live, now=NOW, env={}, release_left=True)
     assert [a.kind for a in plan.all_actions()] == [K.MOVE]
     assert any(f.code == "release-left" for f in plan.jobs[0].findings)
+
+
+def test_the_run_log_of_another_platform_lands_aside_and_proves_nothing_away(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from gpujob.outputs.roots import output_roots, pull_to
+    from gpujob.reach.evidence import nothing_to_protect
+
+    ls = _loaded(tmp_path, job_text())
+    bare = ls.spec.model_copy(update={"checkpoint": None, "outputs": None})
+    ls = dataclasses.replace(ls, spec=bare, declared=ls.declared.model_copy(update={"checkpoint": None}))
+    v = left_loaded(ls, "runpod", applying=True)
+    assert output_roots(v.spec) == [] and pull_to(v.spec, ls.path) == tmp_path / "outputs-from-runpod"
+    assert left_loaded(ls, "runpod").spec.outputs is None  # the plan: no outputs block made up
+    created = SimpleNamespace(phase="done", kind="create", resource_id="p1", at=NOW)
+    assert nothing_to_protect(v.spec, "p1", [created], None, None) is not None  # the reach rule still holds
+    from gpujob.spec.model import OutputsSpec
+
+    with_outputs = v.spec.model_copy(update={"outputs": OutputsSpec(paths=["/workspace/out"])})
+    assert nothing_to_protect(with_outputs, "p1", [created], None, None) is None
+
+
+def test_watch_never_deletes_what_the_job_left_even_approved(tmp_path: Path) -> None:
+    from gpujob.watch.policy import decide
+
+    ls = _loaded(tmp_path, job_text(), absent=True)
+    plan = build_plan([ls], _live(_rp_pod(), _rp_volume(), _ps_machine("stopped")), now=NOW, env={})
+    jp = plan.jobs[0]
+    every = {a.id for a in jp.actions if a.gated}
+    d = decide(jp, ls.spec, _ps_machine("stopped"), approved=every)
+    assert not [a for a in d.actions if ".left." in a.id] and not [i for i in d.approvals if ".left." in i]
+    assert {a.id for a in d.held} >= {a.id for a in jp.actions if ".left." in a.id}
+    assert "bert.machine.terminate" in d.approvals  # its own platform's approved teardown goes on
+    assert any("gpujob apply --release-left" in h for h in d.human)
