@@ -238,7 +238,7 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
 
         lines.append(
             f"  also on:   {e['platform']}: {', '.join(e['resources'])}; {usd2(e['cost_usd'])} spent, "
-            f"{usd2(e['usd_per_hour'])}/h now"
+            f"{usd2(e['usd_per_hour'])}/h now; to delete it: gpujob apply --release-left (gated)"
         )
     if row.get("runtime_h") is not None:
         lines.append(f"  runtime:   {row['runtime_h']:.2f} h since the last start")

@@ -159,7 +159,7 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
         reasons=[
             f"move {choice.here.name} -> {to.name}: {choice.why}",
             carry,
-            keeps_text + "; deleting them is a separate gated action",
+            keeps_text + "; deleting them is a separate gated action (gpujob apply --release-left)",
             *lines,
         ],
         billing=Billing(
