@@ -15,12 +15,15 @@ HELP = """Tear a job down: pull and verify checkpoints, then terminate, delete v
 \b
 Same as setting `state: absent` and applying. Every irreversible step passes the teardown gate:
 its checkpoints pulled to checkpoint.pull_to, each verified by checkpoint.verify with a matching
-checksum, and its exact id approved (--approve ID or typed at the prompt).
+checksum, and its exact id approved (--approve ID or typed at the prompt). A job with `fallback:`
+entries is torn down on every platform it has anything on, in one plan: what it holds where it does
+not run now has its own ids, <job>.left.<platform>.<resource>.<kind>, each gated the same way.
 
 \b
 Examples:
   gpujob destroy                                        show the teardown plan and what it needs
   gpujob destroy --approve toy.pod.terminate --approve toy.network_volume.delete-volume
+  gpujob destroy --approve bert.machine.terminate --approve bert.left.runpod.network_volume.delete-volume
 """
 
 
