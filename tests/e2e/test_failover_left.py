@@ -111,6 +111,7 @@ def test_destroy_of_a_moved_job_deletes_both_platforms_through_the_gate(sim: Sim
         f"{JOB}.left.runpod.network_volume.delete-volume",
     } <= ids, said
     assert _mine(p, "pods") and _mine(p, "volumes") and _mine(p, "machines")  # nothing touched
+    assert p.project_id in p.gj("audit", check=False).stdout  # (audit names the job's resources)
 
     flags = [w for i in sorted(ids) for w in ("--approve", i)]
     done = p.gj("destroy", "--auto-approve", *flags, timeout=300)
@@ -123,6 +124,10 @@ def test_destroy_of_a_moved_job_deletes_both_platforms_through_the_gate(sim: Sim
     assert (p.dir / "outputs" / ".gpujob" / JOB / "run.log").is_file()
     status = p.gj("status", check=False).stdout
     assert "also on:" not in status, status
+    cost = p.gj("cost", check=False).stdout  # what it spent stays as history; nothing bills any more
+    assert f"{JOB} [runpod]" in cost and "burning $0.00/h" in cost, cost
+    audit = p.gj("audit", check=False).stdout
+    assert p.project_id not in audit, audit  # neither platform's account holds anything of the job
     where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
     assert where["entry"] == -1 and where["platform"] == "runpod", where  # --recreate starts at home
     assert where["moves"], where  # the history is kept
