@@ -206,3 +206,22 @@ def test_watch_never_deletes_what_the_job_left_even_approved(tmp_path: Path) -> 
     assert {a.id for a in d.held} >= {a.id for a in jp.actions if ".left." in a.id}
     assert "bert.machine.terminate" in d.approvals  # its own platform's approved teardown goes on
     assert any("gpujob apply --release-left" in h for h in d.human)
+
+
+def test_a_finished_destroy_places_the_job_home_again(tmp_path: Path) -> None:
+    from gpujob.failover.leftover import home_again
+    from gpujob.failover.where import Move, Placement, read_placement, write_placement
+    from gpujob.state import open_store
+
+    ls = _loaded(tmp_path, job_text(), absent=True)
+    store = open_store(ls.path)
+    move = Move(at=NOW, from_entry=-1, to_entry=0, from_platform="runpod", to_platform="paperspace", why="t",
+                outcome="done")  # fmt: skip
+    write_placement(store, Placement(job="bert", entry=0, platform="paperspace", since=NOW, moves=[move]))
+    home_again(ls, NOW.replace(hour=13))
+    rec = read_placement(store, "bert")
+    assert rec is not None and (rec.entry, rec.platform) == (-1, "runpod") and rec.moves == [move]
+    from gpujob.failover.where import placed
+
+    back = placed(dataclasses.replace(ls, spec=ls.declared, declared=None, entry=-1), store)
+    assert back.spec.platform == "runpod" and back.entry == -1
