@@ -137,7 +137,9 @@ async def apply_plan(
         loaded = by_name.get(jp.job)
         if loaded is None:
             raise GpujobError(f"the plan names job '{jp.job}' but no loaded job file defines it")
-        if any(a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH) for a in todo):
+        if any(
+            a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH) or a.id.endswith(".run.update") for a in todo
+        ):
             collect_secrets(loaded.spec, env, rerun=command)  # fail before touching anything, naming it
         provider = providers.get(loaded.spec.platform)
         if provider is None:
@@ -167,10 +169,29 @@ async def apply_plan(
             project_label=project.label,
             digest=getattr(loaded, "digest", ""),
         )
+        if getattr(loaded, "sweep", None) is not None:
+            ctx.extra["sweep"] = loaded.sweep
         contexts.append((ctx, todo))
+    for ctx, todo in contexts:
+        _note_sweep(ctx, todo)
     result = ApplyResult()
     await asyncio.gather(*(_run_job(ctx, todo, result) for ctx, todo in contexts))
     return result
+
+
+def _note_sweep(ctx: JobContext, todo: list[Action]) -> None:
+    """A sweep queue about to get a version of its files: its cells are placed on it for good first, so
+    no later split moves one its machine may have run (gpujob.sweep.assign)."""
+    queue = ctx.extra.get("sweep")
+    places = any(
+        a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH)
+        or (a.kind is ActionKind.UPDATE and a.resource_kind == "run")
+        for a in todo
+    )
+    if queue is not None and places:
+        from gpujob.sweep.assign import note_placed
+
+        note_placed(ctx.state_dir, queue.sweep_job, queue.n, [c.name for c in queue.cells], ctx.clock.now())
 
 
 async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> None:

@@ -145,7 +145,9 @@ def record_launches(done: Iterable[str], loaded: Iterable[Any], journal_of: Jour
     """After apply: which job file each finished launch was made from."""
     from gpujob.naming import action_prefix
 
-    launched = {a.rsplit(".run.", 1)[0] for a in done if a.endswith((".run.launch", ".run.relaunch"))}
+    # a sweep queue's run updated in place runs this job file's version from its next cell
+    ends = (".run.launch", ".run.relaunch", ".run.update")
+    launched = {a.rsplit(".run.", 1)[0] for a in done if a.endswith(ends)}
     for ls in loaded:
         if action_prefix(ls.spec.name) in launched:  # a sweep queue abl--q1 acts as abl.q1
             journal_of(ls).append(

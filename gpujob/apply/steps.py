@@ -369,7 +369,10 @@ async def delete_snapshot(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def update(ctx: JobContext, action: Action) -> Outcome:
-    """In place: grow a network volume or a machine's own disk, or set a Paperspace auto-shutdown timer."""
+    """In place: grow a network volume or a machine's own disk, set a Paperspace auto-shutdown timer, or
+    change a sweep queue's run from its next cell."""
+    if action.resource_kind == "run":
+        return await update_queue_run(ctx, action)
     shutdown = next((c for c in action.changes if c.path == "auto_shutdown_hours"), None)
     if shutdown is not None:
         return await set_auto_shutdown(ctx, action, shutdown.after)
@@ -542,6 +545,36 @@ async def relaunch(ctx: JobContext, action: Action) -> Outcome:
             pulled = f"; final pull: {len(record.files)} file(s) into {record.local_dir}"
     launched = await launch(ctx, action)
     return Outcome(launched.resource_id, f"{stopped}{pulled}; {launched.detail}")
+
+
+async def update_queue_run(ctx: JobContext, action: Action) -> Outcome:
+    """A sweep queue's run change, applied from its next cell (docs/sweeps.md): the new version of its
+    files is placed beside the old one (nothing a live queue reads is rewritten) and the queue's pointer
+    names it; the wrapper execs it before its next cell, the cell in flight runs on. A queue that
+    drained meanwhile is launched again (a no-op while it is alive)."""
+    from gpujob.sweep.wrapper import place_command
+
+    queue = ctx.extra.get("sweep")
+    if queue is None:
+        raise GpujobError(f"{action.id}: only a sweep queue's run changes in place", hint="plan again")
+    machine = _need_machine(ctx, action)
+    await guard.require_owned(ctx, machine, action, "update the run on")
+    target = _target(ctx, action)
+    version = queue.placement.version
+    async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
+        ctx.machine = target.resource
+        await remote.run(
+            place_command(queue.placement, queue.n),
+            what=f"placing version {version} of the sweep files of {ctx.spec.name}",
+            left="the new version may be placed in part; the queue runs on with its own until it is complete",
+        )
+    note_run(ctx.state_dir, ctx.spec, target.resource, ctx.clock.now())
+    launched = await runtime.launch(target, ctx.ssh, ctx.clock, ctx.env, ctx.note)
+    if launched.startswith("run launched"):
+        return Outcome(target.resource.id, f"placed version {version}; the queue had drained: {launched}")
+    return Outcome(
+        target.resource.id, f"placed version {version}: queue q{queue.n} runs it from its next cell"
+    )
 
 
 async def _ended_on_its_own(ctx: JobContext, action: Action, ended: runtime.RunEnded) -> Outcome:

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
-from gpujob.plan.model import ActionKind, FieldChange
+from gpujob.plan.model import ActionKind, DataEffect, FieldChange
 from gpujob.spec.model import JobSpec
 
 Value = str | int | None
@@ -45,6 +45,61 @@ def run_changes(record: Any, spec: JobSpec) -> list[FieldChange]:
     differ("checkpoint.keep", record.checkpoint_keep, now.checkpoint_keep)
     differ("run.detach", record.detach, now.detach)
     return out
+
+
+# What a new version of a sweep's files carries (gpujob.sweep.wrapper), so a queue's wrapper can pick
+# it up between cells: the command and cells, run.env, the checkpoint interval and keep.
+FROM_NEXT_CELL = ("sweep.version", "run.env.", "checkpoint.interval", "checkpoint.keep")
+
+
+def _as_version(change: FieldChange) -> FieldChange:
+    from gpujob.sweep.wrapper import version_of
+
+    before, after = (version_of(str(v or "")) for v in (change.before, change.after))
+    return FieldChange(path="sweep.version", before=before, after=after)
+
+
+def plan_queue_update(ctx: JobContext, changes: list[FieldChange], queue: tuple[str, int]) -> None:
+    """A change of a running sweep queue's run: an in-place update that applies from the queue's next
+    cell (the cell in flight runs on, never relaunched), when the new version of its files carries every
+    key that differs; else nothing now, and a finding says when it applies."""
+    m = ctx.machine
+    assert m is not None
+    late = [c.path for c in changes if not c.path.startswith(FROM_NEXT_CELL)]
+    name = f"queue q{queue[1]} of sweep {queue[0]}"
+    if late:
+        ctx.findings.append(
+            ctx.finding(
+                "sweep-change-waits",
+                "info",
+                f"{name} runs on with what it was launched with: a change of {', '.join(late)} cannot be picked "
+                "up between cells; it applies when the queue is launched next (after it drains, or after a "
+                "preemption): the cell in flight is not relaunched",
+                fix=f"`gpujob restart {ctx.job}` relaunches it now (the cell in flight resumes from its checkpoint)",
+            )
+        )
+        return
+    version = next((c for c in changes if c.path == "sweep.version"), None)
+    old = f" under version {version.before}" if version is not None and version.before else ""
+    new = f"version {version.after}" if version is not None and version.after else "the new version"
+    action = add(
+        ctx,
+        ActionKind.UPDATE,
+        "run",
+        ctx.machine_name,
+        resource_id=m.id,
+        reasons=[
+            f"{name} was launched with a different {', '.join(c.path for c in changes)}",
+            f"applies from the next cell: the cell in flight runs on{old}, then the queue picks up {new}",
+            f"places {new} of the sweep's files beside the old one on {m.name} and points the queue at it",
+        ],
+        changes=changes,
+    )
+    data = DataEffect(
+        summary="writes a new version of the queue's files beside the old ones (none rewritten); "
+        "relaunches nothing; deletes nothing"
+    )
+    ctx.actions[-1] = action.model_copy(update={"data": data})
 
 
 def _secs(s: int | None) -> str | None:
@@ -85,20 +140,10 @@ def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
 
     queue = sweep_of(ctx.job)
     if queue is not None:
-        # A sweep queue applies a change from its next launch (a new version of its files), never by
-        # relaunching the cell in flight; its command carries the files, so it is not shown as a diff.
-        changes = [c for c in changes if c.path != "run.command"]
+        # A sweep queue's command carries its files: it is shown as the version it places.
+        changes = [_as_version(c) if c.path == "run.command" else c for c in changes]
         if not forced:
-            ctx.findings.append(
-                ctx.finding(
-                    "sweep-change-waits",
-                    "info",
-                    f"queue q{queue[1]} of sweep {queue[0]} runs on with what it was launched with; the change "
-                    "applies when the queue is launched next (after it drains, or after a preemption), as a "
-                    "new version of its files: the cell in flight is not relaunched",
-                    fix=f"`gpujob restart {ctx.job}` relaunches it now (the cell in flight resumes from its checkpoint)",
-                )
-            )
+            plan_queue_update(ctx, changes, queue)
             return False
     keys = ", ".join(c.path for c in changes)
     first = (

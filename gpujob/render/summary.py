@@ -71,7 +71,7 @@ KIND_LABEL = {"public_ip": "static IP", "network_volume": "network volume"}
 
 def resource_label(action: Action) -> str:
     kind = KIND_LABEL.get(action.resource_kind, action.resource_kind.replace("_", " "))
-    if action.kind is K.RELAUNCH:
+    if action.kind is K.RELAUNCH or (action.kind is K.UPDATE and action.resource_kind == "run"):
         return f"run {action.job}"
     if action.kind in (K.PULL, K.PUSH, K.LAUNCH):
         return action.resource_name

@@ -9,6 +9,7 @@ the job file's `{cell}` output paths for each of its cells); a finished queue st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -57,14 +58,29 @@ def cell_of_dir(spec: Any, path: str) -> str | None:
     return cell if cell and parent == cell_dir(spec.storage.mount, of[0], "x").rpartition("/")[0] else None
 
 
-def queues(spec: Any) -> list[Queue]:
-    """The queues of a sweep JobSpec, cells split by estimated cost."""
+def queues(spec: Any, placed: Mapping[str, int] | None = None) -> list[Queue]:
+    """The queues of a sweep JobSpec, cells split by estimated cost; `placed` (cell -> queue, from
+    gpujob.sweep.assign) keeps the cells already placed where they are. A queue with no cells is none."""
     sw = spec.sweep
     cells = expand(sw)
-    parts = split(cells, sw.machines)
+    parts = split(cells, sw.machines, placed)
     ck = spec.checkpoint.dir if spec.checkpoint is not None else None
-    p = place(job=spec.name, mount=spec.storage.mount, ck_dir=ck, command=spec.run.command, queues=parts)
-    return [Queue(spec.name, n, tuple(c), p, len(parts), tuple(cells)) for n, c in enumerate(parts, start=1)]
+    p = place(
+        job=spec.name, mount=spec.storage.mount, ck_dir=ck, command=spec.run.command, queues=parts,
+        env=version_env(spec),
+    )  # fmt: skip
+    used = [(n, c) for n, c in enumerate(parts, start=1) if c]
+    return [Queue(spec.name, n, tuple(c), p, len(used), tuple(cells)) for n, c in used]
+
+
+def version_env(spec: Any) -> list[tuple[str, str]]:
+    """What of the run's environment a version carries, so a change of it applies from the next cell:
+    run.env and the checkpoint interval and keep (the rest is the queue's or gpujob's own, and secrets
+    never go into a file)."""
+    from gpujob.ssh.launcher import run_env
+
+    keep = set(spec.run.env) | {"GPUJOB_CHECKPOINT_INTERVAL", "GPUJOB_CHECKPOINT_KEEP"}
+    return [(k, v) for k, v in run_env(spec) if k in keep]
 
 
 def queue_spec(spec: Any, q: Queue) -> Any:
@@ -92,8 +108,11 @@ def expand_loaded(loaded: Any) -> list[Any]:
     other -> itself."""
     if getattr(loaded.spec, "sweep", None) is None:
         return [loaded]
+    from gpujob.sweep.assign import placed_cells
+
+    placed = placed_cells(loaded, [c.name for c in expand(loaded.spec.sweep)])
     out = []
-    for q in queues(loaded.spec):
+    for q in queues(loaded.spec, placed):
         one = replace(loaded, spec=queue_spec(loaded.spec, q))
         one.sweep = q
         out.append(one)

@@ -17,11 +17,15 @@ class CellRecord:
     exit: int | None
     starts: int
     outside: tuple[str, ...] = ()
+    version: str | None = None  # the run version it ran under (gpujob.sweep.wrapper)
+    queue: int | None = None  # the queue it ran on
 
 
 def parse_record(text: str) -> CellRecord | None:
     """The wrapper's key=value record; None when it is not one (its text comes from the machine)."""
     cell, code, starts, outside = "", None, 0, []
+    version: str | None = None
+    queue: int | None = None
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         if not sep:
@@ -34,7 +38,11 @@ def parse_record(text: str) -> CellRecord | None:
             starts = int(value)
         elif key == "outside":
             outside.append(value)
-    return CellRecord(cell, code, starts, tuple(outside)) if cell else None
+        elif key == "version" and value.startswith("v") and value[1:].isalnum():
+            version = value
+        elif key == "queue" and value.startswith("q") and value[1:].isdigit() and int(value[1:]) >= 1:
+            queue = int(value[1:])
+    return CellRecord(cell, code, starts, tuple(outside), version, queue) if cell else None
 
 
 @dataclass

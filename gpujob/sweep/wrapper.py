@@ -6,26 +6,34 @@ A sweep's files live in a version dir on the durable mount, named by the sha256 
     <mount>/.gpujob/<job>.sweep/v<hash>/q<N>.txt        queue N: one cell name a line
     <mount>/.gpujob/<job>.sweep/v<hash>/cells/<cell>.env the cell's environment (export lines)
     <mount>/.gpujob/<job>.sweep/state/<cell>.*          exit code, starts, first start, outside writes
+    <mount>/.gpujob/<job>.sweep/state/version.q<N>      the version last placed for queue N
 
 A running bash reads its script by byte offset, so a script changed under it runs a different file
 from the middle (the seed's parallel_ablation.md §2). Every file is written only when absent (to a
 temporary name, then renamed), and any change of the command, the cells or the layout gives a new
-hash, hence a new dir: a live queue keeps reading its own version; the next launch of a queue runs the
-new one. The state dir is shared by all versions, so a cell that finished (any exit code) never runs
-again, and a preempted queue starts again at its in-flight cell, which resumes from its own checkpoint.
+hash, hence a new dir: a live queue keeps reading its own version. Whoever places a version for queue
+N (a launch, or `apply` of a run change while the queue runs) then points state/version.q<N> at it
+(a new file renamed over the old: no reader holds it open); the wrapper reads that pointer before each
+cell and, when it names another complete version, execs that version's wrapper, so a change applies
+from the next cell and the cell in flight is never relaunched. The version carries the run's plain
+environment (run.env, checkpoint interval and keep) for that reason. The state dir is shared by all
+versions, so a cell that finished (any exit code) never runs again, and a preempted queue starts again
+at its in-flight cell, which resumes from its own checkpoint.
 """
 
 from __future__ import annotations
 
 import hashlib
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpujob.ssh.quote import remote_path
+from gpujob.ssh.quote import env_name, remote_path
 from gpujob.sweep.cells import Cell
 
 RECORD = "gpujob-cell.txt"  # the cell's record, written into its results dir (pulled with them)
 OUTSIDE_MAX = 200
+VERSION_POINTER = "version."  # state/version.q<N>: the version last placed for queue N
 COMMAND_MAX = 120_000  # bytes: Linux takes at most 128 KiB in one process argument (MAX_ARG_STRLEN)
 
 
@@ -57,10 +65,24 @@ _WRAPPER = r"""#!/usr/bin/env bash
 # gpujob sweep queue wrapper, version @VERSION@ of job @JOB@. Never edited in place: a change is a new
 # version dir, so a live queue keeps reading the bytes it started with.
 set -u
-V="$(cd "$(dirname "$0")" && pwd)"; S="$(dirname "$V")/state"; Q="$1"
+V="$(cd "$(dirname "$0")" && pwd)"; P="$(dirname "$V")"; S="$P/state"; Q="$1"; QN="$(basename "$Q" .txt)"
 mkdir -p "$S"
 stop=0; child=""; failed=0
 trap 'stop=1; [ -n "$child" ] && kill -TERM "$child" 2>/dev/null' TERM INT HUP
+# This version's run environment; names an earlier version set and this one does not are dropped.
+for n in ${GPUJOB_SWEEP_ENV:-}; do unset "$n"; done
+@ENV@
+newer() {  # the version last placed for this queue, when it is complete and not this one
+  local v; v=$(head -n 1 "$S/version.$QN" 2>/dev/null) || return 1
+  case "$v" in v[0-9a-f]*) ;; *) return 1 ;; esac
+  [ -n "$v" ] && [ "$v" != @VERSION@ ] && [ -f "$P/$v/queue.sh" ] && [ -f "$P/$v/$QN.txt" ] || return 1
+  echo "$v"
+}
+pick_up() {  # between cells only: exec the newer version's wrapper on this queue's file there
+  local v; v=$(newer) || return 0
+  echo "gpujob-sweep: queue $QN picks up version $v (was @VERSION@) $1"
+  exec 3<&- bash "$P/$v/queue.sh" "$P/$v/$QN.txt"
+}
 run_cell() {
   set -a; . "$V/cells/$1.env"; set +a
   mkdir -p "$GPUJOB_CELL_DIR" "$GPUJOB_CHECKPOINT_DIR"
@@ -80,9 +102,10 @@ while IFS= read -r cell <&3 || [ -n "$cell" ]; do
     echo "gpujob-sweep: cell $cell finished before (exit $code): not run again"
     continue
   fi
+  pick_up "before cell $cell"
   n=$(( $(cat "$S/$cell.starts" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$S/$cell.starts"
   [ -e "$S/$cell.t0" ] || : > "$S/$cell.t0"
-  echo "$cell" > "$S/current.$(basename "$Q" .txt)"
+  echo "$cell" > "$S/current.$QN"
   echo "gpujob-sweep: cell $cell start $n"
   run_cell "$cell" &
   child=$!
@@ -96,15 +119,16 @@ while IFS= read -r cell <&3 || [ -n "$cell" ]; do
   outside "$cell" > "$S/$cell.outside"
   echo "$code" > "$S/$cell.exit.tmp" && mv "$S/$cell.exit.tmp" "$S/$cell.exit"
   ( set -a; . "$V/cells/$cell.env"; set +a
-    { echo "cell=$cell"; echo "exit=$code"; echo "starts=$n"; echo "version=@VERSION@"
+    { echo "cell=$cell"; echo "exit=$code"; echo "starts=$n"; echo "version=@VERSION@"; echo "queue=$QN"
       echo "finished_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; sed 's/^/outside=/' "$S/$cell.outside"
     } > "$GPUJOB_CELL_DIR/@RECORD@.tmp" && mv "$GPUJOB_CELL_DIR/@RECORD@.tmp" "$GPUJOB_CELL_DIR/@RECORD@" )
   [ "$code" = 0 ] || failed=$((failed + 1))
   echo "gpujob-sweep: cell $cell exited $code"
 done 3< "$Q"
+pick_up "at the end of its queue"  # a version placed during the last cell may hold new cells
 # A drained queue exits 0 even when a cell failed: the cell is not retried, its record and
 # `gpujob status` say so, and the machine is pulled and stopped instead of billing idle.
-echo "gpujob-sweep: queue $(basename "$Q" .txt) done ($failed failed)"
+echo "gpujob-sweep: queue $QN done ($failed failed)"
 exit 0
 """
 
@@ -118,11 +142,31 @@ def cell_env(cell: Cell, *, job: str, mount: str, ck_dir: str | None) -> str:
     return "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
 
 
-def place(*, job: str, mount: str, ck_dir: str | None, command: str, queues: list[list[Cell]]) -> Placement:
-    """Every file of this sweep version; its name is the hash of all of them."""
+def env_lines(env: Sequence[tuple[str, str]]) -> str:
+    """The version's run environment as the wrapper sets it (GPUJOB_SWEEP_ENV: the names, so the next
+    version can drop the ones it no longer sets)."""
+    names = [env_name(k) for k, _ in env]
+    lines = [f"export {k}={shlex.quote(v)}" for k, v in zip(names, (v for _, v in env), strict=True)]
+    return "\n".join([*lines, f"export GPUJOB_SWEEP_ENV={shlex.quote(' '.join(names))}"])
+
+
+def place(
+    *,
+    job: str,
+    mount: str,
+    ck_dir: str | None,
+    command: str,
+    queues: list[list[Cell]],
+    env: Sequence[tuple[str, str]] = (),
+) -> Placement:
+    """Every file of this sweep version; its name is the hash of all of them. `env`: the run's plain
+    environment a cell gets from this version (run.env, checkpoint interval and keep); queue N is
+    queues[N-1], an empty one has no file (its number stays free)."""
     mount = remote_path(mount)
     body: dict[str, str] = {}
     for n, cells in enumerate(queues, start=1):
+        if not cells:
+            continue
         body[f"q{n}.txt"] = "".join(c.name + "\n" for c in cells)
         for c in cells:
             body[f"cells/{c.name}.env"] = cell_env(c, job=job, mount=mount, ck_dir=ck_dir)
@@ -132,6 +176,7 @@ def place(*, job: str, mount: str, ck_dir: str | None, command: str, queues: lis
         .replace("@OUTSIDE_MAX@", str(OUTSIDE_MAX))
         .replace("@RECORD@", RECORD)
         .replace("@JOB@", job)
+        .replace("@ENV@", env_lines(env))
     )
     h = hashlib.sha256()
     for key in sorted(body):
@@ -143,19 +188,19 @@ def place(*, job: str, mount: str, ck_dir: str | None, command: str, queues: lis
         version=version,
         root=f"{sweep_dir(mount, job)}/{version}",
         files=files,
-        queue_cells={n: tuple(c.name for c in cells) for n, cells in enumerate(queues, start=1)},
+        queue_cells={n: tuple(c.name for c in cells) for n, cells in enumerate(queues, start=1) if cells},
     )
 
 
-def queue_command(p: Placement, n: int) -> str:
-    """queue N's run.command: place the wrapper, queue N's file and its cells' env files where absent
-    (never over an existing one), then run the wrapper on queue N. The launcher hands the command to
-    `bash -c`, one process argument: COMMAND_MAX bounds it (gpujob.sweep.checks refuses a bigger one)."""
+def place_command(p: Placement, n: int) -> str:
+    """Place the wrapper, queue N's file and its cells' env files where absent (never over an existing
+    one), then point state/version.q<N> at this version (a new file renamed over the old one): what a
+    launch runs first, and all an `apply` of a run change runs on a live queue's machine."""
     root = shlex.quote(p.root)
     lines = [
         "set -e",
         f"V={root}",
-        'mkdir -p "$V/cells"',
+        'mkdir -p "$V/cells" "$V/../state"',
         'put() { if [ -e "$V/$1" ]; then cat > /dev/null; else cat > "$V/$1.tmp.$$" && mv "$V/$1.tmp.$$" "$V/$1"; fi; }',
     ]
     mine = {"queue.sh", f"q{n}.txt", *(f"cells/{c}.env" for c in p.queue_cells.get(n, ()))}
@@ -163,5 +208,22 @@ def queue_command(p: Placement, n: int) -> str:
         mark = f"GPUJOB_SWEEP_EOF_{i}"
         assert mark not in text
         lines.append(f"put {shlex.quote(rel)} <<'{mark}'\n{text}{mark}")
-    lines.append(f'exec bash "$V/queue.sh" "$V/q{n}.txt"')
+    pointer = f'"$V/../state/{VERSION_POINTER}q{n}"'
+    lines.append(f"echo {p.version} > {pointer}.tmp.$$ && mv {pointer}.tmp.$$ {pointer}")
     return "\n".join(lines) + "\n"
+
+
+def queue_command(p: Placement, n: int) -> str:
+    """queue N's run.command: place_command, then run the wrapper on queue N. The launcher hands the
+    command to `bash -c`, one process argument: COMMAND_MAX bounds it (gpujob.sweep.checks refuses a
+    bigger one)."""
+    return place_command(p, n) + f'exec bash "$V/queue.sh" "$V/q{n}.txt"\n'
+
+
+def version_of(command: str) -> str | None:
+    """The version a queue's run.command places ('v…'), or None when it is no queue command."""
+    for line in command.splitlines():
+        if line.startswith("V="):
+            name = shlex.split(line[2:])[0].rstrip("/").rpartition("/")[2] if line[2:] else ""
+            return name if name.startswith("v") else None
+    return None

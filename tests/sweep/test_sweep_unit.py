@@ -356,7 +356,7 @@ def test_a_queue_machine_is_stopped_by_gpujob_after_the_pull_not_by_itself(tmp_p
     assert ': > "$JOBDIR/armed"' in render_launcher(plain)  # a plain job still stops on the pod itself
 
 
-def test_a_changed_sweep_waits_for_the_queues_next_launch_and_never_relaunches_the_cell_in_flight(
+def test_a_changed_sweep_updates_the_queues_run_from_its_next_cell_and_never_relaunches_the_cell_in_flight(
     tmp_path: Path,
 ) -> None:
     import dataclasses
@@ -365,24 +365,47 @@ def test_a_changed_sweep_waits_for_the_queues_next_launch_and_never_relaunches_t
     from gpujob.live import RunFact
     from gpujob.plan.model import ActionKind
     from gpujob.plan.planner import build_plan
+    from gpujob.render import render_plan
     from tests.owners import PROJECT, machine
     from tests.plan.plan_helpers import NOW, live, pod
 
     before = dataclasses.replace(load_specs([write(tmp_path, JOB)])[0], project=PROJECT)
     record = run_record_of(before.spec, NOW)
-    changed = JOB.replace('"1e-4"]', '"1e-4", "3e-5"]')  # a cell appended: new files, a new command
-    after = dataclasses.replace(load_specs([write(tmp_path, changed)])[0], project=PROJECT)
-    assert after.spec.name == "abl--q1" and after.spec.run.command != before.spec.run.command
     p = pod(machine("abl--q1"), gpu_id="NVIDIA GeForce RTX 4090", image=IMAGE, spot=True, volume_gb=10)
-    launched = LaunchRecord(job="abl--q1", platform="runpod", resource_id=p.id, run=record, at=NOW)
     state = live(p, runs={"abl--q1": RunFact(state="running", last_checkpoint="c/step_1.json")})
-    plan = build_plan([after], state, now=NOW, env={}, launch_records={"abl--q1": launched})
-    assert [a.kind for a in plan.all_actions()] == [ActionKind.NOOP]  # the queue runs on
-    (note,) = [f for f in plan.all_findings() if f.code == "sweep-change-waits"]
-    assert "cell in flight is not relaunched" in note.summary
-    forced = build_plan(
-        [after], state, now=NOW, env={}, launch_records={"abl--q1": launched}, replace=["abl--q1.run"]
-    )
+
+    def plan_of(text: str, rec: object = record, **kw: object):  # type: ignore[no-untyped-def]
+        after = dataclasses.replace(load_specs([write(tmp_path, text)])[0], project=PROJECT)
+        launched = LaunchRecord(job="abl--q1", platform="runpod", resource_id=p.id, run=rec, at=NOW)  # type: ignore[arg-type]
+        return after, build_plan(
+            [after], state, now=NOW, env={"TOKEN": "s3cret"}, launch_records={"abl--q1": launched}, **kw
+        )  # type: ignore[arg-type]
+
+    # a cell appended and run.env changed: new files, an update of the queue's run in place
+    changed = JOB.replace('"1e-4"]', '"1e-4", "3e-5"]').replace('env: {STEPS: "4"}', 'env: {STEPS: "8"}')
+    after, plan = plan_of(changed)
+    assert after.spec.name == "abl--q1" and after.spec.run.command != before.spec.run.command
+    (update,) = plan.all_actions()
+    assert (update.kind, update.id) == (ActionKind.UPDATE, "abl.q1.run.update")
+    paths = {c.path: (c.before, c.after) for c in update.changes}
+    assert paths["run.env.STEPS"] == ("(a different value)", "8")
+    old_v, new_v = paths["sweep.version"]
+    assert old_v == before.sweep.placement.version and new_v == after.sweep.placement.version != old_v
+    assert any("applies from the next cell: the cell in flight runs on" in r for r in update.reasons)
+    assert "relaunches nothing" in update.data.summary and plan.has_changes
+    text = render_plan(plan, "text", color=False)
+    assert "update in place run abl--q1" in text and "GPUJOB_SWEEP_EOF" not in text, text
+    # after apply recorded what it placed, the next plan has nothing to do
+    _, again = plan_of(changed, run_record_of(after.spec, NOW))
+    assert [a.kind for a in again.all_actions()] == [ActionKind.NOOP] and not again.has_changes
+    # a change a version cannot carry (a secret: never in a file) waits for the queue's next launch
+    secret = JOB.replace('env: {STEPS: "4"}', 'env: {STEPS: "4"}\n  secrets: [TOKEN]')
+    _, waits = plan_of(secret)
+    assert [a.kind for a in waits.all_actions()] == [ActionKind.NOOP]  # the queue runs on
+    (note,) = [f for f in waits.all_findings() if f.code == "sweep-change-waits"]
+    assert "run.secrets" in note.summary and "cell in flight is not relaunched" in note.summary
+    assert "s3cret" not in render_plan(waits, "text", color=False)
+    _, forced = plan_of(changed, replace=["abl--q1.run"])
     (relaunch,) = [a for a in forced.all_actions() if a.kind is ActionKind.RELAUNCH]
     assert relaunch.id == "abl.q1.run.relaunch" and all(c.path != "run.command" for c in relaunch.changes)
     assert any("queue q1 of sweep abl" in r for r in relaunch.reasons)
