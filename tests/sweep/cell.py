@@ -27,6 +27,15 @@ for step in range(start + 1, steps + 1):
     os.replace(tmp, os.path.join(ck, f"step_{step:04d}.json"))
     print(f"{cell} step {step}", flush=True)
 with open(os.path.join(out, "result.json"), "w") as f:
-    json.dump({"LR": os.environ["LR"], "SEED": os.environ["SEED"], "cell": cell, "resumed_from": start}, f)
+    json.dump(
+        {
+            "LR": os.environ["LR"],
+            "SEED": os.environ["SEED"],
+            "cell": cell,
+            "resumed_from": start,
+            "MSG": os.environ.get("MSG"),
+        },
+        f,
+    )
 with open(os.path.join(out, "finishes.txt"), "a") as f:
     f.write(f"{cell}\n")

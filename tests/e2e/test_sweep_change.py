@@ -1,0 +1,95 @@
+"""A run change while a sweep's queues run, in the simulator: `apply` places a new version of the
+queues' files beside the old ones, each queue picks it up before its next cell, and the cell in flight
+finishes under the version it started with. Every cell exits 0 exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujob.sim.testing import Sim
+from tests.e2e.e2e_support import poll
+from tests.e2e.test_sweep import JOB, _gj, _pods, _state_dir
+
+pytestmark = [pytest.mark.sim, pytest.mark.ssh]
+
+SLOW = JOB.replace('env: {STEPS: "4", STEP_S: "1"}', 'env: {STEPS: "4", STEP_S: "2", MSG: "one"}')
+
+
+def _first_cell_in_flight(sim: Sim) -> dict[str, str] | None:
+    """queue pod name -> its cell in flight, once a queue's first cell is past its first checkpoint."""
+    caught: dict[str, str] = {}
+    for pod in _pods(sim):
+        if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
+            continue
+        s = _state_dir(sim, pod["id"])
+        current = next(iter(s.glob("current.*")), None)
+        cell = current.read_text().strip() if current else ""
+        ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
+        if cell and not list(s.glob("*.exit")) and list(ck.glob("step_*.json")):
+            caught[pod["name"]] = cell
+    return caught or None
+
+
+def test_a_run_change_applies_from_the_next_cell_of_each_running_queue(sim: Sim, tmp_path: Path) -> None:
+    d = tmp_path / "abl"
+    d.mkdir()
+    (d / "job.yaml").write_text(SLOW)
+    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    env.update(sim.env)
+    env.update({"CI": "true", "NO_COLOR": "1"})
+    first = _gj(d, env, "apply", "--auto-approve")
+    assert first.returncode == 0, first.stdout + first.stderr
+
+    in_flight = poll(
+        "a queue's first cell in flight", lambda: _first_cell_in_flight(sim), deadline_s=120, every=0.1
+    )
+    (d / "job.yaml").write_text(SLOW.replace('MSG: "one"', 'MSG: "two"'))
+    plan = _gj(d, env, "plan", "--detailed-exitcode")
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "update in place run abl--q1" in plan.stdout and "applies from the next cell" in plan.stdout
+    assert "run.env.MSG" in plan.stdout and "relaunch run" not in plan.stdout, plan.stdout
+    update = _gj(d, env, "apply", "--auto-approve")
+    assert update.returncode == 0, update.stdout + update.stderr
+    assert "runs it from its next cell" in update.stdout + update.stderr, update.stdout + update.stderr
+    again = _gj(d, env, "plan", "--detailed-exitcode")
+    assert again.returncode == 0 and "No changes" in again.stdout, again.stdout + again.stderr
+
+    watch = subprocess.run(
+        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
+        cwd=d, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    assert len(cells) == 6, (cells, watch.stdout)
+    runs: dict[str, list[tuple[str, str]]] = {}
+    for cell in cells:
+        got = d / "outputs" / cell
+        assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
+        record = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        assert record["exit"] == "0" and record["starts"] == "1", record  # never relaunched
+        msg = json.loads((got / "result.json").read_text())["MSG"]
+        runs.setdefault(record["queue"], []).append((record["finished_at"], record["version"], msg, cell))
+    versions = {v for q in runs.values() for _, v, _, _ in q}
+    assert len(versions) == 2, runs
+    for queue in runs.values():
+        queue.sort()
+        # each queue: cells of the old version (one: the cell in flight, and what finished before), then
+        # only cells of the new one, each with the environment of its version
+        kinds = [msg for _, _, msg, _ in queue]
+        assert kinds == sorted(kinds, key=["one", "two"].index), queue
+        assert (
+            len({v for _, v, m, _ in queue if m == "one"}) <= 1
+            and len({v for _, v, m, _ in queue if m == "two"}) <= 1
+        )
+    caught = set(in_flight.values())
+    old = {c for q in runs.values() for _, _, m, c in q if m == "one"}
+    new = {c for q in runs.values() for _, _, m, c in q if m == "two"}
+    assert caught <= old and new, (in_flight, runs)  # the cell in flight finished under the old version
