@@ -169,8 +169,9 @@ async def apply_plan(
             project_label=project.label,
             digest=getattr(loaded, "digest", ""),
         )
-        if getattr(loaded, "sweep", None) is not None:
-            ctx.extra["sweep"] = loaded.sweep
+        queue = getattr(loaded, "sweep", None)  # a sweep queue (gpujob.sweep.expand.Queue) or None
+        if queue is not None:
+            ctx.extra["sweep"] = queue
         contexts.append((ctx, todo))
     for ctx, todo in contexts:
         _note_sweep(ctx, todo)
