@@ -93,3 +93,65 @@ def test_a_run_change_applies_from_the_next_cell_of_each_running_queue(sim: Sim,
     old = {c for q in runs.values() for _, _, m, c in q if m == "one"}
     new = {c for q in runs.values() for _, _, m, c in q if m == "two"}
     assert caught <= old and new, (in_flight, runs)  # the cell in flight finished under the old version
+
+
+def _done_cells(sim: Sim) -> dict[str, list[str]]:
+    """queue pod name -> the cells its machine recorded an exit code for."""
+    out: dict[str, list[str]] = {}
+    for pod in _pods(sim):
+        if "--q" in pod["name"]:
+            out[pod["name"]] = sorted(
+                p.name[: -len(".exit")] for p in _state_dir(sim, pod["id"]).glob("*.exit")
+            )
+    return out
+
+
+def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactly_once(
+    sim: Sim, tmp_path: Path
+) -> None:
+    from gpujob.spec.load import load_specs
+    from gpujob.sweep.cells import split
+
+    d = tmp_path / "abl"
+    d.mkdir()
+    (d / "job.yaml").write_text(JOB)
+    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    env.update(sim.env)
+    env.update({"CI": "true", "NO_COLOR": "1"})
+    first = _gj(d, env, "apply", "--auto-approve")
+    assert first.returncode == 0, first.stdout + first.stderr
+    placed = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())["cells"]
+    assert sorted(placed.values()) == [1, 1, 1, 2, 2, 2], placed  # recorded before the launches
+    done = poll(
+        "two cells finished on a queue",
+        lambda: (lambda got: got if any(len(c) >= 2 for c in got.values()) else None)(_done_cells(sim)),
+        deadline_s=120,
+        every=0.2,
+    )
+    bigger = JOB.replace("machines: 2", "machines: 3").replace('"1e-4"]', '"1e-4", "3e-5"]')
+    (d / "job.yaml").write_text(bigger)
+    # the scenario is one where a split from scratch puts a finished cell onto another machine's queue
+    loaded = load_specs([d / "job.yaml"])
+    scratch = split(list(loaded[0].sweep.all_cells), 3)
+    on = {c.name: n for n, q in enumerate(scratch, start=1) for c in q}
+    finished_on = {c: int(pod.split("--q")[1].split("--")[0]) for pod, cells in done.items() for c in cells}
+    assert any(on[c] != q for c, q in finished_on.items()), (scratch, done)
+    assert [ls.spec.name for ls in loaded] == ["abl--q1", "abl--q2", "abl--q3"]
+    more = _gj(d, env, "apply", "--auto-approve")
+    assert more.returncode == 0, more.stdout + more.stderr
+    assert "abl.q3.pod.create" in more.stdout, more.stdout
+    watch = subprocess.run(
+        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
+        cwd=d, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    assert len(cells) == 8, (cells, watch.stdout)
+    for cell in cells:
+        got = d / "outputs" / cell
+        assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
+        record = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        assert record["exit"] == "0", record
+        if cell in finished_on:
+            assert record["queue"] == f"q{finished_on[cell]}", record  # it stayed where it ran
