@@ -15,8 +15,8 @@ MAX_OUTSIDE = 20
 
 
 def cells_command(spec: Any, queue: Any) -> str:
-    """Per cell: 'cell=<name> exit=<code|-> starts=<n> t0=<epoch|-> t1=<epoch|-> current=<0|1>', then its
-    outside writes as 'outside=<cell> <path>' (at most MAX_OUTSIDE each)."""
+    """Per cell: 'cell=<name> exit=<code|-> starts=<n> t0=<epoch|-> t1=<epoch|-> current=<0|1> version=<v…|->',
+    then its outside writes as 'outside=<cell> <path>' (at most MAX_OUTSIDE each)."""
     state = shlex.quote(sweep_dir(spec.storage.mount, queue.sweep_job) + "/state")
     names = " ".join(shlex.quote(c.name) for c in queue.cells)
     return f"""S={state}; cur=$(cat "$S/current.q{queue.n}" 2>/dev/null)
@@ -24,7 +24,8 @@ for c in {names}; do
   e=$(cat "$S/$c.exit" 2>/dev/null || echo -); n=$(cat "$S/$c.starts" 2>/dev/null || echo 0)
   t0=$(stat -c %Y "$S/$c.t0" 2>/dev/null || echo -); t1=$(stat -c %Y "$S/$c.exit" 2>/dev/null || echo -)
   [ "$c" = "$cur" ] && k=1 || k=0
-  echo "cell=$c exit=$e starts=$n t0=$t0 t1=$t1 current=$k"
+  v=$(head -c 20 "$S/$c.version" 2>/dev/null | head -n 1 | tr -cd 'a-z0-9'); v=${{v:--}}
+  echo "cell=$c exit=$e starts=$n t0=$t0 t1=$t1 current=$k version=$v"
   head -n {MAX_OUTSIDE} "$S/$c.outside" 2>/dev/null | sed "s|^|outside=$c |"
 done; true"""
 
@@ -63,11 +64,17 @@ def parse_cells(out: str, *, machine: str, alive: bool, step: int | None, usd_pe
                 "step": step if running else None,
                 "seconds": secs,
                 "cost_usd": secs / 3600 * usd_per_hour if secs is not None else None,
+                "version": _version(kv.get("version")),
             }
         )
     for row in rows:
         row["outside"] = outside.get(row["cell"], [])
     return rows
+
+
+def _version(text: str | None) -> str | None:
+    """The run version a cell ran under ('v' and hex), or None (machine text: checked, never trusted)."""
+    return text if text and text.startswith("v") and text[1:].isalnum() and len(text) <= 20 else None
 
 
 def local_cells(spec: Any, queue: Any, pull_to: Path, machine: str) -> list[dict]:
@@ -87,6 +94,7 @@ def local_cells(spec: Any, queue: Any, pull_to: Path, machine: str) -> list[dict
                 "seconds": None,
                 "cost_usd": None,
                 "outside": list(rec.outside) if rec else [],
+                "version": rec.version if rec else None,
             }
         )
     return rows
@@ -109,7 +117,9 @@ def isolation(spec: Any, queue: Any, rows: list[dict]) -> dict[str, list[str]]:
 def table(rows: list[dict]) -> list[str]:
     from gpujob.cost.report import usd2
 
-    lines = [f"  {'cell':<34} {'state':<8} {'machine':<34} {'step':>5} {'starts':>6} {'time':>7} {'cost':>8}"]
+    lines = [
+        f"  {'cell':<34} {'state':<8} {'machine':<34} {'step':>5} {'starts':>6} {'time':>7} {'cost':>8}  version"
+    ]
     for r in rows:
         step = "-" if r["step"] is None else str(r["step"])
         secs = "-" if r["seconds"] is None else f"{r['seconds']:.0f}s"
@@ -117,6 +127,7 @@ def table(rows: list[dict]) -> list[str]:
         state = r["state"] + (f" ({r['exit_code']})" if r["state"] == "failed" else "")
         lines.append(
             f"  {r['cell']:<34} {state:<8} {r['machine']:<34} {step:>5} {r['starts']:>6} {secs:>7} {cost:>8}"
+            f"  {r.get('version') or '-'}"
         )
     return lines
 

@@ -105,6 +105,7 @@ while IFS= read -r cell <&3 || [ -n "$cell" ]; do
   pick_up "before cell $cell"
   n=$(( $(cat "$S/$cell.starts" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$S/$cell.starts"
   [ -e "$S/$cell.t0" ] || : > "$S/$cell.t0"
+  echo @VERSION@ > "$S/$cell.version"
   echo "$cell" > "$S/current.$QN"
   echo "gpujob-sweep: cell $cell start $n"
   run_cell "$cell" &

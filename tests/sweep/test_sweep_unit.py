@@ -261,8 +261,8 @@ def test_the_status_cell_table_reads_the_wrappers_state() -> None:
     from gpujob.sweep.status import parse_cells, table
 
     out = (
-        "cell=a exit=0 starts=1 t0=100 t1=136 current=0\n"
-        "cell=b exit=- starts=2 t0=140 t1=- current=1\n"
+        "cell=a exit=0 starts=1 t0=100 t1=136 current=0 version=v0123456789ab\n"
+        "cell=b exit=- starts=2 t0=140 t1=- current=1 version=../x\n"
         "outside=b /workspace/stray\n"
         "cell=c exit=3 starts=1 t0=90 t1=95 current=0\n"
         "cell=d exit=- starts=0 t0=- t1=- current=0\n"
@@ -274,6 +274,8 @@ def test_the_status_cell_table_reads_the_wrappers_state() -> None:
     ]  # fmt: skip
     assert rows[0]["seconds"] == 36 and abs(rows[0]["cost_usd"] - 0.036) < 1e-9
     assert rows[1]["outside"] == ["/workspace/stray"]
+    assert [r["version"] for r in rows] == ["v0123456789ab", None, None, None]  # machine text: checked
+    assert table(rows)[1].endswith("  v0123456789ab") and table(rows)[2].endswith("  -")
     dead = parse_cells(out, machine="m", alive=False, step=7, usd_per_hour=0)
     assert dead[1]["state"] == "pending"  # in flight on a machine whose run is not alive: it resumes there
     assert any("failed (3)" in line for line in table(rows))

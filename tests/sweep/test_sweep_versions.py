@@ -101,6 +101,17 @@ def test_a_run_change_is_picked_up_before_the_next_cell_never_mid_cell_and_no_fi
     }
     assert out.count("picks up version") == 1 and f"picks up version {v2.version}" in out, out
     assert f"before cell {names['b']}" in out, out
+    # `gpujob status` reads the same from the machine's state dir: the version each cell ran under
+    from types import SimpleNamespace
+
+    from gpujob.sweep.status import cells_command, parse_cells
+
+    spec = SimpleNamespace(storage=SimpleNamespace(mount=str(mount)))
+    q = SimpleNamespace(sweep_job="abl", n=1, cells=more)
+    rows = parse_cells(
+        run(cells_command(spec, q), tmp_path).stdout, machine="m", alive=False, step=None, usd_per_hour=0
+    )
+    assert [(r["state"], r["version"]) for r in rows] == [("done", v1.version)] + [("done", v2.version)] * 3
 
 
 def test_a_version_placed_during_the_last_cell_is_picked_up_at_the_end_of_the_queue(tmp_path: Path) -> None:
