@@ -27,6 +27,7 @@ class Queue:
     placement: Placement
     queues: int = 1
     all_cells: tuple[Cell, ...] = ()
+    machines: int = 0  # sweep.machines as the job file says (queues differ when placed cells keep theirs)
 
     @property
     def job(self) -> str:
@@ -70,7 +71,7 @@ def queues(spec: Any, placed: Mapping[str, int] | None = None) -> list[Queue]:
         env=version_env(spec),
     )  # fmt: skip
     used = [(n, c) for n, c in enumerate(parts, start=1) if c]
-    return [Queue(spec.name, n, tuple(c), p, len(used), tuple(cells)) for n, c in used]
+    return [Queue(spec.name, n, tuple(c), p, len(used), tuple(cells), machines=sw.machines) for n, c in used]
 
 
 def version_env(spec: Any) -> list[tuple[str, str]]:

@@ -27,6 +27,10 @@ class SweepPlan(Model):
     )
     total_usd: float = Field(description="The whole sweep's estimate (every cell at this machine's rate).")
     budget_usd: float | None = None
+    machines: int | None = Field(
+        None,
+        description="sweep.machines, when the queues differ from it (cells placed on a queue stay there).",
+    )
 
     @property
     def summary(self) -> str:
@@ -38,9 +42,16 @@ class SweepPlan(Model):
                 if self.total_usd > self.budget_usd
                 else (f" (within budget.max_total_usd ${self.budget_usd:.2f})")
             )
+        kept = ""
+        if self.machines is not None and self.machines != self.queues:
+            kept = (
+                f" (sweep.machines is {self.machines}: cells placed on a queue stay there, so only new cells "
+                "are spread over the machines asked for)"
+            )
         return (
-            f"sweep {self.sweep}: {self.cells_total} cells on {self.queues} machines, est. ${self.total_usd:.2f} in all"
-            f"{over}; queue q{self.queue}: {len(self.cells)} cells, ${self.queue_usd:.2f}: {cells}"
+            f"sweep {self.sweep}: {self.cells_total} cells on {self.queues} machines{kept}, est. "
+            f"${self.total_usd:.2f} in all{over}; queue q{self.queue}: {len(self.cells)} cells, "
+            f"${self.queue_usd:.2f}: {cells}"
         )
 
 
@@ -65,4 +76,6 @@ def sweep_plan(loaded: Any, usd_per_hour: float) -> SweepPlan | None:
         queue_usd=sum(c.usd for c in cells),
         total_usd=sum(c.est_s for c in all_cells) / 3600 * usd_per_hour,
         budget_usd=spec.budget.max_total_usd,
+        # a split from scratch uses min(machines, cells) queues: any other count is placed cells kept
+        machines=q.machines if q.machines and min(q.machines, len(all_cells)) != q.queues else None,
     )

@@ -204,6 +204,16 @@ def test_the_placed_cells_come_from_the_store_and_from_the_pulled_records(tmp_pa
     moved = [c for c in first[2][2:] if c not in got[2]]
     assert moved and set(moved) <= set(got.get(3, [])), got  # only a never-placed cell may move
     assert [ls.spec.name for ls in three] == ["abl--q1", "abl--q2", "abl--q3"]
+    from gpujob.sweep.plan import sweep_plan
+
+    # every cell placed, a fourth machine asked for: no fourth queue, and the plan says why
+    note_placed(store, "abl", 3, moved)
+    four = load_specs([write(tmp_path, JOB.replace("machines: 2", "machines: 4"))])
+    assert [ls.sweep.n for ls in four] == [1, 2, 3]
+    summary = sweep_plan(four[0], 1.0).summary  # type: ignore[union-attr]
+    assert "6 cells on 3 machines (sweep.machines is 4: cells placed on a queue stay there" in summary
+    fresh = sweep_plan(load_specs([write(tmp_path, JOB.replace("abl", "new"))])[0], 1.0)
+    assert fresh is not None and "sweep.machines is" not in fresh.summary  # nothing placed: no note
 
 
 STOPPING_CELL = """n=$(cat finished 2>/dev/null | wc -l)
