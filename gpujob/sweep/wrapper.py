@@ -79,6 +79,9 @@ newer() {  # the version last placed for this queue, when it is complete and not
   echo "$v"
 }
 pick_up() {  # between cells only: exec the newer version's wrapper on this queue's file there
+  if [ "$stop" = 1 ]; then  # a stop that came between cells: no next cell, no next version
+    echo "gpujob-sweep: stopped between cells: the next launch goes on"; exit 143
+  fi
   local v; v=$(newer) || return 0
   echo "gpujob-sweep: queue $QN picks up version $v (was @VERSION@) $1"
   exec 3<&- bash "$P/$v/queue.sh" "$P/$v/$QN.txt"
