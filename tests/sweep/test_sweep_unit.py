@@ -397,6 +397,8 @@ def test_a_changed_sweep_updates_the_queues_run_from_its_next_cell_and_never_rel
     assert "relaunches nothing" in update.data.summary and plan.has_changes
     text = render_plan(plan, "text", color=False)
     assert "update in place run abl--q1" in text and "GPUJOB_SWEEP_EOF" not in text, text
+    md = render_plan(plan, "markdown", color=False)
+    assert "run abl--q1" in md and "applies from the next cell" in md and "GPUJOB_SWEEP_EOF" not in md, md
     # after apply recorded what it placed, the next plan has nothing to do
     _, again = plan_of(changed, run_record_of(after.spec, NOW))
     assert [a.kind for a in again.all_actions()] == [ActionKind.NOOP] and not again.has_changes
