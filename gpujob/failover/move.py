@@ -261,11 +261,12 @@ async def move_job(
         write_placement(store, rec.model_copy(update={"entry": entry, "platform": platform, "moves": moves}))
 
     try:
-        # 3. create there (its plan's create steps; the launch waits for the checkpoint)
+        # 3. create there (its plan's create steps; the launch waits for the checkpoint). Not the plan's
+        # own seed of a fresh disk (gpujob.plan.seed): step 4 carries the checkpoint, pushed once.
         plan, _ = await _plan(there, providers, clock, env, runs=False)
         await asyncio.wait_for(
-            _apply(plan, there, providers, keep=lambda a: a.kind is not K.LAUNCH, ssh=ssh, clock=clock, env=env,
-                   note=note, command=command),
+            _apply(plan, there, providers, keep=lambda a: a.kind not in (K.LAUNCH, K.PUSH), ssh=ssh, clock=clock,
+                   env=env, note=note, command=command),
             timeout=wait_s,
         )  # fmt: skip
         # 4. the checkpoint, pushed and read back
