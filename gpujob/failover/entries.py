@@ -61,8 +61,11 @@ def _entry_positions(positions: Positions, i: int) -> Positions:
     return out
 
 
-def _where(key_path: str, i: int) -> str:
-    return f"fallback[{i}].{key_path}" if key_path.startswith(REPLACED) else key_path
+def entry_key(key_path: str, i: int) -> str:
+    """Where a key of the job as it runs on entry `i` is written: platform, machine and storage inside
+    fallback[i], the shared blocks at the top."""
+    head = key_path.split(".", 1)[0].split("[", 1)[0]
+    return f"fallback[{i}].{key_path}" if i >= 0 and head in REPLACED else key_path
 
 
 def entry_problems(
@@ -117,7 +120,7 @@ def entry_problems(
             found.append(SpecProblem(display, pos[0], pos[1], check.key_path, check.message, check.hint))
         for p in found:
             if (p.key_path, p.message) not in known:  # the job's own check said it already
-                problems.append(_renamed(p, _where(p.key_path, i), entry))
+                problems.append(_renamed(p, entry_key(p.key_path, i), entry))
     return problems + _auto_problems(data, positions, display)
 
 

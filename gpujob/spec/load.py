@@ -55,8 +55,13 @@ class LoadedSpec:
 
     def source(self, key_path: str) -> SourceRef | None:
         """Where key_path ("machine.spot", "machine.gpu[1]") is written; an absent key resolves to its
-        closest written parent. None only when nothing of the path is in the file."""
+        closest written parent. None only when nothing of the path is in the file. A job placed on a
+        fallback entry has its platform, machine and storage written inside that entry."""
         path = key_path.strip(".")
+        if self.entry >= 0:
+            from gpujob.failover.entries import entry_key
+
+            path = entry_key(path, self.entry)
         probe = path
         while probe and probe not in self.positions.keys and probe not in self.positions.values:
             probe = parent_path(probe)

@@ -100,3 +100,46 @@ def test_fast_validate_path_defers_to_the_full_one(tmp_path: Path) -> None:
     from gpujob.spec.fastcheck import certainly_valid
 
     assert certainly_valid([_write(tmp_path, job_text())]) is False  # entries: the full loader's
+
+
+def test_plan_findings_of_a_job_placed_on_its_entry_point_inside_the_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Moved to Paperspace, the job's machine and storage are the entry's: a finding about them names
+    job.yaml:<line> inside fallback[0], not the job's own machine: / storage: lines."""
+    import os
+    from datetime import UTC, datetime
+
+    from gpujob.failover.where import Placement, write_placement
+    from gpujob.live import LiveState
+    from gpujob.plan.planner import build_plan
+    from gpujob.project import with_projects
+    from gpujob.spec.load import load_specs
+    from gpujob.state import open_store
+
+    for k in [k for k in os.environ if k.startswith("GPUJOB_STATE")]:
+        monkeypatch.delenv(k)
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    # 3 kept × 20 GB, 80 GB while the next is written: more than the entry's 50 GB disk (U6).
+    text = job_text().replace("  keep: 3 ", "  size_gb: 20\n  keep: 3 ")
+    text = text.replace("public_ip: dynamic}", "public_ip: none}")  # nothing can reach it (a plan warning)
+    p = _write(tmp_path, text)
+    write_placement(open_store(p), Placement(job="bert", entry=0, platform="paperspace", since=now))
+    (ls,) = with_projects(load_specs([p]), create=True)
+    assert ls.entry == 0 and ls.spec.platform == "paperspace"
+    jp = build_plan([ls], LiveState(read_at=now), now=now, env={}).jobs[0]
+    found = {f.code: f.source for f in jp.findings + [f for a in jp.actions for f in a.findings]}
+    u6, unreachable = found.get("U6"), found.get("unreachable")
+    assert u6 is not None and unreachable is not None, found
+    assert (u6.key, u6.line) == ("fallback[0].storage.volume_gb", _line_of(text, "volume_gb: 50"))
+    assert (unreachable.key, unreachable.line) == (
+        "fallback[0].machine.public_ip",
+        _line_of(text, "public_ip: none"),
+    )
+    # A shared block stays where it is written.
+    assert ls.source("checkpoint.dir").line == text[: text.index("  dir: /workspace/ckpt")].count("\n") + 1
+    # The job on its own platform points at its own blocks.
+    (home,) = load_specs([p])
+    assert home.entry == -1 and home.source("storage.volume_gb").line < text[: text.index("fallback:")].count(
+        "\n"
+    )
