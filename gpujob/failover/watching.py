@@ -11,11 +11,13 @@ job parked where its data is; the next attempt waits RETRY_S.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
 from gpujob.failover.choice import choose
 from gpujob.failover.planning import move_id
+from gpujob.failover.where import placed_spec
 
 RETRY_S = 600.0
 FAILBACK_FRESH_S = 60.0  # failback: auto moves within this long of a verified pull
@@ -46,7 +48,7 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
     """One tick of a job with fallback entries: None when it stays where it is (watch goes on as for
     any job), else the watch exit code of what was done about the move."""
     from gpujob.failover.move import move_job
-    from gpujob.failover.planning import running_here
+    from gpujob.failover.planning import retired, running_here
     from gpujob.plan.model import ActionKind
 
     ls = j.loaded
@@ -56,8 +58,9 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
     here_up = running_here(live, ls.spec.name, ls.project, ls.spec.platform)
     fails = 0 if here_up else failed_starts(j.ledger)
     choice = choose(
-        declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails
-    )
+        declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails,
+        unavailable=retired(jp),
+    )  # fmt: skip
     to = choice.move_to
     planned = any(a.kind is ActionKind.MOVE for a in jp.actions)
     if to is None:  # served here; a planned move this read disagrees with waits for the next tick's plan
@@ -65,7 +68,9 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
     if fails < declared.failover_after and not planned:
         return None  # served here (the plan, read a moment ago, says so): the usual recoveries
     if choice.failback and not _just_pulled(ls, watcher.clock.now()):
-        return None  # back home only right after a checkpoint came home verified: the least work lost
+        # Back home only right after a checkpoint came home verified: the least work lost. Served here
+        # meanwhile (the plan's move is not for the applier).
+        return HEALTHY
     mid = move_id(declared.name)
     mode = declared.failover
     if mode == "ask" and mid in watcher.opt.approvals:
@@ -98,6 +103,10 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
     j.ledger.recovered(watcher.clock.now(), mid, outcome.ok)
     if outcome.ok:
         _next_try.pop(key, None)
+        # It runs there now: what this tick read of the old machine is stale (watch pulls from it no more).
+        j.loaded = dataclasses.replace(
+            ls, spec=placed_spec(declared, to.entry), entry=to.entry, declared=declared
+        )
         j.ledger.restate(watcher.clock.now(), to.usd_per_hour or 0.0, gpu_billing=True)
         ck = f"{outcome.checkpoint} (step {outcome.step})" if outcome.checkpoint else "no checkpoint"
         watcher.say(j, "moved", f"from {outcome.from_name} to {outcome.to_name}: {outcome.why}",

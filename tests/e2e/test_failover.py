@@ -23,7 +23,7 @@ from tests.failover.jobs import FALLBACK
 JOB = "anywhere"
 
 
-def _job(p: Project, mode: str) -> None:
+def _job(p: Project, mode: str, extra: str = "") -> None:
     p.gj("init", "--name", JOB)
     text = (p.dir / "job.yaml").read_text()
     text = re.sub(r"  interval: [^\n]*\n(  mtbf: [^\n]*\n  write_time: [^\n]*\n)?", "  interval: 2s\n", text)
@@ -32,7 +32,7 @@ def _job(p: Project, mode: str) -> None:
         "  verify: python3 verify_ckpt.py {file}\n  pull: continuous\n",
     )
     text = text.replace('STEP_SECONDS: "0.02"', 'STEP_SECONDS: "0.05"')
-    text += FALLBACK.replace("__MODE__", mode)
+    text += FALLBACK.replace("__MODE__", mode) + extra
     assert "interval: 2s" in text and "pull: continuous" in text
     (p.dir / "job.yaml").write_text(text)
     p.gj("validate")
