@@ -34,7 +34,13 @@ async def apply_moves(
         ls = by_name[name]
         declared = getattr(ls, "declared", None) or ls.spec
         here_up = running_here(live, name, ls.project, ls.spec.platform)
-        choice = choose(declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up)
+        choice = choose(
+            declared,
+            getattr(ls, "entry", -1),
+            live.quotes,
+            running_here=here_up,
+            spot_gone=live.spot_unavailable,
+        )
         mid = move_id(name)
         if choice.move_to is None:
             failed[mid] = "the platforms changed since the plan: plan again"

@@ -9,7 +9,7 @@ cloud counts as out for spot too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpujob.failover.entries import effective_spec, place_name
@@ -52,7 +52,11 @@ def _stocked(platform: str, gpu_id: str, cloud: str | None, count: int, quotes: 
     return not any(q.available is False for q in counted)
 
 
-def judge(declared: JobSpec, entry: int, quotes: Sequence[PriceQuote]) -> Place:
+def judge(
+    declared: JobSpec, entry: int, quotes: Sequence[PriceQuote], spot_gone: Mapping[str, str] | None = None
+) -> Place:
+    """`spot_gone`: platform -> why it creates and resumes no spot pods any more (LiveState.spot_unavailable):
+    a `spot: true` machine cannot start there, whatever its stock."""
     from gpujob import gpus
     from gpujob.profile import load_profile
 
@@ -67,6 +71,10 @@ def judge(declared: JobSpec, entry: int, quotes: Sequence[PriceQuote]) -> Place:
         if spec.budget.max_hourly_usd is None or c.price_hour <= spec.budget.max_hourly_usd
     ]
     stocked = [c for c in capped if _stocked(spec.platform, c.platform_id, c.cloud, c.gpu_count, quotes)]
+    gone = (spot_gone or {}).get(spec.platform)
+    if stocked and spec.machine.spot is True and gone:
+        why = f"machine.spot: true cannot start there: {spec.platform}'s spot API is gone ({gone})"
+        return Place(entry, spec.platform, name, False, why, stocked[0].price_hour, None)
     if stocked:
         first = stocked[0]
         return Place(entry, spec.platform, name, True, "", first.price_hour, first.describe())
@@ -87,17 +95,14 @@ def choose(
     *,
     failed_starts: int = 0,
     running_here: bool = False,
-    unavailable: str = "",
+    spot_gone: Mapping[str, str] | None = None,
 ) -> Choice:
     """Where the job (declared as written, running on `entry` now) should be. `failed_starts`: starts
     refused on the current platform in a row (watch counts them); failover_after of them mean it
-    cannot serve, whatever its catalog says; so does `unavailable` (why, e.g. the spot API gone). `running_here`: the job's machine runs where it is: it is
-    served, whatever stock is left for others."""
-    places = [judge(declared, e, quotes) for e in [-1, *range(len(declared.fallback))]]
+    cannot serve, whatever its catalog says. `spot_gone`: see judge. `running_here`: the job's machine
+    runs where it is: it is served, whatever stock is left for others (a spot pod too, its API gone)."""
+    places = [judge(declared, e, quotes, spot_gone) for e in [-1, *range(len(declared.fallback))]]
     here = next(p for p in places if p.entry == entry)
-    if unavailable and not running_here:  # e.g. spot: true once RunPod's spot API is gone
-        here = Place(here.entry, here.platform, here.name, False, unavailable, here.usd_per_hour, here.offer)
-        places = [here if p.entry == entry else p for p in places]
     if running_here and not here.serves and not here.why.startswith("every"):  # capacity, not price
         here = Place(
             here.entry, here.platform, here.name, True, "", here.usd_per_hour, "its machine, running"

@@ -82,28 +82,11 @@ def with_moves(
         choice = choose(
             declared, entry, live.quotes, failed_starts=(failed_starts or {}).get(spec.name, 0),
             running_here=running_here(live, spec.name, ls.project, spec.platform),
-            unavailable=retired(jp),
+            spot_gone=live.spot_unavailable,
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
         out.append(_with_choice(jp, ls, choice, live, record))
     return out
-
-
-MOVED_AWAY = "the move to another platform is planned instead"
-
-
-def retired(jp: JobPlan) -> str:
-    """Why the job's own platform cannot start it whatever its stock (spot: true with the spot API gone):
-    the plan's spot-retired error, or the note a planned move made of it (watch reads the plan after)."""
-    found = next(
-        (
-            f
-            for f in jp.findings
-            if f.code == "spot-retired" and (f.severity == "error" or f.detail.startswith(MOVED_AWAY))
-        ),
-        None,
-    )
-    return f"{found.summary}" if found else ""
 
 
 def _place_lines(choice: Choice) -> list[str]:
@@ -194,9 +177,7 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
     # start a machine there; the move carries what is verified here already).
     # What blocked the old platform (spot-retired) does not block the move away from it.
     findings = [
-        f.model_copy(update={"severity": "info", "action_id": None, "detail": f"{MOVED_AWAY}. {f.detail}"})
-        if f.code == "spot-retired" and f.severity == "error"
-        else f
+        f.model_copy(update={"severity": "info", "action_id": None}) if f.code == "spot-retired" else f
         for f in jp.findings
     ]
     return jp.model_copy(

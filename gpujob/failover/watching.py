@@ -48,7 +48,7 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
     """One tick of a job with fallback entries: None when it stays where it is (watch goes on as for
     any job), else the watch exit code of what was done about the move."""
     from gpujob.failover.move import move_job
-    from gpujob.failover.planning import retired, running_here
+    from gpujob.failover.planning import running_here
     from gpujob.plan.model import ActionKind
 
     ls = j.loaded
@@ -59,7 +59,7 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
     fails = 0 if here_up else failed_starts(j.ledger)
     choice = choose(
         declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails,
-        unavailable=retired(jp),
+        spot_gone=live.spot_unavailable,
     )  # fmt: skip
     to = choice.move_to
     planned = any(a.kind is ActionKind.MOVE for a in jp.actions)

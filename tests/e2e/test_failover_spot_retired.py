@@ -47,8 +47,13 @@ def test_spot_gone_plan_shows_the_move_and_ask_waits_for_its_approval(sim_gone: 
     plan = p.gj("plan", "--detailed-exitcode", check=False)
     assert plan.returncode == 2, plan.stdout + plan.stderr  # changes, and no error: the move is the way
     assert f"{JOB}.move" in plan.stdout and GONE in plan.stdout, plan.stdout
-    assert re.search(r"move runpod -> paperspace \(fallback\[0\]\): runpod: machine\.spot: true needs a spot create",
-                     plan.stdout), plan.stdout  # fmt: skip
+    assert (
+        "move runpod -> paperspace (fallback[0]): runpod: machine.spot: true cannot start there"
+        in plan.stdout
+    )
+    assert (
+        "needs a spot create" in plan.stdout
+    )  # the spot-retired finding, a note now that the move is planned
     assert "carries no checkpoint" in plan.stdout  # nothing verified here yet: it starts at step 0 there
     # failover: ask: watch says what to run and waits; nothing is made on either platform.
     watch = _watch(p)
@@ -60,17 +65,31 @@ def test_spot_gone_plan_shows_the_move_and_ask_waits_for_its_approval(sim_gone: 
         out = _stop(watch)
     assert GONE in line["happened"] and approval in out, (line, out)
     assert not _ours(p, "pods") and not _ours(p, "machines"), "ask must wait"
-    # Approved on watch's command line: it moves as failover: auto would.
-    watch = _watch(p, "--approve", f"{JOB}.move")
+    # Approved by a person: `gpujob apply` makes the plan's move.
+    applied = p.gj("apply", "--auto-approve", timeout=240)
+    assert "runpod -> paperspace" in applied.stdout + applied.stderr, applied.stdout
+    _on_paperspace(p)
+
+
+def test_spot_gone_ask_with_the_approval_on_watch_moves(sim_gone: Sim, tmp_path: Path) -> None:
+    p = new_project(sim_gone, tmp_path, "anywhere-gone-approved")
+    _job(p, "ask")
+    watch = _watch(p, "--approve", f"{JOB}.move")  # started with the approval: it moves as auto does
     try:
         moved = poll("the move", lambda: next((e for e in _events(p) if e["event"] == "moved"), None),
                      deadline_s=120)  # fmt: skip
-        poll("the run to train on Paperspace",
-             lambda: re.search(r"step \d+ loss", p.gj("logs", "-n", "200", check=False).stdout), deadline_s=120)  # fmt: skip
+        _on_paperspace(p)
     finally:
         out = _stop(watch)
-    assert "from runpod to paperspace" in moved["happened"] and GONE in moved["happened"], moved
-    assert [m["state"] for m in _ours(p, "machines")] == ["ready"] and not _ours(p, "pods"), out
+    assert "from runpod to paperspace" in moved["happened"] and GONE in moved["happened"], (moved, out)
+    assert not [e for e in _events(p) if e["event"] == "needs-human"], out
+
+
+def _on_paperspace(p) -> None:  # type: ignore[no-untyped-def]
+    """The job trains on Paperspace (from step 0: nothing was verified here before), none of it on RunPod."""
+    poll("the run to train on Paperspace",
+         lambda: re.search(r"step \d+ loss", p.gj("logs", "-n", "200", check=False).stdout), deadline_s=120)  # fmt: skip
+    assert [m["state"] for m in _ours(p, "machines")] == ["ready"] and not _ours(p, "pods")
     where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
     assert where["platform"] == "paperspace" and where["moves"][-1]["outcome"] == "done", where
 
@@ -97,7 +116,7 @@ def test_spot_gone_mid_run_auto_moves_a_preempted_spot_job_with_runpod_in_stock(
     finally:
         out = _stop(watch)
     failover = next(e for e in _events(p) if e["event"] == "failover")
-    assert GONE in failover["happened"] and "spot resume" in failover["happened"], failover
+    assert GONE in failover["happened"] and "machine.spot: true" in failover["happened"], failover
     assert "from runpod to paperspace" in moved["happened"], moved
     step = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")["moves"][-1]["step"]
     assert re.search(rf"carried step_\d+\.\w+ \(step {step}\)", moved["did"]) and step > 0, moved

@@ -133,18 +133,24 @@ def test_failed_starts_count_the_trailing_failed_recoveries() -> None:
 
 
 def test_spot_retired_on_its_own_platform_moves_and_no_longer_blocks(loaded) -> None:  # type: ignore[no-untyped-def]
-    from gpujob.plan.model import Finding
-
     live = LiveState(read_at=NOW, resources=[_pod("stopped")], quotes=[])
     jp = build_plan([loaded], live, now=NOW, env={}).jobs[0]
-    assert not any(a.kind is ActionKind.MOVE for a in jp.actions)  # in stock: it stays
-    retired = Finding(code="spot-retired", severity="error", job="bert",
-                      summary="machine.spot: true needs a spot resume, but RunPod's spot API is gone (HTTP 410)")  # fmt: skip
-    jp = jp.model_copy(update={"findings": [*jp.findings, retired], "actions": jp.actions})
-    moved = with_moves([loaded], [jp], live)[0]
-    assert [a.kind for a in moved.actions] == [ActionKind.MOVE]
-    assert "spot API is gone" in moved.actions[0].reasons[0]
-    assert [f.severity for f in moved.findings if f.code == "spot-retired"] == ["info"]
+    assert not any(a.kind is ActionKind.MOVE for a in jp.actions)  # in stock, spot API there: it stays
+    gone = live.model_copy(update={"spot_unavailable": {"runpod": "HTTP 410 Gone"}})
+    jp = build_plan([loaded], gone, now=NOW, env={}).jobs[0]
+    assert [a.kind for a in jp.actions] == [ActionKind.MOVE]
+    assert "spot API is gone (HTTP 410 Gone)" in jp.actions[0].reasons[0]
+    assert [f.severity for f in jp.findings if f.code == "spot-retired"] == ["info"]  # no longer blocks
+    # A spot pod still running is served; spot: prefer is not blocked by it at all.
+    assert choose(loaded.spec, -1, [], running_here=True, spot_gone=gone.spot_unavailable).move_to is None
+    prefer = loaded.spec.model_copy(
+        update={"machine": loaded.spec.machine.model_copy(update={"spot": "prefer"})}
+    )
+    assert choose(prefer, -1, [], spot_gone=gone.spot_unavailable).move_to is None
+    # Nor does a job on its fallback move back to a spot: true home whose spot API is gone.
+    back = loaded.spec.model_copy(update={"failback": "auto"})
+    assert choose(back, 0, []).failback
+    assert choose(back, 0, [], spot_gone=gone.spot_unavailable).move_to is None
 
 
 def test_failback_waits_for_a_fresh_verified_pull(loaded) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ import pytest
 
 from gpujob.failover.watching import HEALTHY, HUMAN, on_move
 from gpujob.live import LiveResource, LiveState
-from gpujob.plan.model import ActionKind, Finding
+from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
 from gpujob.spec.load import load_spec, load_specs
 from tests.failover.jobs import FALLBACK, job_text
@@ -49,20 +49,15 @@ def _local_state(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_spot_retired_with_ask_prints_the_approval_line_and_waits(tmp_path: Path) -> None:
-    """RunPod has stock, but spot: true cannot resume there once its spot API is gone: the plan's move
-    (its spot-retired error turned into a note) is what watch acts on."""
+    """RunPod has stock, but spot: true cannot resume there once its spot API is gone (what the live read
+    found out): watch asks for the move."""
     p = tmp_path / "job.yaml"
     p.write_text(job_text(mode="ask"))
     ls = dataclasses.replace(load_spec(p), project="testproj")
     pod = LiveResource(platform="runpod", kind="pod", id="p1", name="gpujob-bert--testproj", status="stopped",
                        gpu_id="NVIDIA GeForce RTX 4090", gpu_count=1, attributes={"project": "testproj"})  # fmt: skip
-    live = LiveState(read_at=NOW, resources=[pod], quotes=[])
+    live = LiveState(read_at=NOW, resources=[pod], quotes=[], spot_unavailable={"runpod": "HTTP 410 Gone"})
     jp = build_plan([ls], live, now=NOW, env={}).jobs[0]
-    retired = Finding(code="spot-retired", severity="error", job="bert",
-                      summary="machine.spot: true needs a spot resume, but RunPod's spot API is gone (HTTP 410)")  # fmt: skip
-    from gpujob.failover.planning import with_moves
-
-    jp = with_moves([ls], [jp.model_copy(update={"findings": [*jp.findings, retired]})], live)[0]
     assert [a.kind for a in jp.actions] == [ActionKind.MOVE]
     code, w = _tick(ls, live, jp)
     assert code == HUMAN, w.said
