@@ -67,9 +67,9 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         return HEALTHY if planned else None
     if fails < declared.failover_after and not planned:
         return None  # served here (the plan, read a moment ago, says so): the usual recoveries
-    if choice.failback and not _just_pulled(ls, watcher.clock.now()):
-        # Back home only right after a checkpoint came home verified: the least work lost. Served here
-        # meanwhile (the plan's move is not for the applier).
+    if choice.failback and here_up and not _just_pulled(ls, watcher.clock.now()):
+        # A run there goes home only right after a checkpoint came home verified: the least work lost.
+        # Served here meanwhile (the plan's move is not for the applier). A job running nowhere goes now.
         return HEALTHY
     mid = move_id(declared.name)
     mode = declared.failover

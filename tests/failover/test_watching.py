@@ -66,24 +66,30 @@ def test_spot_retired_with_ask_prints_the_approval_line_and_waits(tmp_path: Path
     assert did == "to move it there: gpujob watch --approve bert.move"
 
 
-def test_failback_waits_for_a_fresh_pull_without_handing_the_move_to_the_applier(tmp_path: Path) -> None:
+@pytest.mark.parametrize("status", ["running", "stopped"])
+def test_failback_waits_for_a_fresh_pull_only_while_the_run_goes_on(tmp_path: Path, status: str) -> None:
     """On Paperspace, with RunPod able to serve again and no checkpoint pulled lately: the plan shows
-    the move back, watch holds it (the job is served where it is) and does nothing else with it."""
+    the move back. A running job is held there (served; the move is not handed to the applier); a job
+    whose machine there is stopped (a failed move back parked it) has nothing to wait for."""
     from gpujob.failover.where import Placement, write_placement
     from gpujob.naming import machine_name
     from gpujob.project import with_projects
     from gpujob.state import open_store
 
     p = tmp_path / "job.yaml"
-    p.write_text(job_text(fallback=FALLBACK + "failback: auto\n"))
+    p.write_text(job_text(mode="ask", fallback=FALLBACK + "failback: auto\n"))
     write_placement(open_store(p), Placement(job="bert", entry=0, platform="paperspace", since=NOW))
     (ls,) = with_projects(load_specs([p]), create=True)
     assert ls.entry == 0
     machine = LiveResource(platform="paperspace", kind="machine", id="ps1", name=machine_name("bert", ls.project),
-                           status="running", gpu_id="A4000", gpu_count=1, region="ny2")  # fmt: skip
+                           status=status, gpu_id="A4000", gpu_count=1, region="ny2")  # fmt: skip
     live = LiveState(read_at=NOW, resources=[machine], quotes=[])
     jp = build_plan([ls], live, now=NOW, env={}).jobs[0]
     assert [a.kind for a in jp.actions] == [ActionKind.MOVE], jp.actions
     assert "failback: auto" in jp.actions[0].reasons[0]
     code, w = _tick(ls, live, jp)
-    assert code == HEALTHY and w.said == []  # not None: watch would hand the move to its applier
+    if status == "running":
+        assert code == HEALTHY and w.said == []  # not None: watch would hand the move to its applier
+    else:
+        assert code == HUMAN and [e for e, _, _ in w.said] == ["needs-human"], w.said  # ask: approve it
+        assert "runpod can serve again (failback: auto)" in w.said[0][1]
