@@ -264,6 +264,8 @@ async def move_job(
         # 3. create there (its plan's create steps; the launch waits for the checkpoint). Not the plan's
         # own seed of a fresh disk (gpujob.plan.seed): step 4 carries the checkpoint, pushed once.
         plan, _ = await _plan(there, providers, clock, env, runs=False)
+        kinds = {a.kind for a in plan.jobs[0].actions if a.resource_kind in ("pod", "machine")}
+        made = "created" if K.CREATE in kinds else "started" if K.START in kinds else "found running"
         await asyncio.wait_for(
             _apply(plan, there, providers, keep=lambda a: a.kind not in (K.LAUNCH, K.PUSH), ssh=ssh, clock=clock,
                    env=env, note=note, command=command),
@@ -305,5 +307,5 @@ async def move_job(
     carried = (
         f"pushed {name} ({out.pushed_bytes} bytes) and read it back" if name else "no checkpoint to carry"
     )
-    out.detail = f"created on {to.platform}, {carried}, run launched"
+    out.detail = f"{made} on {to.platform}, {carried}, run launched"
     return out

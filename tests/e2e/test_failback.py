@@ -60,7 +60,7 @@ def test_failback_auto_moves_the_job_home_once_runpod_can_serve_again(sim: Sim, 
     # The move back: from/to/why/step in its event and in the record.
     assert re.search(r"from paperspace \(fallback\[0\]\) to runpod", back["happened"]), back
     assert "can serve again (failback: auto)" in back["happened"], back
-    assert re.search(rf"carried step_\d+\.\w+ \(step {carried_step}\)", back["did"]), back
+    assert re.search(rf"carried step_\d+\.\w+ \(step {carried_step}\); started on runpod", back["did"]), back
     failover = [e for e in _events(p) if e["event"] == "failover"]
     assert len(failover) == 2 and "failback: auto" in failover[1]["happened"], failover
     assert where["platform"] == "runpod" and where["entry"] == -1, where
