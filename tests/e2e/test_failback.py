@@ -67,6 +67,7 @@ def test_failback_auto_moves_the_job_home_once_runpod_can_serve_again(sim: Sim, 
     last = where["moves"][-1]
     assert (last["from_platform"], last["to_platform"], last["outcome"]) == ("paperspace", "runpod", "done")
     assert carried_step > first_step, where  # what Paperspace trained came back with it
+    assert last["checkpoint"] in _verified(p)  # pulled and verified here before it was carried
     # It resumed on RunPod from a step >= the one carried, and trains on there.
     assert int(resumed[-1]) >= carried_step, (resumed, out)
     assert pulled_home
