@@ -32,18 +32,6 @@ class Listed:
         return bool(self.listing.files or self.listing.unpullable)
 
 
-def _narrow(listing: RemoteListing, root: Root) -> RemoteListing:
-    only = root.only
-    if only is None:
-        return listing
-    return listing.model_copy(
-        update={
-            "files": {n: f for n, f in listing.files.items() if only(n)},
-            "unpullable": {n: w for n, w in listing.unpullable.items() if only(n)},
-        }
-    )
-
-
 async def resolve(remote: Any, ssh: Any, roots: Sequence[Root]) -> list[Listed]:
     """Each root listed (names and sizes only). A plain path that is not a directory is read as a file
     through its parent; one that does not exist lists empty."""
@@ -53,7 +41,7 @@ async def resolve(remote: Any, ssh: Any, roots: Sequence[Root]) -> list[Listed]:
         if not listing.exists and not root.parts and root.names is None:
             root = file_root(root.path)
             listing = await ssh.list_checkpoints(remote, root.base, hashes=False)
-        out.append(Listed(root, _narrow(listing, root)))
+        out.append(Listed(root, listing.selected(root.only)))
     return out
 
 
@@ -67,7 +55,7 @@ async def relist(remote: Any, ssh: Any, listed: Sequence[Listed]) -> list[Listed
         if root.only is None:
             out.append(Listed(root, await ssh.list_checkpoints(remote, root.base, hashes=True)))
             continue
-        now = _narrow(await ssh.list_checkpoints(remote, root.base, hashes=False), root)
+        now = (await ssh.list_checkpoints(remote, root.base, hashes=False)).selected(root.only)
         files: dict[str, RemoteFile] = {}
         for name, f in now.files.items():
             state = await ssh.file_state(remote, root.remote(name), f.size)

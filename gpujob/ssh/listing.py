@@ -12,6 +12,7 @@ FIFOs, sockets, devices) is listed as not pullable.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pydantic import Field
 
@@ -43,6 +44,17 @@ class RemoteListing(Model):
     @property
     def total_bytes(self) -> int:
         return sum(f.size for f in self.files.values())
+
+    def selected(self, only: Callable[[str], bool] | None) -> RemoteListing:
+        """The listing cut to the names `only` keeps (files and unpullable entries alike); all when None."""
+        if only is None:
+            return self
+        return self.model_copy(
+            update={
+                "files": {n: f for n, f in self.files.items() if only(n)},
+                "unpullable": {n: w for n, w in self.unpullable.items() if only(n)},
+            }
+        )
 
 
 def name_problem(name: str) -> str | None:

@@ -184,7 +184,7 @@ async def pull_checkpoints(
     from gpujob import verify as verify_cmd
 
     remote_dir = remote_path(remote_dir)
-    listing = _selected(await list_remote(remote, remote_dir, hashes=False), only)  # hashed as it streams
+    listing = (await list_remote(remote, remote_dir, hashes=False)).selected(only)  # hashed as it streams
     outcome = PullOutcome(listing=listing, unpullable=dict(listing.unpullable))
     local = LocalDir(Path(local_dir))
     seen: dict[str, RemoteFile] = {}
@@ -210,7 +210,7 @@ async def pull_checkpoints(
     try:
         for round_ in range(ROTATION_ROUNDS):
             if round_:
-                listing = _selected(await list_remote(remote, remote_dir, hashes=False), only)
+                listing = (await list_remote(remote, remote_dir, hashes=False)).selected(only)
                 outcome.unpullable.update(listing.unpullable)
             files = sorted((n, f) for n, f in listing.files.items() if n not in seen)
             needed = sum(f.size - present(n, f) for n, f in files)
@@ -245,17 +245,6 @@ async def pull_checkpoints(
     assert first is not None
     outcome.listing = first.model_copy(update={"files": {**first.files, **seen}})
     return outcome
-
-
-def _selected(listing: RemoteListing, only: Callable[[str], bool] | None) -> RemoteListing:
-    if only is None:
-        return listing
-    return listing.model_copy(
-        update={
-            "files": {n: f for n, f in listing.files.items() if only(n)},
-            "unpullable": {n: w for n, w in listing.unpullable.items() if only(n)},
-        }
-    )
 
 
 async def _room(
