@@ -221,19 +221,16 @@ def launches_name(job: str) -> str:
 
 
 def save_launch_record(state: StateRef, record: LaunchRecord) -> None:
-    from gpujob.state import as_store
+    from gpujob.state import write_model
 
-    as_store(state).write(launches_name(record.job), record.model_dump_json(indent=2).encode())
+    write_model(state, launches_name(record.job), record)
 
 
 def load_launch_record(state: StateRef, job: str) -> LaunchRecord | None:
-    from gpujob.state import as_store
+    """None for none or an unreadable one: the planner then does not diff those fields."""
+    from gpujob.state import read_model
 
-    data = as_store(state).read(launches_name(job))
-    try:
-        return None if data is None else LaunchRecord.model_validate_json(data)
-    except ValueError:
-        return None  # an unreadable record proves nothing: the planner then does not diff those fields
+    return read_model(state, launches_name(job), LaunchRecord)
 
 
 def note_launch(state_dir: StateRef, spec: Any, machine: Any, *, disk_gb: int | None = None) -> None:

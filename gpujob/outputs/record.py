@@ -41,16 +41,12 @@ def outputs_name(job: str) -> str:
 
 
 def save_outputs_record(state: StateRef, record: OutputsRecord) -> None:
-    from gpujob.state import as_store
+    from gpujob.state import write_model
 
-    as_store(state).write(outputs_name(record.job), record.model_dump_json(indent=2).encode())
+    write_model(state, outputs_name(record.job), record)
 
 
 def load_outputs_record(state: StateRef, job: str) -> OutputsRecord | None:
-    from gpujob.state import as_store
+    from gpujob.state import read_model
 
-    data = as_store(state).read(outputs_name(job))
-    try:
-        return None if data is None else OutputsRecord.model_validate_json(data)
-    except ValueError:
-        return None  # unreadable proves nothing
+    return read_model(state, outputs_name(job), OutputsRecord)

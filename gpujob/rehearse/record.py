@@ -53,21 +53,16 @@ def record_name(job: str) -> str:
 
 
 def save(state: Any, rehearsal: Rehearsal) -> None:
-    from gpujob.state import as_store
+    from gpujob.state import write_model
 
-    as_store(state).write(record_name(rehearsal.job), rehearsal.model_dump_json(indent=2).encode())
+    write_model(state, record_name(rehearsal.job), rehearsal)
 
 
 def load(state: Any, job: str) -> Rehearsal | None:
-    from gpujob.state import as_store
+    """None for none or an unreadable one: the plan then says it was never rehearsed."""
+    from gpujob.state import read_model
 
-    data = as_store(state).read(record_name(job))
-    if data is None:
-        return None
-    try:
-        return Rehearsal.model_validate_json(data)
-    except ValueError:
-        return None  # an unreadable record proves nothing: the plan says it was never rehearsed
+    return read_model(state, record_name(job), Rehearsal)
 
 
 def plan_finding(ctx: Any) -> list[Any]:

@@ -24,10 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from gpujob.lock import LockInfo
+
+M = TypeVar("M", bound="BaseModel")
 
 SECRETS = ("id_ed25519",)  # names whose contents are secret: encrypted at rest outside the local dir
 PUBLIC_SUFFIX = ".pub"  # the readable half of a secret lives at <name>.pub
@@ -124,6 +128,23 @@ def as_store(ref: StateRef) -> Store:
 
         return LocalStore(ref)
     return ref
+
+
+def read_model(state: StateRef, name: str, model: type[M]) -> M | None:
+    """The document `name` as a `model`; None when there is none or it does not parse (an unreadable
+    record proves nothing, so callers treat it as absent)."""
+    data = as_store(state).read(name)
+    if data is None:
+        return None
+    try:
+        return model.model_validate_json(data)
+    except ValueError:
+        return None
+
+
+def write_model(state: StateRef, name: str, value: BaseModel, *, indent: int = 2) -> None:
+    """`value` as the JSON document `name`, replaced atomically by the store."""
+    as_store(state).write(name, value.model_dump_json(indent=indent).encode())
 
 
 def open_store(job_file: Path | None = None) -> Store:

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpujob.live import LiveResource
-from gpujob.state import StateRef, as_store
+from gpujob.state import StateRef, read_model, write_model
 
 MAX_SAMPLES = 200
 MIN_SAMPLE_S = 0.5  # two readings closer than this give a noisy rate
@@ -308,15 +308,9 @@ def load_ledger(state: StateRef, job: str, now: datetime) -> Ledger:
 
 def read_ledger(state: StateRef, job: str) -> Ledger | None:
     """The ledger if watch ever kept one for this job (None for none, or an unreadable one)."""
-    raw = as_store(state).read(_name(job))
-    if raw is None:
-        return None
-    try:
-        return Ledger.model_validate_json(raw)
-    except ValueError:
-        return None
+    return read_model(state, _name(job), Ledger)
 
 
 def save_ledger(state: StateRef, ledger: Ledger) -> None:
     """Replaced atomically by the store: a kill never leaves half a ledger."""
-    as_store(state).write(_name(ledger.job), ledger.model_dump_json(indent=1).encode())
+    write_model(state, _name(ledger.job), ledger, indent=1)
