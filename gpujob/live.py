@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -71,6 +71,13 @@ class LiveResource(Model):
     created_at: datetime | None = None
     started_at: datetime | None = None
     attributes: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+
+    @classmethod
+    def available(
+        cls, platform: Platform, kind: ResourceKind, id: str, name: str, **fields: Any
+    ) -> LiveResource:
+        """One with no lifecycle of its own (volume, IP, snapshot, template, ...): that it exists is its status."""
+        return cls(platform=platform, kind=kind, id=id, name=name, status="available", **fields)
 
 
 class PriceQuote(Model):

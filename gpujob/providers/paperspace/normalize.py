@@ -81,12 +81,11 @@ def machine_to_live(m: wire.Machine, *, ssh_port: int, ssh_user: str) -> LiveRes
 def ip_to_live(ip: wire.PublicIp, machines: dict[str, wire.Machine]) -> LiveResource:
     """IPs have no name; one assigned to a machine takes that machine's name so it is owned by its job."""
     owner = machines.get(ip.assigned_machine_id or "")
-    return LiveResource(
-        platform="paperspace",
-        kind="public_ip",
-        id=ip.ip,
-        name=owner.name if owner else "",
-        status="available",
+    return LiveResource.available(
+        "paperspace",
+        "public_ip",
+        ip.ip,
+        owner.name if owner else "",
         raw_status="assigned" if ip.assigned_machine_id else "unassigned",
         region=normalise_region(ip.region),
         machine_id=ip.assigned_machine_id,
@@ -99,12 +98,11 @@ def ip_to_live(ip: wire.PublicIp, machines: dict[str, wire.Machine]) -> LiveReso
 
 def snapshot_to_live(s: wire.Snapshot, machines: dict[str, wire.Machine]) -> LiveResource:
     owner = machines.get(s.machine_id or "")
-    return LiveResource(
-        platform="paperspace",
-        kind="snapshot",
-        id=s.id,
-        name=s.name,
-        status="available",
+    return LiveResource.available(
+        "paperspace",
+        "snapshot",
+        s.id,
+        s.name,
         raw_status="auto" if s.is_auto_snapshot else "manual",
         machine_id=s.machine_id,
         created_at=s.dt_created,
@@ -113,12 +111,11 @@ def snapshot_to_live(s: wire.Snapshot, machines: dict[str, wire.Machine]) -> Liv
 
 
 def template_to_live(t: wire.CustomTemplate) -> LiveResource:
-    return LiveResource(
-        platform="paperspace",
-        kind="template",
-        id=t.id,
-        name=t.name,
-        status="available",
+    return LiveResource.available(
+        "paperspace",
+        "template",
+        t.id,
+        t.name,
         region=normalise_region(t.region),
         machine_id=t.parent_machine_id,
         volume_gb=t.default_size_gb,
@@ -127,12 +124,11 @@ def template_to_live(t: wire.CustomTemplate) -> LiveResource:
 
 
 def drive_to_live(d: wire.SharedDrive) -> LiveResource:
-    return LiveResource(
-        platform="paperspace",
-        kind="shared_drive",
-        id=d.id,
-        name=d.name,
-        status="available",
+    return LiveResource.available(
+        "paperspace",
+        "shared_drive",
+        d.id,
+        d.name,
         region=normalise_region(d.region),
         volume_gb=d.size,
         created_at=d.dt_created,
@@ -146,12 +142,11 @@ def script_to_live(s: wire.StartupScript, machine_ids: dict[str, str]) -> LiveRe
     """A startup script: free, but a leftover once its machine is gone. gpujob's own are tied to their
     machine by name (`machine_ids`: machine name -> id), so they follow its owner."""
     machine = machine_ids.get(s.name.removesuffix(SCRIPT_SUFFIX)) if s.name.endswith(SCRIPT_SUFFIX) else None
-    return LiveResource(
-        platform="paperspace",
-        kind="startup_script",
-        id=s.id,
-        name=s.name,
-        status="available",
+    return LiveResource.available(
+        "paperspace",
+        "startup_script",
+        s.id,
+        s.name,
         machine_id=machine,
         attributes={"run_once": s.is_run_once},
     )

@@ -86,12 +86,11 @@ def pod_to_live(pod: wire.Pod) -> LiveResource:
 
 
 def volume_to_live(v: wire.NetworkVolume) -> LiveResource:
-    return LiveResource(
-        platform="runpod",
-        kind="network_volume",
-        id=v.id,
-        name=v.name,
-        status="available",
+    return LiveResource.available(
+        "runpod",
+        "network_volume",
+        v.id,
+        v.name,
         raw_status=v.type or "",
         region=v.data_center,
         volume_gb=v.size,
@@ -100,30 +99,23 @@ def volume_to_live(v: wire.NetworkVolume) -> LiveResource:
 
 
 def template_to_live(t: wire.Template) -> LiveResource:
-    return LiveResource(
-        platform="runpod",
-        kind="template",
-        id=t.id,
-        name=t.name,
-        status="available",
-        image=t.image,
-        attributes={"public": t.public},
+    return LiveResource.available(
+        "runpod", "template", t.id, t.name, image=t.image, attributes={"public": t.public}
     )
 
 
 def registry_to_live(r: wire.Registry) -> LiveResource:
-    return LiveResource(platform="runpod", kind="registry_auth", id=r.id, name=r.name, status="available")
+    return LiveResource.available("runpod", "registry_auth", r.id, r.name)
 
 
 def cluster_to_live(c: wire.Cluster) -> LiveResource:
     """An Instant Cluster: a group, not a meter of its own (its member pods bill, listed as pods)."""
     compute = c.compute
-    return LiveResource(
-        platform="runpod",
-        kind="cluster",
-        id=c.id,
-        name=c.name,
-        status="available",
+    return LiveResource.available(
+        "runpod",
+        "cluster",
+        c.id,
+        c.name,
         raw_status=c.type or "",
         gpu_id=compute.gpu_type_id if compute else None,
         gpu_count=compute.gpu_count_per_pod if compute else 0,
