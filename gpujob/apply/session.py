@@ -20,7 +20,7 @@ from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
 from gpujob.apply.records import job_launch_records, job_pull_records
 from gpujob.errors import GpujobError, StalePlanError
-from gpujob.plan.model import Plan
+from gpujob.plan.model import Plan, plan_problem
 from gpujob.state import Store
 
 Ask = Callable[[str], str]
@@ -110,11 +110,8 @@ def load_saved_plan(path: Path) -> Plan:
     try:
         return Plan.model_validate_json(path.read_text())
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        what = str(first["msg"]).removeprefix("Value error, ")
         raise GpujobError(
-            f"{path}: refused: not a valid gpujob plan file: {where + ': ' if where else ''}{what}",
+            f"{path}: refused: not a valid gpujob plan file: {plan_problem(exc)}",
             hint=new_plan_hint(str(path)) + " (nothing was changed)",
         ) from None
     except (OSError, ValueError) as exc:

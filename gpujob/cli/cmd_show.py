@@ -50,7 +50,7 @@ def load_plan(path: Path) -> Any:  # Plan
     from pydantic import ValidationError
 
     from gpujob.errors import GpujobError
-    from gpujob.plan.model import Plan
+    from gpujob.plan.model import Plan, plan_problem
 
     try:
         text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
@@ -61,11 +61,8 @@ def load_plan(path: Path) -> Any:  # Plan
     try:
         return Plan.model_validate_json(text)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        what = str(first["msg"]).removeprefix("Value error, ")
         raise GpujobError(
-            f"{path}: not a gpujob plan file: {where + ': ' if where else ''}{what}",
+            f"{path}: not a gpujob plan file: {plan_problem(exc)}",
             hint="make one with: gpujob plan -o plan.json",
         ) from None
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from gpujob.live import RunFact
 from gpujob.model import Model, Platform, SourceRef
@@ -218,3 +218,11 @@ class Plan(Model):
     @property
     def blocked(self) -> bool:
         return any(f.severity == "error" for f in self.all_findings())
+
+
+def plan_problem(exc: ValidationError) -> str:
+    """Why a saved file is not a Plan, in one line: the first problem with where it is (`jobs.0.id: ...`)."""
+    first = exc.errors()[0]
+    where = ".".join(str(x) for x in first["loc"])
+    what = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {what}" if where else what
