@@ -51,27 +51,17 @@ class Puller:
     async def pull_outputs(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
         """The job's outputs (gpujob.outputs), each checked by sha256: at the end of a run, as the
         teardown gate would before a destroy."""
-        from gpujob.apply.runtime import Target
         from gpujob.outputs.command import pull_outputs
 
-        spec = job.loaded.spec
-        target = Target(
-            spec=spec, spec_path=job.loaded.path, provider=provider, resource=machine, state_dir=job.state_dir
-        )
         try:
-            record = await pull_outputs(target, self.ssh, self.clock, lambda _text: None)
+            record = await pull_outputs(
+                _target(job, machine, provider), self.ssh, self.clock, lambda _text: None
+            )
         except (GpujobError, OSError) as exc:
-            self.failed_since_start += 1
-            first = (str(exc).splitlines() or [type(exc).__name__])[0]
-            self.say(job, "pull-failed", f"outputs pull failed: {first}", "trying again next tick",
-                     level="warning", topic="pull")  # fmt: skip
-            return False
+            return self._failed(job, f"outputs pull failed: {_first_line(exc)}")
         if record.unpullable:
-            self.failed_since_start += 1
             names = ", ".join(sorted(record.unpullable)[:5])
-            self.say(job, "pull-failed", f"outputs not pullable: {names}", "rename or remove them on the machine",
-                     level="warning", topic="pull")  # fmt: skip
-            return False
+            return self._failed(job, f"outputs not pullable: {names}", "rename or remove them on the machine")
         self.say(job, "pulled", f"{len(record.files)} output file(s) pulled, each checked by sha256 ({reason})",
                  f"into {record.local_dir}")  # fmt: skip
         return True
@@ -80,29 +70,18 @@ class Puller:
         self, job: Any, machine: LiveResource, provider: Any, *, reason: str = "", newest: str | None = None
     ) -> bool:
         from gpujob.apply.records import load_pull_record
-        from gpujob.apply.runtime import Target, pull
+        from gpujob.apply.runtime import pull
 
-        spec = job.loaded.spec
-        before = load_pull_record(job.state_dir, spec.name)
+        before = load_pull_record(job.state_dir, job.loaded.spec.name)
         known = {f.name: f.sha256 for f in before.files} if before is not None else {}
-        target = Target(
-            spec=spec, spec_path=job.loaded.path, provider=provider, resource=machine, state_dir=job.state_dir
-        )
         try:
-            record = await pull(target, self.ssh, self.clock, lambda _text: None)
+            record = await pull(_target(job, machine, provider), self.ssh, self.clock, lambda _text: None)
         except (GpujobError, OSError) as exc:
-            self.failed_since_start += 1
-            first = (str(exc).splitlines() or [type(exc).__name__])[0]
-            self.say(job, "pull-failed", f"checkpoint pull failed: {first}", "trying again next tick",
-                     level="warning", topic="pull")  # fmt: skip
-            return False
+            return self._failed(job, f"checkpoint pull failed: {_first_line(exc)}")
         new = [f.name for f in record.files if known.get(f.name) != f.sha256]
         if not record.complete:
-            self.failed_since_start += 1
             bad = record.missing() + record.unverified()
-            self.say(job, "pull-failed", f"pull incomplete: {', '.join(bad[:5])}", "trying again next tick",
-                     level="warning", topic="pull")  # fmt: skip
-            return False
+            return self._failed(job, f"pull incomplete: {', '.join(bad[:5])}")
         job.said.pop("pull", None)
         if newest is None or newest not in record.remote_files:
             newest = max(record.remote_files, default=None)
@@ -113,6 +92,12 @@ class Puller:
             self.say(job, "pulled", f"{len(new)} new checkpoint(s) pulled and verified{why}",
                      f"{len(record.files)} on record, newest {newest or '-'}")  # fmt: skip
         return True
+
+    def _failed(self, job: Any, what: str, fix: str = "trying again next tick") -> bool:
+        """A failed pull is a warning event, counted; never the end of the watch."""
+        self.failed_since_start += 1
+        self.say(job, "pull-failed", what, fix, level="warning", topic="pull")
+        return False
 
     async def settle(self, job: str) -> None:
         """Cancel a pull in flight: the machine is about to change under it (a pull of a machine that
@@ -134,3 +119,16 @@ class Puller:
     async def close(self) -> None:
         for name in list(self.tasks):
             await self.settle(name)
+
+
+def _target(job: Any, machine: LiveResource, provider: Any) -> Any:
+    from gpujob.apply.runtime import Target
+
+    spec = job.loaded.spec
+    return Target(
+        spec=spec, spec_path=job.loaded.path, provider=provider, resource=machine, state_dir=job.state_dir
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
