@@ -5,9 +5,7 @@ API key never in the output, even when the platform echoes it back."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,22 +14,13 @@ import httpx
 import pytest
 
 from gpujob.sim.testing import Sim, running_simulator
+from tests.fakeapi.kit import run_gpujob
 from tests.fakeapi.server import PS_KEY, RP_KEY, Reply, RunningFake
 from tests.fixtures.bodies import ps, v2_example
 
 
 def _doctor(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    clean = {
-        k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_") and not k.endswith("_API_KEY")
-    }
-    clean.update(env, NO_COLOR="1")
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", "doctor", *args],
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_gpujob(env, "doctor", *args, timeout=120)
 
 
 @pytest.fixture
@@ -102,15 +91,6 @@ def test_doctor_is_all_ok_against_the_simulator_and_sends_only_reads(sim: Sim) -
 def _is_query(body: Any) -> bool:
     text = str((body or {}).get("query", "")).lstrip()
     return text.startswith("query") and "mutation" not in text
-
-
-@pytest.fixture
-def fake() -> Iterator[RunningFake]:
-    f = RunningFake()
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def test_a_drifted_answer_names_the_field_and_exits_1(fake: RunningFake) -> None:

@@ -5,24 +5,12 @@ forged report line reaches the terminal as visible text; the JSON report keeps t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tests.fakeapi.server import Reply, RunningFake
 from tests.fidelity.test_doctor import _doctor
 
 HOSTILE = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[Hboom\nOK       query myself  all good\u202e"
-
-
-@pytest.fixture
-def fake() -> Iterator[RunningFake]:
-    f = RunningFake()
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def test_graphql_error_text_reaches_the_terminal_only_as_visible_text(fake: RunningFake) -> None:

@@ -6,62 +6,15 @@ template is an OS template's name applies; stopping the machine leaves it off.""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+from tests.fakeapi.kit import job_text, run_gpujob
 from tests.fakeapi.server import RunningFake
-
-RUNPOD_JOB = """version: 1
-name: rpfake
-platform: runpod
-state: {state}
-machine:
-  gpu: RTX4090
-  regions: [US-KS-2]
-  image: runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404
-  container_disk_gb: 50
-storage:
-  volume_gb: 20
-"""
-PAPERSPACE_JOB = """version: 1
-name: psfake
-platform: paperspace
-state: {state}
-machine:
-  gpu: A4000
-  regions: [ny2]
-  template: ML-in-a-Box
-  auto_shutdown: 12h
-storage:
-  volume_gb: 50
-"""
-
-
-@pytest.fixture
-def fake() -> Iterator[RunningFake]:
-    f = RunningFake()
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def _gj(project: Path, fake: RunningFake, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_") and not k.endswith("_API_KEY")}
-    env.update(fake.env, CI="true", NO_COLOR="1")
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    return run_gpujob({**fake.env, "CI": "true"}, *args, cwd=project)
 
 
 def _apply_then_plan(tmp_path: Path, fake: RunningFake, job: str) -> subprocess.CompletedProcess[str]:
@@ -77,7 +30,7 @@ def _apply_then_plan(tmp_path: Path, fake: RunningFake, job: str) -> subprocess.
 
 
 def test_runpod_apply_then_plan_is_empty(tmp_path: Path, fake: RunningFake) -> None:
-    _apply_then_plan(tmp_path, fake, RUNPOD_JOB.format(state="running"))
+    _apply_then_plan(tmp_path, fake, job_text("runpod", "running"))
     (pod,) = fake.apis.pods.values()
     assert pod["status"] == "RUNNING" and pod["gpu"] == {"id": "NVIDIA GeForce RTX 4090", "count": 1}
     assert pod["mounts"] == {"persistent": {"size": 20, "path": "/workspace"}}
@@ -88,7 +41,7 @@ def test_runpod_apply_then_plan_is_empty(tmp_path: Path, fake: RunningFake) -> N
 def test_paperspace_template_by_name_applies_plan_is_empty_and_stop_leaves_it_off(
     tmp_path: Path, fake: RunningFake
 ) -> None:
-    _apply_then_plan(tmp_path, fake, PAPERSPACE_JOB.format(state="running"))
+    _apply_then_plan(tmp_path, fake, job_text("paperspace", "running"))
     (machine,) = fake.apis.machines.values()
     assert machine["state"] == "ready" and "templateId" not in machine
     (create,) = [b for m, p, b in fake.apis.requests if (m, p) == ("POST", "/v1/machines")]
@@ -98,7 +51,7 @@ def test_paperspace_template_by_name_applies_plan_is_empty_and_stop_leaves_it_of
         and create["autoShutdownTimeout"] == 12
     )
 
-    _apply_then_plan(tmp_path, fake, PAPERSPACE_JOB.format(state="stopped"))
+    _apply_then_plan(tmp_path, fake, job_text("paperspace", "stopped"))
     assert fake.apis.machines[machine["id"]]["state"] == "off"
     mutations = [(m, p) for m, p, _ in fake.apis.requests if m != "GET"]
     assert ("PATCH", f"/v1/machines/{machine['id']}/stop") in mutations

@@ -7,82 +7,35 @@ pod, and never from `gpujob watch`."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fakeapi.kit import job_text, run_gpujob
 from tests.fakeapi.server import RunningFake
 
 WAIT_S = 6
-JOB = """version: 1
-name: rpfake
-platform: runpod
-state: {state}
-machine:
-  gpu: RTX4090
-  regions: [US-KS-2]
-  image: runpod/pytorch:1.0.2-cu1281-torch280-ubuntu2404
-  container_disk_gb: 50
-storage:
-  volume_gb: 20
-{extra}"""
 CHECKPOINT = """checkpoint:
   dir: /workspace/ckpt
   interval: 10m
   verify: "true"
 """
 TERMINATE = "rpfake.pod.terminate"
-PS_JOB = """version: 1
-name: psfake
-platform: paperspace
-state: {state}
-machine:
-  gpu: A4000
-  regions: [ny2]
-  template: ML-in-a-Box
-  auto_shutdown: 12h
-storage:
-  volume_gb: 50
-{extra}"""
 PS_TERMINATE = "psfake.machine.terminate"
 
 
-@pytest.fixture
-def fake() -> Iterator[RunningFake]:
-    f = RunningFake()
-    try:
-        yield f
-    finally:
-        f.close()
-
-
-def _gj(
-    project: Path, fake: RunningFake, *args: str, timeout: float = 240
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_") and not k.endswith("_API_KEY")}
-    env.update(
-        fake.env, CI="true", NO_COLOR="1", GPUJOB_ENDPOINT_WAIT=str(WAIT_S), GPUJOB_SSH_CONNECT_TIMEOUT="2"
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def _gj(project: Path, fake: RunningFake, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**fake.env, "CI": "true", "GPUJOB_ENDPOINT_WAIT": str(WAIT_S), "GPUJOB_SSH_CONNECT_TIMEOUT": "2"}
+    return run_gpujob(env, *args, cwd=project)
 
 
 def _stopped_pod(tmp_path: Path, fake: RunningFake, extra: str = "", platform: str = "runpod") -> str:
     """A machine created by gpujob (no run section: nothing launched on it), then stopped by apply."""
     job = tmp_path / "job.yaml"
     for state in ("running", "stopped"):
-        job.write_text((JOB if platform == "runpod" else PS_JOB).format(state=state, extra=extra))
+        job.write_text(job_text(platform, state, extra))
         out = _gj(tmp_path, fake, "apply", "--auto-approve")
         assert out.returncode == 0, out.stdout + out.stderr
     if platform == "paperspace":
@@ -92,6 +45,10 @@ def _stopped_pod(tmp_path: Path, fake: RunningFake, extra: str = "", platform: s
     (pod,) = fake.apis.pods.values()
     assert pod["status"] == "EXITED"
     return str(pod["id"])
+
+
+def _destroy(tmp_path: Path, fake: RunningFake, *approvals: str) -> subprocess.CompletedProcess[str]:
+    return _gj(tmp_path, fake, "destroy", "--auto-approve", *(w for a in approvals for w in ("--approve", a)))
 
 
 def _starts(fake: RunningFake, rid: str) -> int:
@@ -114,14 +71,7 @@ def test_destroy_of_a_never_launched_stopped_machine_terminates_it_without_start
     tmp_path: Path, fake: RunningFake, platform: str
 ) -> None:
     rid = _stopped_pod(tmp_path, fake, platform=platform)
-    out = _gj(
-        tmp_path,
-        fake,
-        "destroy",
-        "--auto-approve",
-        "--approve",
-        TERMINATE if platform == "runpod" else PS_TERMINATE,
-    )
+    out = _destroy(tmp_path, fake, TERMINATE if platform == "runpod" else PS_TERMINATE)
     text = out.stdout + out.stderr
     assert out.returncode == 0, text
     assert _state(fake, rid) is None and _starts(fake, rid) == 0, text
@@ -136,14 +86,7 @@ def test_without_the_state_store_evidence_destroy_looks_and_an_unreachable_machi
     job = "rpfake" if platform == "runpod" else "psfake"
     (tmp_path / ".gpujob" / "journal" / f"{job}.jsonl").unlink()  # a lost journal is no evidence
     began = time.monotonic()
-    out = _gj(
-        tmp_path,
-        fake,
-        "destroy",
-        "--auto-approve",
-        "--approve",
-        TERMINATE if platform == "runpod" else PS_TERMINATE,
-    )
+    out = _destroy(tmp_path, fake, TERMINATE if platform == "runpod" else PS_TERMINATE)
     elapsed, text = time.monotonic() - began, out.stdout + out.stderr
     assert out.returncode == 1, text
     assert elapsed < WAIT_S + 60, elapsed
@@ -161,21 +104,12 @@ def test_the_unverified_override_needs_the_plain_approval_and_a_failed_reach_and
 ) -> None:
     pod = _stopped_pod(tmp_path, fake, extra=CHECKPOINT)  # a checkpoint block: the gate must look
     # Alone, the override approves nothing.
-    out = _gj(tmp_path, fake, "destroy", "--auto-approve", "--approve", f"{TERMINATE}.unverified")
+    out = _destroy(tmp_path, fake, f"{TERMINATE}.unverified")
     assert out.returncode == 1 and pod in fake.apis.pods and _starts(fake, pod) == 0, out.stdout + out.stderr
     # With the plain approval: the pull before the terminate fails to reach the pod, the pod is
     # stopped again, and the terminate goes ahead unverified, saying so.
     began = time.monotonic()
-    out = _gj(
-        tmp_path,
-        fake,
-        "destroy",
-        "--auto-approve",
-        "--approve",
-        TERMINATE,
-        "--approve",
-        f"{TERMINATE}.unverified",
-    )
+    out = _destroy(tmp_path, fake, TERMINATE, f"{TERMINATE}.unverified")
     elapsed, text = time.monotonic() - began, out.stdout + out.stderr
     assert out.returncode == 0, text
     assert fake.apis.pods == {} and _starts(fake, pod) == 1, text
