@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.reliability_kit import SECRET_CANARY, FastClock, RecordingSim, recording_simulator
+from tests.ssh.ssh_kit import sshd, state  # noqa: F401  (fixtures: a real sshd, a state dir it accepts)
 
 
 @pytest.fixture

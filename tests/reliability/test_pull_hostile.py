@@ -22,41 +22,13 @@ from pathlib import Path
 import pytest
 
 from gpujob.ssh import pull as pull_mod
-from gpujob.ssh.keys import ensure_project_key
-from gpujob.ssh.pull import PullOutcome, pull_checkpoints
-from gpujob.ssh.session import connect
-from gpujob.ssh.testing import SSHD, running_sshd
+from gpujob.ssh.testing import SSHD
+from tests.ssh.ssh_kit import pull, session
 
 pytestmark = pytest.mark.ssh
 
 LOADS = f'{sys.executable} -c "import json,sys; json.load(open(sys.argv[1]))"'
 LOADS_FILE = LOADS + " {file}"
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.fail("these tests need /usr/sbin/sshd (openssh-server; make install brings it)")
-    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
-        yield server
-
-
-@pytest.fixture
-def state(tmp_path: Path, sshd: SSHD) -> Path:
-    d = tmp_path / "state"
-    _, line = ensure_project_key(d)
-    sshd.authorize(line)
-    return d
-
-
-def pull(sshd: SSHD, state: Path, rdir: Path, ldir: Path, **kw: object) -> PullOutcome:
-    async def go() -> PullOutcome:
-        async with connect(
-            sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-        ) as remote:
-            return await pull_checkpoints(remote, str(rdir), ldir, **kw)  # type: ignore[arg-type]
-
-    return asyncio.run(go())
 
 
 def sha(data: bytes) -> str:
@@ -241,9 +213,7 @@ def test_the_quick_listing_has_names_sizes_and_what_is_not_pullable(
     (rdir / "link").symlink_to("/etc/hostname")
 
     async def go() -> tuple[object, object]:
-        async with connect(
-            sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-        ) as remote:
+        async with session(sshd, state) as remote:
             return await list_remote(remote, str(rdir), hashes=False), await list_remote(remote, str(rdir))
 
     quick, full = asyncio.run(go())

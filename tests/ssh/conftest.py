@@ -1,40 +1,17 @@
-"""A real OpenSSH sshd on 127.0.0.1 (one per test session and xdist worker), plus helpers."""
+"""A real OpenSSH sshd on 127.0.0.1 (one per test session and xdist worker; tests/ssh/ssh_kit.py), plus
+helpers."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import shutil
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from gpujob.ssh.keys import ensure_project_key
-from gpujob.ssh.testing import SSHD, running_sshd
+from tests.ssh.ssh_kit import sshd, state  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.ssh
-
-
-def _require_sshd() -> None:
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.fail("tests/ssh need /usr/sbin/sshd (openssh-server; make install brings it)")
-
-
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
-    _require_sshd()
-    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
-        yield server
-
-
-@pytest.fixture
-def state(tmp_path: Path, sshd: SSHD) -> Path:
-    """A project state dir whose generated key is authorised on the session sshd."""
-    d = tmp_path / "state"
-    _, line = ensure_project_key(d)
-    sshd.authorize(line)
-    return d
 
 
 @pytest.fixture

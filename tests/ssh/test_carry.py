@@ -9,15 +9,13 @@ from pathlib import Path
 
 from gpujob.ssh.carry import move_checkpoints, push_checkpoints
 from gpujob.ssh.listing import list_remote
-from gpujob.ssh.session import connect
 from gpujob.ssh.testing import SSHD
+from tests.ssh.ssh_kit import session
 
 
 def run(server: SSHD, state: Path, go):  # type: ignore[no-untyped-def]
     async def main():  # type: ignore[no-untyped-def]
-        async with connect(
-            server.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-        ) as remote:
+        async with session(server, state) as remote:
             return await go(remote)
 
     return asyncio.run(main())

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gpujob.ssh.logread import LINE_CAP, LineCutter, expand, tail_command
-from gpujob.ssh.session import connect
 from gpujob.ssh.testing import SSHD
 from tests.ssh.conftest import run
+from tests.ssh.ssh_kit import session
 
 pytestmark = pytest.mark.ssh
 
@@ -19,9 +19,7 @@ def _read(sshd: SSHD, state: Path, path: Path, lines: int, **kw: int) -> tuple[s
     """(what the user sees, bytes that crossed the connection)."""
 
     async def go() -> tuple[str, int]:
-        async with connect(
-            sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod-log"
-        ) as remote:
+        async with session(sshd, state, "pod-log") as remote:
             out = await remote.run(tail_command(str(path), lines, **kw))
             return expand(out.stdout, **kw), len(out.stdout.encode())
 

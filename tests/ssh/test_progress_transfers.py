@@ -11,10 +11,10 @@ from gpujob.apply.runtime import Target, pull, transfer_reporting
 from gpujob.apply.sshapi import SSHApi
 from gpujob.live import LiveResource, SSHEndpoint
 from gpujob.ssh.pull import pull_checkpoints
-from gpujob.ssh.session import connect
 from gpujob.ssh.sync import sync_tree
 from gpujob.ssh.testing import SSHD
 from tests.apply.fakes import FakeClock, make_spec
+from tests.ssh.ssh_kit import session
 
 
 def rising_to_total(transfers: list[tuple[str, str, int, int]], label: str, total: int) -> None:
@@ -34,9 +34,7 @@ def write_tree(root: Path) -> int:
 
 
 async def _sync(server: SSHD, state: Path, src: Path, dest: Path, note: JobReporter) -> int:
-    async with connect(
-        server.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-    ) as remote:
+    async with session(server, state) as remote:
         with transfer_reporting("sync", note) as progress:
             stats = await sync_tree(remote, src, str(dest), [], progress=progress)
     return stats.bytes_sent
@@ -75,9 +73,7 @@ def test_a_real_pull_reports_rising_counts_ending_at_the_total(sshd: SSHD, state
     hooks = RecordingHooks()
 
     async def go() -> None:
-        async with connect(
-            sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-        ) as remote:
+        async with session(sshd, state) as remote:
             with JobReporter(hooks, "toy").transfer("pull") as progress:
                 await pull_checkpoints(remote, str(rdir), ldir, verify=None, progress=progress)
 

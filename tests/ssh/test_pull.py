@@ -10,23 +10,16 @@ import pytest
 
 from gpujob.errors import SSHError
 from gpujob.ssh import pull as pull_mod
-from gpujob.ssh.pull import ChecksumMismatch, PulledCheckpoint, pull_checkpoints
-from gpujob.ssh.session import connect
+from gpujob.ssh.pull import ChecksumMismatch
 from gpujob.ssh.testing import SSHD
 from tests.ssh.drops import CutAt, own_sshd
+from tests.ssh.ssh_kit import pull_async
 
 VERIFY = f"{sys.executable} -c \"import sys; sys.exit(0 if open(sys.argv[1],'rb').read(4) == b'CKPT' else 3)\" {{file}}"
 
 
 def sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
-
-
-async def _pull(server: SSHD, state: Path, rdir: Path, ldir: Path, **kw: object) -> list[PulledCheckpoint]:
-    async with connect(
-        server.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-    ) as remote:
-        return await pull_checkpoints(remote, str(rdir), ldir, **kw)  # type: ignore[arg-type]
 
 
 def make_remote(rdir: Path) -> None:
@@ -45,7 +38,7 @@ def test_pull_verify_and_repull(sshd: SSHD, state: Path, tmp_path: Path) -> None
     make_remote(rdir)
     seen: list[tuple[int, int]] = []
     got = asyncio.run(
-        _pull(sshd, state, rdir, ldir, verify=VERIFY, progress=lambda d, t: seen.append((d, t)))
+        pull_async(sshd, state, rdir, ldir, verify=VERIFY, progress=lambda d, t: seen.append((d, t)))
     )
     by = {p.name: p for p in got}
     assert set(by) == {"step-100.pt", "step-200.pt", "sub/shard 0 $x.bin"}
@@ -58,13 +51,13 @@ def test_pull_verify_and_repull(sshd: SSHD, state: Path, tmp_path: Path) -> None
     total = sum(p.size for p in got)
     assert seen[-1] == (total, total)
 
-    again = asyncio.run(_pull(sshd, state, rdir, ldir, verify=None))
+    again = asyncio.run(pull_async(sshd, state, rdir, ldir, verify=None))
     assert [p.bytes_transferred for p in again] == [0, 0, 0]
     assert all(p.verified is None and p.sha256 == p.remote_sha256 for p in again)
 
     # A newer checkpoint under an old name replaces the local copy.
     (rdir / "step-200.pt").write_bytes(b"CKPT new content")
-    newer = {p.name: p for p in asyncio.run(_pull(sshd, state, rdir, ldir, verify=VERIFY))}
+    newer = {p.name: p for p in asyncio.run(pull_async(sshd, state, rdir, ldir, verify=VERIFY))}
     assert (ldir / "step-200.pt").read_bytes() == b"CKPT new content"
     assert newer["step-200.pt"].bytes_transferred == len(b"CKPT new content")
 
@@ -74,7 +67,7 @@ def test_verify_failure_reports_output(sshd: SSHD, state: Path, tmp_path: Path) 
     rdir.mkdir()
     (rdir / "model.pt").write_bytes(b"junk")
     verify = "echo cannot load {file} >&2; exit 4"
-    [p] = asyncio.run(_pull(sshd, state, rdir, tmp_path / "l", verify=verify))
+    [p] = asyncio.run(pull_async(sshd, state, rdir, tmp_path / "l", verify=verify))
     assert p.verified is False
     assert "cannot load" in p.verify_output and str(tmp_path / "l" / "model.pt") in p.verify_output
 
@@ -99,7 +92,7 @@ def test_checksum_mismatch_is_refused(
     monkeypatch.setattr(pull_mod, "list_remote", lying_list)
     monkeypatch.setattr(pull_mod, "remote_state", lying_state)
     with pytest.raises(ChecksumMismatch) as err:
-        asyncio.run(_pull(sshd, state, rdir, ldir, verify=None))
+        asyncio.run(pull_async(sshd, state, rdir, ldir, verify=None))
     assert "model.pt" in str(err.value)
     assert not (ldir / "model.pt").exists() and not (ldir / "model.pt.part").exists()
 
@@ -111,7 +104,7 @@ def test_corrupt_partial_is_never_promoted(sshd: SSHD, state: Path, tmp_path: Pa
     data = os.urandom(100_000)
     (rdir / "model.pt").write_bytes(data)
     (ldir / "model.pt.part").write_bytes(b"\0" * 40_000)  # same length as a real prefix, wrong bytes
-    [p] = asyncio.run(_pull(sshd, state, rdir, ldir, verify=None))
+    [p] = asyncio.run(pull_async(sshd, state, rdir, ldir, verify=None))
     assert (ldir / "model.pt").read_bytes() == data
     assert p.resumed_from == 40_000
     assert p.bytes_transferred == 60_000 + 100_000  # the resumed tail, then one full re-fetch
@@ -125,14 +118,14 @@ def test_interrupted_pull_resumes_without_resending(tmp_path: Path) -> None:
     with own_sshd(tmp_path) as (server, state):
         cut = CutAt(server, 0.4)
         with pytest.raises(SSHError):
-            asyncio.run(_pull(server, state, rdir, ldir, verify=None, progress=cut))
+            asyncio.run(pull_async(server, state, rdir, ldir, verify=None, progress=cut))
         assert cut.fired
         part = ldir / "big.pt.part"
         arrived = part.stat().st_size
         assert 0 < arrived < size
         assert not (ldir / "big.pt").exists()
         assert (rdir / "big.pt").read_bytes()[:arrived] == part.read_bytes()
-        [p] = asyncio.run(_pull(server, state, rdir, ldir, verify=None))
+        [p] = asyncio.run(pull_async(server, state, rdir, ldir, verify=None))
         assert p.resumed_from == arrived
         assert p.bytes_transferred == size - arrived
         assert p.sha256 == sha(rdir / "big.pt") == sha(ldir / "big.pt")
@@ -160,7 +153,7 @@ def test_a_checkpoint_rotated_away_during_the_pull_is_skipped_and_the_newer_one_
         return listing
 
     monkeypatch.setattr(pull_mod, "list_remote", list_then_rotate)
-    got = asyncio.run(_pull(sshd, state, rdir, ldir, verify=VERIFY))
+    got = asyncio.run(pull_async(sshd, state, rdir, ldir, verify=VERIFY))
     assert rotated and got.vanished == ["step_1.pt"]
     assert sorted(p.name for p in got) == ["step_2.pt", "step_3.pt"]
     assert got.listing is not None and sorted(got.listing.files) == ["step_1.pt", "step_2.pt", "step_3.pt"]

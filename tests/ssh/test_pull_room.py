@@ -4,46 +4,18 @@ naming both numbers, and nothing is written; a pull that fits goes ahead."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpujob.ssh import space
-from gpujob.ssh.keys import ensure_project_key
-from gpujob.ssh.pull import PullOutcome, pull_checkpoints
-from gpujob.ssh.session import connect
-from gpujob.ssh.testing import SSHD, running_sshd
+from gpujob.ssh.testing import SSHD
+from tests.ssh.ssh_kit import pull
 
 pytestmark = pytest.mark.ssh
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SSHD]:
-    with running_sshd(tmp_path_factory.mktemp("sshd")) as server:
-        yield server
-
-
-@pytest.fixture
-def state(tmp_path: Path, sshd: SSHD) -> Path:
-    d = tmp_path / "state"
-    _, line = ensure_project_key(d)
-    sshd.authorize(line)
-    return d
-
-
-def pull(sshd: SSHD, state: Path, rdir: Path, ldir: Path) -> PullOutcome:
-    async def go() -> PullOutcome:
-        async with connect(
-            sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-        ) as remote:
-            return await pull_checkpoints(remote, str(rdir), ldir, verify=None)
-
-    return asyncio.run(go())
 
 
 def test_a_sparse_file_larger_than_its_disk_is_refused_before_any_byte(

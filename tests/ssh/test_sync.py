@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpujob.errors import SSHError
-from gpujob.ssh.session import connect
 from gpujob.ssh.sync import MANIFEST, STAGE, SyncStats, sync_tree
 from gpujob.ssh.testing import SSHD
 from tests.ssh.drops import CutAt, own_sshd
+from tests.ssh.ssh_kit import session
 
 
 def make_tree(src: Path) -> None:
@@ -74,9 +74,7 @@ def same_content(src: Path, dest: Path, rel: str) -> bool:
 async def _sync(
     sshd: SSHD, state: Path, src: Path, dest: Path, exclude: list[str], **kw: object
 ) -> SyncStats:
-    async with connect(
-        sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-    ) as remote:
+    async with session(sshd, state) as remote:
         return await sync_tree(remote, src, str(dest), exclude, **kw)  # type: ignore[arg-type]
 
 

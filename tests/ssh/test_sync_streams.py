@@ -16,10 +16,11 @@ import pytest
 from gpujob.errors import SSHError
 from gpujob.ssh import sync, tarstream
 from gpujob.ssh.ignore import LocalEntry, walk
-from gpujob.ssh.session import Remote, connect
+from gpujob.ssh.session import Remote
 from gpujob.ssh.sync import MANIFEST, STAGE, SyncStats, sync_tree
 from gpujob.ssh.testing import SSHD
 from tests.ssh.drops import CutAt, own_sshd
+from tests.ssh.ssh_kit import session
 from tests.ssh.test_sync import remote_files, same_content
 
 
@@ -42,9 +43,7 @@ def split_always(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def _sync(sshd: SSHD, state: Path, src: Path, dest: Path, **kw: object) -> SyncStats:
-    async with connect(
-        sshd.endpoint, key_path=state / "id_ed25519", known_hosts=state / "kh.json", resource_id="pod"
-    ) as remote:
+    async with session(sshd, state) as remote:
         return await sync_tree(remote, src, str(dest), [], **kw)  # type: ignore[arg-type]
 
 
