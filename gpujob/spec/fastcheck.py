@@ -160,7 +160,8 @@ class Rules:
                 type(value) is dict and all(map(keys, value)) and all(map(values, value.values()))
             )
         if kind == "duration":
-            return _duration
+            minimum = node.get("minimum_s")
+            return _duration if minimum is None else lambda value: _duration(value, float(minimum))
         if kind == "union":
             nullable = {"kind": "none"} in node["of"]
             branches = [self._type(b) for b in node["of"] if b != {"kind": "none"}]
@@ -210,9 +211,9 @@ def _number(node: dict[str, Any]) -> Check:
     return check
 
 
-def _duration(value: Any) -> bool:
+def _duration(value: Any, minimum_s: float | None = None) -> bool:
     try:
-        rules.parse_duration(value)
+        rules.parse_duration(value) if minimum_s is None else rules.parse_duration(value, minimum_s)
     except (ValueError, OverflowError):
         return False
     return True

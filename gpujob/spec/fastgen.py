@@ -70,12 +70,19 @@ def _constraints(metadata: list[Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _is_duration(metadata: list[Any]) -> bool:
-    from gpujob.spec.rules import parse_duration
+def _duration_rule(metadata: list[Any]) -> dict[str, Any] | None:
+    """The fast rule of a duration type (parse_duration, or parse_measured with its lower minimum)."""
+    from gpujob.spec.rules import MEASURED_MIN_S, parse_duration, parse_measured
 
     befores = [m for m in metadata if isinstance(m, BeforeValidator)]
     rest = [m for m in metadata if not isinstance(m, BeforeValidator | PlainSerializer | WithJsonSchema)]
-    return len(befores) == 1 and befores[0].func is parse_duration and not rest
+    if len(befores) != 1 or rest:
+        return None
+    if befores[0].func is parse_duration:
+        return {"kind": "duration"}
+    if befores[0].func is parse_measured:
+        return {"kind": "duration", "minimum_s": MEASURED_MIN_S}
+    return None
 
 
 def _type(
@@ -93,8 +100,9 @@ def _type(
         return out[0] if len(out) == 1 else {"kind": "union", "of": out}
     if origin is typing.Annotated:
         base, *metadata = args
-        if base is timedelta and _is_duration(metadata) and not constraints:
-            return {"kind": "duration"}
+        rule = _duration_rule(metadata) if base is timedelta and not constraints else None
+        if rule is not None:
+            return rule
         raise GeneratorError(f"{where}: no fast rule for {annotation!r}")
     if origin is typing.Literal:
         if constraints or not all(type(v) in (str, int) for v in args):

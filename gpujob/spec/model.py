@@ -27,6 +27,7 @@ from gpujob.spec.rules import format_duration as format_duration
 from gpujob.spec.rules import one_or_many as _one
 from gpujob.spec.rules import output_paths as _output_paths
 from gpujob.spec.rules import parse_duration as parse_duration
+from gpujob.spec.rules import parse_measured as parse_measured
 from gpujob.spec.rules import path_problem as path_problem
 from gpujob.spec.rules import secret_name_problem as secret_name_problem
 from gpujob.spec.rules import secret_names as _secrets
@@ -39,6 +40,13 @@ Duration = Annotated[
     BeforeValidator(parse_duration),
     PlainSerializer(format_duration, return_type=str),
     WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["15m", "48h", "1w"]}),
+]
+# A measured time, not a cadence or a timeout: it may be under a second (rules.parse_measured).
+MeasuredDuration = Annotated[
+    timedelta,
+    BeforeValidator(parse_measured),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["0.5s", "30s", "2m"]}),
 ]
 
 
@@ -145,7 +153,9 @@ class CheckpointSpec(Model):
         "`auto` = Young/Daly sqrt(2 · mtbf · write_time).",
     )
     mtbf: Duration | None = Field(None, description="Expected time between interruptions (for `auto`).")
-    write_time: Duration | None = Field(None, description="Time to write one checkpoint (for `auto`).")
+    write_time: MeasuredDuration | None = Field(
+        None, description="Time to write one checkpoint (for `auto`); a measurement, so it may be under 1s."
+    )
     keep: int = Field(
         3,
         ge=1,

@@ -15,6 +15,9 @@ _DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(s|m|h|d|w)\s*$", re.ASC
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 DURATION_PATTERN = r"^[0-9]+(\.[0-9]+)?(s|m|h|d|w)$"
 _MIN_DURATION_S = 1  # the run is told whole seconds; a shorter cadence or timeout is a typo
+# A measured time (checkpoint.write_time) is no cadence: a fast disk writes a checkpoint in 0.3 s. Under
+# a millisecond is a typo (and below timedelta's microseconds it would read as zero).
+MEASURED_MIN_S = 0.001
 _MAX_DURATION_S = 10 * 365 * 86400
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # the first one a path may not contain
 
@@ -62,8 +65,17 @@ def parse_duration(value: Any, minimum_s: float = _MIN_DURATION_S) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def parse_measured(value: Any) -> timedelta:
+    """A measured time such as checkpoint.write_time: a duration like any other, but it may be shorter
+    than a second ('0.5s'); still finite, in ASCII digits, with a unit, and longer than zero."""
+    return parse_duration(value, MEASURED_MIN_S)
+
+
 def format_duration(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
+    total = value.total_seconds()
+    if total != int(total):  # a measured fraction of a second ('0.5s') or '1.5s': written back as given
+        return f"{total:.6f}".rstrip("0").rstrip(".") + "s"
+    seconds = int(total)
     for unit in ("w", "d", "h", "m"):
         size = _UNIT_SECONDS[unit]
         if seconds % size == 0 and seconds >= size:

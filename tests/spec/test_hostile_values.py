@@ -88,6 +88,44 @@ def test_numbers_out_of_bounds_are_refused_both_ways(write, old: str, new: str, 
     assert code == 1 and words in out, out
 
 
+AUTO = "  interval: auto\n  mtbf: {mtbf}\n  write_time: {write}\n"
+
+
+def test_a_sub_second_write_time_is_a_measurement_and_valid_both_ways(write) -> None:
+    from gpujob.spec.load import load_specs
+    from gpujob.ssh.launcher import checkpoint_interval_s
+
+    path = write(_job(**{"  interval: 15m\n": AUTO.format(mtbf="1h", write="0.5s")}))
+    assert check_files([path]) == []
+    assert certainly_valid([path])  # the fast path takes it itself, it does not fall back
+    assert _same_both_ways([str(path)])[0] == 0
+    spec = load_specs([path])[0].spec
+    assert spec.checkpoint is not None and spec.checkpoint.write_time is not None
+    assert spec.checkpoint.write_time.total_seconds() == 0.5
+    assert spec.model_dump(mode="json")["checkpoint"]["write_time"] == "0.5s"  # written back as given
+    assert checkpoint_interval_s(spec) == 60  # Young/Daly: sqrt(2 * 3600 s * 0.5 s)
+
+
+@pytest.mark.parametrize(
+    ("mtbf", "write_time", "line", "key", "words"),
+    [
+        ("0.5s", "0.5s", 13, "checkpoint.mtbf", "'0.5s' is too short a duration (at least 1s)"),
+        ("1h", "0.0001s", 14, "checkpoint.write_time", "too short a duration (at least 0.001s)"),
+        ("1h", "0s", 14, "checkpoint.write_time", "longer than zero"),
+        ("1h", "０.5s", 14, "checkpoint.write_time", "not a duration"),
+        ("1h", "0.5", 14, "checkpoint.write_time", "not a duration"),
+    ],
+)
+def test_the_write_time_bound_is_its_own_and_every_other_duration_keeps_1s(
+    write, mtbf: str, write_time: str, line: int, key: str, words: str
+) -> None:
+    path = write(_job(**{"  interval: 15m\n": AUTO.format(mtbf=mtbf, write=write_time)}))
+    code, out = _same_both_ways([str(path)])
+    assert code == 1, out
+    assert f"{path.name}:{line}:" in out and f"{key}: " in out and words in out, out
+    assert not certainly_valid([path])
+
+
 def test_the_bounds_are_in_the_published_schema() -> None:
     import json
 
