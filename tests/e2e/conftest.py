@@ -13,22 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from gpujob.sim import podproc
-from gpujob.sim.testing import Sim, running_simulator
+from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import CANARY, CANARY_NAME, QUICKSTART, Project
+from tests.sim_pods import pod_simulator
 
 
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[Sim]:
-    # GPUJOB_SIM_PODS=plain runs the same scenarios on plain pods (no namespaces); auto by default.
-    mode = os.environ.get("GPUJOB_SIM_PODS", "auto")
-    try:
-        podproc.choose(mode)
-    except podproc.PodsUnavailable as exc:
-        pytest.fail(f"the end-to-end tests need the simulator's pods and cannot run here: {exc}")
-    with running_simulator(
-        tmp_path / "sim", provision_seconds=0.05, boot_seconds=0.0, preempt_grace=0.5, pod_mode=mode
-    ) as s:
+    with pod_simulator(tmp_path / "sim", "the end-to-end tests", preempt_grace=0.5) as s:
         yield s
 
 

@@ -16,25 +16,14 @@ from typing import Any
 
 import pytest
 
-from gpujob.sim import podproc
 from gpujob.sim.testing import Sim, running_simulator
 from tests.e2e.e2e_support import QUICKSTART, Project
+from tests.sim_pods import pod_simulator
 
 
 @pytest.fixture(params=["live", "gone"])
 def calendar(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Project]:
-    mode = os.environ.get("GPUJOB_SIM_PODS", "auto")
-    try:
-        podproc.choose(mode)
-    except podproc.PodsUnavailable as exc:
-        pytest.fail(f"the end-to-end tests need the simulator's pods and cannot run here: {exc}")
-    with running_simulator(
-        tmp_path / "sim",
-        provision_seconds=0.05,
-        boot_seconds=0.0,
-        pod_mode=mode,
-        runpod_graphql=request.param,
-    ) as sim:
+    with pod_simulator(tmp_path / "sim", "the end-to-end tests", runpod_graphql=request.param) as sim:
         yield _project(sim, tmp_path)
 
 

@@ -5,16 +5,15 @@ mid-file keeps its partial file and the next pull, once the pod answers again, c
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gpujob.sim import podproc
-from gpujob.sim.testing import Sim, running_simulator
+from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import Project, poll
+from tests.sim_pods import pod_simulator
 
 IDLE_S = 2.0
 # What a stall may cost here: the idle timeout, plus the CLI's own start, the API reads and the
@@ -30,14 +29,7 @@ LIMITS = {
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[Sim]:
     """The e2e simulator, with the stall shim in every pod."""
-    mode = os.environ.get("GPUJOB_SIM_PODS", "auto")
-    try:
-        podproc.choose(mode)
-    except podproc.PodsUnavailable as exc:
-        pytest.fail(f"the end-to-end tests need the simulator's pods and cannot run here: {exc}")
-    with running_simulator(
-        tmp_path / "sim", provision_seconds=0.05, boot_seconds=0.0, pod_mode=mode, ssh_faults=True
-    ) as s:
+    with pod_simulator(tmp_path / "sim", "the end-to-end tests", ssh_faults=True) as s:
         yield s
 
 

@@ -7,7 +7,6 @@ result file there must have a verified local copy with the same bytes, and destr
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -16,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from gpujob.sim import podproc, rp_engine
-from gpujob.sim.testing import Sim, running_simulator
+from gpujob.sim import rp_engine
+from gpujob.sim.testing import Sim
 from tests.reliability.teardown_kit import (
     HERE,
     DirWatch,
@@ -29,6 +28,7 @@ from tests.reliability.teardown_kit import (
     snapshot,
     steps_on,
 )
+from tests.sim_pods import pod_simulator
 
 pytestmark = pytest.mark.sim
 
@@ -38,12 +38,7 @@ COMMAND = 'command: "setsid python3 results_writer.py >/dev/null 2>&1 & python3 
 
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[Sim]:
-    mode = os.environ.get("GPUJOB_SIM_PODS", "auto")
-    try:
-        podproc.choose(mode)
-    except podproc.PodsUnavailable as exc:
-        pytest.fail(f"the outputs gate tests need the simulator's pods and cannot run here: {exc}")
-    with running_simulator(tmp_path / "sim", provision_seconds=0.05, boot_seconds=0.0, pod_mode=mode) as s:
+    with pod_simulator(tmp_path / "sim", "the outputs gate tests") as s:
         yield s
 
 

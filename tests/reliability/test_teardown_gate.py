@@ -9,14 +9,13 @@ with the same bytes; the newest of them must be the run's final save."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gpujob.sim import podproc, rp_engine
-from gpujob.sim.testing import Sim, running_simulator
+from gpujob.sim import rp_engine
+from gpujob.sim.testing import Sim
 from tests.reliability.teardown_kit import (
     NETWORK_VOLUME,
     CallSnapshots,
@@ -28,18 +27,14 @@ from tests.reliability.teardown_kit import (
     poll,
     steps_on,
 )
+from tests.sim_pods import pod_simulator
 
 pytestmark = pytest.mark.sim
 
 
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[Sim]:
-    mode = os.environ.get("GPUJOB_SIM_PODS", "auto")
-    try:
-        podproc.choose(mode)
-    except podproc.PodsUnavailable as exc:
-        pytest.fail(f"the teardown-gate tests need the simulator's pods and cannot run here: {exc}")
-    with running_simulator(tmp_path / "sim", provision_seconds=0.05, boot_seconds=0.0, pod_mode=mode) as s:
+    with pod_simulator(tmp_path / "sim", "the teardown-gate tests") as s:
         yield s
 
 

@@ -1,0 +1,30 @@
+"""The simulator with real pods, as the sim-marked tests start it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpujob.sim import podproc
+from gpujob.sim.testing import Sim, running_simulator
+
+
+@contextmanager
+def pod_simulator(data_dir: Path, who: str, **options: Any) -> Iterator[Sim]:
+    """Pods in GPUJOB_SIM_PODS's mode (auto by default; `plain` runs the same scenarios without
+    namespaces), provisioned in 0.05 s and booted at once unless `options` say otherwise. Where pods
+    cannot run here the test fails saying why (`who` need them); it never skips."""
+    mode = os.environ.get("GPUJOB_SIM_PODS", "auto")
+    try:
+        podproc.choose(mode)
+    except podproc.PodsUnavailable as exc:
+        pytest.fail(f"{who} need the simulator's pods and cannot run here: {exc}")
+    with running_simulator(
+        data_dir, **{"provision_seconds": 0.05, "boot_seconds": 0.0, **options}, pod_mode=mode
+    ) as s:
+        yield s
