@@ -138,13 +138,9 @@ def test_gitlab_creates_then_edits_one_note(tmp_path: Path, fake_host: FakeHost)
     assert headers["private-token"] == "t0ken"
 
 
-def test_someone_elses_comment_with_the_marker_is_passed_over(tmp_path: Path, fake_host: FakeHost) -> None:
-    fake_host.comments = [
-        {"id": 1, "author": "mallory", "body": f"{MARK}\nlooks like a plan"},
-        {"id": 2, "author": "alice", "body": f"see {MARK} above"},  # quotes it: not a plan comment
-    ]
-    (tmp_path / "plan.md").write_text(SHORT_PLAN)
-    args = [
+def _post_to_pr_1(tmp_path: Path, fake_host: FakeHost) -> list[str]:
+    """`post` of tmp_path/plan.md to PR 1 of a/b on the fake host, everything given as options."""
+    return [
         "post",
         "--plan",
         str(tmp_path / "plan.md"),
@@ -155,6 +151,15 @@ def test_someone_elses_comment_with_the_marker_is_passed_over(tmp_path: Path, fa
         "--pr",
         "1",
     ]
+
+
+def test_someone_elses_comment_with_the_marker_is_passed_over(tmp_path: Path, fake_host: FakeHost) -> None:
+    fake_host.comments = [
+        {"id": 1, "author": "mallory", "body": f"{MARK}\nlooks like a plan"},
+        {"id": 2, "author": "alice", "body": f"see {MARK} above"},  # quotes it: not a plan comment
+    ]
+    (tmp_path / "plan.md").write_text(SHORT_PLAN)
+    args = _post_to_pr_1(tmp_path, fake_host)
     first = run(*args, env={"GITHUB_TOKEN": "t0ken"})
     assert first.returncode == 0, first.stderr
     assert fake_host.writes() == [
@@ -169,17 +174,7 @@ def test_someone_elses_comment_with_the_marker_is_passed_over(tmp_path: Path, fa
 
 def test_missing_token_and_http_errors_fail_clearly(tmp_path: Path, fake_host: FakeHost) -> None:
     (tmp_path / "plan.md").write_text(SHORT_PLAN)
-    args = [
-        "post",
-        "--plan",
-        str(tmp_path / "plan.md"),
-        "--api-url",
-        fake_host.url,
-        "--repo",
-        "a/b",
-        "--pr",
-        "1",
-    ]
+    args = _post_to_pr_1(tmp_path, fake_host)
     res = run(*args)
     assert res.returncode == 1 and "GITHUB_TOKEN is not set" in res.stderr
     res = run(*args, env={"GITHUB_TOKEN": "wrong-value"})
