@@ -46,26 +46,11 @@ def test_a_stop_of_a_machine_gpujob_cannot_reach_still_stops_it(tmp_path):
     assert any(phase == "note" and "could not reach the run" in m for _, phase, m in w.hooks.events)
 
 
-def test_a_run_that_ended_and_stopped_its_pod_itself_is_not_launched_again(tmp_path):
+def _relaunch_after_a_self_stop(tmp_path, digest: str):
+    """A run launched from job file digest d1 ended (exit 0) and stopped its pod itself; apply now
+    launches the job again from a job file of `digest`."""
     w = World(tmp_path)
-    w.loaded = [FakeLoadedDigest(w.spec, tmp_path / "job.yaml", "d1")]
-    assert w.apply(create_plan()).ok
-    Journal(w.state, "toy").append(
-        "done", w.clock.now(), action_id="toy.run.spec", detail="launched from spec d1"
-    )
-    pod = _pod(w)
-    w.ssh.alive, w.ssh.exit_code = False, 0
-    w.ssh.stopped_itself = "the run finished (exit 0) and teardown.on_finish is stop"
-    res = w.apply(make_plan(("toy", [action("toy", ActionKind.LAUNCH, "run", resource_id=pod.id)])))
-    assert res.ok, res.failed
-    assert len(w.ssh.launches) == 1  # only the first
-    assert _pod(w).status == "stopped"
-    assert finished_marker(Journal(w.state, "toy").entries(), "d1") is not None
-
-
-def test_a_changed_job_file_is_launched_even_after_a_self_stop(tmp_path):
-    w = World(tmp_path)
-    w.loaded = [FakeLoadedDigest(w.spec, tmp_path / "job.yaml", "d2")]
+    w.loaded = [FakeLoadedDigest(w.spec, tmp_path / "job.yaml", digest)]
     assert w.apply(create_plan()).ok
     Journal(w.state, "toy").append(
         "done", w.clock.now(), action_id="toy.run.spec", detail="launched from spec d1"
@@ -73,6 +58,19 @@ def test_a_changed_job_file_is_launched_even_after_a_self_stop(tmp_path):
     w.ssh.alive, w.ssh.exit_code = False, 0
     w.ssh.stopped_itself = "the run finished (exit 0) and teardown.on_finish is stop"
     res = w.apply(make_plan(("toy", [action("toy", ActionKind.LAUNCH, "run", resource_id=_pod(w).id)])))
+    return w, res
+
+
+def test_a_run_that_ended_and_stopped_its_pod_itself_is_not_launched_again(tmp_path):
+    w, res = _relaunch_after_a_self_stop(tmp_path, "d1")
+    assert res.ok, res.failed
+    assert len(w.ssh.launches) == 1  # only the first
+    assert _pod(w).status == "stopped"
+    assert finished_marker(Journal(w.state, "toy").entries(), "d1") is not None
+
+
+def test_a_changed_job_file_is_launched_even_after_a_self_stop(tmp_path):
+    w, res = _relaunch_after_a_self_stop(tmp_path, "d2")
     assert res.ok and len(w.ssh.launches) == 2
 
 
