@@ -15,7 +15,9 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -230,30 +232,8 @@ def test_a_pod_made_by_an_unprivileged_user(ssh_key) -> None:
     (base / "authorized_keys").write_text(ssh_key[1] + "\n")
     os.chown(base, 65534, 65534)
     os.chown(base / "authorized_keys", 65534, 65534)
-    helper = subprocess.Popen(
-        [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            python,
-            "-I",
-            str(code / "tests" / "sim" / "unpriv_pod.py"),
-            str(code),
-            str(base),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = helper.stdout.readline() if helper.stdout else ""
-        assert line, helper.stderr.read() if helper.stderr else ""
-        info = json.loads(line)
-        assert info["mode"] == "user-namespaces", info
-        d = {"host": "127.0.0.1", "port": info["port"], "username": "root"}
+    unpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", python, "-I"]
+    with _helper_pod([*unpriv, str(code / "tests" / "sim" / "unpriv_pod.py"), str(code), str(base)]) as d:
         out = _ssh(
             ssh_key[0], d, "id -un; echo kept > /workspace/a; echo c > /root/b; ps -e | wc -l"
         ).stdout.split()
@@ -262,14 +242,30 @@ def test_a_pod_made_by_an_unprivileged_user(ssh_key) -> None:
         assert (base / "container" / "b").read_text() == "c\n"
         assert (base / "volume" / "a").stat().st_uid == 65534  # it is nobody's file on the host
         assert not Path("/workspace/a").exists()
+    assert podproc.find_strays(str(base)) == []
+    shutil.rmtree(top)
+    shutil.rmtree(code)
+
+
+@contextmanager
+def _helper_pod(argv: list[str]) -> Iterator[dict[str, Any]]:
+    """tests/sim/unpriv_pod.py run by `argv`: it builds a user-namespace pod, prints {"mode", "port"} as
+    one JSON line and keeps the pod until its stdin closes, then kills it and exits 0. Yields the pod's
+    SSH endpoint; on leaving, the helper must have exited 0."""
+    helper = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = helper.stdout.readline() if helper.stdout else ""
+        assert line, helper.stderr.read() if helper.stderr else ""
+        info = json.loads(line)
+        assert info["mode"] == "user-namespaces", info
+        yield {"host": "127.0.0.1", "port": info["port"], "username": "root"}
     finally:
         if helper.stdin:
             helper.stdin.close()  # the helper kills its pod and exits
         helper.wait(timeout=30)
     assert helper.returncode == 0, helper.stderr.read() if helper.stderr else ""
-    assert podproc.find_strays(str(base)) == []
-    shutil.rmtree(top)
-    shutil.rmtree(code)
 
 
 def _python_for(uid: int) -> str:
@@ -312,19 +308,7 @@ def test_a_user_namespace_pod_survives_the_host_rewriting_etc_passwd(ssh_key) ->
     (base / "authorized_keys").write_text(ssh_key[1] + "\n")
     code = readable_copy("gpujob", "tests/sim/unpriv_pod.py")
     script = f"mount --bind {etc} /etc && exec {sys.executable} -I {code}/tests/sim/unpriv_pod.py {code} {base} user-namespaces"
-    helper = subprocess.Popen(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = helper.stdout.readline() if helper.stdout else ""
-        assert line, helper.stderr.read() if helper.stderr else ""
-        info = json.loads(line)
-        assert info["mode"] == "user-namespaces", info
-        d = {"host": "127.0.0.1", "port": info["port"], "username": "root"}
+    with _helper_pod(["unshare", "--mount", "--propagation", "private", "sh", "-c", script]) as d:
         assert _ssh(ssh_key[0], d, "id -un").stdout.strip() == "root"
         for name, extra in (
             ("passwd", "newcomer:x:4242:4242::/home/newcomer:/bin/sh"),
@@ -338,10 +322,5 @@ def test_a_user_namespace_pod_survives_the_host_rewriting_etc_passwd(ssh_key) ->
         again = _ssh(ssh_key[0], d, "id -un; grep -c newcomer /etc/passwd || true", check=False)
         assert again.returncode == 0, again.stderr
         assert again.stdout.split() == ["root", "0"]  # root still, from the pod's own passwd
-    finally:
-        if helper.stdin:
-            helper.stdin.close()
-        helper.wait(timeout=30)
-    assert helper.returncode == 0, helper.stderr.read() if helper.stderr else ""
     shutil.rmtree(top)
     shutil.rmtree(code)
