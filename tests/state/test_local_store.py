@@ -100,3 +100,27 @@ def test_callers_write_the_layout_they_always_did(tmp_path: Path) -> None:
     save_pull_record(tmp_path, rec)
     assert PullRecord.model_validate_json((tmp_path / "pulls" / "bert.json").read_text()) == rec
     assert load_pull_record(LocalStore(tmp_path), "bert") == rec
+
+
+def test_a_typed_document_round_trips_and_an_unreadable_one_reads_as_none(tmp_path: Path) -> None:
+    from gpujob.outputs.record import OutputFile, OutputsRecord, load_outputs_record, save_outputs_record
+    from gpujob.state import read_model, write_model
+
+    root = tmp_path / ".gpujob"
+    rec = OutputsRecord(
+        job="a",
+        local_dir="out",
+        at=datetime(2026, 12, 2, tzinfo=UTC),
+        files={"/w/r": OutputFile(size=3, sha256="ab")},
+    )
+    assert read_model(root, "outputs/a.json", OutputsRecord) is None  # none yet
+    save_outputs_record(root, rec)
+    assert (
+        load_outputs_record(root, "a") == rec == read_model(LocalStore(root), "outputs/a.json", OutputsRecord)
+    )
+    assert (root / "outputs" / "a.json").read_text() == rec.model_dump_json(indent=2)
+    write_model(root, "outputs/a.json", rec, indent=1)
+    assert (root / "outputs" / "a.json").read_text() == rec.model_dump_json(indent=1)
+    for junk in (b"{not json", b'{"job": "a"}', b""):  # broken, missing fields, empty: each proves nothing
+        (root / "outputs" / "a.json").write_bytes(junk)
+        assert load_outputs_record(root, "a") is None
