@@ -135,9 +135,11 @@ def with_projects(loaded: Sequence[L], *, create: bool) -> list[L]:
 
             load(store, project.id)  # what `state rm` forgot and `import` adopted (gpujob.naming)
         placed = dataclasses.replace(ls, project=project.id if project else None)  # type: ignore[type-var]
-        if getattr(ls, "declared", None) is None and getattr(ls.spec, "fallback", None):  # type: ignore[attr-defined]
+        if getattr(ls, "declared", None) is None and getattr(ls, "sweep", None) is None:
             from gpujob.failover.where import placed as where_now
 
-            placed = where_now(placed, store)  # where a move put it (gpujob.failover)
+            # Where a move put it (gpujob.failover); a job whose fallback entries were removed since a
+            # move still has its record, naming the platforms it may have left resources on.
+            placed = where_now(placed, store)
         out.append(placed)
     return out

@@ -169,7 +169,12 @@ async def plan_and_apply(
     # Run facts are read for a saved plan too: it is derived again (gpujob.apply.rederive), and only
     # what the plan was derived from now is executed. An audit --fix plan does not read runs.
     fix = saved_plan is not None and saved_plan.origin == "audit-fix"
-    live = await read_live_state([ls.spec for ls in loaded], providers, runs_for=None if fix else loaded)
+    from gpujob.failover.entries import strays_read
+
+    also = strays_read(loaded) & set(providers)  # what moved jobs left where their files no longer point
+    live = await read_live_state(
+        [ls.spec for ls in loaded], providers, runs_for=None if fix else loaded, also=also
+    )
     now = datetime.now(UTC)
     record_seen(loaded, providers, live)
     if saved_plan is not None:
@@ -240,7 +245,7 @@ async def plan_and_apply(
         result.done += moved
         result.failed.update(failed)
     if left:
-        await apply_left(rest, left, loaded, providers, result, approvals=approvals,
+        await apply_left(rest, left, loaded, providers, result, live=live, approvals=approvals,
                          auto_approve=opts.auto_approve, hooks=hooks, command=rerun)  # fmt: skip
     record_launches(result.done, loaded, journal_of, datetime.now(UTC))
     record_deleted(plan, result.done, loaded, providers)

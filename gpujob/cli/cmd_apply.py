@@ -158,9 +158,9 @@ def run(
         from gpujob.providers.registry import open_providers
 
         with session.locked(loaded, " ".join([name, *map(str, targets)]), timeout=lock_timeout):
-            from gpujob.failover.entries import platforms_of
+            from gpujob.failover.entries import platforms_read
 
-            async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
+            async with open_providers(platforms_read(loaded)) as providers:
                 hooks = _hooks(color)
                 with hooks if hasattr(hooks, "__enter__") else _nothing():
                     return await session.plan_and_apply(

@@ -165,10 +165,13 @@ def read_live(specs: list[Any], *, runs_for: list[Any] | None = None, refresh_ru
     from gpujob.providers.registry import open_providers
 
     async def go() -> Any:
-        from gpujob.failover.entries import platforms_of
+        from gpujob.failover.entries import platforms_of, strays_read
 
-        async with open_providers(platforms_of(specs)) as providers:
-            return await read_live_state(specs, providers, runs_for=runs_for, refresh_runs=refresh_runs)
+        also = strays_read(runs_for or [])  # what moved jobs left where their files no longer point
+        async with open_providers(platforms_of(specs) | also) as providers:
+            return await read_live_state(
+                specs, providers, runs_for=runs_for, refresh_runs=refresh_runs, also=also
+            )
 
     return asyncio.run(go())
 

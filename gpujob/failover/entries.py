@@ -179,3 +179,22 @@ def _auto_problems(data: Mapping[str, Any], positions: Positions, display: str) 
 def platforms_of(specs: Any) -> set[str]:
     """Every platform these jobs may run on: their own and their fallback entries'."""
     return {p for s in specs for p in [s.platform, *(f.platform for f in s.fallback)]}
+
+
+def strays_read(loaded: Any, env: Mapping[str, str] | None = None) -> set[str]:
+    """The platforms these jobs' failover records name that their job files no longer list
+    (gpujob.failover.where.strays) and whose API key is set: read only for what the jobs left there.
+    One without its key is not read (the plan says so) rather than failing the whole read."""
+    import os
+
+    from gpujob.config import API_KEY_ENV
+
+    e = os.environ if env is None else env
+    wanted = {p for ls in loaded for p in getattr(ls, "strays", ())}
+    return {p for p in wanted if e.get(API_KEY_ENV.get(p, ""), "").strip()}
+
+
+def platforms_read(loaded: Any, env: Mapping[str, str] | None = None) -> set[str]:
+    """platforms_of the loaded jobs, plus strays_read."""
+    loaded = list(loaded)
+    return platforms_of(ls.spec for ls in loaded) | strays_read(loaded, env)

@@ -54,27 +54,63 @@ def entry_on(declared: Any, platform: str) -> int:
     return next(i for i, f in enumerate(declared.fallback) if f.platform == platform)
 
 
-def platforms_left(ls: Any, live: LiveState) -> list[str]:
-    """The platforms of the job's chain, other than the one it runs on now, where it owns anything."""
+def _owned_on(ls: Any, live: LiveState, platform: str) -> list[Any]:
     from gpujob import naming
 
+    return [r for r in naming.owned(live.resources, ls.spec.name, ls.project) if r.platform == platform]
+
+
+def platforms_left(ls: Any, live: LiveState) -> list[str]:
+    """The platforms of the job's chain, and those its failover record names that the job file no
+    longer lists (`strays`), other than the one it runs on now, where it owns anything."""
     declared = getattr(ls, "declared", None) or ls.spec
-    if not declared.fallback:
+    chain = [declared.platform, *(f.platform for f in declared.fallback), *getattr(ls, "strays", ())]
+    if len(chain) == 1:
         return []
-    chain = dict.fromkeys([declared.platform, *(f.platform for f in declared.fallback)])
-    owned = {r.platform for r in naming.owned(live.resources, declared.name, ls.project)}
-    return [p for p in chain if p != ls.spec.platform and p in owned]
+    return [p for p in dict.fromkeys(chain) if p != ls.spec.platform and _owned_on(ls, live, p)]
 
 
-def left_loaded(ls: Any, platform: str, *, applying: bool = False) -> Any:
+def is_stray(ls: Any, platform: str) -> bool:
+    return platform in getattr(ls, "strays", ())
+
+
+def stray_spec(declared: Any, platform: str, owned: Sequence[Any]) -> Any:
+    """The job as it was on a platform its job file no longer lists: the shared blocks, that platform,
+    no machine wishes (nothing is ever made there: only its teardown is planned) and the storage the
+    live read finds (its machine's mount, its network volume by name), so the plan names what each
+    delete erases."""
+    from gpujob.naming import parse
+    from gpujob.spec.model import MachineSpec, NetworkVolumeSpec, StorageSpec
+
+    machine = next((r for r in owned if r.kind in ("pod", "machine")), None)
+    volume = next((r for r in owned if r.kind == "network_volume"), None)
+    owner = parse(volume.name) if volume is not None else None
+    nv = None
+    if volume is not None and owner is not None and owner.volume:
+        nv = NetworkVolumeSpec.model_construct(name=owner.volume, size_gb=volume.volume_gb or 10)
+    mount = (machine.mount_path if machine is not None else None) or declared.storage.mount
+    storage = StorageSpec.model_construct(mount=mount, network_volume=nv, volume_gb=None)
+    region = next((r.region for r in (machine, volume) if r is not None and r.region), None)
+    wishes = MachineSpec.model_construct(gpu=[], regions=[region] if region else [])
+    return declared.model_copy(
+        update={"platform": platform, "machine": wishes, "storage": storage, "fallback": []}
+    )
+
+
+def left_loaded(ls: Any, platform: str, *, applying: bool = False, live: LiveState | None = None) -> Any:
     """The job as it is on `platform`, with state: absent, pulling into its own local folders there.
     `applying`: a job without an outputs block still has its run's log pulled by the gate (into
-    ./outputs/.gpujob/<job>): it lands aside too, through an outputs block with no paths."""
+    ./outputs/.gpujob/<job>): it lands aside too, through an outputs block with no paths. A platform
+    the job file no longer lists is described from `live` (stray_spec)."""
     from gpujob.failover.where import placed_spec
 
     declared = getattr(ls, "declared", None) or ls.spec
-    entry = entry_on(declared, platform)
-    spec = placed_spec(declared, entry)
+    if is_stray(ls, platform):
+        entry = -1
+        spec = stray_spec(declared, platform, _owned_on(ls, live, platform) if live is not None else [])
+    else:
+        entry = entry_on(declared, platform)
+        spec = placed_spec(declared, entry)
     update: dict[str, Any] = {"state": "absent"}
     if spec.checkpoint is not None:
         update["checkpoint"] = spec.checkpoint.model_copy(
@@ -109,7 +145,9 @@ def with_left(
     out = []
     for ls, jp in zip(loaded, jobs, strict=True):
         declared = getattr(ls, "declared", None) or ls.spec
-        if not declared.fallback or not (release or ls.spec.state == "absent"):
+        if getattr(ls, "strays", ()):
+            jp = _say_strays(jp, ls, live, env=env, release=release)
+        if not (declared.fallback or getattr(ls, "strays", ())) or not (release or ls.spec.state == "absent"):
             out.append(jp)
             continue
         if any(a.kind is K.MOVE for a in jp.actions):
@@ -144,7 +182,7 @@ def _with_platform(
     from gpujob.naming import action_prefix
     from gpujob.plan.planner import plan_one
 
-    variant = left_loaded(ls, platform)
+    variant = left_loaded(ls, platform, live=live)
     there = plan_one(variant, live, now=now, env=env, pull=pull, launched=launched)
     todo = [a for a in there.actions if a.kind is not K.NOOP]
     if not todo:
@@ -171,7 +209,10 @@ def _with_platform(
         for a in todo
     ]
     ids = {a.id for a in todo}
-    findings = [refind(f) for f in there.findings if f.severity == "error" or f.action_id in ids]
+    # A platform the job file no longer lists has no job of its own there to judge: only what its
+    # deletes walk into is said.
+    loose = not is_stray(ls, platform)
+    findings = [refind(f) for f in there.findings if (loose and f.severity == "error") or f.action_id in ids]
     own = jp.actions if ls.spec.state != "absent" else [a for a in jp.actions if a.kind is not K.NOOP]
     return jp.model_copy(
         update={
@@ -189,9 +230,62 @@ _STORAGE = {K.TERMINATE, K.DELETE_VOLUME}
 
 def _first_reason(ls: Any, platform: str) -> str:
     here = ls.spec.platform
+    unlisted = f", which the job file no longer lists ({STRAY_WHY})" if is_stray(ls, platform) else ""
     if ls.spec.state == "absent":
-        return f"on {platform}: the job also holds resources there; destroy removes it from every platform"
-    return f"left on {platform}: the job runs on {here} now (--release-left)"
+        return (
+            f"on {platform}{unlisted}: the job also holds resources there; destroy removes it from every "
+            "platform"
+        )
+    return f"left on {platform}{unlisted}: the job runs on {here} now (--release-left)"
+
+
+STRAY_WHY = "its failover record names it; only teardown is planned there"
+
+
+def _say_strays(jp: JobPlan, ls: Any, live: LiveState, *, env: Mapping[str, str], release: bool) -> JobPlan:
+    """What the plan says of each platform the failover record names and the job file no longer lists:
+    not read (no API key), or what the job holds there and how to delete it; and an error when the job
+    still runs there while this plan starts it where the job file says (two runs, two bills)."""
+    from gpujob.config import API_KEY_ENV
+
+    said: list[Finding] = []
+    teardown = release or ls.spec.state == "absent"
+    starts = [
+        a for a in jp.actions if a.kind in (K.CREATE, K.START, K.REPLACE, K.MOVE) and left_platform(a) is None
+    ]
+    for platform in ls.strays:
+        var = API_KEY_ENV.get(platform, "")
+        if not env.get(var, "").strip():
+            if teardown:
+                said.append(Finding(
+                    code="release-left", severity="warning", job=jp.job,
+                    summary=f"{platform} was not read: the failover record names it (the job moved there or "
+                    f"from there), the job file no longer lists it, and {var} is not set",
+                    fix=f"set {var} and plan again, to see and delete what the job may have left there",
+                ))  # fmt: skip
+            continue
+        owned = _owned_on(ls, live, platform)
+        if not owned:
+            continue
+        names = ", ".join(f"{r.kind} {r.name} ({r.status})" for r in owned[:4])
+        up = [r for r in owned if r.kind in ("pod", "machine") and r.status in ("running", "pending")]
+        if up and starts and ls.spec.state != "absent" and not release:
+            said.append(Finding(
+                code="release-left", severity="error", job=jp.job,
+                summary=f"the job still runs on {platform} ({up[0].name}, {up[0].id}), which its job file no "
+                f"longer lists; this plan starts it on {ls.spec.platform} too: two runs, two bills",
+                fix=f"put the fallback entry for {platform} back (gpujob then plans the job where it runs), or "
+                "delete what it holds there first: gpujob apply --release-left (each delete gated)",
+            ))  # fmt: skip
+            continue
+        said.append(Finding(
+            code="release-left", severity="info", job=jp.job,
+            summary=f"on {platform}, which the job file no longer lists (its failover record names it): {names}"
+            + ("; only their teardown is planned there" if teardown else ""),
+            fix="" if teardown else "gpujob plan --release-left shows their deletes (each gated); nothing else is "
+            "ever planned there",
+        ))  # fmt: skip
+    return jp.model_copy(update={"findings": [*jp.findings, *said]}) if said else jp
 
 
 def _failback_note(ls: Any, platform: str) -> str:
@@ -247,6 +341,7 @@ async def apply_left(
     providers: Mapping[str, Any],
     result: Any,
     *,
+    live: LiveState | None = None,
     approvals: set[str],
     auto_approve: bool,
     hooks: Any,
@@ -263,7 +358,7 @@ async def apply_left(
         if job in failed_jobs:
             result.skipped += [a.id for a in actions]
             continue
-        variant = left_loaded(by_name[job], platform, applying=True)
+        variant = left_loaded(by_name[job], platform, applying=True, live=live)
         jp = next(j for j in plan.jobs if j.job == job)
         sub = plan.model_copy(
             update={
@@ -288,7 +383,7 @@ def home_again(ls: Any, now: datetime) -> None:
     from gpujob.state import open_store
 
     declared = getattr(ls, "declared", None) or ls.spec
-    if not declared.fallback:
+    if not (declared.fallback or getattr(ls, "strays", ())):
         return
     store = open_store(ls.path)
     record = read_placement(store, declared.name)

@@ -72,12 +72,42 @@ def placed_spec(declared: JobSpec, entry: int) -> JobSpec:
     return here.model_copy(update={"fallback": rest})
 
 
+def named_platforms(record: Placement) -> list[str]:
+    """Every platform the record names, in order: where the job runs now, then each move's ends."""
+    ends = [p for m in record.moves for p in (m.from_platform, m.to_platform)]
+    return list(dict.fromkeys([record.platform, *ends]))
+
+
+def strays(declared: JobSpec, record: Placement | None) -> tuple[str, ...]:
+    """The platforms the record names that the job file no longer lists (its entry was removed): the
+    job may still hold resources there, so they are read, and nothing but their teardown is planned
+    there (gpujob.failover.leftover)."""
+    if record is None:
+        return ()
+    listed = {declared.platform, *(f.platform for f in declared.fallback)}
+    return tuple(p for p in named_platforms(record) if p not in listed)
+
+
+def _entry_now(declared: JobSpec, record: Placement) -> int:
+    """The record's entry, when the job file still has it on the record's platform; else the first
+    entry on that platform; else -1 (the job file's own platform, also when it no longer lists the
+    record's platform at all)."""
+    fb = declared.fallback
+    if 0 <= record.entry < len(fb) and fb[record.entry].platform == record.platform:
+        return record.entry
+    if record.entry < 0 or declared.platform == record.platform:
+        return -1
+    return next((i for i, f in enumerate(fb) if f.platform == record.platform), -1)
+
+
 def placed(loaded: Any, store: StateRef) -> Any:
     """The loaded job as it runs now: its spec swapped for its entry's when a move put it elsewhere
-    (with `declared` keeping the job file's own and `entry` the index)."""
+    (with `declared` keeping the job file's own and `entry` the index), and `strays` naming the
+    platforms its record names that the job file no longer lists."""
     spec = loaded.spec
-    if not spec.fallback:
-        return loaded
     record = read_placement(store, spec.name)
-    entry = record.entry if record is not None and record.entry < len(spec.fallback) else -1
-    return dataclasses.replace(loaded, spec=placed_spec(spec, entry), declared=spec, entry=entry)
+    gone = strays(spec, record)
+    if not spec.fallback:
+        return dataclasses.replace(loaded, strays=gone) if gone else loaded
+    entry = -1 if record is None else _entry_now(spec, record)
+    return dataclasses.replace(loaded, spec=placed_spec(spec, entry), declared=spec, entry=entry, strays=gone)

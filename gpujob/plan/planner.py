@@ -69,6 +69,9 @@ def build_plan(
         from gpujob.failover.planning import with_moves
 
         jobs = with_moves(loaded, jobs, live, pull_records)
+    # A job whose failover record names a platform its file no longer lists has no fallback left,
+    # but may have left resources there all the same.
+    if any(ls.spec.fallback or getattr(ls, "strays", ()) for ls in loaded):
         from gpujob.failover.leftover import with_left
 
         jobs = with_left(loaded, jobs, live, now=now, env=env, pull_records=pull_records,
@@ -154,10 +157,10 @@ def _plan_job(
         pull_record=pull,
         launch_record=launched,
     )
-    if spec.fallback:
-        # A job that may run on several platforms plans only where it runs now: what it left on another
-        # (a stopped machine, a kept volume) is never this plan's to change (gpujob.failover).
-        owned = [r for r in owned if r.platform == spec.platform]
+    # A job plans only the platform it runs on now: what it left on another (a stopped machine, a kept
+    # volume, after a move or with its fallback entry removed) is never this plan's to change
+    # (gpujob.failover.leftover plans its teardown, under its own addresses, when asked).
+    owned = [r for r in owned if r.platform == spec.platform]
     _sort_owned(ctx, owned)
     ctx.last_pull = pull
     ctx.fresh = fresh

@@ -26,6 +26,7 @@ async def read_live_state(
     refresh_runs: bool = True,
     run_timeout: float | None = None,
     ssh: Any = None,
+    also: Iterable[str] = (),
 ) -> LiveState:
     """Concurrently: list_resources(), quotes() and account() of every platform the specs use (a failed
     account read is a note in `account_notes`, never an error). With `runs_for`
@@ -34,7 +35,11 @@ async def read_live_state(
     `run_timeout` seconds at most; an unreachable machine is an "unknown" fact)."""
     specs = list(specs)
     # Every platform a job may run on (its fallback entries too: gpujob.failover prices and watches them).
-    platforms = sorted({p for s in specs for p in [s.platform, *(f.platform for f in s.fallback)]})
+    # `also`: platforms a failover record names that the job files no longer list (read for what the
+    # jobs left there: gpujob.failover.entries.strays_read).
+    platforms = sorted(
+        {p for s in specs for p in [s.platform, *(f.platform for f in s.fallback)]} | set(also)
+    )
     missing = [p for p in platforms if p not in providers]
     if missing:
         raise GpujobError(f"no provider open for {', '.join(missing)}")

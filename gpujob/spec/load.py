@@ -50,6 +50,9 @@ class LoadedSpec:
     # fallback[i], when `spec` is that entry's whole job and `declared` the job file's own.
     entry: int = -1
     declared: JobSpec | None = field(default=None, repr=False)
+    # Platforms the job's failover record names that the job file no longer lists (its fallback entry
+    # was removed): read only for what the job left there, whose teardown alone is ever planned.
+    strays: tuple[str, ...] = ()
     # A queue of a sweep (gpujob.sweep.expand.Queue) when this spec is one; the file's own spec is not kept.
     sweep: Any = None
 
