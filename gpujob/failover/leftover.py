@@ -320,10 +320,19 @@ def split_left(plan: Plan) -> tuple[Plan, dict[tuple[str, str], list[Action]]]:
 @contextmanager
 def borrowed_records(store: Any, job: str) -> Iterator[None]:
     """The job's pull and outputs records speak for where it runs; a pull from another platform for
-    its teardown gate borrows them, and they are put back after."""
+    its teardown gate borrows them, and they are put back after. Only under the job's lock: `gpujob
+    watch` holds it for its whole run, so its continuous pull never writes them in between (what is
+    put back would overwrite it)."""
     from gpujob.apply.records import pulls_name
+    from gpujob.errors import GpujobError
     from gpujob.outputs.record import outputs_name
 
+    if not store.lock_held(job):
+        raise GpujobError(
+            f"{job}: the pull and outputs records are borrowed for another platform's pull only under the "
+            "job's lock, and it is not held",
+            hint="run it through gpujob apply --release-left or gpujob destroy (both take the lock)",
+        )
     names = (pulls_name(job), outputs_name(job))
     kept = {n: store.read(n) for n in names}
     try:

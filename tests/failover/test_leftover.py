@@ -225,3 +225,18 @@ def test_a_finished_destroy_places_the_job_home_again(tmp_path: Path) -> None:
 
     back = placed(dataclasses.replace(ls, spec=ls.declared, declared=None, entry=-1), store)
     assert back.spec.platform == "runpod" and back.entry == -1
+
+
+def test_the_records_are_borrowed_only_under_the_jobs_lock(tmp_path: Path) -> None:
+    from gpujob.errors import GpujobError
+    from gpujob.failover.leftover import borrowed_records
+    from gpujob.state import open_store
+
+    (tmp_path / "job.yaml").write_text("x")
+    store = open_store(tmp_path / "job.yaml")
+    store.write("pulls/bert.json", b"theirs")
+    with pytest.raises(GpujobError, match="only under the job's lock"), borrowed_records(store, "bert"):
+        pass
+    with store.lock("bert"), borrowed_records(store, "bert"):
+        store.write("pulls/bert.json", b"the other platform's")
+    assert store.read("pulls/bert.json") == b"theirs"
