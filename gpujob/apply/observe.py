@@ -49,17 +49,18 @@ class JobView:
 @contextlib.asynccontextmanager
 async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
     """One list_resources per platform, each job's machine and volume picked by deterministic name."""
-    from gpujob.failover.entries import platforms_of
+    from gpujob.failover.entries import platforms_read
     from gpujob.naming import machines, owned, volume_name
     from gpujob.project import with_projects
     from gpujob.providers.registry import open_providers
 
-    async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
+    placed = with_projects(loaded, create=False)  # where each runs now, and what its record names
+    async with open_providers(platforms_read(placed)) as providers:
         listed: dict[str, list[LiveResource]] = {}
         for platform, provider in providers.items():
             listed[platform] = await provider.list_resources()
         views = []
-        for ls in with_projects(loaded, create=False):
+        for ls in placed:
             spec = ls.spec
             mine = owned(listed[spec.platform], spec.name, ls.project)
             kind = "pod" if spec.platform == "runpod" else "machine"

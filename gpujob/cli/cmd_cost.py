@@ -58,10 +58,10 @@ def _run(jobfiles: list[Path], fmt: str, no_color: bool = False) -> int:
     loaded = with_projects(load_specs(files), create=False)
 
     async def read() -> Any:
-        from gpujob.failover.entries import platforms_of
+        from gpujob.failover.entries import platforms_read
         from gpujob.failover.money import read_costs_anywhere
 
-        async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
+        async with open_providers(platforms_read(loaded)) as providers:
             return await read_costs_anywhere(loaded, providers)  # every platform a job may run on
 
     report, pictures = _with_goodput(asyncio.run(read()), loaded)

@@ -10,21 +10,26 @@ from typing import Any
 
 def elsewhere(loaded: Sequence[Any]) -> list[Any]:
     """Each job with fallback entries as it would be on each other platform of its chain (one per
-    platform): what cost reads for the resources it left there."""
+    platform), and on each platform its failover record names that the job file no longer lists:
+    what cost reads for the resources it left there."""
+    from gpujob.failover.leftover import stray_spec
     from gpujob.failover.where import placed_spec
 
     out = []
     for ls in loaded:
         declared = getattr(ls, "declared", None) or ls.spec
-        if not declared.fallback:
-            continue
         seen = {ls.spec.platform}
-        for entry in [-1, *range(len(declared.fallback))]:
+        for entry in [-1, *range(len(declared.fallback))] if declared.fallback else []:
             spec = placed_spec(declared, entry)
             if spec.platform in seen:
                 continue
             seen.add(spec.platform)
             out.append(dataclasses.replace(ls, spec=spec, entry=entry, declared=declared))
+        for platform in getattr(ls, "strays", ()):
+            if platform not in seen:
+                seen.add(platform)
+                spec = stray_spec(declared, platform, [])
+                out.append(dataclasses.replace(ls, spec=spec, entry=-1, declared=declared))
     return out
 
 
@@ -34,7 +39,7 @@ async def read_costs_anywhere(loaded: Sequence[Any], providers: Mapping[str, Any
     from gpujob.cost.report import read_costs
 
     report = await read_costs(loaded, providers)
-    others = elsewhere(loaded)
+    others = [o for o in elsewhere(loaded) if o.spec.platform in providers]  # (a stray without its key)
     if not others:
         return report
     # Not recorded as seen: the seen record is the job's where it runs (a second platform's listing

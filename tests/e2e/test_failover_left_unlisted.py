@@ -33,6 +33,12 @@ def test_a_platform_dropped_from_the_job_file_is_still_read_and_torn_down(sim: S
     assert f"{JOB}.left.paperspace.machine.terminate" in released, released
     assert "only teardown is planned there" in released, released
 
+    # status and cost count it too: one job, two platforms' meters
+    status = p.gj("status", check=False).stdout
+    assert f"{JOB} (runpod" in status and "also on:   paperspace:" in status, status
+    cost = p.gj("cost", check=False).stdout
+    assert f"{JOB} [paperspace]" in cost, cost
+
     refused = p.gj("destroy", "--auto-approve", check=False)
     said = refused.stdout + refused.stderr
     ids = set(_approvals(said))
