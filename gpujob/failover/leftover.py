@@ -269,13 +269,15 @@ def _say_strays(jp: JobPlan, ls: Any, live: LiveState, *, env: Mapping[str, str]
             continue
         names = ", ".join(f"{r.kind} {r.name} ({r.status})" for r in owned[:4])
         up = [r for r in owned if r.kind in ("pod", "machine") and r.status in ("running", "pending")]
-        if up and starts and ls.spec.state != "absent" and not release:
+        if up and starts and ls.spec.state != "absent":
+            # Also with --release-left: the job's own actions run before the deletes elsewhere.
             said.append(Finding(
                 code="release-left", severity="error", job=jp.job,
                 summary=f"the job still runs on {platform} ({up[0].name}, {up[0].id}), which its job file no "
                 f"longer lists; this plan starts it on {ls.spec.platform} too: two runs, two bills",
-                fix=f"put the fallback entry for {platform} back (gpujob then plans the job where it runs), or "
-                "delete what it holds there first: gpujob apply --release-left (each delete gated)",
+                fix=f"put the fallback entry for {platform} back (gpujob then plans the job where it runs); or "
+                f"set state: stopped and run gpujob apply --release-left (each delete gated) to end it on "
+                f"{platform} first, then state: running again",
             ))  # fmt: skip
             continue
         said.append(Finding(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from gpujob.failover.entries import platforms_read, strays_read
 from gpujob.failover.where import Move, Placement, placed, strays, write_placement
 from gpujob.live import LiveState
@@ -112,14 +114,19 @@ def test_destroy_covers_the_unlisted_platform(tmp_path: Path) -> None:
     assert ids.index("bert.pod.terminate") < ids.index("bert.left.paperspace.machine.terminate")
 
 
-def test_a_job_still_running_there_is_not_started_at_home_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", [False, True])
+def test_a_job_still_running_there_is_not_started_at_home_too(tmp_path: Path, release: bool) -> None:
+    """Not with --release-left either: the job's own start would run before the deletes there."""
     ls = _no_fallback(tmp_path)
-    plan = build_plan(
-        [ls], _live(_rp_pod("stopped"), _rp_volume(), _ps_machine("running")), now=NOW, env=KEYS
-    )
+    live = _live(_rp_pod("stopped"), _rp_volume(), _ps_machine("running"))
+    plan = build_plan([ls], live, now=NOW, env=KEYS, release_left=release)
     errors = [f for f in plan.jobs[0].findings if f.severity == "error" and f.code == "release-left"]
     assert plan.blocked and errors and "two runs" in errors[0].summary, plan.jobs[0].findings
-    assert "put the fallback entry for paperspace back" in errors[0].fix
+    assert "put the fallback entry for paperspace back" in errors[0].fix and "state: stopped" in errors[0].fix
+    # With the job stopped at home, the release of what runs there goes ahead.
+    stopped = dataclasses.replace(ls, spec=ls.spec.model_copy(update={"state": "stopped"}))
+    ok = build_plan([stopped], live, now=NOW, env=KEYS, release_left=True)
+    assert not ok.blocked and "bert.left.paperspace.machine.terminate" in [a.id for a in ok.all_actions()]
 
 
 def test_without_its_key_the_plan_says_the_platform_was_not_read(tmp_path: Path) -> None:
