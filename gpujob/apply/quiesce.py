@@ -1,36 +1,70 @@
-"""Let the run save before gpujob takes its machine away: SIGTERM to every process of the run, up to
-gate.quiesce_grace_s for its final save, SIGKILL after, all confirmed gone (gpujob.ssh.launcher).
+"""Let the run save before gpujob takes its machine away: SIGTERM to every process of the job (the
+run's tree, gpujob.ssh.launcher, then every other process carrying its GPUJOB_JOB marker: a helper in
+its own session, a double-forked writer, gpujob.ssh.workload), up to gate.quiesce_grace_s for their
+last save, SIGKILL after, all confirmed gone.
 
-The teardown gate quiesces before it looks at a disk it may erase (strict: a run it cannot stop blocks
-the teardown). Every stop apply makes itself (stop, park, a disk grow or static IP switch that needs
-the machine off, a relaunch) quiesces first too, so the run's own SIGTERM save lands: there it is best
-effort, since the platform's stop ends the run either way and a machine gpujob cannot reach must still
-stop billing."""
+The teardown gate quiesces before it looks at a disk it may erase (strict: a process it cannot stop
+blocks the teardown). Every stop gpujob makes goes through `stop` here, the one place that calls a
+provider's stop: apply's stop, park and on_finish/on_failure stops, a disk grow or static IP switch
+that needs the machine off, watch's stops, the failover move, a preflight-refused host and rehearse.
+There it is best effort: the platform's stop ends the workload either way, and a machine gpujob cannot
+reach must still stop billing. Only a machine gpujob itself started moments ago for a look or a pull
+(nothing of the job was launched on it) skips the quiesce, and says so (`fresh`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from gpujob.apply import gate
 from gpujob.apply.context import JobContext
 from gpujob.apply.runtime.remote import Target, open_remote
+from gpujob.apply.sshapi import SSHApi
+from gpujob.clock import Clock
 from gpujob.errors import GateError, GpujobError
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action
+from gpujob.spec.model import JobSpec
+
+# The id of the machine whose stop is going through `stop` right now (in this task): what a test's
+# provider checks at its stop call, so a new path that calls a provider's stop directly fails there.
+_STOPPING: ContextVar[str | None] = ContextVar("gpujob_quiesced_stop", default=None)
+
+
+def stopping_through_quiesce() -> str | None:
+    return _STOPPING.get()
 
 
 async def quiesce(
     ctx: JobContext, action: Action, remote: Any, machine: LiveResource, *, strict: bool
 ) -> str:
-    """Stop the run on an open connection; a one-line outcome. `strict`: a run still alive after
-    SIGKILL raises GateError (its disk cannot be checked while it writes)."""
-    grace = gate.quiesce_grace_s(ctx.spec)
-    q = await ctx.ssh.quiesce_run(remote, ctx.spec, grace_s=grace)
+    """Stop the job's processes on an open connection; a one-line outcome. `strict`: a process still
+    alive after SIGKILL raises GateError (its disk cannot be checked while it writes)."""
+    return await _on_open(
+        remote, ctx.spec, ctx.ssh, ctx.note, machine.name, action.kind.value, label=action.id, strict=strict
+    )
+
+
+async def _on_open(
+    remote: Any,
+    spec: JobSpec,
+    ssh: SSHApi,
+    note: Callable[[str], None],
+    name: str,
+    before: str,
+    *,
+    label: str,
+    strict: bool,
+) -> str:
+    grace = gate.quiesce_grace_s(spec)
+    q = await ssh.quiesce_run(remote, spec, grace_s=grace)
     state = getattr(q, "state", "not-running")
     if state == "stuck":
         if strict:
             raise GateError(
-                f"{action.id}: the run on {machine.name} is still alive after SIGTERM, {grace:.0f}s and SIGKILL "
+                f"{label}: the run on {name} is still alive after SIGTERM, {grace:.0f}s and SIGKILL "
                 f"(pids {', '.join(map(str, q.pids))}); nothing more is done while it may still write",
                 hint="look at it with `gpujob ssh`, then run the command again",
             )
@@ -39,40 +73,94 @@ async def quiesce(
         said = "no run was alive"
     else:
         how = "exited after SIGTERM" if state == "stopped" else f"was killed after {grace:.0f}s"
-        ctx.note(f"stopped the run on {machine.name} before the {action.kind.value}: it {how}")
+        note(f"stopped the run on {name} before the {before}: it {how}")
         said = f"the run {how}"
-    return said + await _quiesce_workload(ctx, action, remote, machine, grace, strict=strict)
+    return said + await _workload(remote, spec, ssh, note, name, before, grace, label=label, strict=strict)
 
 
-async def _quiesce_workload(
-    ctx: JobContext, action: Action, remote: Any, machine: LiveResource, grace: float, *, strict: bool
+async def _workload(
+    remote: Any,
+    spec: JobSpec,
+    ssh: SSHApi,
+    note: Callable[[str], None],
+    name: str,
+    before: str,
+    grace: float,
+    *,
+    label: str,
+    strict: bool,
 ) -> str:
     """Whatever of the workload outlived the run's tree (setsid'd, double-forked): gpujob.ssh.workload."""
     try:
-        w = await ctx.ssh.quiesce_workload(remote, ctx.spec, grace_s=grace)
+        w = await ssh.quiesce_workload(remote, spec, grace_s=grace)
     except NotImplementedError:  # a test's SSH layer without it
         return ""
     if w.state == "stuck":
         names = ", ".join(f"{p.name} ({p.pid})" for p in w.left[:6])
         if strict:
             raise GateError(
-                f"{action.id}: workload process(es) on {machine.name} still running after SIGTERM, {grace:.0f}s "
+                f"{label}: workload process(es) on {name} still running after SIGTERM, {grace:.0f}s "
                 f"and SIGKILL: {names}; its disk cannot be checked while they may write",
                 hint="look at them with `gpujob ssh -- ps -ef`, then run the command again",
             )
         return f"; workload process(es) still running after SIGKILL: {names}"
     if w.state == "none":
         return ""
-    ctx.note(f"before the {action.kind.value} on {machine.name}: {w.describe()}")
+    note(f"before the {before} on {name}: {w.describe()}")
     return f"; {w.describe()}"
 
 
-async def before_stop(ctx: JobContext, action: Action, machine: LiveResource) -> str:
-    """Before a stop gpujob makes of a running machine with a run: quiesce it (best effort). Returns
-    what happened to the run, for the step's outcome ("" when there was nothing to do)."""
-    if ctx.spec.run is None or machine.status != "running":
+async def let_save(
+    target: Target, ssh: SSHApi, clock: Clock, note: Callable[[str], None], before: str
+) -> str:
+    """Quiesce the job's processes on its running machine, best effort (a stop follows either way):
+    what happened, one line ("" when the job has no run or the machine does not run). `target.resource`
+    is refreshed by the connection."""
+    machine = target.resource
+    if target.spec.run is None or machine.status != "running":
         return ""
-    target = Target(
+    try:
+        async with open_remote(target, ssh, clock, note) as remote:
+            return await _on_open(
+                remote, target.spec, ssh, note, machine.name, before, label=target.spec.name, strict=False
+            )
+    except GpujobError as exc:
+        first = str(exc).splitlines()[0]
+        note(f"could not reach the run on {machine.name} to let it save first ({first}); stopping anyway")
+        return "the run could not be reached to save first"
+
+
+async def stop(
+    target: Target,
+    ssh: SSHApi,
+    clock: Clock,
+    note: Callable[[str], None],
+    *,
+    before: str = "stop",
+    fresh: str | None = None,
+) -> tuple[LiveResource, str]:
+    """THE stop gpujob makes of a job's machine: its processes get SIGTERM and their grace (let_save),
+    then the provider's stop. `fresh`: why nothing of the job can run on it (gpujob started it moments
+    ago only for a look or a pull), so no quiesce. Returns (the machine as the stop left it, what
+    happened to the job's processes)."""
+    said = fresh or await let_save(target, ssh, clock, note, before)
+    with _through_quiesce(target.resource.id):
+        stopped = await target.provider.stop(target.resource)
+    target.resource = stopped
+    return stopped, said
+
+
+@contextmanager
+def _through_quiesce(machine_id: str) -> Iterator[None]:
+    token = _STOPPING.set(machine_id)
+    try:
+        yield
+    finally:
+        _STOPPING.reset(token)
+
+
+def target_of(ctx: JobContext, machine: LiveResource) -> Target:
+    return Target(
         spec=ctx.spec,
         spec_path=ctx.spec_path,
         provider=ctx.provider,
@@ -80,11 +168,19 @@ async def before_stop(ctx: JobContext, action: Action, machine: LiveResource) ->
         state_dir=ctx.state_dir,
         moved=ctx.moved,
     )
-    try:
-        async with open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
-            ctx.machine = target.resource
-            return await quiesce(ctx, action, remote, machine, strict=False)
-    except GpujobError as exc:
-        first = str(exc).splitlines()[0]
-        ctx.note(f"could not reach the run on {machine.name} to let it save first ({first}); stopping anyway")
-        return "the run could not be reached to save first"
+
+
+async def stop_for(
+    ctx: JobContext, machine: LiveResource, *, before: str = "stop", fresh: str | None = None
+) -> tuple[LiveResource, str]:
+    """`stop` for a step of apply or a hook given its context."""
+    return await stop(target_of(ctx, machine), ctx.ssh, ctx.clock, ctx.note, before=before, fresh=fresh)
+
+
+async def before_restart(ctx: JobContext, action: Action, machine: LiveResource) -> str:
+    """Before a change that restarts the machine without a stop of gpujob's (a RunPod volume-disk grow
+    restarts the container): the same quiesce as a stop."""
+    target = target_of(ctx, machine)
+    said = await let_save(target, ctx.ssh, ctx.clock, ctx.note, action.kind.value)
+    ctx.machine = target.resource
+    return said

@@ -256,8 +256,7 @@ async def stop(ctx: JobContext, action: Action) -> Outcome:
     if machine.status == "stopped":
         return Outcome(machine.id, "already stopped")
     await guard.require_owned(ctx, machine, action, "stop")
-    saved = await quiesce.before_stop(ctx, action, machine)
-    ctx.machine = await ctx.provider.stop(ctx.machine or machine)
+    ctx.machine, saved = await quiesce.stop_for(ctx, machine)
     return Outcome(machine.id, f"stopped {machine.name}" + (f" ({saved})" if saved else ""))
 
 
@@ -346,8 +345,7 @@ async def static_ip(ctx: JobContext, action: Action) -> Outcome:
     was_running = machine.status == "running"
     if was_running:
         ctx.note(f"stopping {machine.name} to assign static IP {ip.id}")
-        await quiesce.before_stop(ctx, action, machine)
-        machine = await ctx.provider.stop(ctx.machine or machine)
+        machine, _saved = await quiesce.stop_for(ctx, machine, before="static IP switch")
     await assign(ip.id, machine.id)
     ctx.machine = await ctx.provider.get(machine.kind, machine.id) or machine
     detail = f"claimed static IP {ip.id} and assigned it to {machine.name}"
@@ -396,13 +394,15 @@ async def grow_disk(ctx: JobContext, action: Action, size: int) -> Outcome:
     await guard.require_owned(ctx, machine, action, "grow the disk of")
     was_running = machine.status == "running"
     # Either way the run ends (a pod's container restarts): it gets its SIGTERM save first.
-    saved = await quiesce.before_stop(ctx, action, machine) if was_running else ""
-    machine = ctx.machine or machine
+    saved = ""
     if ctx.spec.platform == "paperspace" and was_running:
         ctx.note(
             f"stopping {machine.name} to grow its disk (Paperspace resizes a machine only while it is off)"
         )
-        machine = await ctx.provider.stop(machine)
+        machine, saved = await quiesce.stop_for(ctx, machine, before="disk grow")
+    elif was_running:
+        saved = await quiesce.before_restart(ctx, action, machine)
+        machine = ctx.machine or machine
     grown = await ctx.provider.grow_volume(machine, size)
     note_launch(ctx.state_dir, ctx.spec, grown, disk_gb=size)
     ctx.machine = grown
@@ -472,7 +472,9 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
         return await _pull(ctx, action)
     except GpujobError as exc:
         ctx.note(f"pull failed: stopping {machine.name} again")
-        ctx.machine = await ctx.provider.stop(ctx.machine)
+        ctx.machine, _ = await quiesce.stop_for(
+            ctx, ctx.machine, fresh="started for the pull only: nothing of the job was launched on it"
+        )
         said = reach_gate.unreached(ctx, action, machine, exc)
         if said is None:
             raise
@@ -587,7 +589,7 @@ async def _ended_on_its_own(ctx: JobContext, action: Action, ended: runtime.RunE
         detail=f"exit {ended.run_exit}; stopped itself ({ended.why}); spec {ctx.digest}",
     )  # fmt: skip
     await guard.require_owned(ctx, machine, action, "stop")
-    ctx.machine = await ctx.provider.stop(machine)
+    ctx.machine, _ = await quiesce.stop_for(ctx, machine)
     return Outcome(
         machine.id,
         f"{NOT_RELAUNCHED} the run ended (exit {ended.run_exit}) and {machine.name} had stopped itself "

@@ -54,6 +54,18 @@ def gate_reason(ctx: JobContext, m: LiveResource, *, volume_goes: bool) -> str:
     )
 
 
+def stop_reason(ctx: JobContext) -> list[str]:
+    """What every stop gpujob makes does first (gpujob.apply.quiesce.stop), for a stop's lines."""
+    from gpujob.apply.gate import quiesce_grace_s
+
+    if ctx.spec.run is None:
+        return []
+    return [
+        f"first: SIGTERM to the run and every helper of job {ctx.spec.name}, up to "
+        f"{quiesce_grace_s(ctx.spec):.0f}s for their last save, then SIGKILL"
+    ]
+
+
 def volume_gate_reason(ctx: JobContext, v: LiveResource, through: str | None) -> str:
     """How the gate looks into a network volume before deleting it."""
     if through is not None:

@@ -149,7 +149,10 @@ def plan_stopped(ctx: JobContext) -> None:
         ctx.machine_kind,
         m.name,
         resource_id=m.id,
-        reasons=[f"state: stopped; {ctx.machine_kind} {m.name} is {m.raw_status or m.status}"],
+        reasons=[
+            f"state: stopped; {ctx.machine_kind} {m.name} is {m.raw_status or m.status}",
+            *af.stop_reason(ctx),
+        ],
         after=ctx.fp.with_(machine="stopped"),
         findings=lambda aid: af.stop_findings(ctx, aid),
     )

@@ -118,7 +118,7 @@ def _on_finish(ctx: JobContext, reason: str) -> None:
             ctx.machine_kind,
             m.name,
             resource_id=m.id,
-            reasons=[reason],
+            reasons=[reason, *af.stop_reason(ctx)],
             after=ctx.fp.with_(machine="stopped"),
             findings=lambda aid: af.stop_findings(ctx, aid),
         )

@@ -102,13 +102,14 @@ def _fresh(ctx: JobContext, machine_id: str) -> bool:
 
 
 async def _stop(ctx: JobContext, action: Action) -> None:
-    from gpujob.apply import ownership
+    from gpujob.apply import ownership, quiesce
 
     machine = ctx.machine
     if machine is None or machine.status == "stopped":
         return
     await ownership.require_owned(ctx, machine, action, "stop")
-    ctx.machine = await ctx.provider.stop(machine)
+    # Nothing of the run was launched, but an adopted machine may still hold a helper of an earlier run.
+    ctx.machine, _ = await quiesce.stop_for(ctx, machine, before="preflight's stop")
     _journal(ctx, "stop", machine.id, "preflight failed: stopped")
 
 

@@ -17,7 +17,11 @@ async def stop_again(ctx: JobContext, machine: LiveResource, own: bool) -> None:
     try:
         current = await ctx.provider.get(machine.kind, machine.id) or machine
         if current.status != "stopped":
-            current = await ctx.provider.stop(current)
+            from gpujob.apply.quiesce import stop_for
+
+            current, _ = await stop_for(
+                ctx, current, fresh="started for the gate's look only: nothing of the job was launched on it"
+            )
         ctx.note(
             f"stopped {machine.name} again: the gate started it to look at its disk, and the look failed"
         )

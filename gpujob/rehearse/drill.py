@@ -163,8 +163,12 @@ async def drill(
         how = "the simulator's spot preemption (SIGTERM, then SIGKILL after the grace)"
         _sim_preempt(sim_base, machine.id)
     else:
+        from gpujob.apply.quiesce import stop
+
+        # The stop gpujob makes everywhere: the job's processes get SIGTERM and their grace first.
         how = f"a stop through the {spec.platform} API"
-        await provider.stop(machine)
+        _stopped, said = await stop(view.target(), ssh, clock, say, before="drill's stop")
+        how += f" ({said})" if said else ""
     say(
         f"interrupted {machine.name} ({machine.id}) with {how}; newest verified checkpoint: {ck_name} (step {ck_step})"
     )

@@ -152,23 +152,13 @@ async def park(
 
 
 async def quiesce(job: Any, machine: LiveResource, provider: Any, *, ssh: SSHApi, clock: Clock) -> str:
-    """Stop the run the way a platform stop would (SIGTERM, up to the gate's grace for its final save,
-    SIGKILL after), before a final pull that must see everything it wrote. Returns the outcome."""
-    from gpujob.apply.gate import quiesce_grace_s
-    from gpujob.apply.runtime import Target, open_remote
+    """Let every process of the job save before the final pull and the stop that follow (the quiesce
+    every stop of gpujob makes: gpujob.apply.quiesce), so the pull sees everything they wrote."""
+    from gpujob.apply.quiesce import let_save
+    from gpujob.apply.runtime import Target
 
     spec = job.loaded.spec
     target = Target(
         spec=spec, spec_path=job.loaded.path, provider=provider, resource=machine, state_dir=job.state_dir
     )
-    try:
-        async with open_remote(target, ssh, clock, lambda _text: None) as remote:
-            q = await ssh.quiesce_run(remote, spec, grace_s=quiesce_grace_s(spec))
-    except GpujobError as exc:
-        return f"the run could not be stopped first ({str(exc).splitlines()[0]})"
-    state = getattr(q, "state", "not-running")
-    return {
-        "not-running": "no run was alive",
-        "stopped": "the run exited after SIGTERM",
-        "killed": "the run was killed after its grace",
-    }.get(state, f"the run is {state}")
+    return await let_save(target, ssh, clock, lambda _text: None, "final pull") or "no run was alive"

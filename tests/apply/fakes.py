@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gpujob.apply.quiesce import stopping_through_quiesce
 from gpujob.apply.sshapi import SSHApi
 from gpujob.errors import ProviderCapacityError
 from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
@@ -20,6 +21,7 @@ from gpujob.spec.model import JobSpec
 from gpujob.ssh.deadline import Limits
 from gpujob.ssh.launcher import Quiesce
 from gpujob.ssh.pull import PulledCheckpoint, PullOutcome, RemoteFile, RemoteListing
+from gpujob.ssh.workload import WorkloadQuiesce
 from tests.owners import machine
 from tests.owners import volume as owned_volume
 
@@ -96,6 +98,12 @@ class FakeProvider:
         )
 
     async def stop(self, resource: LiveResource) -> LiveResource:
+        # Every stop gpujob makes goes through gpujob.apply.quiesce.stop (the job's processes get SIGTERM
+        # and their grace first): a path that calls a provider's stop directly fails here.
+        through = stopping_through_quiesce()
+        assert through == resource.id, (
+            f"stop of {resource.id} did not go through apply.quiesce.stop ({through})"
+        )
         self.calls.append(("stop", resource.id))
         return self._save(resource.model_copy(update={"status": "stopped", "ssh": None}))
 
@@ -180,6 +188,8 @@ class FakeSSH:
     mount: str = "/workspace"
     listed: list[str] = field(default_factory=list)
     quiesced: list[float] = field(default_factory=list)
+    workload_quiesced: list[float] = field(default_factory=list)  # grace of each workload quiesce
+    workload: WorkloadQuiesce = field(default_factory=lambda: WorkloadQuiesce(state="none"))
     stopped_itself: str | None = None  # the launcher's record of a self-stop (teardown.on_finish/on_failure)
 
     def api(self) -> SSHApi:
@@ -192,6 +202,7 @@ class FakeSSH:
             run_status=self.run_status,
             list_checkpoints=self.list_checkpoints,
             quiesce_run=self.quiesce_run,
+            quiesce_workload=self.quiesce_workload,
             recorded_checkpoint_dir=self.recorded_checkpoint_dir,
         )
 
@@ -229,6 +240,10 @@ class FakeSSH:
         self.alive = False
         self.quiesced.append(grace_s)
         return Quiesce(state="stopped" if was else "not-running")
+
+    async def quiesce_workload(self, remote: FakeRemote, spec: JobSpec, *, grace_s: float) -> WorkloadQuiesce:
+        self.workload_quiesced.append(grace_s)
+        return self.workload
 
     async def recorded_checkpoint_dir(self, remote: FakeRemote, spec: JobSpec) -> str | None:
         return self.remote_dir

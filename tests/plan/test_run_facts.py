@@ -72,7 +72,9 @@ def test_exit_0_with_on_finish_stop_stops_the_pod(write_job: Write) -> None:
     plan, _ = plan_with(write_job, RunFact(state="exited", exit_code=0), on_finish="stop")
     assert ids(plan) == ["job.pod.stop"]
     stop = plan.all_actions()[0]
-    assert stop.reasons == ["the run exited 0 and teardown.on_finish is stop"] and not stop.gated
+    assert stop.reasons[0] == "the run exited 0 and teardown.on_finish is stop" and not stop.gated
+    # a helper the run left behind (an upload, an eval) still gets its SIGTERM save before the stop
+    assert stop.reasons[1].startswith("first: SIGTERM to the run and every helper of job job, up to 30s")
     assert stop.billing.stops and plan.jobs[0].after_usd_per_hour < plan.jobs[0].current_usd_per_hour
 
 
