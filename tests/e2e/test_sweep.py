@@ -183,11 +183,17 @@ def test_a_saved_sweep_plan_applies_as_shown_and_destroy_gates_the_cells_in_flig
     pulled = _gj(d, env, "pull")  # both queues: each running cell's dir to outputs/<cell>/
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
     assert len(list((d / "outputs").glob("*/starts.txt"))) == 2, pulled.stdout
+    # Cells keep finishing and starting until the gate stops the queues (how many depends on the
+    # machine's load), so the promise is checked against what was on the volumes, not a count.
+    started_before = {
+        p.parent.name for p in sim.data_dir.glob("runpod/pods/*/volume/sweeps/abl/*/starts.txt")
+    }
+    assert len(started_before) >= 2, started_before
     approve = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
     gone = _gj(d, env, "destroy", "--auto-approve", *approve)
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert [p for p in _pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
     # the cells in flight were stopped by the gate, their started results and checkpoints pulled first
-    starts = sorted((d / "outputs").glob("*/starts.txt"))
-    assert len(starts) == 2, gone.stdout
+    starts = {p.parent.name for p in (d / "outputs").glob("*/starts.txt")}
+    assert started_before <= starts, (started_before, starts, gone.stdout)
     assert sorted((d / "checkpoints").glob("*/step_*.json")), gone.stdout
