@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
-from gpujob.cli.options import lock_timeout_option
+from gpujob.cli.options import gated_run_options
 
 HELP = """Make live state match the job files: plan, show, confirm, execute.
 
@@ -33,17 +33,7 @@ Examples:
 
 
 @click.command(name="apply", help=HELP)
-@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--auto-approve", is_flag=True, help="Do not ask before ordinary actions (never approves gated ones)."
-)
-@click.option(
-    "--approve",
-    "approvals",
-    multiple=True,
-    metavar="ACTION_ID",
-    help="Approve one gated action (repeatable).",
-)
+@gated_run_options("Do not ask before ordinary actions (never approves gated ones).")
 @click.option(
     "--recreate",
     is_flag=True,
@@ -67,8 +57,6 @@ Examples:
     help="Delete what a move left on the platforms the job no longer runs on (each one gated: "
     "<job>.left.<platform>.…).",
 )
-@click.option("--no-color", is_flag=True, help="Plain output.")
-@lock_timeout_option()
 def command(
     targets: tuple[Path, ...],
     auto_approve: bool,

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from gpujob.cli.main import run_command
-from gpujob.cli.options import lock_timeout_option
+from gpujob.cli.options import gated_run_options
 
 HELP = """Tear a job down: pull and verify checkpoints, then terminate, delete volumes, release IPs.
 
@@ -28,17 +28,7 @@ Examples:
 
 
 @click.command(name="destroy", help=HELP)
-@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--auto-approve", is_flag=True, help="Do not ask before ordinary steps (the pull).")
-@click.option(
-    "--approve",
-    "approvals",
-    multiple=True,
-    metavar="ACTION_ID",
-    help="Approve one gated action (repeatable).",
-)
-@click.option("--no-color", is_flag=True, help="Plain output.")
-@lock_timeout_option()
+@gated_run_options("Do not ask before ordinary steps (the pull).")
 def command(
     targets: tuple[Path, ...],
     auto_approve: bool,

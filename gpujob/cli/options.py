@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import click
@@ -65,3 +66,29 @@ def lock_timeout_option() -> Callable[[F], F]:
         callback=lambda _ctx, _param, value: parse_lock_timeout(value),
         help="Wait up to this long for a job's lock another gpujob holds (e.g. 30s, 5m), then refuse.",
     )
+
+
+def gated_run_options(auto_approve_help: str) -> Callable[[F], F]:
+    """What apply and destroy take alike: job files, --auto-approve, --approve ID..., --no-color and
+    --lock-timeout. Options of a command read in the order they are listed here."""
+
+    def decorate(func: F) -> F:
+        for option in reversed(
+            (
+                click.argument("targets", nargs=-1, type=click.Path(path_type=Path)),
+                click.option("--auto-approve", is_flag=True, help=auto_approve_help),
+                click.option(
+                    "--approve",
+                    "approvals",
+                    multiple=True,
+                    metavar="ACTION_ID",
+                    help="Approve one gated action (repeatable).",
+                ),
+                click.option("--no-color", is_flag=True, help="Plain output."),
+                lock_timeout_option(),
+            )
+        ):
+            func = option(func)
+        return func
+
+    return decorate
