@@ -259,10 +259,15 @@ class Watcher:
         await self._refresh_costs(active, now)
         code = ERROR if live.read_errors else HEALTHY
         todo: list[tuple[JobWatch, JobPlan, Decision]] = []
+        self.acted = False  # a judge may act itself (a move, gpujob.failover.watching) and say so here
         for jp in plan.jobs:
             j = self.jobs[jp.job]
             code = max(code, await self._judge(j, jp, live, now, todo))
-        self.acted = bool(todo) or any(j.ledger.parked is not None and j.watching is False for j in active)
+        self.acted = (
+            self.acted
+            or bool(todo)
+            or any(j.ledger.parked is not None and j.watching is False for j in active)
+        )
         if todo:
             code = max(code, await self._apply(todo, plan, live))
         for j, _, _ in todo:

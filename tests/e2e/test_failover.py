@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 
 from gpujob.sim.testing import Sim
@@ -34,6 +35,9 @@ def _job(p: Project, mode: str, extra: str = "") -> None:
     text = text.replace('STEP_SECONDS: "0.02"', 'STEP_SECONDS: "0.05"')
     text += FALLBACK.replace("__MODE__", mode) + extra
     assert "interval: 2s" in text and "pull: continuous" in text
+    # gpujob init's budget is the price cap failover: auto needs: the Paperspace entry has none of its own.
+    assert re.search(r"^budget:\n  max_hourly_usd: 1\.0$", text, re.M), text
+    assert "max_price_per_hour" not in FALLBACK
     (p.dir / "job.yaml").write_text(text)
     p.gj("validate")
 
@@ -77,7 +81,7 @@ def test_auto_moves_a_preempted_spot_job_to_paperspace_and_resumes(sim: Sim, tmp
     p = new_project(sim, tmp_path, "anywhere")
     _job(p, "auto")
     p.gj("apply", "--auto-approve")
-    watch = _watch(p)
+    watch = p.popen("watch", "--max-recoveries-per-hour", "50")  # the user's watch: 30 s ticks, 2.5 s probes
     try:
         poll("a verified checkpoint pulled by watch", lambda: _verified(p), deadline_s=120)
         pod = p.live("pods")[0]["id"]
@@ -93,10 +97,16 @@ def test_auto_moves_a_preempted_spot_job_to_paperspace_and_resumes(sim: Sim, tmp
                     lambda: re.search(r"resumed from step (\d+)", p.gj("logs", "-n", "400", check=False).stdout),
                     deadline_s=max(5.0, 180 - (time.monotonic() - t0)))  # fmt: skip
         elapsed = time.monotonic() - t0
+        # Watch follows the job to Paperspace at once: its checkpoints (one every 2 s, keep: 3) are
+        # pulled from there within a few probes, not after the next full tick (30 s, by then rotated away).
+        pulled = poll("a pull from Paperspace", lambda: next(
+            (e for e in _events(p) if e["event"] == "pulled" and e["at"] > event["at"]), None), deadline_s=60)  # fmt: skip
     finally:
         out = _stop(watch)
     assert int(logs.group(1)) > 0, out
     assert elapsed <= 180, elapsed
+    after = datetime.fromisoformat(pulled["at"]) - datetime.fromisoformat(event["at"])
+    assert after.total_seconds() <= 15, (after, out)
     assert "runpod" in event["happened"] and "paperspace" in event["happened"], event
     assert re.search(r"carried step_\d+\.\w+ \(step \d+\)", event["did"]), event
     failover = next(e for e in _events(p) if e["event"] == "failover")
