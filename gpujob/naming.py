@@ -86,6 +86,12 @@ def action_prefix(job: str) -> str:
     return job.replace(SEP, ".")
 
 
+def aside_dir(pull_to: str, platform: str) -> str:
+    """Where copies pulled from another platform of a job's chain land (gpujob.failover.leftover):
+    beside pull_to, never over it."""
+    return f"{pull_to.rstrip('/') or '.'}-from-{platform}"
+
+
 def run_session(job: str) -> str:
     """The tmux session / pid-file stem of the run inside the machine (one run per machine)."""
     return f"{PREFIX}{job}"

@@ -44,7 +44,9 @@ def left_platform(action: Action) -> str | None:
 
 def aside(pull_to: str, platform: str) -> str:
     """Where another platform's copies land: beside the job's own, never over them."""
-    return f"{pull_to.rstrip('/') or '.'}-from-{platform}"
+    from gpujob.naming import aside_dir
+
+    return aside_dir(pull_to, platform)
 
 
 def entry_on(declared: Any, platform: str) -> int:

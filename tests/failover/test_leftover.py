@@ -240,3 +240,21 @@ def test_the_records_are_borrowed_only_under_the_jobs_lock(tmp_path: Path) -> No
     with store.lock("bert"), borrowed_records(store, "bert"):
         store.write("pulls/bert.json", b"the other platform's")
     assert store.read("pulls/bert.json") == b"theirs"
+
+
+def test_what_was_pulled_from_another_platform_is_never_synced_as_code(tmp_path: Path) -> None:
+    """The aside folders (<pull_to>-from-<platform>) sit beside the code; the next sync must not send
+    the old platform's checkpoints to the machine (init's .gitignore and exclude name only pull_to)."""
+    from gpujob.apply.runtime import sync_patterns
+    from gpujob.ssh.ignore import walk
+
+    text = job_text().replace("  pull_to: ./checkpoints\n", "  pull_to: ./ck[1]\n")
+    assert "pull_to: ./ck[1]" in text
+    spec = _loaded(tmp_path, text).spec
+    src = tmp_path / "src"
+    for rel in ["train.py", "ck[1]-from-runpod/step_1.json", "ck[1]-from-paperspace/step_2.json",
+                "outputs-from-runpod/metrics.json", "ck1-from-runpod/data.py", "ck[1]-from-runpod.py"]:  # fmt: skip
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text("x")
+    sent = sorted(e.rel for e in walk(src, sync_patterns(spec)))
+    assert sent == ["ck1-from-runpod/data.py", "ck[1]-from-runpod.py", "train.py"], sent

@@ -55,10 +55,29 @@ def collect_secrets(spec: JobSpec, env: Mapping[str, str], *, rerun: str = "gpuj
 
 
 def sync_patterns(spec: JobSpec) -> list[str]:
-    """The job's excludes, then its deny patterns: later rules win, so no exclude negation re-includes a
-    denied file (the SSH layer adds its own credential deny list after both)."""
+    """The folders gpujob pulls another platform's copies into, then the job's excludes, then its deny
+    patterns: later rules win, so no exclude negation re-includes a denied file (the SSH layer adds its
+    own credential deny list after both)."""
     assert spec.run is not None
-    return [*spec.run.sync.exclude, *spec.run.sync.deny]
+    return [*aside_patterns(spec), *spec.run.sync.exclude, *spec.run.sync.deny]
+
+
+def aside_patterns(spec: JobSpec) -> list[str]:
+    """`<pull_to>-from-<platform>/` of the checkpoints and outputs: what --release-left or a destroy
+    pulled from a platform the job left is data, never code to send along with the next sync (a
+    .gitignore written by `gpujob init` covers pull_to itself, not these)."""
+    import re
+    from pathlib import PurePosixPath
+
+    from gpujob.model import PLATFORMS
+    from gpujob.naming import aside_dir
+    from gpujob.outputs.roots import DEFAULT_PULL_TO
+
+    pulls = [spec.outputs.pull_to if spec.outputs is not None else DEFAULT_PULL_TO]
+    if spec.checkpoint is not None:
+        pulls.insert(0, spec.checkpoint.pull_to)
+    names = [PurePosixPath(aside_dir(p, platform)).name for p in pulls for platform in PLATFORMS]
+    return [re.sub(r"^([!#])|([*?\[\]\\])", r"\\\1\2", n) + "/" for n in names]
 
 
 def _alive(status: Any) -> bool:
