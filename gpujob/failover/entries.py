@@ -149,7 +149,7 @@ def _auto_problems(data: Mapping[str, Any], positions: Positions, display: str) 
                 line,
                 col,
                 "failover",
-                "failover: auto needs checkpoint.pull: continuous (the move carries the newest checkpoint "
+                "auto needs checkpoint.pull: continuous (the move carries the newest checkpoint "
                 "already pulled and verified here)",
                 "set checkpoint.pull: continuous, or use failover: ask",
             )
@@ -169,7 +169,7 @@ def _auto_problems(data: Mapping[str, Any], positions: Positions, display: str) 
                         line,
                         col,
                         "failover",
-                        f"failover: auto needs a price cap: {key}.max_price_per_hour or budget.max_hourly_usd",
+                        f"auto needs a price cap: {key}.max_price_per_hour or budget.max_hourly_usd",
                         "set budget.max_hourly_usd (it caps every platform), or use failover: ask",
                     )
                 )

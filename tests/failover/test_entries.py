@@ -81,13 +81,15 @@ def test_auto_needs_continuous_pull(tmp_path: Path) -> None:
     problems = check_files([_write(tmp_path, job_text(pull="on_finish"))])
     assert [p.key_path for p in problems] == ["failover"]
     assert "pull: continuous" in problems[0].message
+    assert f":{problems[0].col}: failover: auto needs checkpoint.pull: continuous (" in str(problems[0])
 
 
 def test_auto_needs_a_price_cap_on_every_platform(tmp_path: Path) -> None:
     text = job_text().replace("budget:\n  max_hourly_usd: 1.0\n", "")
     problems = check_files([_write(tmp_path, text)])
-    assert [p.message for p in problems] == [
+    assert [str(p).split(": ", 1)[1] for p in problems] == [
         "failover: auto needs a price cap: fallback[0].machine.max_price_per_hour or budget.max_hourly_usd"
+        " (hint: set budget.max_hourly_usd (it caps every platform), or use failover: ask)"
     ]  # the RunPod machine has its own max_price_per_hour
 
 
