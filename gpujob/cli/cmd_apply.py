@@ -17,6 +17,7 @@ Irreversible or cost-bearing teardown (terminate, replace, delete a volume, rele
 delete a snapshot) runs only after its checkpoints were pulled and verified, and only with its exact
 id approved: --approve ID, or typing the id at the prompt. --auto-approve never approves those.
 Without a terminal (or with CI=true) nothing prompts: pass --auto-approve.
+A planned move to a fallback platform (<job>.move) destroys nothing: it is an ordinary action.
 
 \b
 Examples:

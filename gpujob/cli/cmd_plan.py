@@ -21,6 +21,7 @@ HELP = """Show what `gpujob apply` would do, what it costs and keeps costing, an
 \b
 Symbols:  + create   ~ update in place   -/+ replace   - terminate/destroy/delete/release
           ▶ start   ⏸ stop   ⇣ pull checkpoints   ⇡ push checkpoints   » launch the run   · no change
+          ⇄ move to another platform (a job with fallback: entries whose own cannot serve it)
 
 \b
 Examples:

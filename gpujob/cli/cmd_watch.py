@@ -22,6 +22,13 @@ which still passes the whole teardown gate. With checkpoint.pull: continuous, ne
 pulled and verified as they appear.
 
 \b
+A job with fallback: entries moves to the next platform that can serve it when its own cannot (no
+GPU it accepts in stock under its price cap, its spot API gone, or failover_after failed starts),
+carrying its newest checkpoint verified here. The file's failover: says how: auto moves at once; ask
+(the default) prints the approval line once and waits for a watch started with --approve <job>.move;
+never waits for its platform. A move destroys nothing (docs/failover.md).
+
+\b
 Limits park a job (checkpoints pulled, the machine stopped, or terminated when on_finish says so):
 run.max_runtime, budget.max_total_usd (money so far plus the burn until the next check) and
 --max-recoveries-per-hour. A parked job is watched again once its file changes.
@@ -39,6 +46,7 @@ Examples:
   gpujob watch                                   every job file here, until the runs finish
   gpujob watch job.yaml --once                   one tick, for cron or a CI schedule
   gpujob watch --notify https://hooks.slack.com/services/...
+  gpujob watch --approve bert.move               failover: ask: approve bert's move to its fallback
 """
 
 

@@ -48,7 +48,8 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
             bold=True,
         )
     )
-    out.append(style(f"Symbols: {LEGEND}", dim=True))
+    moves = any(a.kind is ActionKind.MOVE for a in plan.all_actions())
+    out.append(style(f"Symbols: {LEGEND}" + ("   ⇄ move to another platform" if moves else ""), dim=True))
     for job in plan.jobs:
         out.append("")
         out += _job(job, style)
