@@ -121,6 +121,9 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                      "resources": [f"{r.kind} {r.name} {r.state}" for r in j.resources]}
                     for j in away
                 ]  # fmt: skip
+            gone = [j for j in others if j.job == v.spec.name and j not in away and j.spent_usd > 0]
+            if gone:  # nothing left there, but the job's money is the sum of both (what `gpujob cost` totals)
+                row["spent_elsewhere"] = [{"platform": j.platform, "cost_usd": j.spent_usd} for j in gone]
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
             from gpujob.apply.records import load_destroyed
 
@@ -239,6 +242,13 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         lines.append(
             f"  also on:   {e['platform']}: {', '.join(e['resources'])}; {usd2(e['cost_usd'])} spent, "
             f"{usd2(e['usd_per_hour'])}/h now; to delete it: gpujob apply --release-left (gated)"
+        )
+    for e in row.get("spent_elsewhere") or []:
+        from gpujob.cost.report import usd2
+
+        lines.append(
+            f"  also spent: {e['platform']}: {usd2(e['cost_usd'])} before the job left it (nothing of it is "
+            "there now; gpujob cost totals both)"
         )
     if row.get("runtime_h") is not None:
         lines.append(f"  runtime:   {row['runtime_h']:.2f} h since the last start")

@@ -126,6 +126,11 @@ def test_destroy_of_a_moved_job_deletes_both_platforms_through_the_gate(sim: Sim
     assert "also on:" not in status, status
     cost = p.gj("cost", check=False).stdout  # what it spent stays as history; nothing bills any more
     assert f"{JOB} [runpod]" in cost and "burning $0.00/h" in cost, cost
+    # Placed home again, status names the money spent on Paperspace too: the two add up to cost's TOTAL.
+    here = float(re.search(r"\$([\d.]+) spent so far", status).group(1))
+    there = float(re.search(r"also spent: paperspace: \$([\d.]+) before the job left it", status).group(1))
+    total = float(re.search(r"TOTAL spent \$([\d.]+)", cost).group(1))
+    assert abs(here + there - total) < 0.011, (status, cost)
     audit = p.gj("audit", check=False).stdout
     assert p.project_id not in audit, audit  # neither platform's account holds anything of the job
     where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
