@@ -98,6 +98,25 @@ def _place_lines(choice: Choice) -> list[str]:
     return out
 
 
+def _left_lines(ls: Any, choice: Choice, live: LiveState) -> list[str]:
+    """What the job keeps on the other platforms of its chain: billing, and not in this plan's costs
+    (they are the platform it runs on)."""
+    declared = getattr(ls, "declared", None) or ls.spec
+    out = []
+    for platform in dict.fromkeys([declared.platform, *(f.platform for f in declared.fallback)]):
+        left = (
+            [] if platform == choice.here.platform else left_behind(live, ls.spec.name, ls.project, platform)
+        )
+        if left:
+            month = sum(m.usd_per_month for m in kept_meters(live, left, platform))
+            out.append(
+                f"left on {platform}: {', '.join(f'{r.kind} {r.name} {r.status}' for r in left)}, "
+                f"${month:.2f}/month while kept (not in this plan's cost; `gpujob plan --release-left` "
+                "plans deleting them, gated)"
+            )
+    return out
+
+
 def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: Any) -> JobPlan:
     spec = ls.spec
     lines = _place_lines(choice)
@@ -109,7 +128,7 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
                 severity="info" if choice.here.serves else "warning",
                 summary=f"runs on {choice.here.name}"
                 + ("" if choice.here.serves else ", which cannot serve it, and no fallback can either"),
-                detail="; ".join(lines),
+                detail="; ".join(lines + _left_lines(ls, choice, live)),
                 fix="" if choice.here.serves else "wait for capacity, or add a fallback entry that can serve",
                 job=spec.name,
             )

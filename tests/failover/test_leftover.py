@@ -66,6 +66,15 @@ def test_nothing_left_is_planned_without_the_flag(moved) -> None:  # type: ignor
     plan = build_plan([moved], _live(_rp_pod(), _rp_volume(), _ps_machine()), now=NOW, env={})
     assert not [a for a in plan.all_actions() if ".left." in a.id]
     assert not plan.release_left
+    # ...but the plan says what is left there and what it keeps costing: its own cost lines are Paperspace's.
+    (finding,) = [f for f in plan.jobs[0].findings if f.code == "failover"]
+    pod, vol = naming.machine_name("bert", PROJECT), naming.volume_name("bert", "ckpts", PROJECT)
+    assert f"left on runpod: pod {pod} stopped, network_volume {vol} available, $1.40/month while kept" in (
+        finding.detail
+    ), finding.detail
+    assert "gpujob plan --release-left" in finding.detail
+    alone = build_plan([moved], _live(_ps_machine()), now=NOW, env={})
+    assert "left on" not in next(f for f in alone.jobs[0].findings if f.code == "failover").detail
 
 
 def test_release_left_plans_one_gated_delete_per_resource_on_the_old_platform(moved) -> None:  # type: ignore[no-untyped-def]
