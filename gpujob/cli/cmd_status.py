@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -112,18 +112,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
             await collect(v, row, open_remote, SSHApi.default(), SystemClock())
             if v.pull is not None:
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
-            # what the job left on another platform (gpujob.failover): kept, still billing (once all of it
-            # is gone, what it spent there is `gpujob cost`'s history, not the job's status)
-            away = [j for j in others if j.job == v.spec.name and any(r.state != "gone" for r in j.resources)]
-            if away:
-                row["elsewhere"] = [
-                    {"platform": j.platform, "cost_usd": j.spent_usd, "usd_per_hour": j.burn_usd_per_hour,
-                     "resources": [f"{r.kind} {r.name} {r.state}" for r in j.resources]}
-                    for j in away
-                ]  # fmt: skip
-            gone = [j for j in others if j.job == v.spec.name and j not in away and j.spent_usd > 0]
-            if gone:  # nothing left there, but the job's money is the sum of both (what `gpujob cost` totals)
-                row["spent_elsewhere"] = [{"platform": j.platform, "cost_usd": j.spent_usd} for j in gone]
+            row.update(elsewhere_rows([j for j in others if j.job == v.spec.name]))
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
             from gpujob.apply.records import load_destroyed
 
@@ -132,6 +121,24 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["destroyed"] = destroyed.describe()
             rows.append(row)
     return rows
+
+
+def elsewhere_rows(others: list[Any]) -> dict[str, Any]:
+    """What a job holds or held on the other platforms of its chain (gpujob.failover; one JobCost of
+    `gpujob cost` each): `elsewhere`, what is still there, billing (gone resources left out); else
+    `spent_elsewhere`, what it spent there: the job's money is the sum of both, as cost totals it."""
+    away = [j for j in others if any(r.state != "gone" for r in j.resources)]
+    out: dict[str, Any] = {}
+    if away:
+        out["elsewhere"] = [
+            {"platform": j.platform, "cost_usd": j.spent_usd, "usd_per_hour": j.burn_usd_per_hour,
+             "resources": [f"{r.kind} {r.name} {r.state}" for r in j.resources if r.state != "gone"]}
+            for j in away
+        ]  # fmt: skip
+    gone = [j for j in others if j not in away and j.spent_usd > 0]
+    if gone:
+        out["spent_elsewhere"] = [{"platform": j.platform, "cost_usd": j.spent_usd} for j in gone]
+    return out
 
 
 def _watch_rows(state_dir, job, now):  # type: ignore[no-untyped-def]

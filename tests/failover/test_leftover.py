@@ -267,3 +267,34 @@ def test_what_was_pulled_from_another_platform_is_never_synced_as_code(tmp_path:
         (src / rel).write_text("x")
     sent = sorted(e.rel for e in walk(src, sync_patterns(spec)))
     assert sent == ["ck1-from-runpod/data.py", "ck[1]-from-runpod.py", "train.py"], sent
+
+
+def test_status_of_a_moved_job_names_only_what_is_left_and_what_was_spent_elsewhere() -> None:
+    """A job moved twice to Paperspace (destroyed and recreated in between) has a RunPod history of gone
+    resources with the same names as the ones it holds there now: `also on` lists what is there, and
+    once nothing is, `also spent` keeps the job's money whole."""
+    from gpujob.cli.cmd_status import _lines, elsewhere_rows
+    from gpujob.cost.report import JobCost
+    from gpujob.cost.spend import SpendLine
+
+    def line(kind: str, state: str, usd: float) -> SpendLine:
+        return SpendLine(platform="runpod", kind=kind, id=f"{kind}-{state}", name=f"gpujob-bert--{kind}",
+                         state=state, usd=usd, source="billing")  # fmt: skip
+
+    held = JobCost(job="bert", platform="runpod", spec_file="job.yaml", spent_usd=0.0114, burn_usd_per_hour=0.0019,
+                   resources=[line("pod", "stopped", 0.002), line("network_volume", "available", 0.002),
+                              line("pod", "gone", 0.004), line("network_volume", "gone", 0.0034)])  # fmt: skip
+    row = {"job": "bert", "platform": "paperspace", "desired": "running", "machine": None} | elsewhere_rows(
+        [held]
+    )
+    (also,) = [x for x in _lines(row) if x.startswith("  also on:")]
+    assert "pod gpujob-bert--pod stopped, network_volume gpujob-bert--network_volume available;" in also, also
+    assert "gone" not in also and "$0.0114 spent" in also, also
+    gone = held.model_copy(update={"resources": [line("pod", "gone", 0.7), line("network_volume", "gone", 0.07)],
+                                   "spent_usd": 0.77, "burn_usd_per_hour": 0.0})  # fmt: skip
+    row = {"job": "bert", "platform": "runpod", "desired": "running", "machine": None} | elsewhere_rows(
+        [gone]
+    )
+    text = _lines(row)
+    assert not [x for x in text if "also on:" in x], text
+    assert "  also spent: runpod: $0.77 before the job left it" in "\n".join(text), text
