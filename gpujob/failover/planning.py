@@ -9,6 +9,7 @@ billing; deleting it is a separate gated action like any other.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from gpujob.failover.choice import Choice, choose
@@ -69,6 +70,9 @@ def with_moves(
     live: LiveState,
     pull_records: Mapping[str, Any] | None = None,
     failed_starts: Mapping[str, int] | None = None,
+    *,
+    now: datetime | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[JobPlan]:
     """Each job with fallback entries planned across its platforms (the others as they are)."""
     out = []
@@ -85,8 +89,44 @@ def with_moves(
             spot_gone=live.spot_unavailable,
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        out.append(_with_choice(jp, ls, choice, live, record))
+        moved = _with_choice(jp, ls, choice, live, record)
+        if choice.move_to is not None:
+            moved = _with_money_there(moved, ls, choice, live, now or live.read_at, env or {})
+        out.append(moved)
     return out
+
+
+def _with_money_there(
+    jp: JobPlan, ls: Any, choice: Choice, live: LiveState, now: datetime, env: Mapping[str, str]
+) -> JobPlan:
+    """The moving job's running, parked and after-apply rates: the platform it moves to, planned from
+    the same read (its machine, storage and IP, not only the GPU offer), plus what it keeps where it
+    leaves (its storage, billing while kept)."""
+    import dataclasses
+
+    from gpujob.failover.where import placed_spec
+    from gpujob.plan.planner import plan_one
+
+    declared = getattr(ls, "declared", None) or ls.spec
+    to = choice.move_to
+    assert to is not None
+    there = dataclasses.replace(ls, spec=placed_spec(declared, to.entry), entry=to.entry, declared=declared)
+    target = plan_one(there, live, now=now, env=env)
+    (move,) = jp.actions
+    kept = move.billing.keeps if move.billing is not None else []
+    kept_hour = sum(m.usd_per_hour for m in kept)
+    after = round(target.after_usd_per_hour + kept_hour, 4)
+    billing = move.billing.model_copy(update={"hourly_after": after}) if move.billing is not None else None
+    return jp.model_copy(
+        update={
+            "actions": [move.model_copy(update={"billing": billing})],
+            "running_usd_per_hour": round(target.running_usd_per_hour + kept_hour, 9),
+            "parked_usd_per_month": round(
+                target.parked_usd_per_month + sum(m.usd_per_month for m in kept), 2
+            ),
+            "after_usd_per_hour": after,
+        }
+    )
 
 
 def _place_lines(choice: Choice) -> list[str]:

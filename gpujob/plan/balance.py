@@ -15,7 +15,7 @@ from gpujob.cost.rates import usd
 from gpujob.live import Account, LiveState
 from gpujob.plan.context import SpecSource
 from gpujob.plan.findings import by_severity
-from gpujob.plan.model import Finding, JobPlan, Severity
+from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Severity
 
 PLATFORM = "runpod"
 NOTE_PREFIX = f"{PLATFORM}: balance not read: "  # gpujob.plan.refresh writes the notes so
@@ -24,7 +24,7 @@ WARN_HOURS = 72.0  # under 3 days of credit a weekend away empties it
 
 def with_balance(loaded: Sequence[SpecSource], jobs: list[JobPlan], live: LiveState) -> list[JobPlan]:
     """The jobs, each RunPod job with its balance finding (or a note that the balance was not read)."""
-    mine = [j for j in jobs if j.platform == PLATFORM]
+    mine = [j for j in jobs if j.platform == PLATFORM or _move(j, to=PLATFORM) is not None]
     if not mine:
         return jobs
     account = live.accounts.get(PLATFORM)
@@ -43,10 +43,30 @@ def with_balance(loaded: Sequence[SpecSource], jobs: list[JobPlan], live: LiveSt
 
 def planned_rate(account: Account | None, jobs: Sequence[JobPlan]) -> float:
     """USD/h the account bills once the plan is applied."""
-    delta = sum(j.after_usd_per_hour - j.current_usd_per_hour for j in jobs)
+    rates = [_here(j) for j in jobs]
+    delta = sum(after - now for now, after in rates)
     now = account.spend_per_hour_usd if account is not None else None
-    base = now if now is not None else sum(j.current_usd_per_hour for j in jobs)
+    base = now if now is not None else sum(now for now, _ in rates)
     return max(0.0, base + delta)
+
+
+def _move(j: JobPlan, *, to: str | None = None) -> Action | None:
+    return next(
+        (a for a in j.actions if a.kind is ActionKind.MOVE and (to is None or a.platform == to)), None
+    )
+
+
+def _here(j: JobPlan) -> tuple[float, float]:
+    """(now, after apply) USD/h of the job on this platform. A move (gpujob.failover) takes the job's
+    money to another platform: what it keeps here counts, or what it starts here when it comes here."""
+    now = j.current_usd_per_hour if j.platform == PLATFORM else 0.0
+    move = _move(j)
+    if move is None:
+        return now, j.after_usd_per_hour if j.platform == PLATFORM else 0.0
+    kept = sum(m.usd_per_hour for m in move.billing.keeps) if move.billing is not None else 0.0
+    if j.platform == PLATFORM:
+        return now, kept
+    return now, j.after_usd_per_hour - kept if move.platform == PLATFORM else 0.0
 
 
 def lasts(hours: float) -> str:

@@ -64,11 +64,11 @@ def build_plan(
         )
         for ls in loaded
     ]
-    jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned
     if any(ls.spec.fallback for ls in loaded):
         from gpujob.failover.planning import with_moves
 
-        jobs = with_moves(loaded, jobs, live, pull_records)
+        jobs = with_moves(loaded, jobs, live, pull_records, now=now, env=env)
+    jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned (moved)
     # A job whose failover record names a platform its file no longer lists has no fallback left,
     # but may have left resources there all the same.
     if any(ls.spec.fallback or getattr(ls, "strays", ()) for ls in loaded):

@@ -166,3 +166,32 @@ def test_failback_waits_for_a_fresh_verified_pull(loaded) -> None:  # type: igno
                                                          local_dir="/l", files=[f], at=NOW))  # fmt: skip
     assert _just_pulled(loaded, NOW + timedelta(seconds=FAILBACK_FRESH_S - 1))
     assert not _just_pulled(loaded, NOW + timedelta(seconds=FAILBACK_FRESH_S + 1))
+
+
+def test_the_moving_plan_counts_the_money_there_and_what_it_keeps(loaded) -> None:  # type: ignore[no-untyped-def]
+    """Running, parked and after-apply rates of a plan that moves the job are Paperspace's (its machine,
+    block storage and IP, as a plan there says) plus what RunPod keeps billing; RP8 judges RunPod's
+    balance by what stays on RunPod, not by the Paperspace machine."""
+    from gpujob import naming
+    from gpujob.failover.where import placed_spec
+    from gpujob.live import Account
+
+    volume = LiveResource(platform="runpod", kind="network_volume", id="v1", status="available", volume_gb=20,
+                          name=naming.volume_name("bert", "ckpts", "testproj"), region="EU-RO-1")  # fmt: skip
+    account = Account(platform="runpod", balance_usd=50.0, spend_per_hour_usd=0.0019, read_at=NOW, source="t")
+    live = LiveState(read_at=NOW, resources=[_pod("stopped"), volume], quotes=[_out(g) for g in RP_GPUS],
+                     accounts={"runpod": account})  # fmt: skip
+    jp = build_plan([loaded], live, now=NOW, env={}).jobs[0]
+    (move,) = jp.actions
+    kept = move.billing.keeps
+    assert [round(m.usd_per_month, 2) for m in kept] == [1.40]
+    there = dataclasses.replace(loaded, spec=placed_spec(loaded.spec, 0), entry=0, declared=loaded.spec)
+    alone = build_plan([there], LiveState(read_at=NOW, resources=[], quotes=[]), now=NOW, env={}).jobs[0]
+    assert alone.platform == "paperspace" and alone.running_usd_per_hour > move.billing.starts[0].usd_per_hour
+    kept_hour = sum(m.usd_per_hour for m in kept)
+    assert jp.running_usd_per_hour == pytest.approx(alone.running_usd_per_hour + kept_hour)
+    assert jp.after_usd_per_hour == pytest.approx(alone.after_usd_per_hour + kept_hour, abs=1e-4)
+    assert move.billing.hourly_after == jp.after_usd_per_hour
+    assert jp.parked_usd_per_month == pytest.approx(alone.parked_usd_per_month + 1.40)
+    (rp8,) = [f for f in jp.findings if f.code == "RP8"]
+    assert "this plan leaves it there" in rp8.detail, rp8  # the A4000 bills Paperspace, not RunPod
