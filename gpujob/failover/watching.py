@@ -80,8 +80,13 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
                     level="human", topic="failover")  # fmt: skip
         return HUMAN
     if mode == "ask":
+        from gpujob.apply.gate import approve_flags
+
+        # This watch holds the job's lock: the approval takes a new one (or an apply, once it ended).
+        again = f"{watcher.opt.rerun} {approve_flags([*sorted(watcher.opt.approvals), mid])}"
         watcher.say(j, "needs-human", f"{choice.why}; {to.name} can run it",
-                    f"to move it there: {watcher.opt.rerun} --approve {mid}", level="human", topic="failover")  # fmt: skip
+                    f"to move it there: stop this watch and run `{again}` (or `gpujob apply`)",
+                    level="human", topic="failover")  # fmt: skip
         return HUMAN
     now = watcher.clock.now()
     key = (id(watcher), declared.name)

@@ -3,6 +3,7 @@ live states made here: what it decides before any machine is touched."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 from datetime import UTC, datetime
@@ -63,7 +64,16 @@ def test_spot_retired_with_ask_prints_the_approval_line_and_waits(tmp_path: Path
     assert code == HUMAN, w.said
     (event, happened, did), *_ = w.said
     assert event == "needs-human" and "spot API is gone" in happened
-    assert did == "to move it there: gpujob watch --approve bert.move"
+    assert (
+        did
+        == "to move it there: stop this watch and run `gpujob watch --approve bert.move` (or `gpujob apply`)"
+    )
+    # Approvals it was started with are kept on the line (a new watch without them would hold those).
+    w2 = _Watcher()
+    w2.opt.approvals = {"bert.pod.terminate"}
+    j = SimpleNamespace(loaded=ls, name="bert", ledger=SimpleNamespace(recoveries=[]))
+    asyncio.run(on_move(w2, j, jp, live))
+    assert "`gpujob watch --approve bert.pod.terminate --approve bert.move`" in w2.said[0][2], w2.said
 
 
 @pytest.mark.parametrize("status", ["running", "stopped"])
