@@ -43,7 +43,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
         ("pod_id", "grace", "seconds"),
         "spot pods (or one) are interrupted; --grace s before the kill",
     ),
-    "capacity": (("count", "platform", "gpu", "region", "cloud"), "creates of matching GPUs find no stock"),
+    "capacity": (
+        ("count", "platform", "gpu", "region", "cloud"),
+        "the next create of matching GPUs (or --count N) finds no stock; catalogs show none till then",
+    ),
     "http_error": (
         ("count", "platform", "path", "method", "status", "retry_after"),
         "matching requests answer --status (default 500)",

@@ -85,7 +85,8 @@ def test_auto_moves_a_preempted_spot_job_to_paperspace_and_resumes(sim: Sim, tmp
     try:
         poll("a verified checkpoint pulled by watch", lambda: _verified(p), deadline_s=120)
         pod = p.live("pods")[0]["id"]
-        sim.inject("capacity", platform="runpod")  # every GPU, every cloud, until removed
+        # Every GPU, every cloud: the catalog shows no stock until a RunPod create takes the fault (none does).
+        sim.inject("capacity", platform="runpod")
         assert sim.inject("preempt")["preempted"] == [pod]
         t0 = time.monotonic()
 
