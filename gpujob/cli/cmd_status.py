@@ -235,8 +235,9 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         )
         from gpujob.cost.report import usd2
 
+        where = f" on {row['platform']}" if row.get("elsewhere") or row.get("spent_elsewhere") else ""
         lines.append(
-            f"  cost:      {usd2(row['usd_per_hour'])}/h now (every resource of the job), "
+            f"  cost:      {usd2(row['usd_per_hour'])}/h now (every resource of the job{where}), "
             f"{usd2(row['cost_usd'])} spent so far ({how}; details: gpujob cost)"
         )
         if row.get("billing_now"):

@@ -287,7 +287,10 @@ def test_status_of_a_moved_job_names_only_what_is_left_and_what_was_spent_elsewh
     row = {"job": "bert", "platform": "paperspace", "desired": "running", "machine": None} | elsewhere_rows(
         [held]
     )
+    row |= {"usd_per_hour": 0.77, "cost_usd": 1.5, "cost_source": "estimate"}
     (also,) = [x for x in _lines(row) if x.startswith("  also on:")]
+    (cost,) = [x for x in _lines(row) if x.startswith("  cost:")]
+    assert "$0.77/h now (every resource of the job on paperspace), $1.50 spent so far" in cost, cost
     assert "pod gpujob-bert--pod stopped, network_volume gpujob-bert--network_volume available;" in also, also
     assert "gone" not in also and "$0.0114 spent" in also, also
     gone = held.model_copy(update={"resources": [line("pod", "gone", 0.7), line("network_volume", "gone", 0.07)],
