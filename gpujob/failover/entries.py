@@ -4,6 +4,7 @@ points every problem at the line inside the entry that causes it, or at the shar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,23 @@ def entry_key(key_path: str, i: int) -> str:
     fallback[i], the shared blocks at the top."""
     head = key_path.split(".", 1)[0].split("[", 1)[0]
     return f"fallback[{i}].{key_path}" if i >= 0 and head in REPLACED else key_path
+
+
+_OWN_KEY = re.compile(r"(?<![\w.\[\]])((?:machine|storage)\.[a-z_])")
+
+
+def entry_fixes(loaded: Any, jp: Any) -> Any:
+    """The plan of a job placed on entry i, its findings' `fix:` naming the keys where they are written:
+    `machine.auto_shutdown` is `fallback[i].machine.auto_shutdown` there (their `at` already is)."""
+    i = getattr(loaded, "entry", -1)
+    if i < 0:
+        return jp
+
+    def fixed(findings: list[Any]) -> list[Any]:
+        return [f.model_copy(update={"fix": _OWN_KEY.sub(rf"fallback[{i}].\1", f.fix)}) for f in findings]
+
+    actions = [a.model_copy(update={"findings": fixed(a.findings)}) for a in jp.actions]
+    return jp.model_copy(update={"findings": fixed(jp.findings), "actions": actions})
 
 
 def entry_problems(

@@ -65,8 +65,10 @@ def build_plan(
         for ls in loaded
     ]
     if any(ls.spec.fallback for ls in loaded):
+        from gpujob.failover.entries import entry_fixes
         from gpujob.failover.planning import with_moves
 
+        jobs = [entry_fixes(ls, jp) for ls, jp in zip(loaded, jobs, strict=True)]
         jobs = with_moves(loaded, jobs, live, pull_records, now=now, env=env)
     jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned (moved)
     # A job whose failover record names a platform its file no longer lists has no fallback left,

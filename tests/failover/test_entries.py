@@ -138,6 +138,10 @@ def test_plan_findings_of_a_job_placed_on_its_entry_point_inside_the_entry(
         "fallback[0].machine.public_ip",
         _line_of(text, "public_ip: none"),
     )
+    # ...and their fixes name the entry's keys: PS2's `set machine.auto_shutdown` is the entry's to set.
+    (ps2,) = [f for f in jp.findings if f.code == "PS2"]
+    assert ps2.source.key == "fallback[0].machine" and "set fallback[0].machine.auto_shutdown: 48h" in ps2.fix
+    assert "set machine." not in ps2.fix and "fallback[0].fallback" not in ps2.fix, ps2.fix
     # A shared block stays where it is written.
     assert ls.source("checkpoint.dir").line == text[: text.index("  dir: /workspace/ckpt")].count("\n") + 1
     # The job on its own platform points at its own blocks.
