@@ -220,7 +220,7 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
             keeps=kept,
             hourly_before=jp.current_usd_per_hour,
             hourly_after=round((to.usd_per_hour or 0.0) + sum(m.usd_per_hour for m in kept), 4),
-            summary=f"{to.platform}: {starts[0].what} ${to.usd_per_hour:.2f}/h starts; "
+            summary=f"{to.platform}: {starts[0].what} starts; "  # the offer names its price
             f"{choice.here.platform}: ${kept_month:.2f}/month kept"
             if starts
             else f"{choice.here.platform}: ${kept_month:.2f}/month kept",

@@ -92,6 +92,11 @@ def test_the_plan_shows_one_move_with_both_platforms_money(loaded) -> None:  # t
     move = actions[0]
     assert move.platform == "paperspace" and not move.gated and move.data.wipes == []
     assert move.billing.starts and "A4000" in move.billing.starts[0].what
+    offer = move.billing.starts[0].what
+    assert offer.endswith(f"at ${move.billing.starts[0].usd_per_hour:.2f}/h"), offer  # the price, once
+    assert move.billing.summary == f"paperspace: {offer} starts; runpod: $0.00/month kept", (
+        move.billing.summary
+    )
     text = "\n".join(move.reasons)
     assert "runpod (runs here now): cannot serve" in text and "paperspace (fallback[0]): can serve" in text
     assert "carries no checkpoint" in text  # none verified here yet
