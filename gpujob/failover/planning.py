@@ -116,7 +116,10 @@ def _with_money_there(
     kept = move.billing.keeps if move.billing is not None else []
     kept_hour = sum(m.usd_per_hour for m in kept)
     after = round(target.after_usd_per_hour + kept_hour, 4)
-    billing = move.billing.model_copy(update={"hourly_after": after}) if move.billing is not None else None
+    # What the plan there starts, meter by meter (the machine's storage and IP too), priced as any plan.
+    starts = [m for a in target.actions if a.billing is not None for m in a.billing.starts]
+    update: dict[str, Any] = {"hourly_after": after} | ({"starts": starts} if starts else {})
+    billing = move.billing.model_copy(update=update) if move.billing is not None else None
     return jp.model_copy(
         update={
             "actions": [move.model_copy(update={"billing": billing})],
@@ -220,7 +223,7 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
             keeps=kept,
             hourly_before=jp.current_usd_per_hour,
             hourly_after=round((to.usd_per_hour or 0.0) + sum(m.usd_per_hour for m in kept), 4),
-            summary=f"{to.platform}: {starts[0].what} starts; "  # the offer names its price
+            summary=f"{to.platform}: {to.offer} starts; "  # the offer names its price
             f"{choice.here.platform}: ${kept_month:.2f}/month kept"
             if starts
             else f"{choice.here.platform}: ${kept_month:.2f}/month kept",

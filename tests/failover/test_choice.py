@@ -92,11 +92,9 @@ def test_the_plan_shows_one_move_with_both_platforms_money(loaded) -> None:  # t
     move = actions[0]
     assert move.platform == "paperspace" and not move.gated and move.data.wipes == []
     assert move.billing.starts and "A4000" in move.billing.starts[0].what
-    offer = move.billing.starts[0].what
-    assert offer.endswith(f"at ${move.billing.starts[0].usd_per_hour:.2f}/h"), offer  # the price, once
-    assert move.billing.summary == f"paperspace: {offer} starts; runpod: $0.00/month kept", (
-        move.billing.summary
-    )
+    summary = move.billing.summary
+    assert summary.startswith("paperspace: 1× A4000 in ny2 at $") and summary.count("/h") == 1, summary
+    assert summary.endswith(" starts; runpod: $0.00/month kept"), summary
     text = "\n".join(move.reasons)
     assert "runpod (runs here now): cannot serve" in text and "paperspace (fallback[0]): can serve" in text
     assert "carries no checkpoint" in text  # none verified here yet
@@ -198,5 +196,8 @@ def test_the_moving_plan_counts_the_money_there_and_what_it_keeps(loaded) -> Non
     assert jp.after_usd_per_hour == pytest.approx(alone.after_usd_per_hour + kept_hour, abs=1e-4)
     assert move.billing.hourly_after == jp.after_usd_per_hour
     assert jp.parked_usd_per_month == pytest.approx(alone.parked_usd_per_month + 1.40)
+    # Its meters are the ones a plan there starts: the GPU, and the block storage and IP beside it.
+    started = [(m.what, m.usd_per_month) for a in alone.actions if a.billing for m in a.billing.starts]
+    assert [(m.what, m.usd_per_month) for m in move.billing.starts] == started and len(started) == 3, started
     (rp8,) = [f for f in jp.findings if f.code == "RP8"]
     assert "this plan leaves it there" in rp8.detail, rp8  # the A4000 bills Paperspace, not RunPod
