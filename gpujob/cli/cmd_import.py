@@ -43,10 +43,19 @@ def _import(job: str, resource_id: str, files: tuple[Path, ...], lock_timeout: f
     from gpujob.redact import from_machine
 
     loaded = load_jobs(files, "import")
-    mine = [ls for ls in loaded if ls.spec.name == job]
+    from gpujob.sweep.address import names_job, shown
+
+    mine = [ls for ls in loaded if names_job(job, ls.spec.name)]
     if not mine:
-        names = ", ".join(ls.spec.name for ls in loaded)
+        names = ", ".join(shown(ls.spec.name) for ls in loaded)
         raise GpujobError(f"no job named {job!r} here (found: {names})", hint="name its file with -f")
+    if len(mine) > 1:  # the queues of a sweep: a machine becomes one queue's
+        queues = ", ".join(shown(ls.spec.name) for ls in mine)
+        raise GpujobError(
+            f"{job!r} is a sweep of {len(mine)} queues ({queues}): name the queue the resource is to be",
+            hint=f"e.g. gpujob import {shown(mine[0].spec.name)} {resource_id}",
+        )
+    job = mine[0].spec.name
     from gpujob.project import with_projects
 
     ls = with_projects(mine, create=True)[0]  # importing makes the project id, as a first apply would

@@ -41,8 +41,10 @@ def _find_job_file(job: str) -> Path | None:
 
     files = discover_job_files(Path.cwd())
     try:
+        from gpujob.sweep.address import names_job
+
         for loaded in load_specs(files):
-            if loaded.spec.name == job:
+            if names_job(job, loaded.spec.name):
                 return loaded.path
     except SpecError:
         return None  # the lock lives beside the files either way: fall back to the current directory

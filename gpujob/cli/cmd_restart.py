@@ -17,6 +17,7 @@ checkpoint. The short form of `gpujob apply --replace JOB.run` (the plan is show
 Examples:
   gpujob restart bert
   gpujob restart bert --auto-approve -f jobs/bert.yaml
+  gpujob restart abl.q1                  one queue of sweep abl (abl: every queue)
 """
 
 

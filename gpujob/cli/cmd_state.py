@@ -32,11 +32,12 @@ def _job_file(path: str | None) -> Path:
     return found[0]
 
 
-def _load(path: Path) -> Any:  # LoadedSpec with its project id (None: nothing made from here yet)
+def _load(path: Path) -> list[Any]:  # LoadedSpecs with their project id (None: nothing made from here yet)
+    """The file's job, or each queue of its sweep (gpujob.sweep.expand)."""
     from gpujob.project import with_projects
-    from gpujob.spec.load import load_spec
+    from gpujob.spec.load import load_specs
 
-    return with_projects([load_spec(path)], create=False)[0]
+    return with_projects(load_specs([path]), create=False)
 
 
 async def _read(platform: str) -> list[Any]:
@@ -87,19 +88,31 @@ def render_text(
 
 
 def _state(job_file: str | None, fmt: str, no_color: bool = False) -> None:
+    """Every job of the file: the job, or each queue of a sweep (one block, or one set of rows, each)."""
     path = _job_file(job_file)
-    loaded = _load(path)
-    spec = loaded.spec
-    resources = owned(asyncio.run(_read(spec.platform)), spec.name, loaded.project)
+    jobs = _load(path)
+    listed = asyncio.run(_read(jobs[0].spec.platform))  # one file, one platform (a sweep has no fallback:)
+    per_job = [(ls, owned(listed, ls.spec.name, ls.project)) for ls in jobs]
     if fmt == "json":
-        counts = Counter((r.kind, r.name) for r in resources)
-        rows = [{**r.model_dump(mode="json"), "duplicate": counts[(r.kind, r.name)] > 1} for r in resources]
+        rows = []
+        for ls, resources in per_job:
+            counts = Counter((r.kind, r.name) for r in resources)
+            rows += [
+                {**r.model_dump(mode="json"), "duplicate": counts[(r.kind, r.name)] > 1}
+                | ({"job": ls.spec.name} if len(jobs) > 1 else {})
+                for r in resources
+            ]
         click.echo(json.dumps(rows, indent=2))
     else:
         from gpujob.cli.options import color_wanted
 
         color = color_wanted(no_color)
-        click.echo(render_text(resources, spec.name, spec.platform, loaded.project, color=color))
+        click.echo(
+            "\n".join(
+                render_text(resources, ls.spec.name, ls.spec.platform, ls.project, color=color)
+                for ls, resources in per_job
+            )
+        )
 
 
 class _StateGroup(click.Group):

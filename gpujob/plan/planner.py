@@ -166,7 +166,9 @@ def _plan_job(
     _sort_owned(ctx, owned)
     ctx.last_pull = pull
     ctx.fresh = fresh
-    ctx.replace = {a for a in replace or () if a.split(".", 1)[0] == spec.name}
+    from gpujob.plan.replace import of_job
+
+    ctx.replace = of_job(list(replace or ()), spec.name)
     # The record is kept per job; it speaks only for the machine or volume it was pulled from.
     ctx.pull_record = current_record(pull, ctx.machine, [ctx.volume, *ctx.stale_volumes])
     ctx.choose_gpu()

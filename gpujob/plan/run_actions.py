@@ -11,7 +11,7 @@ from gpujob.plan.actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
-from gpujob.plan.replace import run_forced
+from gpujob.plan.replace import run_address, run_forced
 from gpujob.plan.run_diff import plan_relaunch
 
 K = ActionKind
@@ -74,7 +74,7 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
         )
         return
     if run_forced(ctx):
-        launch_run(ctx, None, first=f"asked for: --replace {ctx.job}.run", resume=_resume_from(fact))
+        launch_run(ctx, None, first=f"asked for: --replace {run_address(ctx.job)}", resume=_resume_from(fact))
         return
     if changed:
         how = "failed in setup" if fact.state == "setup_failed" else f"exited {fact.exit_code}"

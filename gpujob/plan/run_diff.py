@@ -10,6 +10,7 @@ from typing import Any
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind, DataEffect, FieldChange
+from gpujob.plan.replace import run_address
 from gpujob.spec.model import JobSpec
 
 Value = str | int | None
@@ -75,7 +76,8 @@ def plan_queue_update(ctx: JobContext, changes: list[FieldChange], queue: tuple[
                 f"{name} runs on with what it was launched with: a change of {', '.join(late)} cannot be picked "
                 "up between cells; it applies when the queue is launched next (after it drains, or after a "
                 "preemption): the cell in flight is not relaunched",
-                fix=f"`gpujob restart {ctx.job}` relaunches it now (the cell in flight resumes from its checkpoint)",
+                fix=f"`gpujob apply --replace {run_address(ctx.job)}` (or `gpujob restart {run_address(ctx.job)[:-4]}`) "
+                "relaunches it now (the cell in flight resumes from its checkpoint)",
             )
         )
         return

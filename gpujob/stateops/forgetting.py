@@ -24,18 +24,32 @@ def targets(
         for ls in loaded
         for r in naming.owned(listed.get(ls.spec.platform, []), ls.spec.name, ls.project)
     ]
-    jobs = [ls for ls in loaded if ls.spec.name == target]
+    from gpujob.sweep.address import names_job
+
+    # a job's name; a sweep's stands for all its queues, a queue is abl.q1 or abl--q1
+    jobs = [ls for ls in loaded if names_job(target, ls.spec.name)]
     if jobs:
-        return [(ls, r) for ls, r in owned if ls in jobs]
+        return _once([(ls, r) for ls, r in owned if ls in jobs])
     picked = [(ls, r) for ls, r in owned if target in (r.id, r.name)]
     if picked:
-        return picked
+        return _once(picked)
     known = ", ".join(f"{r.id} ({r.kind} {r.name} of {ls.spec.name})" for ls, r in owned) or "none"
     raise GpujobError(
         f"nothing here is named {target!r}: no job of that name, and no resource a job owns has that id or name",
         hint=f"see `gpujob state list`; the jobs here: {', '.join(ls.spec.name for ls in loaded)}; "
         f"their resources: {known}",
     )
+
+
+def _once(pairs: list[tuple[Any, LiveResource]]) -> list[tuple[Any, LiveResource]]:
+    """Each resource once: the queues of a sweep share its network volume, which the first one names."""
+    seen: set[str] = set()
+    out = []
+    for ls, r in pairs:
+        if r.id not in seen:
+            seen.add(r.id)
+            out.append((ls, r))
+    return out
 
 
 def forget(pairs: list[tuple[Any, LiveResource]]) -> None:
