@@ -5,6 +5,7 @@ Every resource gpujob creates is named
     gpujob-<job>--<project>                 the job's pod (RunPod) or machine (Paperspace)
     gpujob-<job>--<volume>--<project>       a RunPod network volume of the job
     gpujob-<job>--gate--<project>           a temporary pod the teardown gate mounts a volume with
+    gpujob-<job>--q<N>--<project>           queue N of sweep <job>: its queues share the sweep's volume
 
 Job and volume names may not contain "--" or end in "-" (the spec refuses them), so a name splits back
 into its parts exactly one way: job "bert" + volume "large-ckpts" and job "bert-large" + volume
@@ -74,7 +75,18 @@ def machine_name(job: str, project: str) -> str:
 
 
 def volume_name(job: str, volume: str, project: str) -> str:
-    return f"{PREFIX}{job}{SEP}{volume}{SEP}{project}"
+    return f"{PREFIX}{volume_job(job)}{SEP}{volume}{SEP}{project}"
+
+
+def volume_job(job: str) -> str:
+    """The job a network volume of `job` is named for: the queues of a sweep (abl--q1, abl--q2) mount
+    one network volume, the sweep's (gpujob-abl--<volume>--<project>); any other job its own."""
+    base, sep, role = job.rpartition(SEP)
+    return base if sep and base and _QUEUE.match(role) else job
+
+
+def _is_jobs(o: Owner, r: LiveResource, job: str) -> bool:
+    return o.job == (volume_job(job) if r.kind == "network_volume" else job)
 
 
 def helper_name(job: str, project: str) -> str:
@@ -147,7 +159,7 @@ def belongs(
     r: LiveResource, job: str, project: str | None, machines: Mapping[str, LiveResource] | None = None
 ) -> bool:
     o = owner(r, machines)
-    return o is not None and project is not None and o.job == job and o.project == project
+    return o is not None and project is not None and _is_jobs(o, r, job) and o.project == project
 
 
 def owned(resources: Iterable[LiveResource], job: str, project: str | None) -> list[LiveResource]:
@@ -188,7 +200,7 @@ def others(resources: Iterable[LiveResource], job: str, project: str | None) -> 
         o = owner(r, machines)
         if (
             o is not None
-            and o.job == job
+            and _is_jobs(o, r, job)
             and o.project != project
             and r.kind not in FOLLOWERS
             and not is_helper(r)
@@ -225,6 +237,6 @@ def not_ours(r: LiveResource, job: str, project: str | None, machines: Mapping[s
         if r.kind in FOLLOWERS:
             return "its machine is not one of this job's"
         return "its name is not one gpujob gives (gpujob-<job>[--<volume>]--<project>)"
-    if o.job != job:
+    if not _is_jobs(o, r, job):
         return f"it is job '{o.job}'s"
     return f"it belongs to {describe_owner(r)}, and this checkout is project {project}"

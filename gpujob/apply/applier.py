@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from gpujob.apply import steps
-from gpujob.apply.context import JobContext
+from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.gate import require_approvals
 from gpujob.apply.journal import Journal, crashpoint
 from gpujob.apply.progress import ApplyHooks, JobReporter, NullHooks
@@ -171,7 +171,7 @@ async def apply_plan(
         )
         queue = getattr(loaded, "sweep", None)  # a sweep queue (gpujob.sweep.expand.Queue) or None
         if queue is not None:
-            ctx.extra["sweep"] = queue
+            ctx.extra[SWEEP_QUEUE] = queue
         contexts.append((ctx, todo))
     for ctx, todo in contexts:
         _note_sweep(ctx, todo)
@@ -183,7 +183,7 @@ async def apply_plan(
 def _note_sweep(ctx: JobContext, todo: list[Action]) -> None:
     """A sweep queue about to get a version of its files: its cells are placed on it for good first, so
     no later split moves one its machine may have run (gpujob.sweep.assign)."""
-    queue = ctx.extra.get("sweep")
+    queue = ctx.extra.get(SWEEP_QUEUE)
     places = any(
         a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH)
         or (a.kind is ActionKind.UPDATE and a.resource_kind == "run")

@@ -24,6 +24,8 @@ from gpujob.providers.base import Provider
 from gpujob.spec.model import JobSpec
 from gpujob.state import StateRef
 
+SWEEP_QUEUE = "sweep"  # JobContext.extra: the gpujob.sweep.expand.Queue of a sweep's queue job
+
 
 @dataclass
 class JobContext:

@@ -10,7 +10,7 @@ from gpujob.apply import ownership as guard
 from gpujob.apply import quiesce, runtime, teardown
 from gpujob.apply.capacity import candidates, create_with_fallback, launch_request
 from gpujob.apply.carry import push_after_replace
-from gpujob.apply.context import JobContext
+from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.journal import crashpoint
 from gpujob.apply.reconcile import FINISHED, HOST_LOST_GPU, NOT_RELAUNCHED, launched_digest
 from gpujob.apply.records import PullRecord, note_launch, note_run
@@ -168,6 +168,8 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
             return Outcome(adopted.id, f"adopted existing {adopted.name} ({adopted.id}) and started it")
         return Outcome(adopted.id, f"adopted existing {adopted.name} ({adopted.id})")
     if ctx.spec.storage.network_volume is not None and ctx.volume is None:
+        await _await_shared_volume(ctx)
+    if ctx.spec.storage.network_volume is not None and ctx.volume is None:
         raise GpujobError(f"{action.id}: network volume {ctx.volume_name} does not exist yet")
     try:
         await guard.refuse_running_elsewhere(ctx, action)
@@ -196,6 +198,22 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
 
 
 CREATED_VOLUME = "created_volume"  # ctx.extra: the network volume this apply created
+SHARED_VOLUME_WAIT_S = 900.0
+
+
+async def _await_shared_volume(ctx: JobContext) -> None:
+    """Queues 2..N of a sweep on a shared network volume: queue 1 creates it, in this same apply (its
+    own job, run at the same time), and this queue's pod is made only once it exists (RP7: attached at
+    creation, in its data center)."""
+    from gpujob.sweep.storage import holds_volume
+
+    if holds_volume(ctx.spec):
+        return
+    started = ctx.clock.now()
+    ctx.note(f"waiting for network volume {ctx.volume_name}, which queue 1 of the sweep creates")
+    while ctx.volume is None and (ctx.clock.now() - started).total_seconds() < SHARED_VOLUME_WAIT_S:
+        await ctx.clock.sleep(runtime.POLL_S)
+        await refresh(ctx)
 
 
 async def _drop_race_volume(ctx: JobContext, lost: GpujobError) -> GpujobError:
@@ -556,7 +574,7 @@ async def update_queue_run(ctx: JobContext, action: Action) -> Outcome:
     drained meanwhile is launched again (a no-op while it is alive)."""
     from gpujob.sweep.wrapper import place_command
 
-    queue = ctx.extra.get("sweep")
+    queue = ctx.extra.get(SWEEP_QUEUE)
     if queue is None:
         raise GpujobError(f"{action.id}: only a sweep queue's run changes in place", hint="plan again")
     machine = _need_machine(ctx, action)
@@ -566,7 +584,7 @@ async def update_queue_run(ctx: JobContext, action: Action) -> Outcome:
     async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
         ctx.machine = target.resource
         await remote.run(
-            place_command(queue.placement, queue.n),
+            place_command(queue.placement, queue.n, every=queue.shared),
             what=f"placing version {version} of the sweep files of {ctx.spec.name}",
             left="the new version may be placed in part; the queue runs on with its own until it is complete",
         )

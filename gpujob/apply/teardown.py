@@ -32,7 +32,7 @@ from typing import Any
 from gpujob import gpus, naming
 from gpujob.apply import gate
 from gpujob.apply.capacity import create_with_fallback, launch_request
-from gpujob.apply.context import JobContext
+from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.ownership import volume_of
 from gpujob.apply.quiesce import quiesce
 from gpujob.apply.records import current_record, load_pull_record
@@ -46,6 +46,9 @@ from gpujob.providers.base import ZeroGpuError
 from gpujob.reach import gate as reach
 from gpujob.reach import unreachable
 from gpujob.ssh.quote import remote_path
+
+DETACH_WAIT_S = 300.0
+POLL_S = 2.0
 
 
 @dataclass
@@ -77,8 +80,14 @@ async def _machine_gate(ctx: JobContext, action: Action) -> str:
     machine = ctx.machine
     assert machine is not None
     vol_id = machine.network_volume_id if ctx.spec.platform == "runpod" else None
-    volume_dies = vol_id is not None and any(
-        a.kind is ActionKind.DELETE_VOLUME and a.resource_id == vol_id for a in ctx.todo
+    from gpujob.sweep.storage import shared
+
+    # A sweep's shared volume is looked at by its own delete once no queue pod holds it (_volume_gate):
+    # through this pod the other queues' cells would still be running.
+    volume_dies = (
+        vol_id is not None
+        and not shared(ctx.spec)
+        and any(a.kind is ActionKind.DELETE_VOLUME and a.resource_id == vol_id for a in ctx.todo)
     )
 
     if machine.status == "stopped" and vol_id is not None and not volume_dies:
@@ -108,6 +117,10 @@ async def _volume_gate(ctx: JobContext, action: Action) -> str:
     vol = await volume_of(ctx, action)
     if vol is None:
         return ""
+    from gpujob.sweep.storage import shared
+
+    if shared(ctx.spec):
+        return await _shared_volume_gate(ctx, action, vol)
     ev = ctx.evidence.get(vol.id)
     if ev is not None:
         # The final pull through the volume's last pod; a record of any other disk is no evidence.
@@ -128,6 +141,41 @@ async def _volume_gate(ctx: JobContext, action: Action) -> str:
 
         return await _inspect(ctx, action, machine, on_volume, evidence_for=None)
     return await _through_helper(ctx, action, vol)
+
+
+async def _shared_volume_gate(ctx: JobContext, action: Action, vol: LiveResource) -> str:
+    """A sweep's shared network volume, deleted by queue 1: once no queue pod mounts it (each queue's
+    terminate has its own gate), a temporary pod looks at it for every cell of every queue."""
+    import dataclasses
+
+    from gpujob.sweep.storage import volume_spec
+
+    queue = ctx.extra.get(SWEEP_QUEUE)
+    if queue is None:
+        raise GateError(
+            f"{action.id}: {vol.name} is a sweep's shared volume, and this apply does not know its cells"
+        )
+    started = ctx.clock.now()
+    while True:
+        listed = await ctx.provider.list_resources()
+        holders = [
+            r
+            for r in listed
+            if r.network_volume_id == vol.id and r.kind == "pod" and r.status != "terminating"
+        ]
+        if not holders:
+            break
+        if (ctx.clock.now() - started).total_seconds() > DETACH_WAIT_S:
+            names = ", ".join(f"{h.name} ({h.id})" for h in holders)
+            raise GateError(
+                f"{action.id}: {vol.name} holds the cells of every queue of the sweep, and {names} still mount(s) it",
+                hint="destroy every queue of the sweep together (approve each queue's pod terminate too), then run the command again",
+            )
+        ctx.note(f"waiting for the sweep's other queue pods to let go of {vol.name} ({holders[0].name})")
+        await ctx.clock.sleep(POLL_S)
+    every = dataclasses.replace(ctx, spec=volume_spec(ctx.spec, queue))
+    said = await _through_helper(every, action, vol)
+    return f"every cell of the sweep's {queue.queues} queues: {said}"
 
 
 async def _through_helper(ctx: JobContext, action: Action, vol: LiveResource) -> str:

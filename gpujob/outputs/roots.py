@@ -79,12 +79,16 @@ def output_roots(spec: JobSpec) -> list[Root]:
     if spec.outputs is None:
         return []
     from gpujob.sweep.expand import cell_of_dir
+    from gpujob.sweep.storage import queue_of_run_dir
 
     roots = [_root(p) for p in dict.fromkeys(spec.outputs.paths)]
-    # A sweep cell's results dir lands at pull_to/<cell>/ (docs/sweeps.md), not under its machine path.
+    # A sweep cell's results dir lands at pull_to/<cell>/ (docs/sweeps.md), not under its machine path;
+    # another queue's run records (the delete of a shared volume covers them) as its own run_root would.
     return [
         Root(path=r.path, base=r.base, parts=r.parts, local=cell)
         if (cell := cell_of_dir(spec, r.base))
+        else Root(path=r.path, base=r.base, local=f".gpujob/{job}", names=RUN_FILES)
+        if (job := queue_of_run_dir(spec, r.base))
         else r
         for r in roots
     ]

@@ -58,6 +58,9 @@ def plan_running(ctx: JobContext) -> None:
         cuda = cuda_from_tag(spec.machine.image) if spec.platform == "runpod" else None
         if cuda:
             reasons.append(f"host filter: CUDA {cuda} or newer, read from the image's tag (RP9)")
+        from gpujob.sweep.storage import shared_volume_reason
+
+        reasons += shared_volume_reason(ctx)
         a = add(
             ctx,
             K.CREATE,
@@ -195,8 +198,11 @@ def plan_absent(ctx: JobContext) -> None:
         pull_checkpoints(ctx, ctx.teardown_verb) if m is not None and spec.checkpoint is not None else None
     )
     term_id = None
+    from gpujob.sweep.storage import shared, shared_volume_gate_reason
+
     if m is not None:
-        volume_goes = ctx.volume is not None and m.network_volume_id == ctx.volume.id
+        # a sweep's shared volume is looked at by its own delete, once every queue pod is gone
+        volume_goes = ctx.volume is not None and m.network_volume_id == ctx.volume.id and not shared(spec)
         term_id = add(
             ctx,
             K.TERMINATE,
@@ -222,7 +228,8 @@ def plan_absent(ctx: JobContext) -> None:
             resource_id=v.id,
             reasons=[
                 "state: absent; a network volume outlives its pods and bills until deleted",
-                af.volume_gate_reason(
+                shared_volume_gate_reason(ctx)
+                or af.volume_gate_reason(
                     ctx, v, m.name if m is not None and m.network_volume_id == v.id else None
                 ),
             ],
@@ -270,6 +277,11 @@ def _network_volume(ctx: JobContext) -> str | None:
     nv = ctx.spec.storage.network_volume
     if ctx.spec.platform != "runpod" or nv is None:
         return None
+    from gpujob.sweep.storage import holds_volume, shared_volume_findings
+
+    ctx.findings += shared_volume_findings(ctx)
+    if not holds_volume(ctx.spec):
+        return None  # queue 1 of the sweep creates, grows and deletes it; this queue's pod mounts it
     name = ctx.volume_name or nv.name
     v = ctx.volume
     if v is None:

@@ -296,6 +296,8 @@ def _network_volume(ctx: JobContext) -> list[Finding]:
                 )
             )
     if ctx.volume is not None:
+        from gpujob.sweep.storage import sibling_queue
+
         writers = [
             r
             for r in ctx.live.resources
@@ -303,6 +305,7 @@ def _network_volume(ctx: JobContext) -> list[Finding]:
             and r.network_volume_id == ctx.volume.id
             and (ctx.machine is None or r.id != ctx.machine.id)
             and r.status != "terminating"
+            and not sibling_queue(ctx.spec, r, ctx.project)  # each cell writes only its own dirs
         ]
         if writers:
             out.append(

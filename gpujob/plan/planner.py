@@ -255,7 +255,10 @@ def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
             )
         )
     want = ctx.volume_name
-    volumes = _by_age([r for r in owned if r.kind == "network_volume"])
+    from gpujob.sweep.storage import holds_volume
+
+    # a sweep's queues 2..N mount the volume queue 1 holds: theirs to mount, not to bill, grow or delete
+    volumes = _by_age([r for r in owned if r.kind == "network_volume"]) if holds_volume(spec) else []
     matching = [v for v in volumes if v.name == want]
     if matching:
         ctx.volume = matching[0]
@@ -383,7 +386,9 @@ def current_footprint(ctx: JobContext) -> Footprint:
 def desired_footprint(ctx: JobContext) -> Footprint:
     """The job as the spec wants it, running (snapshots are never created by gpujob, so live ones stay)."""
     spec = ctx.spec
-    nv = spec.storage.network_volume
+    from gpujob.sweep.storage import holds_volume
+
+    nv = spec.storage.network_volume if holds_volume(spec) else None  # a sweep's volume bills once, on q1
     size = spec.storage.volume_gb
     if (
         ctx.machine is not None

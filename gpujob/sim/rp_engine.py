@@ -74,6 +74,15 @@ def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpP
             vol = sim.state.volumes.get(vol_id)
             if vol is None or vol.ended_at is not None:
                 raise SimError(400, f"network volume {vol_id} not found", "bad_request")
+            # RP7: a pod mounts a network volume only in the volume's data center, and any number of
+            # pods may mount it at once (they share its files: _mounts)
+            if pod.asked_data_centers and vol.data_center not in pod.asked_data_centers:
+                raise SimError(
+                    400,
+                    f"network volume {vol_id} is in data center {vol.data_center}, not in the requested "
+                    f"{', '.join(pod.asked_data_centers)}",
+                    "bad_request",
+                )
             pod.data_center = vol.data_center
         fail_after = sim.faults.take("create_500_but_created", platform="runpod") is not None
         hidden = sim.faults.take("no_direct_ssh", platform="runpod", gpu=pod.gpu_id, cloud=pod.cloud)

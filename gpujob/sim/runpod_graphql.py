@@ -406,6 +406,7 @@ def _create(sim: Simulator, inp: dict[str, Any], *, spot: bool) -> dict[str, Any
         requested_gpu_count=int(inp.get("gpuCount") or 1),
         cloud=cloud,
         data_center=dc or sim.rp_prices.regions()[0],
+        asked_data_centers=[dc] if dc else [],
         authorized_keys=keys,
     )
     pod, fail_after = rp_engine.create_pod(sim, pod, source="graphql")

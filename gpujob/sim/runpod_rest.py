@@ -378,5 +378,6 @@ def pod_from_create(sim: Simulator, body: dict[str, Any]) -> RpPod:
         requested_gpu_count=int(gpu.get("count") or 1),
         cloud=body.get("cloud") or "SECURE",
         data_center=dcs[0] if dcs else sim.rp_prices.regions()[0],
+        asked_data_centers=list(dcs),
         authorized_keys=keys,
     )

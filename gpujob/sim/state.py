@@ -52,6 +52,7 @@ class RpPod(Metered):
     requested_gpu_count: int = 1
     cloud: str = "SECURE"
     data_center: str = "US-KS-2"
+    asked_data_centers: list[str] = Field(default_factory=list)  # the create's dataCenterIds, if it named any
     locked: bool = False
     authorized_keys: list[str] = Field(default_factory=list)
     direct_ssh: bool = True  # False: ssh.direct stays null (a community host; fault no_direct_ssh)

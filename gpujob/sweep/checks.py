@@ -17,11 +17,6 @@ def sweep_problem(spec: Any) -> str | None:
         return None
     if spec.run is None:
         return "sweep.machines: a sweep needs a run: block (each cell runs run.command)"
-    if spec.storage.network_volume is not None:
-        return (
-            "storage.network_volume: not supported with sweep: yet: each queue machine keeps its cells on "
-            "its own volume disk (storage.volume_gb)"
-        )
     if getattr(spec, "fallback", None):
         return "fallback: a sweep with fallback: is not supported yet"
     from gpujob.sweep.cells import expand
@@ -37,7 +32,7 @@ def sweep_problem(spec: Any) -> str | None:
     from gpujob.sweep.wrapper import COMMAND_MAX, queue_command
 
     for q in queues(spec):
-        size = len(queue_command(q.placement, q.n).encode())
+        size = len(queue_command(q.placement, q.n, every=q.shared).encode())
         if size > COMMAND_MAX:
             return (
                 f"sweep.machines: queue q{q.n} ({len(q.cells)} cells) would need a {size // 1000} KB command, over "

@@ -28,6 +28,8 @@ class Queue:
     queues: int = 1
     all_cells: tuple[Cell, ...] = ()
     machines: int = 0  # sweep.machines as the job file says (queues differ when placed cells keep theirs)
+    shared: bool = False  # its cells live on one network volume all queues mount (gpujob.sweep.storage)
+    cell_outputs: tuple[str, ...] = ()  # the job file's `{cell}` output paths
 
     @property
     def job(self) -> str:
@@ -66,12 +68,21 @@ def queues(spec: Any, placed: Mapping[str, int] | None = None) -> list[Queue]:
     cells = expand(sw)
     parts = split(cells, sw.machines, placed)
     ck = spec.checkpoint.dir if spec.checkpoint is not None else None
+    shared = spec.storage.network_volume is not None
+    prune = (spec.run.sync.dest,) if shared else ()  # the queues' code trees (gpujob.sweep.storage)
     p = place(
         job=spec.name, mount=spec.storage.mount, ck_dir=ck, command=spec.run.command, queues=parts,
-        env=version_env(spec),
+        env=version_env(spec), prune=prune,
     )  # fmt: skip
+    templates = tuple(spec.outputs.paths) if spec.outputs is not None else ()
     used = [(n, c) for n, c in enumerate(parts, start=1) if c]
-    return [Queue(spec.name, n, tuple(c), p, len(used), tuple(cells), machines=sw.machines) for n, c in used]
+    return [
+        Queue(
+            spec.name, n, tuple(c), p, len(used), tuple(cells),
+            machines=sw.machines, shared=shared, cell_outputs=templates,
+        )  # fmt: skip
+        for n, c in used
+    ]
 
 
 def version_env(spec: Any) -> list[tuple[str, str]]:
@@ -96,7 +107,12 @@ def queue_spec(spec: Any, q: Queue) -> Any:
     from gpujob.spec.model import OutputsSpec
 
     outputs = OutputsSpec.model_construct(paths=list(dict.fromkeys(paths)), pull_to=pull_to)
-    run = spec.run.model_copy(update={"command": queue_command(q.placement, q.n)})
+    run = spec.run.model_copy(update={"command": queue_command(q.placement, q.n, every=q.shared)})
+    if q.shared:  # one code tree per queue: two launches never write one
+        from gpujob.sweep.storage import queue_sync_dest
+
+        sync = run.sync.model_copy(update={"dest": queue_sync_dest(run.sync.dest, q.n)})
+        run = run.model_copy(update={"sync": sync})
     on_finish = "stop" if spec.teardown.on_finish == "keep" else spec.teardown.on_finish
     teardown = spec.teardown.model_copy(update={"on_finish": on_finish})
     return spec.model_copy(

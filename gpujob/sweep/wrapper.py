@@ -94,8 +94,12 @@ run_cell() {
 outside() {  # files this cell wrote on the durable mount outside its own dirs (caches, gpujob's own and
   # Python's bytecode caches aside: importing the synced code writes those, and they are no result)
   ( set -a; . "$V/cells/$1.env"; set +a
+    # On a disk other queues share, the dirs of cells that ran meanwhile are theirs to write: skipped
+    busy=(); for f in "$S"/*.starts; do c=$(basename "$f" .starts); [ -e "$f" ] && [ "$c" != "$1" ] || continue
+      if [ "$f" -nt "$S/$1.t0" ] || [ "$S/$c.exit" -nt "$S/$1.t0" ] || cat "$S"/current.* 2>/dev/null | grep -qxF "$c"; then
+        busy+=(-o -path "$(dirname "$GPUJOB_CELL_DIR")/$c" -o -path "$(dirname "$GPUJOB_CHECKPOINT_DIR")/$c"); fi; done
     find @MOUNT@ \( -path @MOUNT@/.gpujob -o -path @MOUNT@/.cache -o -path "$GPUJOB_CELL_DIR" \
-      -o -path "$GPUJOB_CHECKPOINT_DIR" -o -name __pycache__ \) -prune -o -type f -newer "$S/$1.t0" -print 2>/dev/null \
+      -o -path "$GPUJOB_CHECKPOINT_DIR" -o -name __pycache__ @PRUNE@${busy[@]+"${busy[@]}"} \) -prune -o -type f -newer "$S/$1.t0" -print 2>/dev/null \
       | head -n @OUTSIDE_MAX@ )
 }
 while IFS= read -r cell <&3 || [ -n "$cell" ]; do
@@ -162,10 +166,12 @@ def place(
     command: str,
     queues: list[list[Cell]],
     env: Sequence[tuple[str, str]] = (),
+    prune: tuple[str, ...] = (),
 ) -> Placement:
     """Every file of this sweep version; its name is the hash of all of them. `env`: the run's plain
     environment a cell gets from this version (run.env, checkpoint interval and keep); queue N is
-    queues[N-1], an empty one has no file (its number stays free)."""
+    queues[N-1], an empty one has no file (its number stays free). `prune`: more dirs the isolation
+    check skips (the queues' code dirs on a shared volume, which their launches write)."""
     mount = remote_path(mount)
     body: dict[str, str] = {}
     for n, cells in enumerate(queues, start=1):
@@ -178,6 +184,7 @@ def place(
         _WRAPPER.replace("@COMMAND@", shlex.quote(command))
         .replace("@MOUNT@", shlex.quote(mount))
         .replace("@OUTSIDE_MAX@", str(OUTSIDE_MAX))
+        .replace("@PRUNE@", "".join(f"-o -path {shlex.quote(remote_path(d))} " for d in prune))
         .replace("@RECORD@", RECORD)
         .replace("@JOB@", job)
         .replace("@ENV@", env_lines(env))
@@ -196,18 +203,24 @@ def place(
     )
 
 
-def place_command(p: Placement, n: int) -> str:
-    """Place the wrapper, queue N's file and its cells' env files where absent (never over an existing
-    one), then point state/version.q<N> at this version (a new file renamed over the old one): what a
-    launch runs first, and all an `apply` of a run change runs on a live queue's machine."""
+def place_command(p: Placement, n: int, *, every: bool = False) -> str:
+    """Place the wrapper, queue N's file and its cells' env files (`every`: the whole version, for a
+    sweep whose queues share one network volume) where absent, never over an existing one, then point
+    state/version.q<N> at this version (a new file renamed over the old one): what a launch runs first,
+    and all an `apply` of a run change runs on a live queue's machine. A file is written under a name
+    of this queue's, then hard-linked to its place, which fails where another queue placed it first (a
+    filesystem without hard links gets a rename)."""
     root = shlex.quote(p.root)
     lines = [
         "set -e",
         f"V={root}",
         'mkdir -p "$V/cells" "$V/../state"',
-        'put() { if [ -e "$V/$1" ]; then cat > /dev/null; else cat > "$V/$1.tmp.$$" && mv "$V/$1.tmp.$$" "$V/$1"; fi; }',
+        f'put() {{ d="$V/$1"; t="$d.tmp.q{n}.$$"; if [ -e "$d" ]; then cat > /dev/null; else cat > "$t" && '
+        '{ ln "$t" "$d" 2>/dev/null || [ -e "$d" ] || mv "$t" "$d"; }; rm -f "$t"; fi; }',
     ]
     mine = {"queue.sh", f"q{n}.txt", *(f"cells/{c}.env" for c in p.queue_cells.get(n, ()))}
+    if every:
+        mine = set(p.files)
     for i, (rel, text) in enumerate(sorted((k, v) for k, v in p.files.items() if k in mine)):
         mark = f"GPUJOB_SWEEP_EOF_{i}"
         assert mark not in text
@@ -217,11 +230,11 @@ def place_command(p: Placement, n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def queue_command(p: Placement, n: int) -> str:
+def queue_command(p: Placement, n: int, *, every: bool = False) -> str:
     """queue N's run.command: place_command, then run the wrapper on queue N. The launcher hands the
     command to `bash -c`, one process argument: COMMAND_MAX bounds it (gpujob.sweep.checks refuses a
     bigger one)."""
-    return place_command(p, n) + f'exec bash "$V/queue.sh" "$V/q{n}.txt"\n'
+    return place_command(p, n, every=every) + f'exec bash "$V/queue.sh" "$V/q{n}.txt"\n'
 
 
 def version_of(command: str) -> str | None:

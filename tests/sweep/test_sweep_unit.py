@@ -187,14 +187,6 @@ def write(tmp_path: Path, text: str) -> Path:
             "outputs.paths",
             "{cell}",
         ),
-        (
-            (
-                "storage: {volume_gb: 10, mount: /workspace}",
-                "storage: {mount: /workspace, network_volume: {name: v, size_gb: 10}}",
-            ),
-            "storage.network_volume",
-            "not supported",
-        ),
     ],
 )
 def test_validate_refuses_a_sweep_that_cannot_isolate_its_cells(

@@ -105,6 +105,9 @@ async def pull_over(
     assert ck is not None
     local_dir = pull_dir(spec, target.spec_path)
     local_dir.mkdir(parents=True, exist_ok=True)
+    from gpujob.sweep.storage import own_checkpoints
+
+    only = own_checkpoints(spec)  # a sweep queue on a shared volume: its own cells' checkpoints
     async with contextlib.AsyncExitStack() as stack:
         lanes = await _extra_lanes(stack, remote, target, ssh, note)
         with transfer_reporting("pull", note) as fallback:
@@ -115,6 +118,7 @@ async def pull_over(
                 verify=None,
                 progress=progress or fallback,
                 **({"lanes": lanes} if lanes else {}),
+                **({"only": only} if only is not None else {}),
             )
     if outcome.unpullable:
         note(

@@ -1,0 +1,181 @@
+"""A sweep on one RunPod network volume in the simulator: 2 queue pods mount it (in its data center),
+the wrapper and queue files are placed on it once before any cell starts, every cell exits 0 exactly
+once and comes home to ./outputs/<cell>/; a queue pod replaced afterwards finds every cell done on
+the volume and runs none again; the delete of the volume is gated on every cell of both queues."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujob.sim.testing import Sim
+
+pytestmark = [pytest.mark.sim, pytest.mark.ssh]
+
+JOB = """version: 1
+name: abl
+platform: runpod
+machine:
+  gpu: [RTX4090, A6000]
+  cloud: secure
+  regions: [EU-RO-1]
+  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
+  container_disk_gb: 20
+storage: {mount: /workspace, network_volume: {name: cells, size_gb: 10}}
+checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, verify: "python3 -m json.tool {file}"}
+run:
+  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
+  command: python3 cell.py
+  env: {STEPS: "3", STEP_S: "1"}
+  detach: tmux
+sweep:
+  machines: 2
+  matrix:
+    LR: ["1e-3", "1e-4"]
+    SEED: ["1", "2"]
+  est: 20m
+teardown: {on_finish: stop}
+"""
+
+
+def _gj(d: Path, env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpujob", *args],
+        cwd=d,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _pods(sim: Sim) -> list[dict]:
+    with sim.engine.lock:
+        return [
+            p.model_dump(mode="json") | {"nv": p.network_volume_id} for p in sim.engine.state.pods.values()
+        ]
+
+
+def _volumes(sim: Sim) -> list[dict]:
+    with sim.engine.lock:
+        return [v.model_dump(mode="json") for v in sim.engine.state.volumes.values() if v.ended_at is None]
+
+
+def _finishes(d: Path) -> dict[str, list[str]]:
+    return {p.parent.name: p.read_text().splitlines() for p in (d / "outputs").glob("*/finishes.txt")}
+
+
+def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume_on_every_cell(
+    sim: Sim, tmp_path: Path
+) -> None:
+    d = tmp_path / "abl"
+    d.mkdir()
+    (d / "job.yaml").write_text(JOB)
+    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    env.update(sim.env)
+    env.update({"CI": "true", "NO_COLOR": "1"})
+
+    valid = _gj(d, env, "validate")
+    assert valid.returncode == 0, valid.stdout + valid.stderr
+    plan = _gj(d, env, "plan")
+    assert plan.returncode in (0, 2), plan.stdout + plan.stderr
+    out = plan.stdout
+    assert "abl.q1.network_volume.create" in out and "abl.q2.network_volume" not in out, out
+    assert "abl.q1.pod.create" in out and "abl.q2.pod.create" in out, out
+    assert "all 2 queue pods mount network volume cells and run in its data center EU-RO-1" in out, out
+    assert "created by abl.q1's plan" in out, out  # q2's pod waits for the volume q1 makes
+
+    watch = _gj(d, env, "watch", "--interval", "1s", "--probe", "0.2s", timeout=300)
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+
+    (vol,) = _volumes(sim)  # one volume for the whole sweep, in the data center the plan named
+    assert vol["name"].startswith("gpujob-abl--cells--") and vol["data_center"] == "EU-RO-1", vol
+    queue_pods = [p for p in _pods(sim) if "--q" in p["name"]]
+    assert sorted(p["name"].split("--")[1] for p in queue_pods) == ["q1", "q2"], queue_pods
+    assert {p["nv"] for p in queue_pods} == {vol["id"]} and {p["data_center"] for p in queue_pods} == {
+        "EU-RO-1"
+    }
+    assert all(p["status"] == "EXITED" for p in queue_pods), "a drained queue stops its pod"
+
+    # every cell exited 0 exactly once, whichever queue ran it, and came home to ./outputs/<cell>/
+    finishes = _finishes(d)
+    assert len(finishes) == 4 and all(lines == [cell] for cell, lines in finishes.items()), finishes
+    results = {
+        (r["LR"], r["SEED"])
+        for r in (json.loads((d / "outputs" / c / "result.json").read_text()) for c in finishes)
+    }
+    assert results == {(lr, s) for lr in ("1e-3", "1e-4") for s in ("1", "2")}
+    for cell in finishes:
+        record = dict(
+            line.split("=", 1) for line in (d / "outputs" / cell / "gpujob-cell.txt").read_text().splitlines()
+        )
+        assert record["exit"] == "0" and "outside" not in record, (
+            record
+        )  # the other queue's writes are not this cell's
+    ckpts = sorted(
+        p.relative_to(d / "checkpoints").parts[0] for p in (d / "checkpoints").glob("*/step_*.json")
+    )
+    assert sorted(set(ckpts)) == sorted(finishes), ckpts  # each queue pulled its own cells' checkpoints
+
+    # on the volume: one state dir for both queues, and the version's files placed before any cell began
+    root = sim.data_dir / "runpod" / "volumes" / vol["id"]
+    state = root / ".gpujob" / "abl.sweep" / "state"
+    assert sorted(p.stem for p in state.glob("*.exit")) == sorted(finishes)
+    (version,) = [p for p in (root / ".gpujob" / "abl.sweep").iterdir() if p.name.startswith("v")]
+    placed = [p for p in version.rglob("*") if p.is_file()]
+    assert {p.name for p in placed} >= {"queue.sh", "q1.txt", "q2.txt"} and len(placed) == 3 + 4, placed
+    assert not [p for p in placed if ".tmp." in p.name] and all(p.stat().st_nlink == 1 for p in placed)
+    first_start = min(p.stat().st_mtime for p in state.glob("*.t0"))
+    assert max(p.stat().st_mtime for p in placed) <= first_start, (
+        "every file was placed before any cell started"
+    )
+    assert sorted(p.name for p in (root / "code").iterdir()) == ["q1", "q2"]  # one code tree per queue
+
+    # parked: both queue pods terminated, the volume and every cell on it kept; running again: new pods
+    # on the same volume find every cell done there and run none again
+    (d / "job.yaml").write_text(JOB + "state: parked\n")
+    terminate = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
+    parked = _gj(d, env, "apply", "--auto-approve", *terminate)
+    assert parked.returncode == 0, parked.stdout + parked.stderr
+    assert [v["id"] for v in _volumes(sim)] == [vol["id"]]
+    assert [p for p in _pods(sim) if p.get("ended_at") is None] == [], parked.stdout
+    assert sorted(p.stem for p in state.glob("*.exit")) == sorted(finishes)
+    # (a run that finished is started again only for a changed job file: a comment is a change)
+    (d / "job.yaml").write_text(JOB + "# running again after a park\n")
+    again = _gj(d, env, "apply", "--auto-approve")
+    assert again.returncode == 0, again.stdout + again.stderr
+    running = [p for p in _pods(sim) if p.get("ended_at") is None]
+    assert len(running) == 2 and {p["nv"] for p in running} == {vol["id"]}, again.stdout
+    from tests.e2e.e2e_support import poll
+
+    for q in (1, 2):
+        log = root / ".gpujob" / f"abl--q{q}" / "run.log"
+        poll(f"queue q{q} drained again", lambda log=log: "not run again" in log.read_text() and "done" in log.read_text(), deadline_s=60)  # fmt: skip
+    pulled = _gj(d, env, "pull")
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert _finishes(d) == finishes  # no cell ran a second time
+
+    # the delete of the volume covers every cell of both queues: once no queue pod mounts it (parked
+    # again), a result of a q2 cell whose local copy is gone is pulled again through a temporary pod
+    (d / "job.yaml").write_text(JOB + "state: parked\n")
+    parked = _gj(d, env, "apply", "--auto-approve", *terminate)
+    assert parked.returncode == 0, parked.stdout + parked.stderr
+    assert [p for p in _pods(sim) if p.get("ended_at") is None] == [] and len(_volumes(sim)) == 1
+    q2_cells = (version / "q2.txt").read_text().split()
+    lost = d / "outputs" / q2_cells[0] / "result.json"
+    lost.unlink()
+    gone = _gj(
+        d, env, "destroy", "--auto-approve", "--approve", "abl.q1.network_volume.delete-volume", timeout=300
+    )
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    said = gone.stdout + gone.stderr
+    assert "every cell of the sweep's 2 queues" in said and "temporary pod" in said, said[-3000:]
+    assert json.loads(lost.read_text())["cell"] == q2_cells[0]
+    assert _volumes(sim) == [] and [p for p in _pods(sim) if p.get("ended_at") is None] == []
