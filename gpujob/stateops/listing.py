@@ -37,15 +37,21 @@ def rows(loaded: Sequence[Any], listed: dict[str, list[LiveResource]]) -> list[R
     from gpujob.stateops import records
 
     out: list[Row] = []
+    seen: set[str] = set()  # a sweep's queues share its network volume: listed once, under the first
     for ls in loaded:
         platform = ls.spec.platform
         resources = listed.get(platform, [])
         doc = records.read(open_store(ls.path))
         adopted = {rid for rid, e in doc["adopted"].items() if e.get("project") == ls.project}
         for r in naming.owned(resources, ls.spec.name, ls.project):
+            if r.id in seen:
+                continue
+            seen.add(r.id)
             note = "adopted (gpujob import)" if r.id in adopted else ""
             if naming.is_helper(r):
                 note = "the gate's temporary pod"
+            elif r.kind == "network_volume" and naming.volume_job(ls.spec.name) != ls.spec.name:
+                note = f"the network volume of every queue of sweep {naming.volume_job(ls.spec.name)}"
             out.append(_row(ls.spec.name, r, note))
         by_id = {r.id: r for r in resources}
         for rid, e in doc["forgotten"].items():

@@ -150,3 +150,41 @@ def test_import_into_a_sweep_names_a_queue(tmp_path: Path) -> None:
         done = runner.invoke(command, ["abl.q2", p["id"], "-f", str(job)], env=FAKE_ENV)
         assert done.exit_code == 0, done.output
         assert fake.pods[p["id"]]["name"] == machine("abl--q2")
+
+
+def test_state_list_shows_a_shared_sweep_volume_once_and_rm_of_the_sweep_forgets_it_once(
+    tmp_path: Path,
+) -> None:
+    from gpujob import naming
+    from gpujob.cli.cmd_state import command
+    from tests.providers.conftest import FAKE_ENV
+    from tests.providers.provider_fakes import RunPodFake
+    from tests.sweep.test_sweep_shared import SHARED
+
+    job = write(tmp_path, SHARED)
+    pin_project(tmp_path / ".gpujob")
+    runner = CliRunner()
+    with respx.mock(assert_all_called=False, assert_all_mocked=True) as router:
+        fake = RunPodFake(router)
+        ids = _seed_queues(fake, other=False)
+        vol = naming.volume_name("abl", "cells", PROJECT)
+        fake.volumes["vol1"] = {
+            "id": "vol1",
+            "name": vol,
+            "size": 20,
+            "dataCenter": "EU-RO-1",
+            "type": "STANDARD",
+        }
+        listed = runner.invoke(command, ["list", str(job), "--format", "json"], env=FAKE_ENV)
+        assert listed.exit_code == 0, listed.output
+        rows = json.loads(listed.output)
+        assert sorted((r["job"], r["id"]) for r in rows) == sorted(
+            [("abl--q1", ids["abl--q1"]), ("abl--q2", ids["abl--q2"]), ("abl--q1", "vol1")]
+        )
+        (v,) = [r for r in rows if r["id"] == "vol1"]
+        assert "every queue of sweep abl" in v["note"]
+        gone = runner.invoke(command, ["rm", "abl", "-f", str(job)], env=FAKE_ENV)
+        assert gone.exit_code == 0, gone.output
+        assert (
+            gone.output.count("vol1") == 1 and ids["abl--q1"] in gone.output and ids["abl--q2"] in gone.output
+        )
