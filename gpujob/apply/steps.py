@@ -198,7 +198,7 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
 
 
 CREATED_VOLUME = "created_volume"  # ctx.extra: the network volume this apply created
-SHARED_VOLUME_WAIT_S = 900.0
+SHARED_VOLUME_WAIT_S = 600.0
 
 
 async def _await_shared_volume(ctx: JobContext) -> None:
@@ -207,10 +207,10 @@ async def _await_shared_volume(ctx: JobContext) -> None:
     creation, in its data center)."""
     from gpujob.sweep.storage import holds_volume
 
-    if holds_volume(ctx.spec):
+    if holds_volume(ctx.spec, ctx.extra.get(SWEEP_QUEUE)):
         return
     started = ctx.clock.now()
-    ctx.note(f"waiting for network volume {ctx.volume_name}, which queue 1 of the sweep creates")
+    ctx.note(f"waiting for network volume {ctx.volume_name}, which another queue of the sweep creates")
     while ctx.volume is None and (ctx.clock.now() - started).total_seconds() < SHARED_VOLUME_WAIT_S:
         await ctx.clock.sleep(runtime.POLL_S)
         await refresh(ctx)

@@ -280,7 +280,7 @@ def _network_volume(ctx: JobContext) -> str | None:
     from gpujob.sweep.storage import holds_volume, shared_volume_findings
 
     ctx.findings += shared_volume_findings(ctx)
-    if not holds_volume(ctx.spec):
+    if not holds_volume(ctx.spec, getattr(ctx.loaded, "sweep", None)):
         return None  # queue 1 of the sweep creates, grows and deletes it; this queue's pod mounts it
     name = ctx.volume_name or nv.name
     v = ctx.volume

@@ -258,7 +258,8 @@ def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
     from gpujob.sweep.storage import holds_volume
 
     # a sweep's queues 2..N mount the volume queue 1 holds: theirs to mount, not to bill, grow or delete
-    volumes = _by_age([r for r in owned if r.kind == "network_volume"]) if holds_volume(spec) else []
+    holds = holds_volume(spec, getattr(ctx.loaded, "sweep", None))
+    volumes = _by_age([r for r in owned if r.kind == "network_volume"]) if holds else []
     matching = [v for v in volumes if v.name == want]
     if matching:
         ctx.volume = matching[0]
@@ -388,7 +389,8 @@ def desired_footprint(ctx: JobContext) -> Footprint:
     spec = ctx.spec
     from gpujob.sweep.storage import holds_volume
 
-    nv = spec.storage.network_volume if holds_volume(spec) else None  # a sweep's volume bills once, on q1
+    holds = holds_volume(spec, getattr(ctx.loaded, "sweep", None))
+    nv = spec.storage.network_volume if holds else None  # a sweep's volume bills once, on its holder
     size = spec.storage.volume_gb
     if (
         ctx.machine is not None

@@ -78,9 +78,16 @@ def queues(spec: Any, placed: Mapping[str, int] | None = None) -> list[Queue]:
     used = [(n, c) for n, c in enumerate(parts, start=1) if c]
     return [
         Queue(
-            spec.name, n, tuple(c), p, len(used), tuple(cells),
-            machines=sw.machines, shared=shared, cell_outputs=templates,
-        )  # fmt: skip
+            spec.name,
+            n,
+            tuple(c),
+            p,
+            len(used),
+            tuple(cells),
+            machines=sw.machines,
+            shared=shared,
+            cell_outputs=templates,
+        )
         for n, c in used
     ]
 

@@ -3,8 +3,8 @@ every queue machine mounts (`storage.network_volume` in a sweep's job file).
 
 On a shared network volume:
   - the volume is the sweep's (gpujob-<sweep>--<volume>--<project>, gpujob.naming.volume_job), and one
-    queue, q1, holds it: only q1's plan creates, grows or deletes it; the other queues' pods wait for it
-    and mount it, in its data center (RP7);
+    queue holds it (q1, or the lowest-numbered queue with cells): only its plan creates, grows or
+    deletes it; the other queues' pods wait for it and mount it, in its data center (RP7);
   - every queue's launch places the whole version (wrapper, every queue file, every cell's env file),
     each file created once (a hard link, which fails where the file exists): the first queue to start
     places them all before its wrapper runs, and no later launch writes over them;
@@ -22,8 +22,6 @@ from typing import Any
 
 from gpujob.sweep.wrapper import cell_dir
 
-HOLDER = 1  # the queue whose plan creates, grows and deletes the shared volume
-
 
 def _queue(spec: Any) -> tuple[str, int] | None:
     from gpujob.sweep.expand import sweep_of
@@ -36,10 +34,18 @@ def shared(spec: Any) -> bool:
     return _queue(spec) is not None and spec.storage.network_volume is not None
 
 
-def holds_volume(spec: Any) -> bool:
-    """Whether this job's plan manages its network volume (every job but a sweep's queues 2..N)."""
+def holder(queue: Any) -> int:
+    """The queue whose plan creates, grows and deletes the shared volume: the lowest-numbered one with
+    cells (queue 1 unless its placed cells left it empty; gpujob.sweep.assign)."""
+    cells = getattr(getattr(queue, "placement", None), "queue_cells", None) or {1: ()}
+    return min(cells)
+
+
+def holds_volume(spec: Any, queue: Any = None) -> bool:
+    """Whether this job's plan manages its network volume (every job but a sweep's other queues).
+    `queue`: the job's gpujob.sweep.expand.Queue, when known (else queue 1 is taken to hold it)."""
     q = _queue(spec)
-    return not shared(spec) or (q is not None and q[1] == HOLDER)
+    return not shared(spec) or (q is not None and q[1] == holder(queue))
 
 
 def sibling_queue(spec: Any, r: Any, project: str | None) -> bool:
@@ -121,9 +127,10 @@ def volume_spec(spec: Any, queue: Any) -> Any:
 
 
 def queue_jobs(queue: Any) -> list[str]:
+    """The jobs of every queue of the sweep (numbers may have gaps: a queue with no cells is none)."""
     from gpujob.sweep.expand import queue_job
 
-    return [queue_job(queue.sweep_job, n) for n in range(1, queue.queues + 1)]
+    return [queue_job(queue.sweep_job, n) for n in sorted(queue.placement.queue_cells)]
 
 
 def data_center_note(spec: Any, region: str | None, queues: int) -> str:
@@ -158,8 +165,7 @@ def _region(ctx: Any) -> str | None:
 
 def shared_volume_findings(ctx: Any) -> list[Any]:
     """Queue 1's plan says once where every queue pod of a shared-volume sweep runs (RP7)."""
-    q = _queue(ctx.spec)
-    if not shared(ctx.spec) or q is None or q[1] != HOLDER:
+    if not shared(ctx.spec) or not holds_volume(ctx.spec, getattr(ctx.loaded, "sweep", None)):
         return []
     return [
         ctx.finding(
@@ -181,7 +187,9 @@ def shared_volume_reason(ctx: Any) -> list[str]:
         return []
     nv = ctx.spec.storage.network_volume
     where = _region(ctx) or "the volume's data center"
-    made = "" if _live_volume(ctx) is not None or q[1] == HOLDER else f", created by {q[0]}.q{HOLDER}'s plan"
+    queue = getattr(ctx.loaded, "sweep", None)
+    first = holder(queue)
+    made = "" if _live_volume(ctx) is not None or q[1] == first else f", created by {q[0]}.q{first}'s plan"
     return [
         f"mounts the sweep's network volume {ctx.volume_name or nv.name}{made}, shared by every queue: "
         f"placed in {where} (RP7); its wrapper, queue files and each cell's done mark live there"

@@ -59,7 +59,12 @@ def test_the_plans_hint_prints_an_address_replace_accepts_and_it_relaunches_that
 
     before = _loaded(tmp_path)
     record = run_record_of(before[0].spec, NOW)
-    after = _loaded(tmp_path, JOB.replace('"1e-4"]', '"1e-4", "3e-5"]'))
+    # a change the queue's files cannot carry (run.setup): it waits for the next launch, and the hint
+    # says how to relaunch now
+    after = _loaded(
+        tmp_path,
+        JOB.replace("  command: python3 cell.py\n", "  command: python3 cell.py\n  setup: pip list\n"),
+    )
     pods = [pod(machine(f"abl--q{n}"), gpu_id="NVIDIA GeForce RTX 4090", image=IMAGE, spot=True, volume_gb=10) for n in (1, 2)]  # fmt: skip
     launched = {
         f"abl--q{n}": LaunchRecord(job=f"abl--q{n}", platform="runpod", resource_id=p.id, run=record, at=NOW)
