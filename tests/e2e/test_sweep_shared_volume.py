@@ -1,7 +1,9 @@
-"""A sweep on one RunPod network volume in the simulator: 2 queue pods mount it (in its data center),
-the wrapper and queue files are placed on it once before any cell starts, every cell exits 0 exactly
-once and comes home to ./outputs/<cell>/; a queue pod replaced afterwards finds every cell done on
-the volume and runs none again; the delete of the volume is gated on every cell of both queues."""
+"""A sweep on one RunPod network volume in the simulator: 2 spot queue pods mount it (in its data
+center), the wrapper and queue files are placed on it once before any cell starts; under `gpujob
+watch`, one pod preempted mid-queue, every cell exits 0 exactly once (the interrupted one resumes from
+its checkpoint on the volume) and comes home to ./outputs/<cell>/; parked and running again, new pods
+find every cell done on the volume and run none again; the delete of the volume is gated on every cell
+of both queues."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpujob.sim.testing import Sim
+from tests.e2e.e2e_support import poll
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
@@ -23,6 +26,7 @@ name: abl
 platform: runpod
 machine:
   gpu: [RTX4090, A6000]
+  spot: true
   cloud: secure
   regions: [EU-RO-1]
   image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
@@ -32,7 +36,7 @@ checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, verify: "python3 -m j
 run:
   sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
   command: python3 cell.py
-  env: {STEPS: "3", STEP_S: "1"}
+  env: {STEPS: "4", STEP_S: "1"}
   detach: tmux
 sweep:
   machines: 2
@@ -71,6 +75,24 @@ def _finishes(d: Path) -> dict[str, list[str]]:
     return {p.parent.name: p.read_text().splitlines() for p in (d / "outputs").glob("*/finishes.txt")}
 
 
+def _mid_queue(sim: Sim) -> str | None:
+    """A running queue pod that finished a cell and is inside its next one, one or two of its 4 steps
+    saved (so a preemption surely lands inside the cell)."""
+    for pod in _pods(sim):
+        if pod["status"] != "RUNNING" or "--q" not in pod["name"] or not pod["nv"]:
+            continue
+        root = sim.data_dir / "runpod" / "volumes" / pod["nv"]
+        s = root / ".gpujob" / "abl.sweep" / "state"
+        q = pod["name"].split("--")[1]
+        current = s / f"current.{q}"
+        cell = current.read_text().strip() if current.exists() else ""
+        done = list(s.glob("*.exit"))
+        saved = len(list((root / "ckpt" / cell).glob("step_*.json"))) if cell else 0
+        if cell and done and not (s / f"{cell}.exit").exists() and 1 <= saved <= 2:
+            return str(pod["id"])
+    return None
+
+
 def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume_on_every_cell(
     sim: Sim, tmp_path: Path
 ) -> None:
@@ -92,12 +114,23 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
     assert "all 2 queue pods mount network volume cells and run in its data center EU-RO-1" in out, out
     assert "created by abl.q1's plan" in out, out  # q2's pod waits for the volume q1 makes
 
-    watch = _gj(d, env, "watch", "--interval", "1s", "--probe", "0.2s", timeout=300)
-    assert watch.returncode == 0, watch.stdout + watch.stderr
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
+        cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        victim = poll(
+            "a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2
+        )
+        assert sim.inject("preempt", pod_id=victim)["preempted"]
+        out, _ = watch.communicate(timeout=300)
+    finally:
+        watch.kill()
+    assert watch.returncode == 0, out
 
     (vol,) = _volumes(sim)  # one volume for the whole sweep, in the data center the plan named
     assert vol["name"].startswith("gpujob-abl--cells--") and vol["data_center"] == "EU-RO-1", vol
-    queue_pods = [p for p in _pods(sim) if "--q" in p["name"]]
+    queue_pods = [p for p in _pods(sim) if "--q" in p["name"] and p.get("ended_at") is None]
     assert sorted(p["name"].split("--")[1] for p in queue_pods) == ["q1", "q2"], queue_pods
     assert {p["nv"] for p in queue_pods} == {vol["id"]} and {p["data_center"] for p in queue_pods} == {
         "EU-RO-1"
@@ -107,10 +140,9 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
     # every cell exited 0 exactly once, whichever queue ran it, and came home to ./outputs/<cell>/
     finishes = _finishes(d)
     assert len(finishes) == 4 and all(lines == [cell] for cell, lines in finishes.items()), finishes
-    results = {
-        (r["LR"], r["SEED"])
-        for r in (json.loads((d / "outputs" / c / "result.json").read_text()) for c in finishes)
-    }
+    got = [json.loads((d / "outputs" / c / "result.json").read_text()) for c in finishes]
+    results = {(r["LR"], r["SEED"]) for r in got}
+    assert any(r["resumed_from"] > 0 for r in got), "the preempted cell resumed from its checkpoint"
     assert results == {(lr, s) for lr in ("1e-3", "1e-4") for s in ("1", "2")}
     for cell in finishes:
         record = dict(
@@ -153,8 +185,6 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
     assert again.returncode == 0, again.stdout + again.stderr
     running = [p for p in _pods(sim) if p.get("ended_at") is None]
     assert len(running) == 2 and {p["nv"] for p in running} == {vol["id"]}, again.stdout
-    from tests.e2e.e2e_support import poll
-
     for q in (1, 2):
         log = root / ".gpujob" / f"abl--q{q}" / "run.log"
         poll(f"queue q{q} drained again", lambda log=log: "not run again" in log.read_text() and "done" in log.read_text(), deadline_s=60)  # fmt: skip
