@@ -154,7 +154,18 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
     ckpts = sorted(
         p.relative_to(d / "checkpoints").parts[0] for p in (d / "checkpoints").glob("*/step_*.json")
     )
-    assert sorted(set(ckpts)) == sorted(finishes), ckpts  # each queue pulled its own cells' checkpoints
+    assert sorted(set(ckpts)) == sorted(finishes), ckpts
+    from gpujob.state import open_store
+
+    store = open_store(d / "job.yaml")
+    pulled_by = {}
+    for q in (1, 2):  # each queue pulled its own cells' checkpoints, never the other queue's in flight
+        record = json.loads(store.read(f"pulls/abl--q{q}.json") or "{}")
+        pulled_by[q] = {f["name"].split("/")[0] for f in record["files"]}
+    assert pulled_by[1] and pulled_by[2] and not pulled_by[1] & pulled_by[2], pulled_by
+    assert pulled_by[1] | pulled_by[2] == set(finishes), pulled_by
+    status = _gj(d, env, "status")
+    assert "sweep abl: 4 cells: 4 done, 0 running, 0 pending, 0 failed" in status.stdout, status.stdout
 
     # on the volume: one state dir for both queues, and the version's files placed before any cell began
     root = sim.data_dir / "runpod" / "volumes" / vol["id"]

@@ -106,3 +106,22 @@ def test_paperspace_block_storage_persists_across_stop_and_dynamic_ip_changes(si
     ps.delete(f"/machines/{mid}").raise_for_status()
     assert ps.get(f"/machines/{mid}").status_code == 404
     assert not (sim.data_dir / "paperspace" / "machines" / mid).exists()
+
+
+def test_two_pods_mount_one_network_volume_at_once_only_in_its_data_center(sim, rp, ssh_key):
+    key, pub = ssh_key
+    vid = rp.post("/network-volumes", json={"name": "gpujob-t-shared", "size": 20, "dataCenter": "EU-RO-1"}).json()["id"]  # fmt: skip
+    mounts = {"network": [{"volumeId": vid, "path": "/workspace"}]}
+    elsewhere = rp.post("/pods", json={"name": "gpujob-t", "image": "img", "gpu": {"id": "NVIDIA A40", "count": 1},
+                                       "env": {"PUBLIC_KEY": pub}, "mounts": mounts, "dataCenterIds": ["US-KS-2"]})  # fmt: skip
+    assert elsewhere.status_code == 400 and "EU-RO-1" in elsewhere.text  # RP7: only in its data center
+    one = wait_pod(rp, create_pod(rp, pub, mounts=mounts, dataCenterIds=["EU-RO-1"])["id"])
+    two = wait_pod(rp, create_pod(rp, pub, mounts=mounts)["id"])
+    assert {one["dataCenterId"], two["dataCenterId"]} == {"EU-RO-1"}
+    d1, d2 = one["ssh"]["direct"], two["ssh"]["direct"]
+    ssh(key, d1["host"], d1["port"], "mkdir -p /workspace/state && echo 0 > /workspace/state/cell-a.exit")
+    assert ssh(key, d2["host"], d2["port"], "cat /workspace/state/cell-a.exit").stdout.strip() == "0"
+    ssh(key, d2["host"], d2["port"], "echo from-two > /workspace/two")
+    assert rp.post(f"/pods/{one['id']}/action", json={"action": "terminate"}).status_code == 204
+    assert ssh(key, d2["host"], d2["port"], "cat /workspace/two /workspace/state/cell-a.exit").stdout.split() == ["from-two", "0"]  # fmt: skip
+    assert rp.delete(f"/network-volumes/{vid}").status_code == 400  # pod two still holds it
