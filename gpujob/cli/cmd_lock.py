@@ -32,7 +32,9 @@ Examples:
 @click.option("-f", "--file", "job_file", type=click.Path(path_type=Path, dir_okay=False),
               help="The job file (its directory holds .gpujob/); default: the discovered job of that name.")  # fmt: skip
 def command(job: str, yes: bool, job_file: Path | None) -> None:
-    sys.exit(run_command(_run, job, yes, job_file))
+    from gpujob.sweep.address import queue_job_of
+
+    sys.exit(run_command(_run, queue_job_of(job), yes, job_file))  # a sweep's queue: abl.q1 is abl--q1
 
 
 def _find_job_file(job: str) -> Path | None:

@@ -193,3 +193,13 @@ def test_state_list_shows_a_shared_sweep_volume_once_and_rm_of_the_sweep_forgets
         assert (
             gone.output.count("vol1") == 1 and ids["abl--q1"] in gone.output and ids["abl--q2"] in gone.output
         )
+
+
+def test_force_unlock_reads_a_queue_as_the_plan_prints_it(tmp_path: Path) -> None:
+    from gpujob.cli.cmd_lock import command
+
+    job = write(tmp_path, JOB)
+    pin_project(tmp_path / ".gpujob")
+    out = CliRunner().invoke(command, ["abl.q1", "-f", str(job), "--yes"])
+    assert out.exit_code == 0, out.output
+    assert "Job 'abl--q1' is not locked" in out.output  # the queue's lock, not one named 'abl.q1'
