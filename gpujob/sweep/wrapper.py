@@ -94,10 +94,12 @@ run_cell() {
 outside() {  # files this cell wrote on the durable mount outside its own dirs (caches, gpujob's own and
   # Python's bytecode caches aside: importing the synced code writes those, and they are no result)
   ( set -a; . "$V/cells/$1.env"; set +a
-    # On a disk other queues share, the dirs of cells that ran meanwhile are theirs to write: skipped
-    busy=(); for f in "$S"/*.starts; do c=$(basename "$f" .starts); [ -e "$f" ] && [ "$c" != "$1" ] || continue
-      if [ "$f" -nt "$S/$1.t0" ] || [ "$S/$c.exit" -nt "$S/$1.t0" ] || cat "$S"/current.* 2>/dev/null | grep -qxF "$c"; then
-        busy+=(-o -path "$(dirname "$GPUJOB_CELL_DIR")/$c" -o -path "$(dirname "$GPUJOB_CHECKPOINT_DIR")/$c"); fi; done
+    # On a disk other queues share, the dirs of cells that ran meanwhile (started or finished since this
+    # one first started, or in flight on a queue) are theirs to write: skipped. One find, not one per cell.
+    busy=(); while IFS= read -r c; do [ -n "$c" ] && [ "$c" != "$1" ] || continue
+      busy+=(-o -path "${GPUJOB_CELL_DIR%/*}/$c" -o -path "${GPUJOB_CHECKPOINT_DIR%/*}/$c"); done < <(
+      { find "$S" -maxdepth 1 \( -name '*.starts' -o -name '*.exit' \) -newer "$S/$1.t0" 2>/dev/null \
+          | sed 's|.*/||; s/\.[a-z]*$//'; cat "$S"/current.* 2>/dev/null; } | sort -u)
     find @MOUNT@ \( -path @MOUNT@/.gpujob -o -path @MOUNT@/.cache -o -path "$GPUJOB_CELL_DIR" \
       -o -path "$GPUJOB_CHECKPOINT_DIR" -o -name __pycache__ @PRUNE@${busy[@]+"${busy[@]}"} \) -prune -o -type f -newer "$S/$1.t0" -print 2>/dev/null \
       | head -n @OUTSIDE_MAX@ )
