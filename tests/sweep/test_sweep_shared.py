@@ -16,7 +16,7 @@ from gpujob.sweep.cells import expand
 from gpujob.sweep.wrapper import place, queue_command
 from tests.e2e.e2e_support import poll
 from tests.owners import PROJECT, machine
-from tests.sweep.test_sweep_unit import JOB, run, sweep, write
+from tests.sweep.test_sweep_unit import IMAGE, JOB, run, sweep, write
 
 SHARED = JOB.replace(
     "storage: {volume_gb: 10, mount: /workspace}",
@@ -71,13 +71,20 @@ def test_queue_one_holds_the_volume_every_pod_is_placed_in_its_data_center_and_i
 
     nv = volume(naming.volume_name("abl", "cells", PROJECT), region="EU-RO-1")
     pods = [
-        pod(machine(f"abl--q{n}"), network_volume_id=nv.id, volume_gb=None, spot=True, gpu_id="NVIDIA GeForce RTX 4090")
+        pod(machine(f"abl--q{n}"), network_volume_id=nv.id, volume_gb=None, spot=True, gpu_id="NVIDIA GeForce RTX 4090", image=IMAGE)
         for n in (1, 2)
     ]  # fmt: skip
     running = build_plan(loaded, live(nv, *pods), now=NOW, env={})
     assert not [
         f for f in running.all_findings() if f.code == "concurrent-writers"
     ]  # siblings: own dirs only
+    kinds = {(a.kind, a.resource_kind) for a in running.all_actions()}
+    unwanted = {
+        (ActionKind.REPLACE, "pod"),
+        (ActionKind.CREATE, "pod"),
+        (ActionKind.CREATE, "network_volume"),
+    }
+    assert not kinds & unwanted, kinds  # the live pods on the sweep's volume are what the spec wants
     stranger = pod(machine("bert"), network_volume_id=nv.id, volume_gb=None)
     crowded = build_plan(loaded, live(nv, *pods, stranger), now=NOW, env={})
     assert [f.job for f in crowded.all_findings() if f.code == "concurrent-writers"] == ["abl--q1"]
