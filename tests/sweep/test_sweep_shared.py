@@ -157,3 +157,49 @@ def test_a_cell_of_another_queue_running_meanwhile_is_not_an_outside_write_but_a
     assert rec is not None
     verdict = judge([rec], cell_roots=[str(mount / "sweeps" / "abl")], cells=[x.name for x in cells])
     assert verdict.errors == [f"cell {a.name} wrote {mount}/sweeps/abl/{d.name}/x, in cell {d.name}'s dir"]
+
+
+def test_the_shared_volumes_delete_waits_for_every_queue_pod_and_refuses_while_one_holds_it(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    import pytest
+
+    from gpujob.apply import teardown
+    from gpujob.apply.context import SWEEP_QUEUE, JobContext
+    from gpujob.apply.journal import Journal
+    from gpujob.apply.progress import NullHooks
+    from gpujob.errors import GateError
+    from gpujob.live import LiveResource
+    from gpujob.plan.model import Action, ActionKind
+    from tests.apply.fakes import FakeClock, FakeProvider, FakeSSH
+    from tests.owners import marker
+
+    q1 = _loaded(tmp_path)[0]
+    prov = FakeProvider()
+    vol = prov._save(LiveResource(platform="runpod", kind="network_volume", id="vol1", status="available",
+                                  name=naming.volume_name("abl", "cells", PROJECT), region="EU-RO-1"))  # fmt: skip
+    prov._save(LiveResource(platform="runpod", kind="pod", id="pod2", name=machine("abl--q2"), status="running",
+                            attributes=marker(), network_volume_id=vol.id))  # fmt: skip
+    ssh = FakeSSH(tmp_path, remote_files={}, alive=True)
+    state = tmp_path / ".gpujob"
+    clock = FakeClock()
+    ctx = JobContext(
+        spec=q1.spec, spec_path=q1.path, provider=prov, state_dir=state, journal=Journal(state, q1.spec.name),
+        ssh=ssh.api(), clock=clock, env={}, hooks=NullHooks(), approvals=set(), project=PROJECT,  # type: ignore[arg-type]
+    )  # fmt: skip
+    ctx.volume = vol
+    ctx.extra[SWEEP_QUEUE] = q1.sweep
+    delete = Action(
+        id="abl.q1.network_volume.delete-volume", job=q1.spec.name, platform="runpod", kind=ActionKind.DELETE_VOLUME,
+        resource_kind="network_volume", resource_name=vol.name, resource_id=vol.id, gated=True,
+    )  # fmt: skip
+    ctx.approvals.add(delete.id)
+    with pytest.raises(GateError) as err:
+        asyncio.run(teardown.guard(ctx, delete))
+    said = err.value.render()
+    assert "holds the cells of every queue" in said and "gpujob-abl--q2--" in said, said
+    assert sum(clock.slept) >= teardown.DETACH_WAIT_S  # it waited for the other queue's pod first
+    assert not prov.creates and ssh.connects == []  # no temporary pod, nothing looked at or pulled
+    assert vol.id in prov.resources
