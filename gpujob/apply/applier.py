@@ -191,8 +191,13 @@ def _note_sweep(ctx: JobContext, todo: list[Action]) -> None:
     )
     if queue is not None and places:
         from gpujob.sweep.assign import note_placed
+        from gpujob.sweep.rebalance import note_leaving, note_started
 
-        note_placed(ctx.state_dir, queue.sweep_job, queue.n, [c.name for c in queue.cells], ctx.clock.now())
+        now = ctx.clock.now()
+        # the cells leaving this queue are marked on their way before its version without them is placed
+        note_leaving(ctx.state_dir, queue.sweep_job, [m for m in queue.moves if m.origin == queue.n], now)
+        note_placed(ctx.state_dir, queue.sweep_job, queue.n, [c.name for c in queue.cells], now)
+        note_started(ctx.state_dir, queue.sweep_job, queue.started, now)
 
 
 async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> None:

@@ -125,6 +125,8 @@ def _plan(
     else:
         live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=refresh_runs)
         now = datetime.now(UTC)
+        if refresh_runs:
+            loaded = settle_sweeps(loaded, live)
     # The project id is made only now: a plan that could not read the platforms writes nothing.
     loaded = with_projects(loaded, create=True)
     from gpujob.apply.records import job_launch_records, job_pull_records
@@ -175,6 +177,26 @@ def read_live(specs: list[Any], *, runs_for: list[Any] | None = None, refresh_ru
             )
 
     return asyncio.run(go())
+
+
+def settle_sweeps(loaded: list[Any], live: Any) -> list[Any]:
+    """A sweep's cells on their way to another queue, proven or not over SSH (gpujob.sweep.rebalance);
+    opens the providers only when a cell waits."""
+    import asyncio
+
+    from gpujob.sweep.rebalance import WAITS, settle
+
+    if not any(m.state == WAITS for ls in loaded if ls.sweep is not None for m in ls.sweep.moves):
+        return loaded
+
+    async def go() -> Any:
+        from gpujob.failover.entries import platforms_of
+        from gpujob.providers.registry import open_providers
+
+        async with open_providers(platforms_of(ls.spec for ls in loaded)) as providers:
+            return await settle(loaded, live, providers)
+
+    return list(asyncio.run(go()))
 
 
 def _read_live_file(path: Path) -> Any:

@@ -12,6 +12,8 @@ Two sources, both read when a sweep job file is loaded (gpujob.sweep.expand):
 
 from __future__ import annotations
 
+import contextlib
+
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,9 +24,23 @@ from pydantic import Field
 from gpujob.model import Model
 
 
+class Leaving(Model):
+    """A placed cell on its way to another queue (gpujob.sweep.rebalance): its origin got a version
+    without it; it lands on `to` once the origin is proven never to start it."""
+
+    origin: int = Field(description="the queue it was placed on (cells[cell] still says so)")
+    to: int = Field(description="the queue it lands on once proven")
+
+
 class Assignment(Model):
     job: str
     cells: dict[str, int] = Field(default_factory=dict, description="cell -> queue number it was placed on")
+    leaving: dict[str, Leaving] = Field(
+        default_factory=dict, description="cells leaving their queue (gpujob.sweep.rebalance)"
+    )
+    started: list[str] = Field(
+        default_factory=list, description="cells seen started where placed: never moved again"
+    )
     at: datetime
 
 
@@ -46,22 +62,42 @@ def read_assignment(store: Any, job: str) -> dict[str, int]:
 
 def note_placed(store: Any, job: str, n: int, cells: Iterable[str], now: datetime | None = None) -> None:
     """Before queue N gets a version: its cells are placed there for good (merged under the store's lock)."""
-    from gpujob.state import as_store
-
     names = list(cells)
 
-    def change(old: bytes | None) -> bytes:
-        kept: dict[str, int] = {}
-        if old is not None:
-            try:
-                kept = dict(Assignment.model_validate_json(old).cells)
-            except ValueError:
-                kept = {}
-        kept.update({c: n for c in names})
-        rec = Assignment(job=job, cells=kept, at=now or datetime.now(UTC))
+    def change(rec: Assignment) -> None:
+        rec.cells.update({c: n for c in names})
+        for c in names:  # a cell placed on a queue is no longer on its way anywhere
+            rec.leaving.pop(c, None)
+
+    update_assignment(store, job, change, now)
+
+
+def read_record(store: Any, job: str) -> Assignment | None:
+    from gpujob.state import as_store
+
+    data = as_store(store).read(record_name(job))
+    if data is None:
+        return None
+    try:
+        return Assignment.model_validate_json(data)
+    except ValueError:
+        return None
+
+
+def update_assignment(store: Any, job: str, change: Any, now: datetime | None = None) -> None:
+    """Change the job's record under the store's lock (`change` edits an Assignment in place)."""
+    from gpujob.state import as_store
+
+    def edit(old: bytes | None) -> bytes:
+        rec = Assignment(job=job, at=now or datetime.now(UTC))
+        # an unreadable record starts afresh: the pulled records still keep the finished cells in place
+        with contextlib.suppress(ValueError):
+            rec = Assignment.model_validate_json(old) if old is not None else rec
+        change(rec)  # its dicts and lists are edited in place (the model itself is frozen)
+        rec = rec.model_copy(update={"at": now or datetime.now(UTC)})
         return (rec.model_dump_json(indent=2) + "\n").encode()
 
-    as_store(store).update(record_name(job), change)
+    as_store(store).update(record_name(job), edit)
 
 
 def pulled_queues(pull_to: Path, cells: Iterable[str]) -> dict[str, int]:

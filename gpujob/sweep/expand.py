@@ -30,6 +30,13 @@ class Queue:
     machines: int = 0  # sweep.machines as the job file says (queues differ when placed cells keep theirs)
     shared: bool = False  # its cells live on one network volume all queues mount (gpujob.sweep.storage)
     cell_outputs: tuple[str, ...] = ()  # the job file's `{cell}` output paths
+    # gpujob.sweep.rebalance: the sweep's moves (all queues'), the cells leaving this queue (on no
+    # queue now, still covered by its outputs), the cells seen started here, and the job file's own
+    # LoadedSpec (to expand it again with the verdicts of phase 2)
+    moves: tuple[Any, ...] = ()
+    leaving: tuple[str, ...] = ()
+    started: tuple[str, ...] = ()
+    origin: Any = None
 
     @property
     def job(self) -> str:
@@ -61,12 +68,17 @@ def cell_of_dir(spec: Any, path: str) -> str | None:
     return cell if cell and parent == cell_dir(spec.storage.mount, of[0], "x").rpartition("/")[0] else None
 
 
-def queues(spec: Any, placed: Mapping[str, int] | None = None) -> list[Queue]:
+def queues(spec: Any, placed: Mapping[str, int] | None = None, arranged: Any = None) -> list[Queue]:
     """The queues of a sweep JobSpec, cells split by estimated cost; `placed` (cell -> queue, from
-    gpujob.sweep.assign) keeps the cells already placed where they are. A queue with no cells is none."""
+    gpujob.sweep.assign) keeps the cells already placed where they are; `arranged`
+    (gpujob.sweep.rebalance.Arrangement) instead: its placements, and its cells in transit on no queue.
+    A queue with no cells is none."""
     sw = spec.sweep
     cells = expand(sw)
-    parts = split(cells, sw.machines, placed)
+    transit = set(arranged.transit) if arranged is not None else set()
+    if arranged is not None:
+        placed = arranged.placed
+    parts = split([c for c in cells if c.name not in transit], sw.machines, placed)
     ck = spec.checkpoint.dir if spec.checkpoint is not None else None
     shared = spec.storage.network_volume is not None
     prune = (spec.run.sync.dest,) if shared else ()  # the queues' code trees (gpujob.sweep.storage)
@@ -76,20 +88,31 @@ def queues(spec: Any, placed: Mapping[str, int] | None = None) -> list[Queue]:
     )  # fmt: skip
     templates = tuple(spec.outputs.paths) if spec.outputs is not None else ()
     used = [(n, c) for n, c in enumerate(parts, start=1) if c]
-    return [
-        Queue(
-            spec.name,
-            n,
-            tuple(c),
-            p,
-            len(used),
-            tuple(cells),
-            machines=sw.machines,
-            shared=shared,
-            cell_outputs=templates,
+    extra: dict[str, Any] = {}
+    out = []
+    for n, c in used:
+        if arranged is not None:
+            names = {x.name for x in c}
+            extra = {
+                "moves": arranged.moves,
+                "leaving": arranged.leaving(n),
+                "started": tuple(x for x in sorted(arranged.started) if x in names),
+            }
+        out.append(
+            Queue(
+                spec.name,
+                n,
+                tuple(c),
+                p,
+                len(used),
+                tuple(cells),
+                machines=sw.machines,
+                shared=shared,
+                cell_outputs=templates,
+                **extra,
+            )
         )
-        for n, c in used
-    ]
+    return out
 
 
 def version_env(spec: Any) -> list[tuple[str, str]]:
@@ -105,12 +128,15 @@ def version_env(spec: Any) -> list[tuple[str, str]]:
 def queue_spec(spec: Any, q: Queue) -> Any:
     """The ordinary JobSpec of one queue (constructed, not re-validated: its name holds '--' on purpose)."""
     mount = spec.storage.mount
-    paths = [cell_dir(mount, spec.name, c.name) for c in q.cells]
+    # the cells leaving this queue stay its outputs until they land elsewhere: the gate covers
+    # whatever such a cell may have written here (a path that does not exist lists empty)
+    names = [c.name for c in q.cells] + list(q.leaving)
+    paths = [cell_dir(mount, spec.name, c) for c in names]
     pull_to = "./outputs"
     if spec.outputs is not None:
         pull_to = spec.outputs.pull_to
-        for c in q.cells:
-            paths += [p.replace("{cell}", c.name) for p in spec.outputs.paths]
+        for c in names:
+            paths += [p.replace("{cell}", c) for p in spec.outputs.paths]
     from gpujob.spec.model import OutputsSpec
 
     outputs = OutputsSpec.model_construct(paths=list(dict.fromkeys(paths)), pull_to=pull_to)
@@ -127,16 +153,18 @@ def queue_spec(spec: Any, q: Queue) -> Any:
     )
 
 
-def expand_loaded(loaded: Any) -> list[Any]:
+def expand_loaded(loaded: Any, verdicts: Mapping[str, tuple[str, str]] | None = None) -> list[Any]:
     """A LoadedSpec with a sweep -> one LoadedSpec per queue (same file, positions and project); any
-    other -> itself."""
+    other -> itself. `verdicts`: phase 2 of gpujob.sweep.rebalance for cells in transit (cell ->
+    (state, why)); without them such a cell waits."""
     if getattr(loaded.spec, "sweep", None) is None:
         return [loaded]
-    from gpujob.sweep.assign import placed_cells
+    from gpujob.sweep.rebalance import arrange_loaded
 
-    placed = placed_cells(loaded, [c.name for c in expand(loaded.spec.sweep)])
+    arranged = arrange_loaded(loaded, expand(loaded.spec.sweep), verdicts)
     out = []
-    for q in queues(loaded.spec, placed):
+    for q in queues(loaded.spec, arranged=arranged):
+        q = replace(q, origin=loaded)
         one = replace(loaded, spec=queue_spec(loaded.spec, q))
         one.sweep = q
         out.append(one)

@@ -16,6 +16,19 @@ class CellCost(Model):
     usd: float
 
 
+class CellMove(Model):
+    """A cell of the sweep moving between queues (gpujob.sweep.rebalance)."""
+
+    cell: str
+    origin: int = Field(description="The queue it leaves.")
+    to: int = Field(description="The queue it lands on once proven never to start on its origin.")
+    state: str = Field(
+        description="leaves (its origin gets a version without it now), waits (in transit, not proven yet), "
+        "lands (proven: placed on `to` now), stays (it started on its origin: it stays there)"
+    )
+    why: str = ""
+
+
 class SweepPlan(Model):
     sweep: str = Field(description="The sweep's job name (this queue's job is <sweep>--q<queue>).")
     queue: int
@@ -31,6 +44,9 @@ class SweepPlan(Model):
         None,
         description="sweep.machines, when the queues differ from it (cells placed on a queue stay there).",
     )
+    moves: list[CellMove] = Field(
+        default_factory=list, description="The cells leaving or landing on this queue (a rebalance)."
+    )
 
     @property
     def summary(self) -> str:
@@ -45,14 +61,26 @@ class SweepPlan(Model):
         kept = ""
         if self.machines is not None and self.machines != self.queues:
             kept = (
-                f" (sweep.machines is {self.machines}: cells placed on a queue stay there, so only new cells "
-                "are spread over the machines asked for)"
+                f" (sweep.machines is {self.machines}: a cell placed on a queue moves to another only once "
+                "its queue is proven never to start it, and a queue gets moved cells only then)"
             )
+        moves = "".join(f"; {_move(m, self.queue)}" for m in self.moves)
         return (
             f"sweep {self.sweep}: {self.cells_total} cells on {self.queues} machines{kept}, est. "
             f"${self.total_usd:.2f} in all{over}; queue q{self.queue}: {len(self.cells)} cells, "
-            f"${self.queue_usd:.2f}: {cells}"
+            f"${self.queue_usd:.2f}: {cells}{moves}"
         )
+
+
+def _move(m: CellMove, queue: int) -> str:
+    arrow = f"q{m.origin} -> q{m.to}"
+    text = {
+        "leaves": f"cell {m.cell} leaves {arrow} (not started yet): {m.why}",
+        "waits": f"cell {m.cell} waits to land ({arrow}): {m.why}",
+        "lands": f"cell {m.cell} lands ({arrow}): {m.why}",
+        "stays": f"cell {m.cell} stays on q{m.origin}: {m.why}",
+    }
+    return text.get(m.state, f"cell {m.cell} {m.state} ({arrow})")
 
 
 def _dur(seconds: float) -> str:
@@ -78,4 +106,9 @@ def sweep_plan(loaded: Any, usd_per_hour: float) -> SweepPlan | None:
         budget_usd=spec.budget.max_total_usd,
         # a split from scratch uses min(machines, cells) queues: any other count is placed cells kept
         machines=q.machines if q.machines and min(q.machines, len(all_cells)) != q.queues else None,
+        moves=[
+            CellMove(cell=m.cell, origin=m.origin, to=m.to, state=m.state, why=m.why)
+            for m in q.moves
+            if q.n in (m.origin, m.to)
+        ],
     )

@@ -7,6 +7,7 @@ A sweep's files live in a version dir on the durable mount, named by the sha256 
     <mount>/.gpujob/<job>.sweep/v<hash>/cells/<cell>.env the cell's environment (export lines)
     <mount>/.gpujob/<job>.sweep/state/<cell>.*          exit code, starts, first start, outside writes
     <mount>/.gpujob/<job>.sweep/state/version.q<N>      the version last placed for queue N
+    <mount>/.gpujob/<job>.sweep/state/running.q<N>      the version whose wrapper runs queue N (its first act)
 
 A running bash reads its script by byte offset, so a script changed under it runs a different file
 from the middle (the seed's parallel_ablation.md §2). Every file is written only when absent (to a
@@ -34,6 +35,7 @@ from gpujob.sweep.cells import Cell
 RECORD = "gpujob-cell.txt"  # the cell's record, written into its results dir (pulled with them)
 OUTSIDE_MAX = 200
 VERSION_POINTER = "version."  # state/version.q<N>: the version last placed for queue N
+RUNNING = "running."  # state/running.q<N>: the version whose wrapper runs (or last ran) queue N
 COMMAND_MAX = 120_000  # bytes: Linux takes at most 128 KiB in one process argument (MAX_ARG_STRLEN)
 
 
@@ -67,6 +69,8 @@ _WRAPPER = r"""#!/usr/bin/env bash
 set -u
 V="$(cd "$(dirname "$0")" && pwd)"; P="$(dirname "$V")"; S="$P/state"; Q="$1"; QN="$(basename "$Q" .txt)"
 mkdir -p "$S"
+# The version now running this queue (gpujob.sweep.rebalance: proof that it picked up a version)
+echo @VERSION@ > "$S/running.$QN.tmp.$$" && mv "$S/running.$QN.tmp.$$" "$S/running.$QN"
 stop=0; child=""; failed=0
 trap 'stop=1; [ -n "$child" ] && kill -TERM "$child" 2>/dev/null' TERM INT HUP
 # This version's run environment; names an earlier version set and this one does not are dropped.

@@ -250,6 +250,7 @@ class Watcher:
                 level="warning",
             )
             return ERROR
+        loaded = await self._settle(loaded, live)
         now = self.clock.now()
         from gpujob.apply.records import job_pull_records
 
@@ -284,6 +285,21 @@ class Watcher:
                     await self._park(j, jp, _machine(live, j.loaded), live, full)
             save_ledger(j.state_dir, j.ledger)
         return code
+
+    async def _settle(self, loaded: list[Any], live: LiveState) -> list[Any]:
+        """A sweep's cells on their way to another queue land once proven (gpujob.sweep.rebalance); a
+        queue that gets its first cells that way is watched from now on, like its siblings."""
+        from gpujob.sweep.rebalance import settle
+
+        settled = await settle(loaded, live, self.providers, ssh=self.spy.api)
+        for ls in settled:
+            j = self.jobs.get(ls.spec.name)
+            if j is None:
+                sib = next(o for o in self.jobs.values() if o.path == ls.path)
+                ledger = load_ledger(sib.state_dir, ls.spec.name, self.clock.now())
+                j = self.jobs[ls.spec.name] = JobWatch(ls.path, ls.spec.name, sib.state_dir, ledger)
+            j.loaded = ls
+        return settled
 
     def _observe(self, j: JobWatch, jp: JobPlan, live: LiveState, now: datetime) -> None:
         """Fold what this tick read into the job's ledger: money and GPU time, the run's steps."""

@@ -200,9 +200,13 @@ def test_the_placed_cells_come_from_the_store_and_from_the_pulled_records(tmp_pa
     (ran / "gpujob-cell.txt").write_text(f"cell={first[2][1]}\nexit=0\nstarts=1\nversion=v1\nqueue=q2\n")
     three = load_specs([write(tmp_path, JOB.replace("machines: 2", "machines: 3"))])
     got = {ls.sweep.n: [c.name for c in ls.sweep.cells] for ls in three}
-    assert got[1] == first[1] and set(first[2][:2]) <= set(got[2]), got
+    # q1's last placed cell leaves (phase 1 of gpujob.sweep.rebalance: on no queue until proven), the
+    # rest of q1 and the finished cell stay, the never-placed cell goes onto the new machine
+    assert got[1] == first[1][:2] and three[0].sweep.leaving == (first[1][2],), got
+    assert [(m.cell, m.origin, m.to, m.state) for m in three[0].sweep.moves] == [(first[1][2], 1, 3, "leaves")]
+    assert set(first[2][:2]) <= set(got[2]), got
     moved = [c for c in first[2][2:] if c not in got[2]]
-    assert moved and set(moved) <= set(got.get(3, [])), got  # only a never-placed cell may move
+    assert moved and set(moved) <= set(got.get(3, [])), got
     assert [ls.spec.name for ls in three] == ["abl--q1", "abl--q2", "abl--q3"]
     from gpujob.sweep.plan import sweep_plan
 
@@ -211,7 +215,8 @@ def test_the_placed_cells_come_from_the_store_and_from_the_pulled_records(tmp_pa
     four = load_specs([write(tmp_path, JOB.replace("machines: 2", "machines: 4"))])
     assert [ls.sweep.n for ls in four] == [1, 2, 3]
     summary = sweep_plan(four[0], 1.0).summary  # type: ignore[union-attr]
-    assert "6 cells on 3 machines (sweep.machines is 4: cells placed on a queue stay there" in summary
+    assert "6 cells on 3 machines (sweep.machines is 4: a cell placed on a queue moves to another only" in summary
+    assert f"cell {first[1][2]} leaves q1 -> q4 (not started yet)" in summary
     fresh = sweep_plan(load_specs([write(tmp_path, JOB.replace("abl", "new"))])[0], 1.0)
     assert fresh is not None and "sweep.machines is" not in fresh.summary  # nothing placed: no note
 
@@ -225,9 +230,13 @@ echo "$GPUJOB_CELL" >> finished
 def test_machines_two_to_three_after_some_cells_finished_runs_every_cell_exactly_once(tmp_path: Path) -> None:
     """Each queue machine is a dir of its own (its own mount, state dir and guard). q1 finishes two
     cells and q2 one, then both are stopped mid-cell; the sweep then gets a third machine and two more
-    cells, and every queue drains: each cell finished exactly once, on one machine."""
+    cells, and every queue drains: each cell finished exactly once, on one machine. The rebalance
+    (gpujob.sweep.rebalance) moves the last cell of each old queue to the new machine: q1's had started
+    (stopped mid-cell), so its machine's records keep it there; q2's had not, so it lands on q3."""
     from gpujob.state import open_store
     from gpujob.sweep.assign import note_placed
+    from gpujob.sweep.expand import expand_loaded
+    from gpujob.sweep.rebalance import decide, evidence_command, note_leaving, note_started, parse_evidence
 
     text = JOB.replace("/workspace", "/MOUNT").replace("python3 cell.py", "bash cell.sh")
     job = write(tmp_path, text)
@@ -236,7 +245,9 @@ def test_machines_two_to_three_after_some_cells_finished_runs_every_cell_exactly
     def launch(loaded: list, limits: dict[int, int]) -> None:
         for ls in loaded:
             q = ls.sweep
-            note_placed(store, "abl", q.n, [c.name for c in q.cells])  # as apply does before it places
+            note_leaving(store, "abl", [m for m in q.moves if m.origin == q.n])  # as apply does before it
+            note_placed(store, "abl", q.n, [c.name for c in q.cells])  # places a version
+            note_started(store, "abl", q.started)
             box = tmp_path / f"m{q.n}"
             box.mkdir(exist_ok=True)
             (box / "cell.sh").write_text(STOPPING_CELL)
@@ -262,6 +273,30 @@ def test_machines_two_to_three_after_some_cells_finished_runs_every_cell_exactly
     scratch = {c.name: n for n, q in enumerate(split(list(three[0].sweep.all_cells), 3), start=1) for c in q}
     assert any(scratch[c] != q for q, cells in first.items() for c in cells), scratch
     assert [ls.sweep.n for ls in three] == [1, 2, 3]
+    leaving = {m.cell: (m.origin, m.to, m.state) for m in three[0].sweep.moves}
+    assert {(o, t, st) for o, t, st in leaving.values()} == {(1, 3, "leaves"), (2, 3, "leaves")}, leaving
+    started_on_q1 = next(c for c, (o, _, _) in leaving.items() if o == 1)
+    assert started_on_q1 not in first[1]  # the cell q1 was stopped in, not one it finished
     launch(three, {})
+    # phase 2, as a later plan reads it: each origin machine's state, one command per machine
+    verdicts = {}
+    for cell, (origin, _, _) in leaving.items():
+        box = tmp_path / f"m{origin}"
+        out = run(evidence_command(str(box / "mnt"), "abl", origin, [cell]), box).stdout
+        verdicts[cell] = decide(cell, origin, machine_running=True, evidence=parse_evidence(out))
+    assert {c: v[0] for c, v in verdicts.items()} == {
+        c: "stays" if c == started_on_q1 else "lands" for c in leaving
+    }, verdicts
+    settled = expand_loaded(three[0].sweep.origin, verdicts)
+    on = {c.name: ls.sweep.n for ls in settled for c in ls.sweep.cells}
+    assert {c: on[c] for c in leaving} == {c: 1 if c == started_on_q1 else 3 for c in leaving}, on
+    launch(settled, {})
     runs = [c for cells in finished().values() for c in cells]
     assert sorted(runs) == sorted(everything) and len(everything) == 8, finished()
+    landed = next(c for c in leaving if c != started_on_q1)
+    assert landed in finished()[3] and started_on_q1 in finished()[1], finished()
+    # converged: the next load proposes nothing and nothing waits
+    again = load_specs([job])
+    assert again[0].sweep.moves == () and sorted(c.name for ls in again for c in ls.sweep.cells) == sorted(
+        everything
+    )
