@@ -13,7 +13,6 @@ Two sources, both read when a sweep job file is loaded (gpujob.sweep.expand):
 from __future__ import annotations
 
 import contextlib
-
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path

@@ -144,7 +144,10 @@ def decide(
     if evidence is None:
         return WAITS, f"{q}'s state was not read ({why_unread or 'no answer'}): it waits for the next read"
     if evidence.running is None:
-        return WAITS, f"{q}'s wrapper has not said which version it runs (not started yet, or from an older gpujob)"
+        return (
+            WAITS,
+            f"{q}'s wrapper has not said which version it runs (not started yet, or from an older gpujob)",
+        )
     if evidence.pointer is None:
         return WAITS, f"{q} has no version pointer: no version was placed for it"
     if evidence.running != evidence.pointer:
@@ -160,7 +163,10 @@ def decide(
     if seen.listed is None:
         return WAITS, f"{q}'s queue file of version {evidence.running} was not read"
     if seen.listed:
-        return WAITS, f"{q}'s version {evidence.running} still lists it: the version without it is not placed yet"
+        return (
+            WAITS,
+            f"{q}'s version {evidence.running} still lists it: the version without it is not placed yet",
+        )
     return LANDS, f"{q} runs version {evidence.running}, which does not list it, and never started it"
 
 
@@ -243,7 +249,9 @@ def arrange(
     return Arrangement(placed=placed, transit=transit, moves=tuple(moves), started=frozenset(started))
 
 
-def arrange_loaded(loaded: Any, cells: Sequence[Cell], verdicts: Mapping[str, tuple[str, str]] | None = None) -> Arrangement:
+def arrange_loaded(
+    loaded: Any, cells: Sequence[Cell], verdicts: Mapping[str, tuple[str, str]] | None = None
+) -> Arrangement:
     from gpujob.outputs.roots import pull_to
     from gpujob.state import open_store
     from gpujob.sweep.assign import read_record
@@ -304,14 +312,21 @@ async def settle(
         if key in done:
             continue
         done.add(key)
-        group = [o for o in loaded if getattr(o, "sweep", None) is not None and (str(o.path), o.sweep.sweep_job) == key]
+        group = [
+            o
+            for o in loaded
+            if getattr(o, "sweep", None) is not None and (str(o.path), o.sweep.sweep_job) == key
+        ]
         waiting = [m for m in q.moves if m.state == WAITS]
         if not waiting or q.origin is None:
             out += group
             continue
         origins = sorted({m.origin for m in waiting})
         reads = await asyncio.gather(
-            *(_read(ls, q, n, [m.cell for m in waiting if m.origin == n], live, providers, ssh, timeout) for n in origins)
+            *(
+                _read(ls, q, n, [m.cell for m in waiting if m.origin == n], live, providers, ssh, timeout)
+                for n in origins
+            )
         )
         verdicts: dict[str, tuple[str, str]] = {}
         for n, (running, ev, why) in zip(origins, reads, strict=True):
@@ -325,7 +340,14 @@ async def settle(
 
 
 async def _read(
-    ls: Any, q: Any, n: int, cells: list[str], live: Any, providers: Mapping[str, Any], ssh: Any, timeout: float
+    ls: Any,
+    q: Any,
+    n: int,
+    cells: list[str],
+    live: Any,
+    providers: Mapping[str, Any],
+    ssh: Any,
+    timeout: float,
 ) -> tuple[bool, Evidence | None, str]:
     """(origin machine running, its evidence or None, why not read)."""
     import asyncio
@@ -350,7 +372,9 @@ async def _read(
     return True, parse_evidence(out), ""
 
 
-async def _run(ls: Any, machine: Any, provider: Any, ssh: Any, q: Any, n: int, cells: list[str], timeout: float) -> str:
+async def _run(
+    ls: Any, machine: Any, provider: Any, ssh: Any, q: Any, n: int, cells: list[str], timeout: float
+) -> str:
     from gpujob.apply.sshapi import SSHApi
     from gpujob.ssh.keys import KEY_NAME
     from gpujob.state import open_store
@@ -364,6 +388,10 @@ async def _run(ls: Any, machine: Any, provider: Any, ssh: Any, q: Any, n: int, c
         return f"no project SSH key in {store.location}"
     api = ssh or SSHApi.default()
     cmd = evidence_command(ls.spec.storage.mount, q.sweep_job, n, cells)
-    async with api.open(endpoint, key_path=key_path, known_hosts=store, resource_id=machine.id, timeout=timeout) as remote:
-        got = await remote.run(cmd, what=f"reading whether q{n} of sweep {q.sweep_job} started the cells leaving it")
+    async with api.open(
+        endpoint, key_path=key_path, known_hosts=store, resource_id=machine.id, timeout=timeout
+    ) as remote:
+        got = await remote.run(
+            cmd, what=f"reading whether q{n} of sweep {q.sweep_job} started the cells leaving it"
+        )
     return str(got.stdout)

@@ -203,7 +203,9 @@ def test_the_placed_cells_come_from_the_store_and_from_the_pulled_records(tmp_pa
     # q1's last placed cell leaves (phase 1 of gpujob.sweep.rebalance: on no queue until proven), the
     # rest of q1 and the finished cell stay, the never-placed cell goes onto the new machine
     assert got[1] == first[1][:2] and three[0].sweep.leaving == (first[1][2],), got
-    assert [(m.cell, m.origin, m.to, m.state) for m in three[0].sweep.moves] == [(first[1][2], 1, 3, "leaves")]
+    assert [(m.cell, m.origin, m.to, m.state) for m in three[0].sweep.moves] == [
+        (first[1][2], 1, 3, "leaves")
+    ]
     assert set(first[2][:2]) <= set(got[2]), got
     moved = [c for c in first[2][2:] if c not in got[2]]
     assert moved and set(moved) <= set(got.get(3, [])), got
@@ -215,7 +217,10 @@ def test_the_placed_cells_come_from_the_store_and_from_the_pulled_records(tmp_pa
     four = load_specs([write(tmp_path, JOB.replace("machines: 2", "machines: 4"))])
     assert [ls.sweep.n for ls in four] == [1, 2, 3]
     summary = sweep_plan(four[0], 1.0).summary  # type: ignore[union-attr]
-    assert "6 cells on 3 machines (sweep.machines is 4: a cell placed on a queue moves to another only" in summary
+    assert (
+        "6 cells on 3 machines (sweep.machines is 4: a cell placed on a queue moves to another only"
+        in summary
+    )
     assert f"cell {first[1][2]} leaves q1 -> q4 (not started yet)" in summary
     fresh = sweep_plan(load_specs([write(tmp_path, JOB.replace("abl", "new"))])[0], 1.0)
     assert fresh is not None and "sweep.machines is" not in fresh.summary  # nothing placed: no note
