@@ -1,0 +1,311 @@
+"""The rebalance of a sweep's cells not yet started (gpujob.sweep.rebalance): which cells leave (phase
+1), when one lands (phase 2: only on proof read from the origin machine; every unknown waits), the
+placement record, and the wrapper side with real bash processes, including a queue caught between
+cells at the moment its new version is placed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gpujob.sweep.assign import Assignment, Leaving, read_record
+from gpujob.sweep.cells import Cell, expand
+from gpujob.sweep.isolation import CellRecord
+from gpujob.sweep.rebalance import (
+    LANDS,
+    LEAVES,
+    STAYS,
+    WAITS,
+    Evidence,
+    Seen,
+    arrange,
+    decide,
+    evidence_command,
+    note_leaving,
+    parse_evidence,
+    propose,
+)
+from gpujob.sweep.spec import SweepSpec
+from gpujob.sweep.wrapper import place, place_command, queue_command
+from tests.e2e.e2e_support import poll
+from tests.sweep.test_sweep_unit import run
+
+
+def cell(name: str, est: float = 600) -> Cell:
+    return Cell(name, (("N", name),), est)
+
+
+SIX = [cell(x) for x in "abcdef"]
+PLACED = {"a": 1, "c": 1, "e": 1, "b": 2, "d": 2, "f": 2}  # machines: 2, split by count
+
+
+# --- phase 1: which cells leave ------------------------------------------------------------------
+
+
+def test_more_machines_move_the_last_cells_of_the_loaded_queues_to_the_new_one() -> None:
+    got = propose(SIX, 3, PLACED, transit={}, done=[])
+    assert got == {"e": (1, 3), "f": (2, 3)}  # 3,3,0 -> 2,2,2: each queue's last cell
+    assert propose(SIX, 2, PLACED, transit={}, done=[]) == {}  # balanced: nothing moves
+    # four machines: still one cell each (a queue keeps the first cell it has left: likely in flight)
+    four = propose(SIX, 4, PLACED, transit={}, done=[])
+    assert set(four.values()) <= {(1, 3), (1, 4), (2, 3), (2, 4)} and len(four) == 2, four
+
+
+def test_a_cell_done_started_or_first_in_its_queue_never_leaves() -> None:
+    # done (a pulled record) cells weigh nothing and never move: q1 has only e left, which is its first
+    assert propose(SIX, 3, PLACED, transit={}, done=["a", "c"]) == {"f": (2, 3)}
+    # a cell seen started where it is never moves again
+    assert propose(SIX, 3, PLACED, transit={}, done=[], started=["e", "f"]) == {"c": (1, 3), "d": (2, 3)}
+    assert propose(SIX, 3, PLACED, transit={}, done=[], started=["c", "e", "d", "f"]) == {}
+    # one queue of one cell: nothing to move (its first cell stays)
+    assert propose([cell("a")], 3, {"a": 1}, transit={}, done=[]) == {}
+
+
+def test_a_finished_queue_and_a_queue_above_machines_never_get_cells() -> None:
+    cells = [*SIX, cell("g"), cell("h")]
+    placed = {**PLACED, "g": 3, "h": 3}
+    # q3 finished (both its cells done and pulled): the moves go to no queue but q1 and q2's own
+    assert propose(cells, 3, placed, transit={}, done=["g", "h"]) == {}
+    # q3 not finished but above machines (2): not a target either, though it is the least loaded
+    few = {**PLACED, "g": 3}
+    got = propose([*SIX, cell("g")], 2, few, transit={}, done=["g"])
+    assert all(to != 3 for _, to in got.values()), got
+    # ...while a queue with no cells at all within machines is one (the new machine), and a queue
+    # with a cell not known done is one too
+    assert set(propose(cells, 4, placed, transit={}, done=["g", "h"]).values()) == {(1, 4), (2, 4)}
+    assert set(propose(cells, 4, placed, transit={}, done=["g"]).values()) == {(1, 4), (2, 3)}
+
+
+def test_cells_in_transit_weigh_on_their_target_so_a_second_plan_proposes_nothing_more() -> None:
+    first = propose(SIX, 3, PLACED, transit={}, done=[])
+    assert propose(SIX, 3, PLACED, transit=first, done=[]) == {}
+    # estimates count, not numbers: a long cell left on q2 is worth moving two short ones for
+    cells = [cell("a", 600), cell("b", 600), cell("c", 3600), cell("d", 600), cell("e", 600)]
+    got = propose(cells, 2, {"a": 1, "b": 2, "c": 2, "d": 2, "e": 2}, transit={}, done=[])
+    assert got == {"e": (2, 1), "d": (2, 1)}, got
+
+
+# --- phase 2: lands only on proof ----------------------------------------------------------------
+
+PROOF = Evidence(running="v2", pointer="v2", cells={"e": Seen(listed=False, starts=0, exit="-")})
+
+
+def _with(**seen: object) -> Evidence:
+    base = {"listed": False, "starts": 0, "exit": "-"}
+    return Evidence(running="v2", pointer="v2", cells={"e": Seen(**{**base, **seen})})  # type: ignore[arg-type]
+
+
+def test_a_cell_lands_only_when_its_origin_runs_the_version_without_it_and_never_started_it() -> None:
+    state, why = decide("e", 1, machine_running=True, evidence=PROOF)
+    assert state == LANDS and "never started it" in why
+
+
+@pytest.mark.parametrize(
+    ("running", "evidence", "says"),
+    [
+        (False, PROOF, "machine is not running"),  # stopped/preempted: only its disk knows
+        (True, None, "was not read"),  # the SSH read failed
+        (True, Evidence(running=None, pointer="v2", cells=PROOF.cells), "has not said which version"),
+        (True, Evidence(running="v2", pointer=None, cells=PROOF.cells), "no version pointer"),
+        (True, Evidence(running="v1", pointer="v2", cells=PROOF.cells), "not yet v2"),  # between cells
+        (True, Evidence(running="v2", pointer="v2", cells={}), "records on q1 were not read"),
+        (True, _with(starts=None), "records on q1 were not read"),
+        (True, _with(exit=None), "records on q1 were not read"),
+        (True, _with(listed=None), "queue file of version v2 was not read"),
+        (True, _with(listed=True), "still lists it"),
+    ],
+)
+def test_every_unknown_waits(running: bool, evidence: Evidence | None, says: str) -> None:
+    state, why = decide("e", 1, machine_running=running, evidence=evidence, why_unread="timeout")
+    assert state == WAITS and says in why, why
+
+
+@pytest.mark.parametrize("seen", [{"starts": 1}, {"exit": "0"}, {"exit": "1", "listed": True}])
+def test_a_cell_its_origin_started_stays_there(seen: dict[str, object]) -> None:
+    state, why = decide("e", 1, machine_running=True, evidence=_with(**seen))
+    assert state == STAYS and "started it" in why
+
+
+def test_the_machines_answer_is_checked_not_trusted() -> None:
+    ev = parse_evidence(
+        "running=v2 pointer=v2\ncell=e listed=0 starts=0 exit=-\ncell=f listed=1 starts=2 exit=0\n"
+        "cell=g listed=? starts=x exit=oops\n"
+    )
+    assert ev.running == "v2" and ev.cells["e"] == Seen(False, 0, "-") and ev.cells["f"] == Seen(True, 2, "0")
+    assert ev.cells["g"] == Seen(None, None, None)
+    odd = parse_evidence("running=../../etc pointer=- \n")
+    assert odd.running is None and odd.pointer is None and odd.cells == {}
+    assert decide("g", 1, machine_running=True, evidence=ev)[0] == WAITS
+
+
+# --- the record and the arrangement --------------------------------------------------------------
+
+
+def _record(**kw: object) -> Assignment:
+    return Assignment(job="abl", cells=dict(PLACED), at=datetime.now(UTC), **kw)  # type: ignore[arg-type]
+
+
+def test_arrange_applies_the_verdicts_and_a_verdictless_cell_in_transit_waits_on_no_queue() -> None:
+    rec = _record(leaving={"e": Leaving(origin=1, to=3), "f": Leaving(origin=2, to=3)})
+    none = {c.name: None for c in SIX}
+    waiting = arrange(SIX, 3, record=rec, pulled=none)
+    assert waiting.transit == {"e": (1, 3), "f": (2, 3)} and waiting.placed["e"] == 1
+    assert {m.state for m in waiting.moves} == {WAITS}  # and nothing new is proposed on top of them
+    got = arrange(SIX, 3, record=rec, pulled=none, verdicts={"e": (LANDS, "proof"), "f": (STAYS, "ran")})
+    assert got.placed["e"] == 3 and got.placed["f"] == 2 and "f" in got.started
+    assert "e" not in got.transit and "f" not in got.transit
+    # f stayed on q2 (started there): the next cell of q2 is proposed instead
+    assert [(m.cell, m.state) for m in got.moves] == [("e", LANDS), ("f", STAYS), ("d", LEAVES)]
+    # a cell with a pulled record ran: it is where its record says, not in transit
+    ran = {**none, "e": CellRecord("e", 0, 1, queue=1)}
+    assert "e" not in arrange(SIX, 3, record=rec, pulled=ran).transit
+
+
+def test_note_leaving_marks_only_cells_still_on_their_origin_and_placing_a_cell_ends_its_move(
+    tmp_path: Path,
+) -> None:
+    from gpujob.state import open_store
+    from gpujob.sweep.assign import note_placed
+    from gpujob.sweep.rebalance import Move
+
+    store = open_store(tmp_path / "job.yaml")
+    note_placed(store, "abl", 1, ["a", "c", "e"])
+    note_leaving(store, "abl", [Move("e", 1, 3, LEAVES), Move("c", 2, 3, LEAVES)])  # c is not on q2
+    rec = read_record(store, "abl")
+    assert rec is not None and rec.leaving == {"e": Leaving(origin=1, to=3)} and rec.cells["e"] == 1
+    note_placed(store, "abl", 3, ["e"])  # it landed: apply places q3's version holding it
+    rec = read_record(store, "abl")
+    assert rec is not None and rec.leaving == {} and rec.cells["e"] == 3
+
+
+# --- the wrapper side: real bash, the origin caught between cells --------------------------------
+
+# The cell named in $HOLDS/<V> waits for $HOLDS/<V>.go (bounded), so the test can act while it is
+# in flight; every start is counted in the cell's dir.
+CELL = r"""echo run >> "$GPUJOB_CELL_DIR/runs"
+if [ -e "$HOLDS/$V" ]; then
+  touch "$GPUJOB_CELL_DIR/holding"
+  i=0; while [ ! -e "$HOLDS/$V.go" ] && [ "$i" -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+fi
+"""
+
+# A `head` first on PATH that, once armed, pauses the wrapper right after it read its version pointer
+# (between two cells, before it starts the next one): the window where a new version can be placed
+# after the wrapper looked.
+HEAD_SHIM = r"""#!/bin/bash
+for a in "$@"; do
+  case "$a" in */state/version.q*)
+    out=$(/usr/bin/head "$@")
+    if [ -e "$HOLDS/arm" ]; then
+      rm -f "$HOLDS/arm"; touch "$HOLDS/paused"
+      i=0; while [ ! -e "$HOLDS/paused.go" ] && [ "$i" -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+    fi
+    [ -n "$out" ] && printf '%s\n' "$out"; exit 0 ;;
+  esac
+done
+exec /usr/bin/head "$@"
+"""
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, list[Cell], dict[str, Cell], dict[str, str]]:
+    mount, holds = tmp_path / "ws", tmp_path / "holds"
+    holds.mkdir()
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "head").write_text(HEAD_SHIM)
+    (shim / "head").chmod(0o755)
+    cells = expand(SweepSpec.model_validate({"machines": 1, "matrix": {"V": ["a", "b", "c"]}}))
+    by = {c.env["V"]: c for c in cells}
+    env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}", "HOLDS": str(holds)}
+    return mount, holds, cells, by, env
+
+
+def _evidence(mount: Path, cell: str, cwd: Path) -> Evidence:
+    return parse_evidence(run(evidence_command(str(mount), "abl", 1, [cell]), cwd).stdout)
+
+
+def _runs(mount: Path, c: Cell) -> int:
+    f = mount / "sweeps" / "abl" / c.name / "runs"
+    return len(f.read_text().split()) if f.exists() else 0
+
+
+def _start(cmd: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        ["bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def test_a_version_placed_while_the_queue_is_between_cells_never_lets_a_started_cell_land(
+    tmp_path: Path,
+) -> None:
+    """The race: the wrapper read its pointer (old), then the new version without b is placed, then
+    the wrapper starts b under the old one. The proof must never say b lands: while b runs the origin
+    runs the old version (waits); after it, b's start record is there (stays)."""
+    mount, holds, cells, by, env = _setup(tmp_path)
+    v1 = place(job="abl", mount=str(mount), ck_dir=None, command=CELL, queues=[cells])
+    v2 = place(job="abl", mount=str(mount), ck_dir=None, command=CELL, queues=[[by["a"], by["c"]]])
+    for v in ("a", "b"):
+        (holds / v).touch()
+    queue = _start(queue_command(v1, 1), tmp_path, env)
+    try:
+        poll("cell a in flight", lambda: (mount / "sweeps/abl" / by["a"].name / "holding").exists(), 30, 0.02)
+        (holds / "arm").touch()
+        (holds / "a.go").touch()
+        poll("the wrapper between a and b, its pointer read", lambda: (holds / "paused").exists(), 30, 0.02)
+        run(place_command(v2, 1), tmp_path)  # phase 1 lands right now: after the wrapper looked
+        (holds / "paused.go").touch()
+        poll("cell b in flight", lambda: (mount / "sweeps/abl" / by["b"].name / "holding").exists(), 30, 0.02)
+        during = _evidence(mount, by["b"].name, tmp_path)
+        assert (during.running, during.pointer) == (v1.version, v2.version)
+        assert decide(by["b"].name, 1, machine_running=True, evidence=during)[0] == WAITS
+        (holds / "b.go").touch()
+        out, _ = queue.communicate(timeout=60)
+    finally:
+        if queue.poll() is None:
+            queue.kill()
+    assert queue.returncode == 0, out
+    assert f"picks up version {v2.version}" in out and _runs(mount, by["b"]) == 1, out  # b did start
+    after = _evidence(mount, by["b"].name, tmp_path)
+    assert after.running == after.pointer == v2.version
+    assert decide(by["b"].name, 1, machine_running=True, evidence=after)[0] == STAYS
+
+
+def test_a_version_placed_before_the_queue_looks_drops_the_cell_for_good_and_the_proof_says_it_lands(
+    tmp_path: Path,
+) -> None:
+    """The control: placed while a runs, the wrapper picks the new version up before b, so b never
+    starts on this queue, and the proof (read while c runs, and after the queue drained) says it lands."""
+    mount, holds, cells, by, env = _setup(tmp_path)
+    v1 = place(job="abl", mount=str(mount), ck_dir=None, command=CELL, queues=[cells])
+    v2 = place(job="abl", mount=str(mount), ck_dir=None, command=CELL, queues=[[by["a"], by["c"]]])
+    for v in ("a", "c"):
+        (holds / v).touch()
+    queue = _start(queue_command(v1, 1), tmp_path, env)
+    try:
+        poll("cell a in flight", lambda: (mount / "sweeps/abl" / by["a"].name / "holding").exists(), 30, 0.02)
+        early = _evidence(mount, by["b"].name, tmp_path)
+        assert decide(by["b"].name, 1, machine_running=True, evidence=early)[0] == WAITS  # still listed
+        run(place_command(v2, 1), tmp_path)
+        placed = _evidence(mount, by["b"].name, tmp_path)  # placed, not yet picked up: still waits
+        assert decide(by["b"].name, 1, machine_running=True, evidence=placed)[0] == WAITS
+        (holds / "a.go").touch()
+        poll("cell c in flight", lambda: (mount / "sweeps/abl" / by["c"].name / "holding").exists(), 30, 0.02)
+        during = _evidence(mount, by["b"].name, tmp_path)
+        assert decide(by["b"].name, 1, machine_running=True, evidence=during)[0] == LANDS
+        (holds / "c.go").touch()
+        out, _ = queue.communicate(timeout=60)
+    finally:
+        if queue.poll() is None:
+            queue.kill()
+    assert queue.returncode == 0, out
+    assert _runs(mount, by["b"]) == 0 and _runs(mount, by["a"]) == _runs(mount, by["c"]) == 1, out
+    after = _evidence(mount, by["b"].name, tmp_path)
+    assert decide(by["b"].name, 1, machine_running=True, evidence=after)[0] == LANDS
+    # the origin launched again (a relaunch after a preemption runs the version gpujob computes now,
+    # without b) still never starts it
+    run(queue_command(v2, 1), tmp_path)
+    assert _runs(mount, by["b"]) == 0
