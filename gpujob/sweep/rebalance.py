@@ -294,11 +294,41 @@ def note_started(store: Any, job: str, cells: Iterable[str], now: Any = None) ->
 # --- the reads: one SSH command per origin machine, then the sweep expanded again with the verdicts
 
 
+def note_verdicts(store: Any, job: str, moves: Iterable[Move], now: Any = None) -> None:
+    """Phase 2's proven outcomes, kept at once (`watch`, which applies on its own): a landed cell is
+    placed on its new queue, a started one stays on its origin for good. Either is a fact about the
+    origin machine, true whatever happens next, so an origin that drains and stops before the new
+    queue's version is placed cannot leave the cell in transit with no machine to prove it again."""
+    from gpujob.sweep.assign import update_assignment
+
+    todo = [m for m in moves if m.state in (LANDS, STAYS)]
+
+    def change(rec: Any) -> None:
+        for m in todo:
+            if rec.cells.get(m.cell) != m.origin or m.cell not in rec.leaving:
+                continue
+            del rec.leaving[m.cell]
+            if m.state == LANDS:
+                rec.cells[m.cell] = m.to
+            elif m.cell not in rec.started:
+                rec.started.append(m.cell)
+
+    if todo:
+        update_assignment(store, job, change, now)
+
+
 async def settle(
-    loaded: Sequence[Any], live: Any, providers: Mapping[str, Any], *, ssh: Any = None, timeout: float = 8.0
+    loaded: Sequence[Any],
+    live: Any,
+    providers: Mapping[str, Any],
+    *,
+    ssh: Any = None,
+    timeout: float = 8.0,
+    keep: bool = False,
 ) -> list[Any]:
     """`loaded` with each sweep that has cells in transit expanded again after reading their origin
-    machines: a proven cell lands on its new queue, a started one stays. No read when nothing waits."""
+    machines: a proven cell lands on its new queue, a started one stays. No read when nothing waits.
+    `keep`: the proven outcomes are written to the placement record at once (note_verdicts)."""
     import asyncio
 
     out: list[Any] = []
@@ -335,7 +365,12 @@ async def settle(
                     verdicts[m.cell] = decide(m.cell, n, machine_running=running, evidence=ev, why_unread=why)
         from gpujob.sweep.expand import expand_loaded
 
-        out += [replace(one, project=ls.project) for one in expand_loaded(q.origin, verdicts)]
+        again = [replace(one, project=ls.project) for one in expand_loaded(q.origin, verdicts)]
+        if keep and again:
+            from gpujob.state import open_store
+
+            note_verdicts(open_store(ls.path), q.sweep_job, again[0].sweep.moves)
+        out += again
     return out
 
 

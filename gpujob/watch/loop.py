@@ -287,11 +287,11 @@ class Watcher:
         return code
 
     async def _settle(self, loaded: list[Any], live: LiveState) -> list[Any]:
-        """A sweep's cells on their way to another queue land once proven (gpujob.sweep.rebalance); a
-        queue that gets its first cells that way is watched from now on, like its siblings."""
+        """A sweep's cells on their way to another queue land once proven (gpujob.sweep.rebalance, the
+        outcome kept at once); a queue that gets its first cells that way is watched from now on."""
         from gpujob.sweep.rebalance import settle
 
-        settled = await settle(loaded, live, self.providers, ssh=self.spy.api)
+        settled = await settle(loaded, live, self.providers, ssh=self.spy.api, keep=True)
         for ls in settled:
             j = self.jobs.get(ls.spec.name)
             if j is None:

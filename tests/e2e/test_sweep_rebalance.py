@@ -117,3 +117,42 @@ def test_machines_two_to_three_moves_pending_cells_to_the_new_machine_and_every_
     assert sorted(c for cs in started.values() for c in cs) == cells, started
     done = _gj(d, env, "plan", "--detailed-exitcode")
     assert done.returncode == 0 and "No changes" in done.stdout, done.stdout + done.stderr
+
+
+def test_watch_lands_the_leaving_cells_and_watches_the_new_queue_to_its_end(sim: Sim, tmp_path: Path) -> None:
+    """Phase 1 by `apply` (watch applies no run change of its own), then `gpujob watch` alone: it proves
+    the leaving cells on each old machine, creates the new queue's machine and watches it to its end."""
+    d = tmp_path / "abl"
+    d.mkdir()
+    (d / "job.yaml").write_text(SLOW)
+    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
+    env.update(sim.env)
+    env.update({"CI": "true", "NO_COLOR": "1"})
+    first = _gj(d, env, "apply", "--auto-approve")
+    assert first.returncode == 0, first.stdout + first.stderr
+    poll("both queues in their first cell", lambda: _both_queues_in_their_first_cell(sim), 120, 0.1)
+    (d / "job.yaml").write_text(SLOW.replace("machines: 2", "machines: 3"))
+    leave = _gj(d, env, "apply", "--auto-approve")
+    assert leave.returncode == 0 and "abl.q3" not in leave.stdout, leave.stdout + leave.stderr
+    watch = subprocess.run(
+        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
+        cwd=d, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "abl--q3" in watch.stdout, watch.stdout
+    assert watch.returncode == 0, watch.stdout + watch.stderr
+    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    assert len(cells) == 6, (cells, watch.stdout)
+    queues = {}
+    for cell in cells:
+        got = d / "outputs" / cell
+        assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
+        rec = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        assert rec["exit"] == "0" and rec["starts"] == "1", rec
+        queues[cell] = rec["queue"]
+    assert "q3" in queues.values(), (queues, watch.stdout)  # the new machine ran cells placed on the old ones
+    record = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())
+    assert record["leaving"] == {} and sorted(set(record["cells"].values())) == [1, 2, 3], record
+    started = _started_on(sim)
+    assert sorted(c for cs in started.values() for c in cs) == cells, started
+    assert [p["name"] for p in _pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"

@@ -182,6 +182,27 @@ def test_note_leaving_marks_only_cells_still_on_their_origin_and_placing_a_cell_
     assert rec is not None and rec.leaving == {} and rec.cells["e"] == 3
 
 
+def test_watch_keeps_a_proven_outcome_at_once_and_only_for_a_cell_still_in_transit(tmp_path: Path) -> None:
+    from gpujob.state import open_store
+    from gpujob.sweep.assign import note_placed
+    from gpujob.sweep.rebalance import Move, note_verdicts
+
+    store = open_store(tmp_path / "job.yaml")
+    note_placed(store, "abl", 1, ["a", "c", "e"])
+    note_placed(store, "abl", 2, ["b", "d", "f"])
+    note_leaving(store, "abl", [Move("e", 1, 3, LEAVES), Move("f", 2, 3, LEAVES), Move("c", 1, 3, LEAVES)])
+    note_verdicts(
+        store,
+        "abl",
+        [Move("e", 1, 3, LANDS), Move("f", 2, 3, STAYS), Move("c", 1, 3, WAITS), Move("a", 1, 3, LANDS)],
+    )
+    rec = read_record(store, "abl")
+    assert rec is not None
+    assert rec.cells["e"] == 3 and rec.cells["f"] == 2 and rec.started == ["f"]
+    assert rec.leaving == {"c": Leaving(origin=1, to=3)}  # waits: untouched
+    assert rec.cells["a"] == 1  # a was never leaving: a stray verdict moves nothing
+
+
 # --- the wrapper side: real bash, the origin caught between cells --------------------------------
 
 # The cell named in $HOLDS/<V> waits for $HOLDS/<V>.go (bounded), so the test can act while it is
