@@ -18,7 +18,7 @@ def cells_command(spec: Any, queue: Any) -> str:
     """Per cell: 'cell=<name> exit=<code|-> starts=<n> t0=<epoch|-> t1=<epoch|-> current=<0|1> version=<v…|->',
     then its outside writes as 'outside=<cell> <path>' (at most MAX_OUTSIDE each)."""
     state = shlex.quote(sweep_dir(spec.storage.mount, queue.sweep_job) + "/state")
-    names = " ".join(shlex.quote(c.name) for c in queue.cells)
+    names = " ".join(shlex.quote(c) for c in _names(queue))
     return f"""S={state}; cur=$(cat "$S/current.q{queue.n}" 2>/dev/null)
 for c in {names}; do
   e=$(cat "$S/$c.exit" 2>/dev/null || echo -); n=$(cat "$S/$c.starts" 2>/dev/null || echo 0)
@@ -28,6 +28,11 @@ for c in {names}; do
   echo "cell=$c exit=$e starts=$n t0=$t0 t1=$t1 current=$k version=$v"
   head -n {MAX_OUTSIDE} "$S/$c.outside" 2>/dev/null | sed "s|^|outside=$c |"
 done; true"""
+
+
+def _names(queue: Any) -> list[str]:
+    """The queue's cells, and the cells leaving it (gpujob.sweep.rebalance): pending here until they land."""
+    return [c.name for c in queue.cells] + list(getattr(queue, "leaving", ()))
 
 
 def parse_cells(out: str, *, machine: str, alive: bool, step: int | None, usd_per_hour: float) -> list[dict]:
@@ -79,7 +84,7 @@ def _version(text: str | None) -> str | None:
 
 def local_cells(spec: Any, queue: Any, pull_to: Path, machine: str) -> list[dict]:
     """Rows from the pulled cell records: done or failed when pulled, else 'unknown' (not read)."""
-    recs = local_records(pull_to, [c.name for c in queue.cells])
+    recs = local_records(pull_to, _names(queue))
     rows = []
     for cell, rec in recs.items():
         state = "unknown" if rec is None or rec.exit is None else "done" if rec.exit == 0 else "failed"
