@@ -399,17 +399,15 @@ async def _read(
     if provider is None:
         return True, None, f"no {ls.spec.platform} provider open"
     try:
-        out = await asyncio.wait_for(_run(ls, machine, provider, ssh, q, n, cells, timeout), timeout)
+        got = await asyncio.wait_for(_run(ls, machine, provider, ssh, q, n, cells, timeout), timeout)
     except Exception as exc:  # any failure of the read leaves the cell where it is: unknown waits
         return True, None, (str(exc).splitlines() or [type(exc).__name__])[0]
-    if isinstance(out, str) and not out.startswith("running="):
-        return True, None, out
-    return True, parse_evidence(out), ""
+    return (True, None, got) if isinstance(got, str) else (True, got, "")
 
 
 async def _run(
     ls: Any, machine: Any, provider: Any, ssh: Any, q: Any, n: int, cells: list[str], timeout: float
-) -> str:
+) -> Evidence | str:
     from gpujob.apply.sshapi import SSHApi
     from gpujob.ssh.keys import KEY_NAME
     from gpujob.state import open_store
@@ -429,4 +427,4 @@ async def _run(
         got = await remote.run(
             cmd, what=f"reading whether q{n} of sweep {q.sweep_job} started the cells leaving it"
         )
-    return str(got.stdout)
+    return parse_evidence(str(got.stdout))

@@ -330,3 +330,131 @@ def test_a_version_placed_before_the_queue_looks_drops_the_cell_for_good_and_the
     # without b) still never starts it
     run(queue_command(v2, 1), tmp_path)
     assert _runs(mount, by["b"]) == 0
+
+
+# --- settle: the read of each origin machine, with a fake platform and SSH (the command runs in bash)
+
+
+class _Provider:
+    def ssh_endpoint(self, machine: object) -> object:
+        from gpujob.live import SSHEndpoint
+
+        return SSHEndpoint(host="127.0.0.1", port=22)
+
+
+class _SSH:
+    """An SSH layer whose remote runs the command in bash on a local dir standing for the mount."""
+
+    def __init__(self, mount: Path, fail: bool = False) -> None:
+        self.mount, self.fail, self.commands = mount, fail, 0
+
+    def open(self, endpoint: object, **kw: object) -> object:
+        import contextlib
+
+        outer = self
+
+        class Remote:
+            async def run(self, cmd: str, **kw: object) -> object:
+                outer.commands += 1
+                if outer.fail:
+                    raise ConnectionError("connection refused")
+                return run(cmd.replace("/workspace", str(outer.mount)), outer.mount)
+
+        @contextlib.asynccontextmanager
+        async def cm():  # type: ignore[no-untyped-def]
+            yield Remote()
+
+        return cm()
+
+
+def _placed_and_leaving(tmp_path: Path) -> tuple[list, Path]:  # type: ignore[type-arg]
+    """A 2-queue sweep whose cells were placed, then machines 3 and apply's phase 1 recorded."""
+    import dataclasses
+
+    from gpujob.spec.load import load_specs
+    from gpujob.state import open_store
+    from gpujob.sweep.assign import note_placed
+    from tests.sweep.test_sweep_unit import JOB, write
+
+    job = write(tmp_path, JOB)
+    store = open_store(job)
+    for ls in load_specs([job]):
+        note_placed(store, "abl", ls.sweep.n, [c.name for c in ls.sweep.cells])
+    three = load_specs([write(tmp_path, JOB.replace("machines: 2", "machines: 3"))])
+    for ls in three:
+        note_leaving(store, "abl", [m for m in ls.sweep.moves if m.origin == ls.sweep.n])
+    again = [dataclasses.replace(ls, project="eus6m65n") for ls in load_specs([job])]
+    assert {m.state for m in again[0].sweep.moves} == {WAITS} and len(again[0].sweep.moves) == 2
+    return again, job
+
+
+def _live(*running: int, status: str = "running") -> object:
+    from gpujob import naming
+    from gpujob.live import LiveResource, LiveState
+
+    pods = [
+        LiveResource(platform="runpod", kind="pod", id=f"p{n}", name=naming.machine_name(f"abl--q{n}", "eus6m65n"),
+                     status=status, attributes={"project": "eus6m65n"})  # type: ignore[arg-type]
+        for n in running
+    ]  # fmt: skip
+    return LiveState(read_at=datetime.now(UTC), resources=pods)
+
+
+def _states(loaded: list) -> dict[str, str]:  # type: ignore[type-arg]
+    return {m.cell: m.state for m in loaded[0].sweep.moves}
+
+
+def test_settle_waits_when_the_origin_is_not_running_has_no_key_or_cannot_be_read(tmp_path: Path) -> None:
+    import asyncio
+
+    from gpujob.sweep.rebalance import settle
+
+    loaded, job = _placed_and_leaving(tmp_path)
+    ssh = _SSH(tmp_path / "mnt")
+    (tmp_path / "mnt").mkdir()
+    stopped = asyncio.run(settle(loaded, _live(1, 2, status="stopped"), {"runpod": _Provider()}, ssh=ssh))
+    assert set(_states(stopped).values()) == {WAITS} and ssh.commands == 0
+    assert all("not running" in m.why for m in stopped[0].sweep.moves)
+    nokey = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=ssh))
+    assert set(_states(nokey).values()) == {WAITS} and ssh.commands == 0
+    assert all("no project SSH key" in m.why for m in nokey[0].sweep.moves)
+    from gpujob.state import open_store
+
+    key = open_store(job).root / "id_ed25519"  # type: ignore[attr-defined]
+    key.write_text("not a key: the fake SSH layer never reads it\n")
+    key.chmod(0o600)
+    broken = _SSH(tmp_path / "mnt", fail=True)
+    failed = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=broken))
+    assert set(_states(failed).values()) == {WAITS} and broken.commands == 2  # one command per machine
+    assert all("connection refused" in m.why for m in failed[0].sweep.moves)
+    empty = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=ssh))  # nothing on disk
+    assert set(_states(empty).values()) == {WAITS}
+    assert [ls.spec.name for ls in empty] == ["abl--q1", "abl--q2"]  # no q3 before a cell lands
+
+
+def test_settle_lands_a_proven_cell_on_the_new_queue_and_watch_keeps_it(tmp_path: Path) -> None:
+    import asyncio
+
+    from gpujob.state import open_store
+    from gpujob.sweep.rebalance import settle
+
+    loaded, job = _placed_and_leaving(tmp_path)
+    key = open_store(job).root / "id_ed25519"  # type: ignore[attr-defined]
+    key.write_text("not a key\n")
+    key.chmod(0o600)
+    mount = tmp_path / "mnt"
+    # q1's machine runs the version placed without its leaving cell (both queues share one mount here:
+    # the state dir keys each by its queue), q2's has not picked its new one up yet
+    p = loaded[0].sweep.placement
+    for n in (1, 2):
+        run(place_command(p, n).replace("/workspace", str(mount)), tmp_path)
+    state = Path(p.root.replace("/workspace", str(mount))).parent / "state"
+    (state / "running.q1").write_text(p.version + "\n")
+    (state / "running.q2").write_text("v000000000000\n")
+    got = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=_SSH(mount), keep=True))
+    by_origin = {m.origin: m for m in got[0].sweep.moves}
+    assert by_origin[1].state == LANDS and by_origin[2].state == WAITS, got[0].sweep.moves
+    assert [ls.spec.name for ls in got] == ["abl--q1", "abl--q2", "abl--q3"]
+    assert [c.name for c in got[2].sweep.cells] == [by_origin[1].cell]
+    rec = read_record(open_store(job), "abl")
+    assert rec is not None and rec.cells[by_origin[1].cell] == 3 and list(rec.leaving) == [by_origin[2].cell]
