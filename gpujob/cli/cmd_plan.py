@@ -181,12 +181,12 @@ def read_live(specs: list[Any], *, runs_for: list[Any] | None = None, refresh_ru
 
 def settle_sweeps(loaded: list[Any], live: Any) -> list[Any]:
     """A sweep's cells on their way to another queue, proven or not over SSH (gpujob.sweep.rebalance);
-    opens the providers only when a cell waits."""
+    opens the providers only when a cell moves."""
     import asyncio
 
-    from gpujob.sweep.rebalance import WAITS, settle
+    from gpujob.sweep.rebalance import LEAVES, WAITS, settle
 
-    if not any(m.state == WAITS for ls in loaded if ls.sweep is not None for m in ls.sweep.moves):
+    if not any(m.state in (WAITS, LEAVES) for ls in loaded if ls.sweep is not None for m in ls.sweep.moves):
         return loaded
 
     async def go() -> Any:

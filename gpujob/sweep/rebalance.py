@@ -170,6 +170,12 @@ def decide(
     return LANDS, f"{q} runs version {evidence.running}, which does not list it, and never started it"
 
 
+def started_there(evidence: Evidence | None, cell: str) -> bool:
+    """The origin's records show the cell started (or ran): it is not proposed to leave."""
+    seen = evidence.cells.get(cell) if evidence is not None else None
+    return seen is not None and ((seen.starts or 0) > 0 or seen.exit not in (None, "-"))
+
+
 def evidence_command(mount: str, job: str, n: int, cells: Iterable[str]) -> str:
     """One command for queue N's machine: 'running=<v|-> pointer=<v|->', then per cell
     'cell=<name> listed=<0|1|-> starts=<n> exit=<code|->'."""
@@ -240,6 +246,10 @@ def arrange(
         else:
             transit[cell] = (lv.origin, lv.to)
         moves.append(Move(cell, lv.origin, lv.to, state, why))
+    # a cell proposed to leave that its machine shows started (settle read it): it stays, for good
+    started |= {
+        c for c, (st, _) in (verdicts or {}).items() if st == STAYS and c in placed and c not in transit
+    }
     done = {c for c, rec in pulled.items() if rec is not None and rec.exit is not None}
     fresh = propose(cells, machines, placed, transit=transit, done=done, started=started)
     for cell, (origin, to) in fresh.items():
@@ -326,8 +336,9 @@ async def settle(
     timeout: float = 8.0,
     keep: bool = False,
 ) -> list[Any]:
-    """`loaded` with each sweep that has cells in transit expanded again after reading their origin
-    machines: a proven cell lands on its new queue, a started one stays. No read when nothing waits.
+    """`loaded` with each sweep that has cells in transit, or cells proposed to leave, expanded again
+    after reading their origin machines: a proven cell lands on its new queue, a started one stays (a
+    proposed one its origin started is not proposed). No read when no cell moves.
     `keep`: the proven outcomes are written to the placement record at once (note_verdicts)."""
     import asyncio
 
@@ -347,7 +358,9 @@ async def settle(
             for o in loaded
             if getattr(o, "sweep", None) is not None and (str(o.path), o.sweep.sweep_job) == key
         ]
-        waiting = [m for m in q.moves if m.state == WAITS]
+        # the cells in transit, and the cells proposed to leave now: one read tells whether each
+        # origin started them (a proposed cell its origin started is not moved at all)
+        waiting = [m for m in q.moves if m.state in (WAITS, LEAVES)]
         if not waiting or q.origin is None:
             out += group
             continue
@@ -361,8 +374,12 @@ async def settle(
         verdicts: dict[str, tuple[str, str]] = {}
         for n, (running, ev, why) in zip(origins, reads, strict=True):
             for m in waiting:
-                if m.origin == n:
+                if m.origin != n:
+                    continue
+                if m.state == WAITS:
                     verdicts[m.cell] = decide(m.cell, n, machine_running=running, evidence=ev, why_unread=why)
+                elif started_there(ev, m.cell):
+                    verdicts[m.cell] = (STAYS, f"q{n} started it already")
         from gpujob.sweep.expand import expand_loaded
 
         again = [replace(one, project=ls.project) for one in expand_loaded(q.origin, verdicts)]

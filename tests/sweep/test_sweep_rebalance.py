@@ -458,3 +458,34 @@ def test_settle_lands_a_proven_cell_on_the_new_queue_and_watch_keeps_it(tmp_path
     assert [c.name for c in got[2].sweep.cells] == [by_origin[1].cell]
     rec = read_record(open_store(job), "abl")
     assert rec is not None and rec.cells[by_origin[1].cell] == 3 and list(rec.leaving) == [by_origin[2].cell]
+
+
+def test_settle_does_not_propose_a_cell_its_origin_already_started(tmp_path: Path) -> None:
+    import asyncio
+    import dataclasses
+
+    from gpujob.spec.load import load_specs
+    from gpujob.state import open_store
+    from gpujob.sweep.assign import note_placed
+    from gpujob.sweep.rebalance import settle
+    from tests.sweep.test_sweep_unit import JOB, write
+
+    job = write(tmp_path, JOB)
+    store = open_store(job)
+    for ls in load_specs([job]):
+        note_placed(store, "abl", ls.sweep.n, [c.name for c in ls.sweep.cells])
+    three = [dataclasses.replace(ls, project="eus6m65n") for ls in load_specs([write(tmp_path, JOB.replace("machines: 2", "machines: 3"))])]  # fmt: skip
+    proposed = {m.origin: m.cell for m in three[0].sweep.moves if m.state == LEAVES}
+    assert sorted(proposed) == [1, 2], three[0].sweep.moves
+    key = store.root / "id_ed25519"  # type: ignore[attr-defined]
+    key.write_text("not a key\n")
+    key.chmod(0o600)
+    mount = tmp_path / "mnt"
+    state = mount / ".gpujob" / "abl.sweep" / "state"
+    state.mkdir(parents=True)
+    (state / f"{proposed[1]}.starts").write_text("1\n")  # q1 is already running its last cell
+    got = asyncio.run(settle(three, _live(1, 2), {"runpod": _Provider()}, ssh=_SSH(mount)))
+    leaving = {m.cell for m in got[0].sweep.moves if m.state == LEAVES}
+    assert proposed[1] not in leaving and proposed[2] in leaving, got[0].sweep.moves
+    q1 = next(ls.sweep for ls in got if ls.sweep.n == 1)
+    assert proposed[1] in [c.name for c in q1.cells] and proposed[1] in q1.started  # apply keeps it started
