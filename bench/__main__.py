@@ -1,4 +1,5 @@
-"""`python -m bench [--quick]`: print figure / floor / ratio / target and write bench/results.json."""
+"""`python -m bench [--quick] [--only SUITE...]`: print figure / floor / ratio / target and write them as
+JSON (bench/results.json for a full run; a quick or partial run never overwrites it)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="few repetitions and small data (smoke run)")
     parser.add_argument("--only", nargs="*", choices=SUITES, help="run only these suites")
-    parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="where the figures go (default: bench/results.json for a full run, which is committed; "
+        "bench/last-run.json, ignored by git, for --quick or --only)",
+    )
     args = parser.parse_args(argv)
+    if args.out is None:
+        partial = args.quick or args.only
+        args.out = str(Path(__file__).with_name("last-run.json" if partial else "results.json"))
     repeat = 2 if args.quick else 7
     results: list[Result] = []
     for name in args.only or SUITES:
