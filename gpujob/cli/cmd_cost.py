@@ -86,17 +86,16 @@ def _with_goodput(report: Any, loaded: Any) -> tuple[Any, dict[str, Any]]:
     """Goodput next to the money, and the steps and money over time (gpujob.chart.jobs.series), for the
     jobs `gpujob watch` kept a ledger of."""
     from gpujob.chart.jobs import series
+    from gpujob.cost.report import with_goodput
     from gpujob.state import open_store
     from gpujob.watch.ledger import read_ledger
 
     paths = {ls.spec.name: ls.path for ls in loaded}
     pictures: dict[str, Any] = {}
-    jobs = []
-    for job in report.jobs:
-        ledger = read_ledger(open_store(paths[job.job]), job.job) if job.job in paths else None
+    goodput: dict[str, Any] = {}
+    for job in dict.fromkeys(j.job for j in report.jobs):  # a moved job has a row per platform
+        ledger = read_ledger(open_store(paths[job]), job) if job in paths else None
         if ledger is not None:
-            g = ledger.goodput(report.generated_at)
-            job = job.model_copy(update={"goodput": g.goodput, "goodput_detail": g.line()})
-            pictures[job.job] = series(ledger)
-        jobs.append(job)
-    return report.model_copy(update={"jobs": jobs}), pictures
+            goodput[job] = ledger.goodput(report.generated_at)
+            pictures[job] = series(ledger)
+    return with_goodput(report, goodput), pictures

@@ -50,7 +50,9 @@ class JobCost(Model):
         description="What bills now, meter by meter (a stopped pod's volume disk at 2×).",
     )
     goodput: float | None = Field(
-        None, description="gpujob watch: useful steps / the steps the billed GPU time could have done."
+        None,
+        description="gpujob watch: useful steps / the steps the billed GPU time could have done. The job's "
+        "across platforms: on its first row only.",
     )
     goodput_detail: str = Field("", description="gpujob watch: GPU-hours, steps done and redone, recoveries.")
 
@@ -149,6 +151,21 @@ def job_cost(f: JobFacts) -> JobCost:
         over_budget=finding is not None, as_of=f.now, sources=sources, findings=[finding] if finding else [],
         meters=now_lines,
     )  # fmt: skip
+
+
+def with_goodput(report: CostReport, goodput: Mapping[str, Any]) -> CostReport:
+    """The report with each job's goodput (gpujob.watch.ledger.Goodput, by job) on its first row only:
+    goodput is the job's across platforms (watch's ledger follows it through a move), so a moved job's
+    other platforms' rows carry none and the figure is printed once."""
+    done: set[str] = set()
+    jobs = []
+    for j in report.jobs:
+        g = goodput.get(j.job)
+        if g is not None and j.job not in done:
+            done.add(j.job)
+            j = j.model_copy(update={"goodput": g.goodput, "goodput_detail": g.line()})
+        jobs.append(j)
+    return report.model_copy(update={"jobs": jobs})
 
 
 # --- reading ----------------------------------------------------------------------------------------

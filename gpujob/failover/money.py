@@ -46,7 +46,9 @@ async def read_costs_anywhere(loaded: Sequence[Any], providers: Mapping[str, Any
     # would read as its resources having gone).
     extra = await read_costs(others, providers, record=False)
     kept = [j for j in extra.jobs if j.resources]
-    jobs = report.jobs + kept
+    # Each job's rows together, the platform it runs on first (where its goodput is shown).
+    order = {job: i for i, job in enumerate(dict.fromkeys(j.job for j in report.jobs))}
+    jobs = sorted(report.jobs + kept, key=lambda j: order.get(j.job, len(order)))
     return report.model_copy(
         update={
             "jobs": jobs,

@@ -139,6 +139,8 @@ def test_auto_moves_a_preempted_spot_job_to_paperspace_and_resumes(sim: Sim, tmp
     spent = [float(x) for x in re.findall(rf"{JOB} \[\w+\]  spent \$([\d.]+)", cost)]
     total = float(re.search(r"TOTAL spent \$([\d.]+)", cost).group(1))
     assert len(spent) == 2 and abs(sum(spent) - total) < 0.011, cost
+    # Goodput is the job's (watch's ledger followed it through the move): printed once, not per platform.
+    assert len(re.findall(r"^    goodput ", cost, re.M)) == 1, cost
 
 
 def test_plan_shows_the_move_and_ask_waits_with_the_approval_line(sim: Sim, tmp_path: Path) -> None:
