@@ -3,8 +3,11 @@
 RunPod stops every pod when the balance can no longer cover them (their volume disks keep billing) and
 then deletes pods and storage, with no backups. The balance and the account's spend rate come from
 GraphQL `myself` (LiveState.accounts); the rate after the plan is that spend plus what this plan's jobs
-change (each job's after-rate minus its current rate). The balance is account-wide, so every job of
-the platform gets the same figure, judged against its own run.max_runtime.
+change (each job's after-rate minus its current rate), and never less than what this plan's jobs bill
+after it: `currentSpendPerHr` is not documented to count storage (the simulator's counts running pods
+only), while a kept network volume or a stopped pod's volume disk bills on, priced by the profile. The
+balance is account-wide, so every job of the platform gets the same figure, judged against its own
+run.max_runtime.
 """
 
 from __future__ import annotations
@@ -31,23 +34,29 @@ def with_balance(loaded: Sequence[SpecSource], jobs: list[JobPlan], live: LiveSt
     notes = [n for n in live.account_notes if n.startswith(PLATFORM)]
     specs = {ls.spec.name: ls for ls in loaded}
     rate = planned_rate(account, mine)
+    kept = billed_after(mine)
     out = []
     for j in jobs:
         ls = specs.get(j.job)
         found = None
         if j.platform == PLATFORM and ls is not None and ls.spec.state != "absent":
-            found = balance_finding(ls, account, rate, notes)
+            found = balance_finding(ls, account, rate, notes, kept=kept)
         out.append(j.model_copy(update={"findings": by_severity([*j.findings, found])}) if found else j)
     return out
 
 
 def planned_rate(account: Account | None, jobs: Sequence[JobPlan]) -> float:
-    """USD/h the account bills once the plan is applied."""
+    """USD/h the account bills once the plan is applied: at least what the plan's jobs bill after it."""
     rates = [_here(j) for j in jobs]
     delta = sum(after - now for now, after in rates)
     now = account.spend_per_hour_usd if account is not None else None
     base = now if now is not None else sum(now for now, _ in rates)
-    return max(0.0, base + delta)
+    return max(0.0, base + delta, billed_after(jobs))
+
+
+def billed_after(jobs: Sequence[JobPlan]) -> float:
+    """USD/h this plan's jobs bill on RunPod after it (kept volumes, stopped pods' disks, what runs)."""
+    return round(sum(_here(j)[1] for j in jobs), 9)
 
 
 def _move(j: JobPlan, *, to: str | None = None) -> Action | None:
@@ -73,7 +82,9 @@ def lasts(hours: float) -> str:
     return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
 
 
-def balance_finding(ls: SpecSource, account: Account | None, rate: float, notes: list[str]) -> Finding | None:
+def balance_finding(
+    ls: SpecSource, account: Account | None, rate: float, notes: list[str], *, kept: float = 0.0
+) -> Finding | None:
     spec = ls.spec
 
     def finding(
@@ -109,13 +120,17 @@ def balance_finding(ls: SpecSource, account: Account | None, rate: float, notes:
         )
     balance = account.balance_usd
     spend = account.spend_per_hour_usd
-    if spend is not None:
+    if spend is None:
+        basis = f"the account's own spend rate was not reported; {usd(rate)}/h is what this plan's jobs bill"
+    elif abs(rate - kept) < 1e-9 and kept - spend >= 0.00005:
+        # The account's figure leaves out what keeps billing (storage): the plan's own meters count it.
+        basis = (
+            f"the account reports {usd(spend)}/h now; this plan's jobs bill {usd(kept)}/h after it "
+            "(volumes and stopped pods' disks keep billing, which that figure leaves out)"
+        )
+    else:
         change = "leaves it there" if abs(rate - spend) < 0.00005 else f"changes that to {usd(rate)}/h"
-    basis = (
-        f"the account spends {usd(spend)}/h now; this plan {change}"
-        if spend is not None
-        else f"the account's own spend rate was not reported; {usd(rate)}/h is what this plan's jobs bill"
-    )
+        basis = f"the account spends {usd(spend)}/h now; this plan {change}"
     detail = (
         f"{basis} ({account.source}). When credit cannot cover the pods RunPod stops them all (volume disks "
         "keep billing) and then may delete pods and storage; it keeps no backups."

@@ -201,3 +201,10 @@ def test_the_moving_plan_counts_the_money_there_and_what_it_keeps(loaded) -> Non
     assert [(m.what, m.usd_per_month) for m in move.billing.starts] == started and len(started) == 3, started
     (rp8,) = [f for f in jp.findings if f.code == "RP8"]
     assert "this plan leaves it there" in rp8.detail, rp8  # the A4000 bills Paperspace, not RunPod
+    # An account whose spend rate leaves storage out ($0.00/h, as the simulator's): the kept volume bills on.
+    nothing = Account(platform="runpod", balance_usd=50.0, spend_per_hour_usd=0.0, read_at=NOW, source="t")
+    jp = build_plan(
+        [loaded], live.model_copy(update={"accounts": {"runpod": nothing}}), now=NOW, env={}
+    ).jobs[0]
+    (rp8,) = [f for f in jp.findings if f.code == "RP8"]
+    assert "nothing bills" not in rp8.summary and f"at ${kept_hour:.4f}/h" in rp8.summary, rp8

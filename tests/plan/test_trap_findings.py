@@ -10,10 +10,11 @@ from datetime import timedelta
 
 from gpujob.apply.records import PulledFile, PullRecord
 from gpujob.live import Account, RunFact
+from gpujob.plan.balance import lasts
 from gpujob.plan.model import ActionKind, Finding, Plan
 from gpujob.plan.planner import build_plan
 from tests.owners import machine
-from tests.plan.plan_helpers import DIGEST, NOW, RUNPOD_JOB, ago, live, pod, volume
+from tests.plan.plan_helpers import DIGEST, NOW, RUNPOD_JOB, ago, live, owned_volume, pod, volume
 
 K = ActionKind
 Write = Callable[..., object]
@@ -110,8 +111,14 @@ def test_balance_says_how_long_it_lasts_at_the_planned_rate(write_job: Write) ->
     running = pod(**NV, cost_per_hour=1.19)
     plan = plan_for(write_job, live(running, volume(), accounts=account(500.0, 1.19)))
     (f,) = coded(plan, "RP8")
-    rate = plan.jobs[0].after_usd_per_hour  # a no-op plan: the account keeps spending what it does
-    assert f.severity == "info" and f"lasts {500 / 1.19 / 24:.1f} days at $1.19/h" in f.summary
+    rate = plan.jobs[
+        0
+    ].after_usd_per_hour  # a no-op plan: the pod, and the volume the account's 1.19 leaves out
+    assert (
+        rate > 1.19
+        and f.severity == "info"
+        and f"lasts {500 / rate / 24:.1f} days at ${rate:.2f}/h" in f.summary
+    )
     assert f.source is not None and f.source.key == "state"
     assert plan.jobs[0].current_usd_per_hour == rate and not plan.blocked
 
@@ -135,7 +142,10 @@ def test_balance_that_cannot_cover_max_runtime_blocks_with_the_top_up_needed(wri
     )
     (f,) = coded(plan, "RP8")
     job = plan.jobs[0]
-    rate = 0.0 + job.after_usd_per_hour - job.current_usd_per_hour  # the volume bills already
+    # At least what the job bills after the plan: the pod it starts and the volume, which the account's
+    # $0.00/h (a figure that counts running pods only) leaves out.
+    rate = job.after_usd_per_hour
+    assert rate > job.after_usd_per_hour - job.current_usd_per_hour
     assert f.severity == "error" and "less than run.max_runtime (48 h)" in f.summary
     assert f"add at least ${rate * 48 - 20:,.2f} to the RunPod balance" in f.fix
     assert f.source is not None and f.source.key == "run.max_runtime" and f.source.line == 17
@@ -149,6 +159,39 @@ def test_balance_rate_sums_every_job_of_the_plan(write_job: Write) -> None:
     both = sum(j.after_usd_per_hour for j in plan.jobs)
     texts = [f.summary for f in coded(plan, "RP8")]
     assert len(texts) == 2 and all(f"at ${both:.2f}/h" in t for t in texts)
+
+
+def test_balance_counts_what_keeps_billing_when_the_account_reports_nothing(write_job: Write) -> None:
+    """A stopped pod's volume disk (2x the running price) and a kept network volume bill on, though the
+    account's spend rate (the simulator's counts running pods only) says $0.00/h: never "nothing bills"."""
+    from gpujob.profile import load_profile
+
+    stopped = pod(status="stopped", raw_status="EXITED", volume_gb=50, cost_per_hour=0.0)
+    kept = volume(name=owned_volume("job", "data"), volume_gb=20)
+    text = DISK_JOB.replace("state: running", "state: stopped")
+    plan = plan_for(write_job, live(stopped, kept, accounts=account(50.0, 0.0)), text)
+    (f,) = [f for f in coded(plan, "RP8") if "balance" in f.summary]
+    profile = load_profile("runpod")
+    disk = profile.tier("volume_disk").hourly_price(50, stopped=True)
+    volume_hour = profile.tier("network_volume").hourly_price(20)
+    rate = plan.jobs[0].after_usd_per_hour
+    assert rate >= disk + volume_hour - 1e-6 and disk > 0  # the plan's own figure counts both
+    assert "nothing bills" not in f.summary, f.summary
+    assert f.severity == "info" and f"at ${rate:.4f}/h" in f.summary and lasts(50 / rate) in f.summary, (
+        f.summary
+    )
+    assert "reports $0.00/h now" in f.detail and "leaves out" in f.detail, f.detail
+
+
+def test_balance_says_nothing_bills_only_when_nothing_does(write_job: Write) -> None:
+    plan = plan_for(
+        write_job, live(accounts=account(50.0, 0.0)), DISK_JOB.replace("state: running", "state: absent")
+    )
+    assert plan.jobs[0].after_usd_per_hour == 0 and coded(plan, "RP8") == []  # an absent job is not judged
+    other = write_job(RUNPOD_JOB.replace("state: running", "state: stopped"), name="b.yaml")
+    plan = build_plan([other], live(accounts=account(50.0, 0.0)), now=NOW, env={})
+    (f,) = coded(plan, "RP8")
+    assert plan.jobs[0].after_usd_per_hour == 0 and "nothing bills after this plan" in f.summary, f.summary
 
 
 def test_a_failed_balance_read_is_a_note_not_a_block(write_job: Write) -> None:
