@@ -18,8 +18,7 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.test_failover import _job, _verified
-from tests.e2e.test_init import new_project
+from tests.e2e.failover_support import applied, preempt, verified
 
 
 class Counting:
@@ -73,15 +72,11 @@ async def _move(job_file: Path, env: dict[str, str], ssh: Any) -> Any:
 def test_the_move_pushes_the_checkpoint_once_and_reads_it_back_once(
     sim: Sim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    p = new_project(sim, tmp_path, "anywhere-carry")
-    _job(p, "auto")
-    p.gj("apply", "--auto-approve")
+    p = applied(sim, tmp_path, "anywhere-carry", "auto")
     poll("a checkpoint on the pod", lambda: re.search(r"checkpoint step_", p.gj("logs", "-n", "200").stdout))
     p.gj("pull")
-    assert _verified(p), "gpujob pull verified nothing"
-    sim.inject("capacity", platform="runpod")
-    pod = p.live("pods")[0]["id"]
-    assert sim.inject("preempt")["preempted"] == [pod]
+    assert verified(p), "gpujob pull verified nothing"
+    preempt(sim, p)
     for k in [k for k in list(os.environ) if k.startswith("GPUJOB_")]:
         monkeypatch.delenv(k)
     for k, v in p.env.items():

@@ -14,13 +14,11 @@ from typing import Any
 from gpujob.lock import read_lock
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import Project, poll
-from tests.e2e.test_failover import JOB, _stop, _watch
-from tests.e2e.test_failover_left import _ids, _mine, _moved, _sha
-from tests.e2e.test_init import new_project
+from tests.e2e.failover_support import JOB, approve, ids, mine, moved_by_apply, sha, stop, watch
 
 TERM = f"{JOB}.left.runpod.pod.terminate"
 DELETE = f"{JOB}.left.runpod.network_volume.delete-volume"
-FLAGS = ["--approve", TERM, "--approve", DELETE]
+FLAGS = approve(TERM, DELETE)
 
 
 def _holder(p: Project, pid: int) -> Any:
@@ -34,18 +32,17 @@ def _pull(p: Project) -> dict:
 
 
 def test_watch_and_release_left_are_exclusive_and_keep_each_others_records(sim: Sim, tmp_path: Path) -> None:
-    p = new_project(sim, tmp_path, "anywhere-race")
-    _moved(sim, p)
+    p = moved_by_apply(sim, tmp_path, "anywhere-race")
     sim.inject("clear")
-    pods, volumes = _mine(p, "pods"), _mine(p, "volumes")
+    pods, volumes = mine(p, "pods"), mine(p, "volumes")
     on_volume = sim.data_dir / "runpod" / "volumes" / volumes[0]["id"] / "ckpt"
-    held = {f.name: _sha(f) for f in on_volume.iterdir() if f.is_file()}
+    held = {f.name: sha(f) for f in on_volume.iterdir() if f.is_file()}
     aside = p.dir / "checkpoints-from-runpod"
     release = None
-    watch = _watch(p)
+    watching = watch(p)
     again = None
     try:
-        assert poll("watch to hold the job's lock", lambda: _holder(p, watch.pid), deadline_s=60)
+        assert poll("watch to hold the job's lock", lambda: _holder(p, watching.pid), deadline_s=60)
         mark = _pull(p).get("at", "")
         first = poll(
             "watch's continuous pull of the Paperspace machine",
@@ -59,7 +56,7 @@ def test_watch_and_release_left_are_exclusive_and_keep_each_others_records(sim: 
         assert refused.returncode != 0 and f"job '{JOB}' is locked by" in said and "gpujob watch" in said, (
             said
         )
-        assert _ids(_mine(p, "pods")) == _ids(pods) and _ids(_mine(p, "volumes")) == _ids(volumes)
+        assert ids(mine(p, "pods")) == ids(pods) and ids(mine(p, "volumes")) == ids(volumes)
         assert not aside.exists()
 
         # (b) told to wait for the lock, it waits while watch keeps pulling, and touches nothing
@@ -70,10 +67,10 @@ def test_watch_and_release_left_are_exclusive_and_keep_each_others_records(sim: 
             deadline_s=120,
         )
         assert release.poll() is None
-        assert _ids(_mine(p, "pods")) == _ids(pods) and _ids(_mine(p, "volumes")) == _ids(volumes)
+        assert ids(mine(p, "pods")) == ids(pods) and ids(mine(p, "volumes")) == ids(volumes)
         assert not aside.exists()
         last_of_watch = _pull(p)["at"]
-        watch_out = _stop(watch)
+        watch_out = stop(watching)
         assert "watch ended" in watch_out or "watch stopped" in watch_out, watch_out
 
         # (c) the release runs now, holding the lock: a watch cannot start under it
@@ -84,11 +81,11 @@ def test_watch_and_release_left_are_exclusive_and_keep_each_others_records(sim: 
             said
         )
         # A watch told to wait starts once the release let go, and pulls after it.
-        again = _watch(p, "--lock-timeout", "5m")
+        again = watch(p, "--lock-timeout", "5m")
         out, _ = release.communicate(timeout=300)
         assert release.returncode == 0, out
-        assert not _mine(p, "pods") and not _mine(p, "volumes"), out
-        assert {n: _sha(aside / n) for n in held} == held
+        assert not mine(p, "pods") and not mine(p, "volumes"), out
+        assert {n: sha(aside / n) for n in held} == held
         restored = _pull(p)
         # What the release put back is the job's record as watch left it, never an older one.
         assert restored["platform"] == "paperspace" and restored["at"] >= last_of_watch, restored
@@ -99,8 +96,8 @@ def test_watch_and_release_left_are_exclusive_and_keep_each_others_records(sim: 
             deadline_s=120,
         )
         assert newer["platform"] == "paperspace" and all(f["verified"] for f in newer["files"]), newer
-        assert {n: _sha(aside / n) for n in held} == held  # watch's pulls never land in the aside folder
+        assert {n: sha(aside / n) for n in held} == held  # watch's pulls never land in the aside folder
     finally:
-        for proc in (watch, release, again):
+        for proc in (watching, release, again):
             if proc is not None and proc.poll() is None:
-                _stop(proc)
+                stop(proc)

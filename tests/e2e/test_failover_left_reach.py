@@ -14,9 +14,7 @@ from pathlib import Path
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.test_failover import JOB
-from tests.e2e.test_failover_left import _ids, _mine, _moved, _sha
-from tests.e2e.test_init import new_project
+from tests.e2e.failover_support import JOB, approve, ids, mine, moved_by_apply, sha
 
 CONNECT_S = 3
 ENDPOINT_S = 15  # also what a temporary pod for the volume gets to answer: room for a loaded machine
@@ -27,16 +25,11 @@ TERM = f"{JOB}.left.runpod.pod.terminate"
 DELETE = f"{JOB}.left.runpod.network_volume.delete-volume"
 
 
-def _flags(*ids: str) -> list[str]:
-    return [w for i in ids for w in ("--approve", i)]
-
-
 def test_an_unreachable_left_pod_is_refused_stopped_again_and_only_then_overridable(
     sim: Sim, tmp_path: Path
 ) -> None:
-    p = new_project(sim, tmp_path, "anywhere-reach")
-    _moved(sim, p)
-    pods, volumes = _mine(p, "pods"), _mine(p, "volumes")
+    p = moved_by_apply(sim, tmp_path, "anywhere-reach")
+    pods, volumes = mine(p, "pods"), mine(p, "volumes")
     pod = pods[0]["id"]
     p.gj("pull")
     record_before = p.record(f"pulls/{JOB}.json")
@@ -48,7 +41,7 @@ def test_an_unreachable_left_pod_is_refused_stopped_again_and_only_then_overrida
     # (a) approved, but the pod cannot be reached: refused with the risk, the pod stopped again
     started = time.monotonic()
     refused = p.gj(
-        "apply", "--release-left", "--auto-approve", *_flags(TERM, DELETE), check=False, timeout=300
+        "apply", "--release-left", "--auto-approve", *approve(TERM, DELETE), check=False, timeout=300
     )
     elapsed, said = time.monotonic() - started, refused.stdout + refused.stderr
     assert refused.returncode != 0 and elapsed < BOUND_S, (elapsed, said)
@@ -57,27 +50,27 @@ def test_an_unreachable_left_pod_is_refused_stopped_again_and_only_then_overrida
     assert "starting" in said and "to pull its checkpoints" in said, said  # the gate did start it
     assert "stopping" in said and "again" in said, said
     assert f"'.unverified' next to its plain approval of {TERM}" in said, said  # words, not a flag
-    assert _ids(_mine(p, "pods"))[0][0] == pod and _ids(_mine(p, "volumes")) == _ids(volumes)
-    poll("the pod stopped again", lambda: _mine(p, "pods")[0]["status"] == "EXITED", deadline_s=30)
+    assert ids(mine(p, "pods"))[0][0] == pod and ids(mine(p, "volumes")) == ids(volumes)
+    poll("the pod stopped again", lambda: mine(p, "pods")[0]["status"] == "EXITED", deadline_s=30)
     aside = p.dir / "checkpoints-from-runpod"
     assert not aside.exists() or not [f for f in aside.iterdir() if f.is_file()]
     assert p.record(f"pulls/{JOB}.json") == record_before
 
     # (b) the override alone does not skip the look: the command starts the pod and tries it first
     on_volume = sim.data_dir / "runpod" / "volumes" / volumes[0]["id"] / "ckpt"
-    held = {f.name: _sha(f) for f in on_volume.iterdir() if f.is_file()}
+    held = {f.name: sha(f) for f in on_volume.iterdir() if f.is_file()}
     assert held
     started = time.monotonic()
     done = p.gj(
-        "apply", "--release-left", "--auto-approve", *_flags(TERM, f"{TERM}.unverified", DELETE), timeout=300
+        "apply", "--release-left", "--auto-approve", *approve(TERM, f"{TERM}.unverified", DELETE), timeout=300
     )
     elapsed, out = time.monotonic() - started, done.stdout + done.stderr
     assert elapsed < BOUND_S + 120, (elapsed, out)  # + the temporary pod for the volume's look
     tried, loss = out.find("to pull its checkpoints"), out.find("DATA LOSS approved")
     assert 0 <= tried < loss, out  # a start and a failed reach in this command, then the override
     assert f"as approved with {TERM}.unverified" in out, out
-    assert not _mine(p, "pods") and not _mine(p, "volumes"), out
+    assert not mine(p, "pods") and not mine(p, "volumes"), out
     # The volume was not covered by the override: it was looked at and its files pulled aside first.
     assert "temporary pod" in out, out
-    assert {n: _sha(aside / n) for n in held} == held
+    assert {n: sha(aside / n) for n in held} == held
     assert p.record(f"pulls/{JOB}.json") == record_before

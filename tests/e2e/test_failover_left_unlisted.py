@@ -5,23 +5,19 @@ platforms, each delete gated, Paperspace's by its own `<job>.left.paperspace.…
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from gpujob.sim.testing import Sim
-from tests.e2e.test_failover import JOB
-from tests.e2e.test_failover_left import _approvals, _mine, _moved
-from tests.e2e.test_init import new_project
+from tests.e2e.failover_support import JOB, approve, mine, moved_by_apply, refused, where
 
 
 def test_a_platform_dropped_from_the_job_file_is_still_read_and_torn_down(sim: Sim, tmp_path: Path) -> None:
-    p = new_project(sim, tmp_path, "anywhere-unlisted")
-    _moved(sim, p)
+    p = moved_by_apply(sim, tmp_path, "anywhere-unlisted")
     sim.inject("clear")
     text = (p.dir / "job.yaml").read_text()
     (p.dir / "job.yaml").write_text(text[: text.index("fallback:")])
     p.gj("validate")
-    machines = _mine(p, "machines")
+    machines = mine(p, "machines")
     assert [m for m in machines if m.get("state") == "ready"]
 
     plan = p.gj("plan", check=False)
@@ -39,24 +35,20 @@ def test_a_platform_dropped_from_the_job_file_is_still_read_and_torn_down(sim: S
     cost = p.gj("cost", check=False).stdout
     assert f"{JOB} [paperspace]" in cost, cost
 
-    refused = p.gj("destroy", "--auto-approve", check=False)
-    said = refused.stdout + refused.stderr
-    ids = set(_approvals(said))
-    assert refused.returncode != 0 and "need explicit approval" in said, said
+    said, wanted = refused(p, "destroy", "--auto-approve")
     assert {
         f"{JOB}.pod.terminate",
         f"{JOB}.network_volume.delete-volume",
         f"{JOB}.left.paperspace.machine.terminate",
-    } <= ids, said
-    assert _mine(p, "pods") and _mine(p, "volumes") and _mine(p, "machines")  # nothing touched
+    } <= wanted, said
+    assert mine(p, "pods") and mine(p, "volumes") and mine(p, "machines")  # nothing touched
 
-    flags = [w for i in sorted(ids) for w in ("--approve", i)]
-    done = p.gj("destroy", "--auto-approve", *flags, timeout=300)
+    done = p.gj("destroy", "--auto-approve", *approve(*wanted), timeout=300)
     out = done.stdout + done.stderr
-    assert not _mine(p, "pods") and not _mine(p, "volumes") and not _mine(p, "machines"), out
+    assert not mine(p, "pods") and not mine(p, "volumes") and not mine(p, "machines"), out
     # Paperspace's files landed beside the job's own (its run's log too), never over them.
     assert [f for f in (p.dir / "checkpoints-from-paperspace").iterdir() if f.is_file()], out
     assert (p.dir / "outputs-from-paperspace" / ".gpujob" / JOB / "run.log").is_file(), out
     assert p.project_id not in p.gj("audit", check=False).stdout  # neither account holds anything of it
-    where = json.loads(p.store().read(f"failover/{JOB}.json") or b"{}")
-    assert where["entry"] == -1 and where["platform"] == "runpod" and where["moves"], where
+    record = where(p)
+    assert record["entry"] == -1 and record["platform"] == "runpod" and record["moves"], record
