@@ -4,9 +4,7 @@ every cell finishes exactly once and its result comes home to ./outputs/<cell>/.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
+from tests.e2e.sweep_support import gj, pods, state_dir, sweep_project
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
@@ -45,27 +44,12 @@ teardown: {on_finish: stop}
 """
 
 
-def _gj(d: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", *args], cwd=d, env=env, capture_output=True, text=True, timeout=180
-    )
-
-
-def _pods(sim: Sim) -> list[dict]:
-    with sim.engine.lock:
-        return [p.model_dump(mode="json") for p in sim.engine.state.pods.values()]
-
-
-def _state_dir(sim: Sim, pod_id: str) -> Path:
-    return sim.data_dir / "runpod" / "pods" / pod_id / "volume" / ".gpujob" / "abl.sweep" / "state"
-
-
 def _mid_queue(sim: Sim) -> str | None:
     """A running queue pod that finished a cell and is inside its next one, past its first checkpoint."""
-    for pod in _pods(sim):
+    for pod in pods(sim):
         if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
             continue
-        s = _state_dir(sim, pod["id"])
+        s = state_dir(sim, pod["id"])
         if not list(s.glob("*.exit")):
             continue
         current = next(iter(s.glob("current.*")), None)
@@ -81,15 +65,9 @@ def _mid_queue(sim: Sim) -> str | None:
 def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finishes_once(
     sim: Sim, tmp_path: Path
 ) -> None:
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(JOB)
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
+    d, env = sweep_project(sim, tmp_path, JOB)
 
-    plan = _gj(d, env, "plan")
+    plan = gj(d, env, "plan")
     assert plan.returncode in (0, 2), plan.stdout + plan.stderr
     assert "abl.q1.pod.create" in plan.stdout and "abl.q2.pod.create" in plan.stdout, plan.stdout
     assert "sweep abl: 6 cells on 2 machines" in plan.stdout, plan.stdout
@@ -106,7 +84,7 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     )
     try:
         poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2)
-        live = _gj(d, env, "status", "--format", "json")  # while the queues run: read from the machines
+        live = gj(d, env, "status", "--format", "json")  # while the queues run: read from the machines
         assert live.returncode == 0, live.stdout + live.stderr
         rows = {r["job"]: r for r in json.loads(live.stdout)}
         assert sorted(rows) == ["abl--q1", "abl--q2"]
@@ -142,8 +120,8 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
         resumed += result["resumed_from"] > 0
     assert results == {(lr, s) for lr in ("1e-3", "3e-4", "1e-4") for s in ("1", "2")}
     assert resumed >= 1, "the preempted cell resumed from its own checkpoint"
-    assert [p["name"] for p in _pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"
-    after = _gj(d, env, "status")  # machines stopped: the cell table from the pulled records
+    assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"
+    after = gj(d, env, "status")  # machines stopped: the cell table from the pulled records
     assert after.returncode == 0, after.stdout + after.stderr
     table = re.findall(r"^  (lr-\S+)\s+(\w+)\s+gpujob-abl--q[12]--", after.stdout, re.M)
     assert sorted(table) == sorted((c, "done") for c in cells) and "error:" not in after.stdout, after.stdout
@@ -154,33 +132,27 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     lost = d / "outputs" / cells[0] / "result.json"
     lost.unlink()
     approve = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
-    gone = _gj(d, env, "destroy", "--auto-approve", *approve)
+    gone = gj(d, env, "destroy", "--auto-approve", *approve)
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert json.loads(lost.read_text())["cell"] == cells[0]
-    assert [p for p in _pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
+    assert [p for p in pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
 
 
 def test_a_saved_sweep_plan_applies_as_shown_and_destroy_gates_the_cells_in_flight(
     sim: Sim, tmp_path: Path
 ) -> None:
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(JOB.replace('STEP_S: "1"', 'STEP_S: "2"'))
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
-    saved = _gj(d, env, "plan", "-o", "plan.json")
+    d, env = sweep_project(sim, tmp_path, JOB.replace('STEP_S: "1"', 'STEP_S: "2"'))
+    saved = gj(d, env, "plan", "-o", "plan.json")
     assert saved.returncode in (0, 2), saved.stdout + saved.stderr
-    applied = _gj(d, env, "apply", "--auto-approve", "plan.json")
+    applied = gj(d, env, "apply", "--auto-approve", "plan.json")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    running = sorted(p["name"] for p in _pods(sim) if p["status"] == "RUNNING")
+    running = sorted(p["name"] for p in pods(sim) if p["status"] == "RUNNING")
     assert len(running) == 2 and all("--q" in n for n in running), running
     poll(
         "a first checkpoint of a cell",
         lambda: list(sim.data_dir.glob("runpod/pods/*/volume/ckpt/*/step_*.json")),
     )
-    pulled = _gj(d, env, "pull")  # both queues: each running cell's dir to outputs/<cell>/
+    pulled = gj(d, env, "pull")  # both queues: each running cell's dir to outputs/<cell>/
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
     assert len(list((d / "outputs").glob("*/starts.txt"))) == 2, pulled.stdout
     # Cells keep finishing and starting until the gate stops the queues (how many depends on the
@@ -190,9 +162,9 @@ def test_a_saved_sweep_plan_applies_as_shown_and_destroy_gates_the_cells_in_flig
     }
     assert len(started_before) >= 2, started_before
     approve = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
-    gone = _gj(d, env, "destroy", "--auto-approve", *approve)
+    gone = gj(d, env, "destroy", "--auto-approve", *approve)
     assert gone.returncode == 0, gone.stdout + gone.stderr
-    assert [p for p in _pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
+    assert [p for p in pods(sim) if p["status"] != "TERMINATED" and p.get("ended_at") is None] == []
     # the cells in flight were stopped by the gate, their started results and checkpoints pulled first
     starts = {p.parent.name for p in (d / "outputs").glob("*/starts.txt")}
     assert started_before <= starts, (started_before, starts, gone.stdout)

@@ -5,8 +5,6 @@ finishes under the version it started with. Every cell exits 0 exactly once."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +13,8 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.test_sweep import JOB, _gj, _pods, _state_dir
+from tests.e2e.sweep_support import gj, pods, recorded, state_dir, sweep_project
+from tests.e2e.test_sweep import JOB
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
@@ -25,10 +24,10 @@ SLOW = JOB.replace('env: {STEPS: "4", STEP_S: "1"}', 'env: {STEPS: "4", STEP_S: 
 def _first_cell_in_flight(sim: Sim) -> dict[str, str] | None:
     """queue pod name -> its cell in flight, once a queue's first cell is past its first checkpoint."""
     caught: dict[str, str] = {}
-    for pod in _pods(sim):
+    for pod in pods(sim):
         if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
             continue
-        s = _state_dir(sim, pod["id"])
+        s = state_dir(sim, pod["id"])
         current = next(iter(s.glob("current.*")), None)
         cell = current.read_text().strip() if current else ""
         ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
@@ -38,28 +37,22 @@ def _first_cell_in_flight(sim: Sim) -> dict[str, str] | None:
 
 
 def test_a_run_change_applies_from_the_next_cell_of_each_running_queue(sim: Sim, tmp_path: Path) -> None:
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(SLOW)
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
-    first = _gj(d, env, "apply", "--auto-approve")
+    d, env = sweep_project(sim, tmp_path, SLOW)
+    first = gj(d, env, "apply", "--auto-approve")
     assert first.returncode == 0, first.stdout + first.stderr
 
     in_flight = poll(
         "a queue's first cell in flight", lambda: _first_cell_in_flight(sim), deadline_s=120, every=0.1
     )
     (d / "job.yaml").write_text(SLOW.replace('MSG: "one"', 'MSG: "two"'))
-    plan = _gj(d, env, "plan", "--detailed-exitcode")
+    plan = gj(d, env, "plan", "--detailed-exitcode")
     assert plan.returncode == 2, plan.stdout + plan.stderr
     assert "update in place run abl--q1" in plan.stdout and "applies from the next cell" in plan.stdout
     assert "run.env.MSG" in plan.stdout and "relaunch run" not in plan.stdout, plan.stdout
-    update = _gj(d, env, "apply", "--auto-approve")
+    update = gj(d, env, "apply", "--auto-approve")
     assert update.returncode == 0, update.stdout + update.stderr
     assert "runs it from its next cell" in update.stdout + update.stderr, update.stdout + update.stderr
-    again = _gj(d, env, "plan", "--detailed-exitcode")
+    again = gj(d, env, "plan", "--detailed-exitcode")
     assert again.returncode == 0 and "No changes" in again.stdout, again.stdout + again.stderr
 
     watch = subprocess.run(
@@ -98,11 +91,9 @@ def test_a_run_change_applies_from_the_next_cell_of_each_running_queue(sim: Sim,
 def _done_cells(sim: Sim) -> dict[str, list[str]]:
     """queue pod name -> the cells its machine recorded an exit code for."""
     out: dict[str, list[str]] = {}
-    for pod in _pods(sim):
+    for pod in pods(sim):
         if "--q" in pod["name"]:
-            out[pod["name"]] = sorted(
-                p.name[: -len(".exit")] for p in _state_dir(sim, pod["id"]).glob("*.exit")
-            )
+            out[pod["name"]] = recorded(state_dir(sim, pod["id"]), ".exit")
     return out
 
 
@@ -112,14 +103,8 @@ def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactl
     from gpujob.spec.load import load_specs
     from gpujob.sweep.cells import split
 
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(JOB)
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
-    first = _gj(d, env, "apply", "--auto-approve")
+    d, env = sweep_project(sim, tmp_path, JOB)
+    first = gj(d, env, "apply", "--auto-approve")
     assert first.returncode == 0, first.stdout + first.stderr
     placed = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())["cells"]
     assert sorted(placed.values()) == [1, 1, 1, 2, 2, 2], placed  # recorded before the launches
@@ -138,7 +123,7 @@ def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactl
     finished_on = {c: int(pod.split("--q")[1].split("--")[0]) for pod, cells in done.items() for c in cells}
     assert any(on[c] != q for c, q in finished_on.items()), (scratch, done)
     assert [ls.spec.name for ls in loaded] == ["abl--q1", "abl--q2", "abl--q3"]
-    more = _gj(d, env, "apply", "--auto-approve")
+    more = gj(d, env, "apply", "--auto-approve")
     assert more.returncode == 0, more.stdout + more.stderr
     assert "abl.q3.pod.create" in more.stdout, more.stdout
     watch = subprocess.run(

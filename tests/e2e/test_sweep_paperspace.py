@@ -8,9 +8,7 @@ before a machine and its disk go)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
+from tests.e2e.sweep_support import gj, machines, sweep_project
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
@@ -45,26 +44,10 @@ teardown: {on_finish: stop}
 """
 
 
-def _gj(d: Path, env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", *args],
-        cwd=d,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _machines(sim: Sim) -> list[dict]:
-    with sim.engine.lock:
-        return [m.model_dump(mode="json") for m in sim.engine.state.machines.values()]
-
-
 def _mid_queue(sim: Sim) -> str | None:
     """A running queue machine that finished a cell and is inside its next one, past its first
     checkpoint and a step or more before its end."""
-    for m in _machines(sim):
+    for m in machines(sim):
         if m["state"] != "ready" or "--q" not in m["name"]:
             continue
         ws = sim.data_dir / "paperspace" / "machines" / m["id"] / "disk" / "workspace"
@@ -80,15 +63,9 @@ def _mid_queue(sim: Sim) -> str | None:
 def test_a_sweep_on_two_paperspace_machines_runs_every_cell_once_and_the_gate_covers_every_cell(
     sim: Sim, tmp_path: Path
 ) -> None:
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(JOB)
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
+    d, env = sweep_project(sim, tmp_path, JOB)
 
-    plan = _gj(d, env, "plan")
+    plan = gj(d, env, "plan")
     assert plan.returncode in (0, 2), plan.stdout + plan.stderr
     assert "abl.q1.machine.create" in plan.stdout and "abl.q2.machine.create" in plan.stdout, plan.stdout
     assert "sweep abl: 4 cells on 2 machines" in plan.stdout, plan.stdout
@@ -108,9 +85,9 @@ def test_a_sweep_on_two_paperspace_machines_runs_every_cell_once_and_the_gate_co
     finally:
         watch.kill()
     assert watch.returncode == 0, out
-    machines = [m for m in _machines(sim) if "--q" in m["name"]]
-    assert sorted(m["name"].split("--")[1] for m in machines) == ["q1", "q2"], machines
-    assert all(m["state"] == "off" for m in machines), "a drained queue stops its machine"
+    queue_machines = [m for m in machines(sim) if "--q" in m["name"]]
+    assert sorted(m["name"].split("--")[1] for m in queue_machines) == ["q1", "q2"], queue_machines
+    assert all(m["state"] == "off" for m in queue_machines), "a drained queue stops its machine"
 
     cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
     assert len(cells) == 4, (cells, out)
@@ -128,7 +105,7 @@ def test_a_sweep_on_two_paperspace_machines_runs_every_cell_once_and_the_gate_co
     assert resumed >= 1, "the cell in flight when its machine went off resumed from its own checkpoint"
     assert results == {(lr, s) for lr in ("1e-3", "1e-4") for s in ("1", "2")}
     assert sorted({p.parent.name for p in (d / "checkpoints").glob("*/step_*.json")}) == cells
-    after = _gj(d, env, "status")  # machines off: the cell table from the pulled records
+    after = gj(d, env, "status")  # machines off: the cell table from the pulled records
     assert after.returncode == 0, after.stdout + after.stderr
     table = re.findall(r"^  (lr-\S+)\s+(\w+)\s+gpujob-abl--q[12]--", after.stdout, re.M)
     assert sorted(table) == sorted((c, "done") for c in cells), after.stdout
@@ -136,11 +113,11 @@ def test_a_sweep_on_two_paperspace_machines_runs_every_cell_once_and_the_gate_co
 
     lost = d / "outputs" / cells[-1] / "result.json"
     lost.unlink()
-    refused = _gj(d, env, "destroy", "--auto-approve")
+    refused = gj(d, env, "destroy", "--auto-approve")
     assert refused.returncode == 1, refused.stdout + refused.stderr
     ids = sorted(set(re.findall(r"--approve ([^\s`]+)", refused.stderr)))
     assert ids == ["abl.q1.machine.terminate", "abl.q2.machine.terminate"], refused.stderr
-    gone = _gj(d, env, "destroy", "--auto-approve", *[a for i in ids for a in ("--approve", i)])
+    gone = gj(d, env, "destroy", "--auto-approve", *[a for i in ids for a in ("--approve", i)])
     assert gone.returncode == 0, gone.stdout + gone.stderr
     assert json.loads(lost.read_text())["cell"] == cells[-1]  # the gate pulled it again first
-    assert [m for m in _machines(sim) if m.get("ended_at") is None] == []
+    assert [m for m in machines(sim) if m.get("ended_at") is None] == []

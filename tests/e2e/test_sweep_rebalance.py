@@ -5,8 +5,6 @@ it runs a version without them and never started them; every cell exits 0 exactl
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +13,8 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.test_sweep import JOB, _gj, _pods, _state_dir
+from tests.e2e.sweep_support import gj, pods, recorded, state_dir, sweep_project
+from tests.e2e.test_sweep import JOB
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
@@ -24,10 +23,10 @@ SLOW = JOB.replace('env: {STEPS: "4", STEP_S: "1"}', 'env: {STEPS: "4", STEP_S: 
 
 def _both_queues_in_their_first_cell(sim: Sim) -> list[str] | None:
     names = []
-    for pod in _pods(sim):
+    for pod in pods(sim):
         if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
             continue
-        s = _state_dir(sim, pod["id"])
+        s = state_dir(sim, pod["id"])
         if next(iter(s.glob("current.*")), None) is not None and not list(s.glob("*.exit")):
             names.append(pod["name"])
     return names if len(names) == 2 else None
@@ -36,36 +35,30 @@ def _both_queues_in_their_first_cell(sim: Sim) -> list[str] | None:
 def _started_on(sim: Sim) -> dict[str, list[str]]:
     """queue number -> the cells its machine ever started (their .starts record)."""
     out: dict[str, list[str]] = {}
-    for pod in _pods(sim):
+    for pod in pods(sim):
         if "--q" in pod["name"]:
             q = pod["name"].split("--q")[1].split("--")[0]
-            out[q] = sorted(p.name[: -len(".starts")] for p in _state_dir(sim, pod["id"]).glob("*.starts"))
+            out[q] = recorded(state_dir(sim, pod["id"]), ".starts")
     return out
 
 
 def test_machines_two_to_three_moves_pending_cells_to_the_new_machine_and_every_cell_runs_once(
     sim: Sim, tmp_path: Path
 ) -> None:
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(SLOW)
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
-    first = _gj(d, env, "apply", "--auto-approve")
+    d, env = sweep_project(sim, tmp_path, SLOW)
+    first = gj(d, env, "apply", "--auto-approve")
     assert first.returncode == 0, first.stdout + first.stderr
     poll("both queues in their first cell", lambda: _both_queues_in_their_first_cell(sim), 120, 0.1)
 
     (d / "job.yaml").write_text(SLOW.replace("machines: 2", "machines: 3"))
-    plan = _gj(d, env, "plan", "--detailed-exitcode")
+    plan = gj(d, env, "plan", "--detailed-exitcode")
     assert plan.returncode == 2, plan.stdout + plan.stderr
     # phase 1: each old queue's last cell leaves (a new version without it), nothing lands yet
     assert "leaves q1 -> q3 (not started yet)" in plan.stdout and "leaves q2 -> q3" in plan.stdout, (
         plan.stdout
     )
     assert "update in place run abl--q1" in plan.stdout and "abl.q3" not in plan.stdout, plan.stdout
-    leave = _gj(d, env, "apply", "--auto-approve")
+    leave = gj(d, env, "apply", "--auto-approve")
     assert leave.returncode == 0, leave.stdout + leave.stderr
     record = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())
     leaving = {c: (v["origin"], v["to"]) for c, v in record["leaving"].items()}
@@ -76,7 +69,7 @@ def test_machines_two_to_three_moves_pending_cells_to_the_new_machine_and_every_
     last: list[str] = []
 
     def landing() -> str | None:
-        p = _gj(d, env, "plan")
+        p = gj(d, env, "plan")
         last[:] = [p.stdout + p.stderr]
         return p.stdout if "lands (q1 -> q3)" in p.stdout and "lands (q2 -> q3)" in p.stdout else None
 
@@ -87,12 +80,12 @@ def test_machines_two_to_three_moves_pending_cells_to_the_new_machine_and_every_
     assert "abl.q3.pod.create" in landed, landed
     started = _started_on(sim)
     assert not any(c in started.get(str(o), []) for c, (o, _) in leaving.items()), (leaving, started)
-    land = _gj(d, env, "apply", "--auto-approve")
+    land = gj(d, env, "apply", "--auto-approve")
     assert land.returncode == 0, land.stdout + land.stderr
     assert "abl.q3.pod.create" in land.stdout, land.stdout
     record = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())
     assert record["leaving"] == {} and all(record["cells"][c] == 3 for c in leaving), record
-    again = _gj(d, env, "plan")  # the rebalance converged (a drained old queue may want its stop)
+    again = gj(d, env, "plan")  # the rebalance converged (a drained old queue may want its stop)
     assert again.returncode in (0, 2) and "abl.q3.pod.no-op" in again.stdout, again.stdout + again.stderr
     assert not any(
         w in again.stdout for w in ("leaves q", "lands (q", "waits to land", "update in place run")
@@ -115,25 +108,19 @@ def test_machines_two_to_three_moves_pending_cells_to_the_new_machine_and_every_
     assert {c: queues[c] for c in leaving} == dict.fromkeys(leaving, "q3"), queues  # the new machine ran them
     started = _started_on(sim)  # and no machine ever started a cell another one ran
     assert sorted(c for cs in started.values() for c in cs) == cells, started
-    done = _gj(d, env, "plan", "--detailed-exitcode")
+    done = gj(d, env, "plan", "--detailed-exitcode")
     assert done.returncode == 0 and "No changes" in done.stdout, done.stdout + done.stderr
 
 
 def test_watch_lands_the_leaving_cells_and_watches_the_new_queue_to_its_end(sim: Sim, tmp_path: Path) -> None:
     """Phase 1 by `apply` (watch applies no run change of its own), then `gpujob watch` alone: it proves
     the leaving cells on each old machine, creates the new queue's machine and watches it to its end."""
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(SLOW)
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
-    first = _gj(d, env, "apply", "--auto-approve")
+    d, env = sweep_project(sim, tmp_path, SLOW)
+    first = gj(d, env, "apply", "--auto-approve")
     assert first.returncode == 0, first.stdout + first.stderr
     poll("both queues in their first cell", lambda: _both_queues_in_their_first_cell(sim), 120, 0.1)
     (d / "job.yaml").write_text(SLOW.replace("machines: 2", "machines: 3"))
-    leave = _gj(d, env, "apply", "--auto-approve")
+    leave = gj(d, env, "apply", "--auto-approve")
     assert leave.returncode == 0 and "abl.q3" not in leave.stdout, leave.stdout + leave.stderr
     watch = subprocess.run(
         [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
@@ -155,4 +142,4 @@ def test_watch_lands_the_leaving_cells_and_watches_the_new_queue_to_its_end(sim:
     assert record["leaving"] == {} and sorted(set(record["cells"].values())) == [1, 2, 3], record
     started = _started_on(sim)
     assert sorted(c for cs in started.values() for c in cs) == cells, started
-    assert [p["name"] for p in _pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"
+    assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"

@@ -8,8 +8,6 @@ of both queues."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +16,7 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
+from tests.e2e.sweep_support import gj, pods, sweep_project, volumes
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
@@ -48,29 +47,6 @@ teardown: {on_finish: stop}
 """
 
 
-def _gj(d: Path, env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", *args],
-        cwd=d,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _pods(sim: Sim) -> list[dict]:
-    with sim.engine.lock:
-        return [
-            p.model_dump(mode="json") | {"nv": p.network_volume_id} for p in sim.engine.state.pods.values()
-        ]
-
-
-def _volumes(sim: Sim) -> list[dict]:
-    with sim.engine.lock:
-        return [v.model_dump(mode="json") for v in sim.engine.state.volumes.values() if v.ended_at is None]
-
-
 def _finishes(d: Path) -> dict[str, list[str]]:
     return {p.parent.name: p.read_text().splitlines() for p in (d / "outputs").glob("*/finishes.txt")}
 
@@ -78,7 +54,7 @@ def _finishes(d: Path) -> dict[str, list[str]]:
 def _mid_queue(sim: Sim) -> str | None:
     """A running queue pod that finished a cell and is inside its next one, one or two of its 4 steps
     saved (so a preemption surely lands inside the cell)."""
-    for pod in _pods(sim):
+    for pod in pods(sim):
         if pod["status"] != "RUNNING" or "--q" not in pod["name"] or not pod["nv"]:
             continue
         root = sim.data_dir / "runpod" / "volumes" / pod["nv"]
@@ -96,17 +72,11 @@ def _mid_queue(sim: Sim) -> str | None:
 def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume_on_every_cell(
     sim: Sim, tmp_path: Path
 ) -> None:
-    d = tmp_path / "abl"
-    d.mkdir()
-    (d / "job.yaml").write_text(JOB)
-    shutil.copy(Path(__file__).parents[1] / "sweep" / "cell.py", d / "cell.py")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_")}
-    env.update(sim.env)
-    env.update({"CI": "true", "NO_COLOR": "1"})
+    d, env = sweep_project(sim, tmp_path, JOB)
 
-    valid = _gj(d, env, "validate")
+    valid = gj(d, env, "validate")
     assert valid.returncode == 0, valid.stdout + valid.stderr
-    plan = _gj(d, env, "plan")
+    plan = gj(d, env, "plan")
     assert plan.returncode in (0, 2), plan.stdout + plan.stderr
     out = plan.stdout
     assert "abl.q1.network_volume.create" in out and "abl.q2.network_volume" not in out, out
@@ -128,9 +98,9 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
         watch.kill()
     assert watch.returncode == 0, out
 
-    (vol,) = _volumes(sim)  # one volume for the whole sweep, in the data center the plan named
+    (vol,) = volumes(sim)  # one volume for the whole sweep, in the data center the plan named
     assert vol["name"].startswith("gpujob-abl--cells--") and vol["data_center"] == "EU-RO-1", vol
-    queue_pods = [p for p in _pods(sim) if "--q" in p["name"] and p.get("ended_at") is None]
+    queue_pods = [p for p in pods(sim) if "--q" in p["name"] and p.get("ended_at") is None]
     assert sorted(p["name"].split("--")[1] for p in queue_pods) == ["q1", "q2"], queue_pods
     assert {p["nv"] for p in queue_pods} == {vol["id"]} and {p["data_center"] for p in queue_pods} == {
         "EU-RO-1"
@@ -164,7 +134,7 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
         pulled_by[q] = {f["name"].split("/")[0] for f in record["files"]}
     assert pulled_by[1] and pulled_by[2] and not pulled_by[1] & pulled_by[2], pulled_by
     assert pulled_by[1] | pulled_by[2] == set(finishes), pulled_by
-    status = _gj(d, env, "status")
+    status = gj(d, env, "status")
     assert "sweep abl: 4 cells: 4 done, 0 running, 0 pending, 0 failed" in status.stdout, status.stdout
 
     # on the volume: one state dir for both queues, and the version's files placed before any cell began
@@ -185,38 +155,38 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
     # on the same volume find every cell done there and run none again
     (d / "job.yaml").write_text(JOB + "state: parked\n")
     terminate = [arg for q in (1, 2) for arg in ("--approve", f"abl.q{q}.pod.terminate")]
-    parked = _gj(d, env, "apply", "--auto-approve", *terminate)
+    parked = gj(d, env, "apply", "--auto-approve", *terminate)
     assert parked.returncode == 0, parked.stdout + parked.stderr
-    assert [v["id"] for v in _volumes(sim)] == [vol["id"]]
-    assert [p for p in _pods(sim) if p.get("ended_at") is None] == [], parked.stdout
+    assert [v["id"] for v in volumes(sim)] == [vol["id"]]
+    assert [p for p in pods(sim) if p.get("ended_at") is None] == [], parked.stdout
     assert sorted(p.stem for p in state.glob("*.exit")) == sorted(finishes)
     # (a run that finished is started again only for a changed job file: a comment is a change)
     (d / "job.yaml").write_text(JOB + "# running again after a park\n")
-    again = _gj(d, env, "apply", "--auto-approve")
+    again = gj(d, env, "apply", "--auto-approve")
     assert again.returncode == 0, again.stdout + again.stderr
-    running = [p for p in _pods(sim) if p.get("ended_at") is None]
+    running = [p for p in pods(sim) if p.get("ended_at") is None]
     assert len(running) == 2 and {p["nv"] for p in running} == {vol["id"]}, again.stdout
     for q in (1, 2):
         log = root / ".gpujob" / f"abl--q{q}" / "run.log"
         poll(f"queue q{q} drained again", lambda log=log: "not run again" in log.read_text() and "done" in log.read_text(), deadline_s=60)  # fmt: skip
-    pulled = _gj(d, env, "pull")
+    pulled = gj(d, env, "pull")
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
     assert _finishes(d) == finishes  # no cell ran a second time
 
     # the delete of the volume covers every cell of both queues: once no queue pod mounts it (parked
     # again), a result of a q2 cell whose local copy is gone is pulled again through a temporary pod
     (d / "job.yaml").write_text(JOB + "state: parked\n")
-    parked = _gj(d, env, "apply", "--auto-approve", *terminate)
+    parked = gj(d, env, "apply", "--auto-approve", *terminate)
     assert parked.returncode == 0, parked.stdout + parked.stderr
-    assert [p for p in _pods(sim) if p.get("ended_at") is None] == [] and len(_volumes(sim)) == 1
+    assert [p for p in pods(sim) if p.get("ended_at") is None] == [] and len(volumes(sim)) == 1
     q2_cells = (version / "q2.txt").read_text().split()
     lost = d / "outputs" / q2_cells[0] / "result.json"
     lost.unlink()
-    gone = _gj(
+    gone = gj(
         d, env, "destroy", "--auto-approve", "--approve", "abl.q1.network_volume.delete-volume", timeout=300
     )
     assert gone.returncode == 0, gone.stdout + gone.stderr
     said = gone.stdout + gone.stderr
     assert "every cell of the sweep's 2 queues" in said and "temporary pod" in said, said[-3000:]
     assert json.loads(lost.read_text())["cell"] == q2_cells[0]
-    assert _volumes(sim) == [] and [p for p in _pods(sim) if p.get("ended_at") is None] == []
+    assert volumes(sim) == [] and [p for p in pods(sim) if p.get("ended_at") is None] == []
