@@ -292,6 +292,11 @@ class Watcher:
         from gpujob.sweep.rebalance import settle
 
         settled = await settle(loaded, live, self.providers, ssh=self.spy.api, keep=True)
+        # settle expands the whole sweep again: a queue this watch already finished (pulled, stopped)
+        # stays finished, as _reload keeps any done job; planned again, a new sweep version would
+        # start its machine for nothing and, being done, it would never be stopped again
+        done = {name for name, j in self.jobs.items() if j.done}
+        settled = [ls for ls in settled if ls.spec.name not in done]
         for ls in settled:
             j = self.jobs.get(ls.spec.name)
             if j is None:
