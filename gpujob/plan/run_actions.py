@@ -196,6 +196,15 @@ def noop_reason(ctx: JobContext, fact: RunFact | None) -> str | None:
     if fact is None:
         return None
     if fact.finished_for_digest:
+        q = getattr(ctx.loaded, "sweep", None)
+        if q is not None:
+            from gpujob.sweep.isolation import queue_drained
+
+            if queue_drained(ctx.loaded):
+                return (
+                    f"queue q{q.n} has nothing left to run: every one of its {len(q.cells)} cells has its "
+                    "record pulled, and a finished cell never runs again"
+                )
         return (
             "the run finished (exit 0) with this job file: it is not started again until the job file changes"
         )

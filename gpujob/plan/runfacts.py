@@ -40,16 +40,23 @@ def journal_facts(loaded: Any) -> dict[str, Any]:
     from gpujob.apply.journal import Journal
     from gpujob.apply.reconcile import finished_marker, launch_pending, launched_digest, push_pending
     from gpujob.state import open_store
+    from gpujob.sweep.isolation import queue_drained
 
     entries = Journal(open_store(loaded.path), loaded.spec.name).entries()
-    if not entries:
-        return {}
-    return {
-        "launch_pending": launch_pending(entries),
-        "finished_for_digest": finished_marker(entries, loaded.digest) is not None,
-        "launched_digest": launched_digest(entries),
-        "push_from": push_pending(entries),
-    }
+    facts: dict[str, Any] = {}
+    if entries:
+        facts = {
+            "launch_pending": launch_pending(entries),
+            "finished_for_digest": finished_marker(entries, loaded.digest) is not None,
+            "launched_digest": launched_digest(entries),
+            "push_from": push_pending(entries),
+        }
+    # a sweep queue is finished by its cells, not by its job file: a new version of the sweep's
+    # files (another queue's cells changed) gives every queue a new digest, and starting a drained
+    # queue's machine again would run nothing and bill until something stops it
+    if queue_drained(loaded):
+        facts["finished_for_digest"] = True
+    return facts
 
 
 def journal_machine_facts(loaded: Sequence[Any], live: LiveState) -> LiveState:

@@ -82,3 +82,16 @@ def local_records(pull_to: Path, cells: list[str]) -> dict[str, CellRecord | Non
         f = pull_to / cell / RECORD
         out[cell] = parse_record(f.read_text(errors="replace")) if f.is_file() else None
     return out
+
+
+def queue_drained(loaded: object) -> bool:
+    """A sweep queue whose every cell has its record pulled with an exit code: it has nothing left to
+    run (a finished or failed cell never runs again), so its machine is not started for it. A queue
+    a cell is leaving is not: it must run the version without that cell for the cell to land."""
+    q = getattr(loaded, "sweep", None)
+    if q is None or not q.cells or q.leaving:
+        return False
+    from gpujob.outputs.roots import pull_to
+
+    recs = local_records(pull_to(loaded.spec, loaded.path), [c.name for c in q.cells])  # type: ignore[attr-defined]
+    return all(r is not None and r.exit is not None for r in recs.values())
