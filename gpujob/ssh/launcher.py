@@ -216,6 +216,22 @@ async def launch_run(
     return "gpujob: started" in res.stdout
 
 
+def newest_checkpoint(spec: JobSpec) -> str:
+    """A shell pipeline, run in checkpoint.dir: '<mtime> <path>' of the newest checkpoint file. A sweep
+    queue looks only in its own cells' dirs: on a network volume every queue's cells share the dir,
+    and another queue's newest checkpoint would pass for this queue's progress."""
+    from gpujob.sweep.expand import queue_cells
+
+    cells = queue_cells(spec)
+    where, name = (
+        (". -mindepth 1", "%P") if cells is None else (" ".join(map(q, cells)) + " -mindepth 1", "%p")
+    )
+    return (
+        f"find {where} -name '.*' -prune -o -type f ! -name '*.tmp' -printf '%T@ {name}\\n' 2>/dev/null"
+        " | sort -n | tail -n 1"
+    )
+
+
 def _status_command(spec: JobSpec) -> str:
     jobdir = q(job_dir(spec))
     ck = q(remote_path(spec.checkpoint.dir)) if spec.checkpoint else "''"
@@ -231,7 +247,7 @@ echo "checkpoint_dir=$(head -n 1 "$J/checkpoint_dir" 2>/dev/null)"
 [ -e "$J/setup_failed" ] && echo "setup_failed=1"
 [ -s "$J/stopped_itself" ] && echo "stopped_itself=$(head -c 200 "$J/stopped_itself" | head -n 1 | tr -cd '[:print:]')"
 if [ -n "$C" ] && [ -d "$C" ]; then
-  echo "checkpoint=$(cd "$C" && find . -mindepth 1 -name '.*' -prune -o -type f ! -name '*.tmp' -printf '%T@ %P\\n' | sort -n | tail -n 1)"
+  echo "checkpoint=$(cd "$C" && {newest_checkpoint(spec)})"
 fi
 for f in progress progress.first; do
   [ -s "$J/$f" ] && echo "$f=$(head -c 64 "$J/$f" | head -n 1 | cut -d ' ' -f 1) $(date -r "$J/$f" +%s.%N)"

@@ -68,6 +68,14 @@ def cell_of_dir(spec: Any, path: str) -> str | None:
     return cell if cell and parent == cell_dir(spec.storage.mount, of[0], "x").rpartition("/")[0] else None
 
 
+def queue_cells(spec: Any) -> list[str] | None:
+    """The cells whose dirs a sweep queue's job covers (its own and those leaving it), from its
+    outputs; None for a job that is not a sweep queue."""
+    if sweep_of(spec.name) is None or spec.outputs is None:
+        return None
+    return [c for p in spec.outputs.paths if (c := cell_of_dir(spec, p)) is not None]
+
+
 def queues(spec: Any, placed: Mapping[str, int] | None = None, arranged: Any = None) -> list[Queue]:
     """The queues of a sweep JobSpec, cells split by estimated cost; `placed` (cell -> queue, from
     gpujob.sweep.assign) keeps the cells already placed where they are; `arranged`
