@@ -22,7 +22,9 @@ SENSITIVE = ("run.env", "run.secrets")
 MODEL_HINTS = {
     "checkpoint.interval": "set checkpoint.mtbf and checkpoint.write_time, or a fixed interval such as 15m",
 }
-_PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+): (.+)$")
+_PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+(?:\.[A-Za-z_][A-Za-z0-9_]*)?): (.+)$")  # sweep.matrix.LR
+# A field validator of a mapping names the entry it refuses as "[KEY] ...": placed at that key.
+_CHILD_PREFIX = re.compile(r"^\[([A-Za-z_][A-Za-z0-9_]*)\] (.+)$")
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -217,7 +219,10 @@ def validation_problems(
             if match:
                 key_path, message = match.group(1), match.group(2)
                 hint = MODEL_HINTS.get(key_path)
-        at_key = err["type"] in ("missing", "extra_forbidden") or (not path and key_path)
+        child = _CHILD_PREFIX.match(message) if path and err["type"] == "value_error" else None
+        if child:
+            key_path, message = f"{path}.{child.group(1)}", child.group(2)
+        at_key = err["type"] in ("missing", "extra_forbidden") or (not path and key_path) or bool(child)
         line, col = positions.key(key_path) if at_key else positions.value(key_path)
         problems.append(SpecProblem(display, line, col, key_path, message, hint))
     return problems

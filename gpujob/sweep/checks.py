@@ -26,8 +26,14 @@ def sweep_problem(spec: Any) -> str | None:
         n for n in names if n in spec.run.env or n in GPUJOB_ENV or n.upper().startswith("GPUJOB_")
     )
     if clash:
-        where = "sweep.matrix" if sw.matrix is not None else "sweep.cells"
-        return f"{where}: {', '.join(clash)} would shadow run.env or gpujob's own environment in each cell"
+        name = clash[0]
+        where = f"sweep.matrix.{name}" if sw.matrix is not None else "sweep.cells"
+        if name in spec.run.env:
+            return (
+                f"{where}: {name} is set by run.env too, and each cell's value would override it: "
+                f"drop {name} from run.env (the cells set it) or give the sweep's value another name"
+            )
+        return f"{where}: {name} is gpujob's own in the run's environment (run.caches sets it): give the sweep's value another name"
     from gpujob.sweep.expand import queues
     from gpujob.sweep.wrapper import COMMAND_MAX, queue_command
 

@@ -49,19 +49,25 @@ class SweepSpec(Model):
         for key, values in (value or {}).items():
             _name(key)
             if not values:
-                raise ValueError(f"matrix.{key} has no values")
-            if len(set(values)) != len(values):
-                raise ValueError(f"matrix.{key} lists a value twice")
+                raise ValueError(f"[{key}] has no values: list at least one")
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise ValueError(
+                    f"[{key}] lists {', '.join(twice)} twice: a cell is one combination of values"
+                )
         return value
 
     @field_validator("cells")
     @classmethod
     def _cells(cls, value: list[dict[str, str]] | None) -> list[dict[str, str]] | None:
-        for cell in value or []:
+        for i, cell in enumerate(value or []):
             if not cell:
-                raise ValueError("a cell has no values")
+                raise ValueError(f"cell {i + 1} has no values")
             for key in cell:
-                _name(key)
+                try:
+                    _name(key)
+                except ValueError as exc:  # a list entry, not a key of the mapping: say which cell
+                    raise ValueError(f"cell {i + 1}, {key}: {str(exc).removeprefix(f'[{key}] ')}") from None
         return value
 
     @model_validator(mode="after")
@@ -80,6 +86,8 @@ def _name(key: str) -> None:
     import re
 
     if not re.match(ENV_NAME_PATTERN, key):
-        raise ValueError(f"'{key}' is not a valid environment variable name")
+        raise ValueError(f"[{key}] is not a valid environment variable name (letters, digits, _)")
     if key.upper().startswith("GPUJOB_"):
-        raise ValueError(f"'{key}': GPUJOB_* names are gpujob's own")
+        raise ValueError(
+            f"[{key}] GPUJOB_* names are gpujob's own (GPUJOB_CELL, GPUJOB_CELL_DIR, ...): name it otherwise"
+        )

@@ -178,7 +178,11 @@ def write(tmp_path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("change", "key", "says"),
     [
-        (('env: {STEPS: "4"}', 'env: {LR: "1"}'), "sweep.matrix", "shadow"),
+        (('env: {STEPS: "4"}', 'env: {LR: "1"}'), "sweep.matrix.LR", "drop LR from run.env"),
+        (('SEED: ["1", "2"]', 'HF_HOME: ["1", "2"]'), "sweep.matrix.HF_HOME", "gpujob's own"),
+        (('SEED: ["1", "2"]', 'GPUJOB_SEED: ["1", "2"]'), "sweep.matrix.GPUJOB_SEED", "name it otherwise"),
+        (('SEED: ["1", "2"]', 'SEED: ["1", "1"]'), "sweep.matrix.SEED", "lists 1 twice"),
+        (('SEED: ["1", "2"]', "SEED: []"), "sweep.matrix.SEED", "no values"),
         (
             (
                 "storage: {volume_gb: 10, mount: /workspace}",
