@@ -273,8 +273,8 @@ def _sweep_unsure(value: Any) -> Any:
 
 FIELD_VALIDATORS.update(
     {
-        "SweepSpec._matrix": ("8e75b7cbf2352ac9", _sweep_unsure),
-        "SweepSpec._cells": ("277463b66d6ab92c", _sweep_unsure),
+        "SweepSpec._matrix": ("cb6ff18355e62d96", _sweep_unsure),
+        "SweepSpec._cells": ("15948f89b3ad74a5", _sweep_unsure),
     }
 )
 
