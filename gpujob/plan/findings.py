@@ -135,13 +135,27 @@ def _parking(ctx: JobContext) -> list[Finding]:
         return []
     parked = Footprint(machine="stopped", volume_gb=spec.storage.volume_gb)
     monthly = monthly_total(meters(parked, ctx.profile))
+    # without a volume disk a stopped pod bills nothing: the trap left is the GPU taken meanwhile
+    summary, detail = (
+        (
+            f"a stopped pod is not a cheap park: its volume disk bills {usd(monthly)}/mo at the stopped rate",
+            "RunPod bills a stopped pod's volume disk at twice the running rate, and the GPU may be taken "
+            "by someone else while it is stopped, so the pod can come back with zero GPUs (RP1).",
+        )
+        if monthly > 0
+        else (
+            "a stopped pod is not a safe park: it bills nothing stopped (no volume disk), but its GPU may be "
+            "rented away meanwhile",
+            "RunPod keeps a stopped pod on its host; if that GPU was taken while it was stopped, the pod comes "
+            "back with zero GPUs (RP1).",
+        )
+    )
     return [
         ctx.finding(
             "RP4",
             "warning",
-            f"a stopped pod is not a cheap park: its volume disk bills {usd(monthly)}/mo at the stopped rate",
-            detail="RunPod bills a stopped pod's volume disk at twice the running rate, and the GPU may be taken "
-            "by someone else while it is stopped, so the pod can come back with zero GPUs (RP1).",
+            summary,
+            detail=detail,
             fix="state: parked (terminates the pod, keeps the network volume the checkpoints are on)"
             if spec.storage.network_volume is not None
             else "put checkpoint.dir on a storage.network_volume, then park with state: parked",

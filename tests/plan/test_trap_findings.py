@@ -453,3 +453,21 @@ def test_stopping_a_pod_whose_checkpoints_are_only_on_its_disk_says_pull_first(w
 def test_stopping_a_pod_on_a_network_volume_says_nothing_of_rp8(write_job: Write) -> None:
     plan = plan_for(write_job, live(pod(**NV), volume()), **{"state:__running": "state: stopped"})
     assert stop_findings_of(plan) == []
+
+
+def test_a_stopped_pod_without_a_volume_disk_is_not_said_to_bill_while_stopped(write_job: Write) -> None:
+    """Only a network volume (a sweep's queue pods, the starter job): a stopped pod bills nothing, so
+    'bills $0.00/mo at the stopped rate' under 'not a cheap park' was a contradiction; the GPU taken
+    meanwhile is the trap left."""
+    plan = plan_for(write_job, live(volume()), RUNPOD_JOB + "teardown: {on_finish: stop}\n")
+    (f,) = coded(plan, "RP4")
+    assert "bills nothing stopped" in f.summary and "$0.00" not in f.summary + f.detail, f
+    assert "zero GPUs (RP1)" in f.detail
+    disk = plan_for(
+        write_job,
+        live(),
+        RUNPOD_JOB.replace("  network_volume: {name: ckpts, size_gb: 100}", "  volume_gb: 50")
+        + "teardown: {on_finish: stop}\n",
+    )
+    (g,) = coded(disk, "RP4")
+    assert "$10.00/mo at the stopped rate" in g.summary, g
