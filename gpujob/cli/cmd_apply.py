@@ -28,6 +28,7 @@ Examples:
   gpujob apply --lock-timeout 5m                wait for another apply of the same job to finish
   gpujob apply --recreate                       bring back a job `gpujob destroy` tore down
   gpujob apply --replace bert.run               relaunch bert's run (it resumes from its newest checkpoint)
+  gpujob apply --replace abl.q1.run             relaunch queue q1 of sweep abl (its cell in flight resumes)
   gpujob apply --release-left --approve bert.left.runpod.network_volume.delete-volume
                                                 delete, gated, what a move left on another platform
 """

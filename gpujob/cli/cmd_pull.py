@@ -14,7 +14,7 @@ HELP = """Pull every checkpoint of checkpoint.dir into checkpoint.pull_to, resum
 checking each SHA-256 against the remote and running checkpoint.verify on it. The record
 (pulls/JOB.json in gpujob's state: .gpujob/ or the state database) is what the teardown gate reads.
 A job's outputs (outputs.paths) come too, into outputs.pull_to/<path on the machine>, each checked
-by SHA-256 (outputs/JOB.json).
+by SHA-256 (outputs/JOB.json). A sweep's cells come into outputs.pull_to/<cell>/, every queue's.
 
 \b
 Examples:

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 from gpujob.cli.options import no_color_option
 
 HELP = """Show each job's machine, what it has cost since it started, and how the run is doing.
+A sweep adds a cell table to each queue (pending / running / done / failed, machine, step, cost) and
+a line per sweep with its counts (docs/sweeps.md).
 
 \b
 Examples:

@@ -34,6 +34,10 @@ run.max_runtime, budget.max_total_usd (money so far plus the burn until the next
 --max-recoveries-per-hour. A parked job is watched again once its file changes.
 
 \b
+A sweep (docs/sweeps.md) is watched queue by queue, each queue machine like a job: recovered when
+preempted, its cells pulled into outputs.pull_to/<cell>/ and the machine stopped once its queue drains.
+
+\b
 Events: one line each on stdout and in events.jsonl of gpujob's state; --notify URL also posts them as JSON
 (Slack-compatible `text`). One watcher per job: the job's lock is held for the watcher's lifetime.
 
