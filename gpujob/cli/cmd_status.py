@@ -108,7 +108,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
             if m is not None and m.status == "running" and v.spec.run is not None:
                 row["run"] = await _run_status(v, open_remote, SSHApi.default(), SystemClock())
             elif m is not None and m.status in NOT_COMING and v.spec.run is not None:
-                row["run"] = {"error": str(MachineNotRunning(v.spec, m))}  # nothing to reach: say so
+                row["run"] = stopped_run(v.loaded, m) or {"error": str(MachineNotRunning(v.spec, m))}
             from gpujob.sweep.status import collect
 
             await collect(v, row, open_remote, SSHApi.default(), SystemClock())
@@ -164,6 +164,22 @@ def _watch_rows(state_dir, job, now):  # type: ignore[no-untyped-def]
 
 
 EVENTS_SHOWN = 5
+
+
+def stopped_run(loaded: Any, machine: Any) -> dict | None:
+    """The run of a machine that is not running, when it is known finished (so `gpujob apply` would
+    not start it: saying it would is wrong); None when it is not known."""
+    from gpujob.plan.runfacts import journal_facts
+    from gpujob.sweep.isolation import queue_drained
+
+    state = machine.raw_status or machine.status
+    if queue_drained(loaded):
+        note = f"every cell of queue q{loaded.sweep.n} is done and pulled; its {state} machine is not started again"
+    elif journal_facts(loaded).get("finished_for_digest"):
+        note = f"finished with this job file; its {state} machine is not started again until the file changes"
+    else:
+        return None
+    return {"state": "finished", "exit_code": 0, "note": note}
 
 
 async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
@@ -273,7 +289,8 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
                 lines.append(f"             hint: {run['hint']}")
         else:
             code = f", exit code {run['exit_code']}" if run.get("exit_code") is not None else ""
-            lines.append(f"  run:       {run['state']}{code}")
+            note = f" ({run['note']})" if run.get("note") else ""
+            lines.append(f"  run:       {run['state']}{code}{note}")
             if run.get("last_checkpoint"):
                 age = run.get("last_checkpoint_age_s")
                 lines.append(
