@@ -14,6 +14,7 @@ class CellCost(Model):
     cell: str
     est_s: float
     usd: float
+    done: bool = Field(False, description="Its record is pulled with an exit code: it never runs again.")
 
 
 class CellMove(Model):
@@ -39,6 +40,10 @@ class SweepPlan(Model):
         description="This queue's estimate: its cells' time at its machine's running rate."
     )
     total_usd: float = Field(description="The whole sweep's estimate (every cell at this machine's rate).")
+    done: int = Field(0, description="The sweep's cells whose records are pulled (done or failed).")
+    todo_usd: float | None = Field(
+        None, description="The estimate of the sweep's cells not done yet (set when some are done)."
+    )
     budget_usd: float | None = None
     machines: int | None = Field(
         None,
@@ -50,7 +55,22 @@ class SweepPlan(Model):
 
     @property
     def summary(self) -> str:
-        cells = ", ".join(f"{c.cell} {_dur(c.est_s)} ${c.usd:.2f}" for c in self.cells)
+        cells = ", ".join(
+            f"{c.cell} done" if c.done else f"{c.cell} {_dur(c.est_s)} ${c.usd:.2f}" for c in self.cells
+        )
+        todo = ""
+        if self.todo_usd is not None:
+            left = self.cells_total - self.done
+            todo = f", ${self.todo_usd:.2f} for the {left} not done yet" if left else ", every cell done"
+        mine = sum(c.done for c in self.cells)
+        queue_usd = sum(c.usd for c in self.cells if not c.done)
+        head = f"{len(self.cells)} cells, ${queue_usd:.2f}"
+        if mine:
+            head = (
+                f"{len(self.cells)} cells, all done"
+                if mine == len(self.cells)
+                else f"{len(self.cells)} cells ({mine} done), ${queue_usd:.2f} to go"
+            )
         over = ""
         if self.budget_usd is not None:
             over = (
@@ -67,8 +87,7 @@ class SweepPlan(Model):
         moves = "".join(f"; {_move(m, self.queue)}" for m in self.moves)
         return (
             f"sweep {self.sweep}: {self.cells_total} cells on {self.queues} machines{kept}, est. "
-            f"${self.total_usd:.2f} in all{over}; queue q{self.queue}: {len(self.cells)} cells, "
-            f"${self.queue_usd:.2f}: {cells}{moves}"
+            f"${self.total_usd:.2f} in all{over}{todo}; queue q{self.queue}: {head}: {cells}{moves}"
         )
 
 
@@ -94,7 +113,15 @@ def sweep_plan(loaded: Any, usd_per_hour: float) -> SweepPlan | None:
         return None
     spec = loaded.spec
     all_cells = q.all_cells
-    cells = [CellCost(cell=c.name, est_s=c.est_s, usd=c.est_s / 3600 * usd_per_hour) for c in q.cells]
+    from gpujob.outputs.roots import pull_to
+    from gpujob.sweep.isolation import local_records
+
+    recs = local_records(pull_to(spec, loaded.path), [c.name for c in all_cells])
+    done = {c for c, r in recs.items() if r is not None and r.exit is not None}
+    cells = [
+        CellCost(cell=c.name, est_s=c.est_s, usd=c.est_s / 3600 * usd_per_hour, done=c.name in done)
+        for c in q.cells
+    ]
     return SweepPlan(
         sweep=q.sweep_job,
         queue=q.n,
@@ -103,6 +130,10 @@ def sweep_plan(loaded: Any, usd_per_hour: float) -> SweepPlan | None:
         cells=cells,
         queue_usd=sum(c.usd for c in cells),
         total_usd=sum(c.est_s for c in all_cells) / 3600 * usd_per_hour,
+        done=len(done),
+        todo_usd=sum(c.est_s for c in all_cells if c.name not in done) / 3600 * usd_per_hour
+        if done
+        else None,
         budget_usd=spec.budget.max_total_usd,
         # a split from scratch uses min(machines, cells) queues: any other count is placed cells kept
         machines=q.machines if q.machines and min(q.machines, len(all_cells)) != q.queues else None,
