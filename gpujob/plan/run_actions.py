@@ -23,7 +23,17 @@ def plan_finished(ctx: JobContext) -> None:
     m = ctx.machine
     verb = ctx.spec.teardown.on_finish
     if m is not None and m.status == "running" and verb != "keep":
-        _on_finish(ctx, f"the run exited 0 and teardown.on_finish is {verb}")
+        _on_finish(ctx, _finished_why(ctx, verb))
+
+
+def _finished_why(ctx: JobContext, verb: str) -> str:
+    q = getattr(ctx.loaded, "sweep", None)
+    if q is not None and ctx.spec.teardown.on_finish == "stop":
+        # the user's file may say keep: a sweep reads it as stop (gpujob.sweep.expand.queue_spec)
+        return (
+            f"queue q{q.n} of sweep {q.sweep_job} drained (its run exited 0): a drained queue's machine stops"
+        )
+    return f"the run exited 0 and teardown.on_finish is {verb}"
 
 
 def plan_run(ctx: JobContext, fact: RunFact) -> None:
@@ -87,7 +97,7 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
         return
     verb = ctx.spec.teardown.on_finish
     if fact.state == "exited" and fact.exit_code == 0 and verb != "keep":
-        _on_finish(ctx, f"the run exited 0 and teardown.on_finish is {verb}")
+        _on_finish(ctx, _finished_why(ctx, verb))
 
 
 def _resume_from(fact: RunFact) -> str | None:

@@ -71,3 +71,18 @@ def test_a_cell_not_pulled_yet_keeps_its_queue_wanted(tmp_path: Path) -> None:
     _, plan = _plan(tmp_path)
     q2_actions = next(jp.actions for jp in plan.jobs if jp.job == "abl--q2")
     assert [a.kind for a in q2_actions] == [K.START, K.LAUNCH]
+
+
+def test_a_drained_running_queue_stops_and_the_reason_names_the_queue_not_on_finish(tmp_path: Path) -> None:
+    """The job file says teardown.on_finish: keep (read as stop for a sweep): 'teardown.on_finish is
+    stop' contradicted it."""
+    loaded = [dataclasses.replace(ls, project=PROJECT) for ls in load_specs([write(tmp_path, JOB)])]
+    for c in loaded[1].sweep.cells:
+        _record(tmp_path, c.name, 0, 2)
+    up = pod(machine("abl--q2"), gpu_id="NVIDIA GeForce RTX 4090", image=IMAGE, spot=True, volume_gb=10)
+    facts = asyncio.run(read_run_facts(loaded[1:], live(up), {}, refresh=False))
+    plan = build_plan(loaded[1:], live(up, runs=facts), now=NOW, env={})
+    (stop,) = plan.all_actions()
+    assert stop.kind is K.STOP, stop
+    assert "queue q2 of sweep abl drained (its run exited 0): a drained queue's machine stops" in stop.reasons
+    assert not any("teardown.on_finish is" in r for r in stop.reasons)
