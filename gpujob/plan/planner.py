@@ -225,7 +225,8 @@ def _plan_job(
         current_usd_per_hour=current,
         after_usd_per_hour=hourly_total(meters(ctx.fp, ctx.profile)),
         run=fact,
-        sweep=sweep_plan(loaded, running),
+        # the cells' estimate at the running rate: only where they run (a destroy priced them at $0.00)
+        sweep=sweep_plan(loaded, running) if spec.state == "running" else None,
     )
 
 

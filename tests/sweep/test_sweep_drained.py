@@ -86,3 +86,13 @@ def test_a_drained_running_queue_stops_and_the_reason_names_the_queue_not_on_fin
     assert stop.kind is K.STOP, stop
     assert "queue q2 of sweep abl drained (its run exited 0): a drained queue's machine stops" in stop.reasons
     assert not any("teardown.on_finish is" in r for r in stop.reasons)
+
+
+def test_the_sweep_line_prices_cells_only_where_they_run(tmp_path: Path) -> None:
+    """A destroy plan once showed 'est. $0.00 in all … 20m $0.00' (the running rate after it is 0)."""
+    for text, shown in ((JOB, True), (JOB + "state: absent\n", False), (JOB + "state: stopped\n", False)):
+        loaded = [dataclasses.replace(ls, project=PROJECT) for ls in load_specs([write(tmp_path, text)])]
+        plan = build_plan(loaded, live(), now=NOW, env={})
+        assert [jp.sweep is not None for jp in plan.jobs] == [shown, shown], text
+        if shown:
+            assert all(jp.sweep.total_usd > 0 for jp in plan.jobs)  # type: ignore[union-attr]
