@@ -24,6 +24,8 @@ Examples:
   gpujob destroy                                        show the teardown plan and what it needs
   gpujob destroy --approve toy.pod.terminate --approve toy.network_volume.delete-volume
   gpujob destroy --approve bert.machine.terminate --approve bert.left.runpod.network_volume.delete-volume
+  gpujob destroy --approve abl.q1.pod.terminate --approve abl.q2.pod.terminate --approve abl.q1.network_volume.delete-volume
+                                                        a sweep: every queue's pod, then the volume they share
 """
 
 

@@ -16,6 +16,7 @@ from gpujob.cli.main import cli
         ("watch", "A sweep (docs/sweeps.md) is watched queue by queue"),
         ("pull", "outputs.pull_to/<cell>/"),
         ("status", "A sweep adds a cell table to each queue"),
+        ("destroy", "a sweep: every queue's pod, then the volume they share"),
     ],
 )
 def test_help_mentions_sweeps_where_a_user_needs_them(command: str, says: str) -> None:
