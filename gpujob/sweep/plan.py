@@ -79,7 +79,9 @@ class SweepPlan(Model):
                 else (f" (within budget.max_total_usd ${self.budget_usd:.2f})")
             )
         kept = ""
-        if self.machines is not None and self.machines != self.queues:
+        if self.machines is not None and self.machines > self.cells_total == self.queues:
+            kept = f" (sweep.machines is {self.machines}: a machine runs at least one cell)"
+        elif self.machines is not None and self.machines != self.queues:
             kept = (
                 f" (sweep.machines is {self.machines}: a cell placed on a queue moves to another only once "
                 "its queue is proven never to start it, and a queue gets moved cells only then)"
@@ -135,8 +137,8 @@ def sweep_plan(loaded: Any, usd_per_hour: float) -> SweepPlan | None:
         if done
         else None,
         budget_usd=spec.budget.max_total_usd,
-        # a split from scratch uses min(machines, cells) queues: any other count is placed cells kept
-        machines=q.machines if q.machines and min(q.machines, len(all_cells)) != q.queues else None,
+        # sweep.machines whenever the queues differ: more machines than cells, or placed cells kept
+        machines=q.machines if q.machines and q.machines != q.queues else None,
         moves=[
             CellMove(cell=m.cell, origin=m.origin, to=m.to, state=m.state, why=m.why)
             for m in q.moves

@@ -34,3 +34,13 @@ def test_done_cells_cost_nothing_more_and_the_sweep_says_what_is_left(tmp_path: 
     assert p is not None and "queue q1: 3 cells, all done" in p.summary, p.summary
     q2 = sweep_plan(loaded[1], usd_per_hour=0.6)
     assert q2 is not None and "$0.60 for the 3 not done yet; queue q2: 3 cells, $0.60:" in q2.summary
+
+
+def test_more_machines_than_cells_says_why_fewer_run(tmp_path: Path) -> None:
+    loaded = load_specs([write(tmp_path, JOB.replace("machines: 2", "machines: 9"))])
+    assert len(loaded) == 6
+    p = sweep_plan(loaded[0], usd_per_hour=0.6)
+    assert (
+        p is not None
+        and "6 cells on 6 machines (sweep.machines is 9: a machine runs at least one cell)" in p.summary
+    )
