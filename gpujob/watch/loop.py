@@ -27,6 +27,7 @@ from gpujob.errors import GpujobError
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, JobPlan, Plan
 from gpujob.state import Store
+from gpujob.sweep.watching import LandedQueues, admit
 from gpujob.watch import limits
 from gpujob.watch.apply import apply_decisions, describe
 from gpujob.watch.disks import DiskGuard
@@ -113,6 +114,7 @@ class Watcher:
         self.probe = RunProbe(self.spy.api)
         self.disks = DiskGuard(self.spy.api, clock)
         self.acted = False  # the last tick applied something
+        self.landed = LandedQueues(options.rerun)  # queues watched mid-run (gpujob.sweep.watching)
 
     # --- events
     def say(
@@ -164,9 +166,9 @@ class Watcher:
                         )  # a parked job waits for a person, even when nothing else does
                     return max(code, ERROR) if self.pulls.failed_since_start and code == HEALTHY else code
                 watching = [j for j in self.jobs.values() if j.watching]
-                if not watching:
+                if not watching and not self.landed.waiting:
                     return HEALTHY if all(j.done for j in self.jobs.values()) else HUMAN
-                if all(j.blocked_ticks >= BLOCKED_TICKS for j in watching):
+                if watching and all(j.blocked_ticks >= BLOCKED_TICKS for j in watching):
                     self.say(
                         None, "watch-stop", "every job left waits for a person (see the needs-human events)"
                     )
@@ -175,6 +177,7 @@ class Watcher:
         finally:
             await self.pulls.close()
             await self.probe.close()
+            self.landed.close()
             for j in self.jobs.values():
                 save_ledger(j.state_dir, j.ledger)
 
@@ -231,6 +234,7 @@ class Watcher:
         from gpujob.plan.planner import build_plan
         from gpujob.plan.refresh import read_live_state
 
+        admit(self)  # a landed queue whose lock is free now (gpujob.sweep.watching)
         active = [j for j in self.jobs.values() if self._reload(j)]
         if not active:
             return HEALTHY
@@ -287,24 +291,9 @@ class Watcher:
         return code
 
     async def _settle(self, loaded: list[Any], live: LiveState) -> list[Any]:
-        """A sweep's cells on their way to another queue land once proven (gpujob.sweep.rebalance, the
-        outcome kept at once); a queue that gets its first cells that way is watched from now on."""
-        from gpujob.sweep.rebalance import settle
+        from gpujob.sweep.watching import settle_watched
 
-        settled = await settle(loaded, live, self.providers, ssh=self.spy.api, keep=True)
-        # settle expands the whole sweep again: a queue this watch already finished (pulled, stopped)
-        # stays finished, as _reload keeps any done job; planned again, a new sweep version would
-        # start its machine for nothing and, being done, it would never be stopped again
-        done = {name for name, j in self.jobs.items() if j.done}
-        settled = [ls for ls in settled if ls.spec.name not in done]
-        for ls in settled:
-            j = self.jobs.get(ls.spec.name)
-            if j is None:
-                sib = next(o for o in self.jobs.values() if o.path == ls.path)
-                ledger = load_ledger(sib.state_dir, ls.spec.name, self.clock.now())
-                j = self.jobs[ls.spec.name] = JobWatch(ls.path, ls.spec.name, sib.state_dir, ledger)
-            j.loaded = ls
-        return settled
+        return await settle_watched(self, loaded, live)
 
     def _observe(self, j: JobWatch, jp: JobPlan, live: LiveState, now: datetime) -> None:
         """Fold what this tick read into the job's ledger: money and GPU time, the run's steps."""
@@ -390,7 +379,7 @@ class Watcher:
                 return moved
         decision = decide(jp, spec, machine, approved=self.opt.approvals, rerun=self.opt.rerun)
         burn = max(jp.current_usd_per_hour, jp.after_usd_per_hour if decision.actions else 0.0)
-        recovering = decision.recovery and j.ledger.run_started_at is not None
+        recovering = self.landed.is_recovery(j.name, decision) and j.ledger.run_started_at is not None
         reason = limits.limit_reached(
             spec, j.ledger, now, burn_usd_per_hour=burn, interval_s=self.opt.interval_s,
             max_recoveries_per_hour=self.opt.max_recoveries_per_hour, recovering=recovering,
@@ -436,8 +425,10 @@ class Watcher:
             if ok and kinds & {K.CREATE, K.START, K.REPLACE, K.STOP, K.TERMINATE}:
                 up = bool(kinds & {K.CREATE, K.START, K.REPLACE}) and not kinds & {K.STOP, K.TERMINATE}
                 j.ledger.restate(now, jp.after_usd_per_hour, gpu_billing=up)
-            if d.recovery and j.ledger.run_started_at is not None:  # creating a job never run is no recovery
+            # creating a job never run is no recovery, nor is the planned create of a landed queue's machine
+            if self.landed.is_recovery(j.name, d) and j.ledger.run_started_at is not None:
                 j.ledger.recovered(now, ", ".join(a.id for a in d.actions), ok)
+            self.landed.created(j.name, ok)
             if ok:
                 self.say(j, "finishing" if d.finishing else "recovered", detail, level="action")
             else:

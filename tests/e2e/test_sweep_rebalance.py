@@ -143,3 +143,91 @@ def test_watch_lands_the_leaving_cells_and_watches_the_new_queue_to_its_end(sim:
     started = _started_on(sim)
     assert sorted(c for cs in started.values() for c in cs) == cells, started
     assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], "a finished queue stops its pod"
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from gpujob.state import open_store
+with open_store(Path(sys.argv[1])).lock("abl--q3", command="gpujob apply (another one)"):
+    print("ready", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_watch_creates_the_new_queues_machine_only_under_its_lock_and_not_as_a_recovery(
+    sim: Sim, tmp_path: Path
+) -> None:
+    """Another gpujob holds the new queue's lock when its cells land: watch says so and creates nothing
+    for it; once the lock is free it takes it and creates the machine. A queue job that ran before (its
+    ledger has a run and a recovery this hour) with --max-recoveries-per-hour 1: the planned create is
+    no recovery, so the queue is not parked and its ledger counts no new recovery."""
+    from datetime import UTC, datetime, timedelta
+
+    from gpujob.state import open_store
+    from gpujob.watch.ledger import Ledger, Recovery, read_ledger, save_ledger
+
+    d, env = sweep_project(sim, tmp_path, SLOW)
+    first = gj(d, env, "apply", "--auto-approve")
+    assert first.returncode == 0, first.stdout + first.stderr
+    poll("both queues in their first cell", lambda: _both_queues_in_their_first_cell(sim), 120, 0.1)
+    (d / "job.yaml").write_text(SLOW.replace("machines: 2", "machines: 3"))
+    leave = gj(d, env, "apply", "--auto-approve")
+    assert leave.returncode == 0 and "abl.q3" not in leave.stdout, leave.stdout + leave.stderr
+    store = open_store(d / "job.yaml")
+    now = datetime.now(UTC)
+    earlier = Recovery(at=now - timedelta(minutes=10), what="abl.q3.pod.start (an earlier run)")
+    save_ledger(store, Ledger(job="abl--q3", first_seen=now - timedelta(hours=2),
+                              run_started_at=now - timedelta(hours=2), recoveries=[earlier]))  # fmt: skip
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(d / "job.yaml")],
+        cwd=d, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    out = tmp_path / "watch.out"
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with out.open("w") as sink:
+            watch = subprocess.Popen(
+                [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s",
+                 "--max-recoveries-per-hour", "1"],
+                cwd=d, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True,
+            )  # fmt: skip
+
+        def landed_while_locked() -> bool:
+            record = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())
+            both = record["leaving"] == {} and list(record["cells"].values()).count(3) == 2
+            return both and "is locked by" in out.read_text()
+
+        try:
+            poll("both cells landed on q3 while its lock is held", landed_while_locked, 120, 0.2)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {out.read_text()}") from None
+        said = out.read_text()
+        assert "cells landed on queue abl--q3, but job 'abl--q3' is locked by" in said, said
+        assert "gpujob apply (another one)" in said and "not creating its machine" in said, said
+        assert not [p for p in pods(sim) if "abl--q3" in p["name"]], "created under another gpujob's lock"
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(10)
+    try:
+        code = watch.wait(300)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+    said = out.read_text()
+    assert code == 0, said
+    assert said.count("is locked by") == 1, said  # said once, tried again each tick
+    assert "abl--q3  create: pod gpujob-abl--q3" in said and "limit" not in said, said
+    ledger = read_ledger(store, "abl--q3")
+    assert ledger is not None and ledger.parked is None and ledger.recoveries == [earlier], ledger
+    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    assert len(cells) == 6, (cells, said)
+    queues = [
+        dict(line.split("=", 1) for line in (d / "outputs" / c / "gpujob-cell.txt").read_text().splitlines())
+        for c in cells
+    ]
+    assert all(q["exit"] == "0" and q["starts"] == "1" for q in queues), queues
+    assert [q["queue"] for q in queues].count("q3") == 2, queues  # the machine created later ran both
