@@ -291,6 +291,7 @@ class Watcher:
         return code
 
     async def _settle(self, loaded: list[Any], live: LiveState) -> list[Any]:
+        """Land a sweep's proven cells; a queue they land on first is watched under its own lock."""
         from gpujob.sweep.watching import settle_watched
 
         return await settle_watched(self, loaded, live)
