@@ -380,6 +380,9 @@ async def settle(
                     verdicts[m.cell] = decide(m.cell, n, machine_running=running, evidence=ev, why_unread=why)
                 elif started_there(ev, m.cell):
                     verdicts[m.cell] = (STAYS, f"q{n} started it already")
+        if keep:
+            made = {m.to for m in waiting if _queue_exists(ls, q, m.to, live)}
+            verdicts = held_for_watch(verdicts, waiting, made)
         from gpujob.sweep.expand import expand_loaded
 
         again = [replace(one, project=ls.project) for one in expand_loaded(q.origin, verdicts)]
@@ -389,6 +392,45 @@ async def settle(
             note_verdicts(open_store(ls.path), q.sweep_job, again[0].sweep.moves)
         out += again
     return out
+
+
+def held_for_watch(
+    verdicts: Mapping[str, tuple[str, str]], waiting: Sequence[Move], made: Iterable[int]
+) -> dict[str, tuple[str, str]]:
+    """Watch lands cells on a queue only when it can start that queue with all of them: watch applies no
+    run change, so a cell landing on a queue whose machine exists already (its queue file placed
+    without the cell) would sit there unrun; and a queue created for the first proven cell would be
+    that case for the next one. Those cells wait, saying why (`gpujob apply` lands and places them)."""
+    out = dict(verdicts)
+    made = set(made)
+    heading: dict[int, list[str]] = {}
+    for m in waiting:
+        if m.state == WAITS:
+            heading.setdefault(m.to, []).append(m.cell)
+    for to, cells in heading.items():
+        landing = [c for c in cells if out.get(c, (WAITS, ""))[0] == LANDS]
+        if not landing:
+            continue
+        if to in made:
+            why = (
+                f"q{to} has a machine already, with its queue file placed without the cell: `gpujob apply` "
+                "lands it there and places the new version (watch applies no run change)"
+            )
+        elif any(out.get(c, (WAITS, ""))[0] == WAITS for c in cells):
+            why = f"q{to} is created once every cell on its way there is proven (the others still wait)"
+        else:
+            continue
+        for c in landing:
+            out[c] = (WAITS, why)
+    return out
+
+
+def _queue_exists(ls: Any, q: Any, n: int, live: Any) -> bool:
+    from gpujob.naming import machines
+    from gpujob.sweep.expand import queue_job
+
+    kind = "pod" if ls.spec.platform == "runpod" else "machine"
+    return any(r.kind == kind for r in machines(live.resources, queue_job(q.sweep_job, n), ls.project))
 
 
 async def _read(

@@ -451,13 +451,25 @@ def test_settle_lands_a_proven_cell_on_the_new_queue_and_watch_keeps_it(tmp_path
     state = Path(p.root.replace("/workspace", str(mount))).parent / "state"
     (state / "running.q1").write_text(p.version + "\n")
     (state / "running.q2").write_text("v000000000000\n")
-    got = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=_SSH(mount), keep=True))
+    # plan and apply (which places the new queue's version with every cell it holds): the proven cell lands
+    got = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=_SSH(mount)))
     by_origin = {m.origin: m for m in got[0].sweep.moves}
     assert by_origin[1].state == LANDS and by_origin[2].state == WAITS, got[0].sweep.moves
     assert [ls.spec.name for ls in got] == ["abl--q1", "abl--q2", "abl--q3"]
     assert [c.name for c in got[2].sweep.cells] == [by_origin[1].cell]
+    # watch (applies no run change): q3 would start without q2's cell and never run it, so both wait
+    held = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=_SSH(mount), keep=True))
+    assert {m.state for m in held[0].sweep.moves} == {WAITS}, held[0].sweep.moves
+    assert [ls.spec.name for ls in held] == ["abl--q1", "abl--q2"]
     rec = read_record(open_store(job), "abl")
-    assert rec is not None and rec.cells[by_origin[1].cell] == 3 and list(rec.leaving) == [by_origin[2].cell]
+    assert rec is not None and sorted(rec.leaving) == sorted(m.cell for m in by_origin.values()), rec
+    # q2 picks its version up: watch lands both at once and keeps it
+    (state / "running.q2").write_text(p.version + "\n")
+    both = asyncio.run(settle(loaded, _live(1, 2), {"runpod": _Provider()}, ssh=_SSH(mount), keep=True))
+    assert [ls.spec.name for ls in both] == ["abl--q1", "abl--q2", "abl--q3"]
+    assert sorted(c.name for c in both[2].sweep.cells) == sorted(m.cell for m in by_origin.values())
+    rec = read_record(open_store(job), "abl")
+    assert rec is not None and not rec.leaving and all(rec.cells[m.cell] == 3 for m in by_origin.values())
 
 
 def test_settle_does_not_propose_a_cell_its_origin_already_started(tmp_path: Path) -> None:
@@ -489,3 +501,21 @@ def test_settle_does_not_propose_a_cell_its_origin_already_started(tmp_path: Pat
     assert proposed[1] not in leaving and proposed[2] in leaving, got[0].sweep.moves
     q1 = next(ls.sweep for ls in got if ls.sweep.n == 1)
     assert proposed[1] in [c.name for c in q1.cells] and proposed[1] in q1.started  # apply keeps it started
+
+
+def test_watch_lands_cells_only_on_a_queue_it_can_create_with_all_of_them() -> None:
+    from gpujob.sweep.rebalance import LANDS, STAYS, WAITS, Move, held_for_watch
+
+    waiting = [Move("a", 1, 3, WAITS), Move("b", 2, 3, WAITS), Move("c", 1, 4, WAITS)]
+    proven = {"a": (LANDS, "proven"), "b": (WAITS, "q2 not read"), "c": (LANDS, "proven")}
+    # q3 still waits for b: a waits with it; q4 has no other cell on its way and no machine: c lands
+    held = held_for_watch(proven, waiting, made=set())
+    assert held["a"][0] == WAITS and "every cell on its way" in held["a"][1]
+    assert held["b"] == (WAITS, "q2 not read") and held["c"] == (LANDS, "proven")
+    # every cell for q3 proven (or staying on its origin): they land together
+    both = held_for_watch({"a": (LANDS, ""), "b": (STAYS, "started"), "c": (LANDS, "")}, waiting, made=set())
+    assert both == {"a": (LANDS, ""), "b": (STAYS, "started"), "c": (LANDS, "")}
+    # q4's machine exists: its queue file lacks c, so only apply (which places the version) lands it
+    late = held_for_watch({"a": (LANDS, ""), "b": (LANDS, ""), "c": (LANDS, "")}, waiting, made={4})
+    assert late["a"] == (LANDS, "") and late["b"] == (LANDS, "")
+    assert late["c"][0] == WAITS and "gpujob apply" in late["c"][1]
