@@ -25,7 +25,8 @@ def test_the_readme_is_at_most_2000_words_and_opens_with_the_two_commands() -> N
 
 
 def test_the_readme_says_how_long_the_tests_take_and_names_the_fast_ones() -> None:
-    assert re.search(r"about 13 minutes on 2 cores", README)
+    said = re.search(r"about (\d+) minutes on 2 cores", README)
+    assert said and int(said.group(1)) < 30  # CI's budget on a 2-core machine is 30 minutes
     assert "make test-fast" in README
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^test-fast:", makefile, re.M)  # what the README names exists
