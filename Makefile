@@ -11,11 +11,18 @@ endif
 export PY
 export PYTHONDONTWRITEBYTECODE=1
 
-.PHONY: install deps test test-fast lint schemas demo bench golden clean
+.PHONY: install install-pinned constraints deps test test-fast lint schemas demo bench golden clean
 
 install:            ## system packages (apt/dnf/brew, asks first) + gpujob and its test tools (editable)
 	PYTHON=$(PYTHON) scripts/system-deps.sh install
 	scripts/python-deps.sh $(PY)
+
+install-pinned:     ## like install, with constraints.txt's last known-good versions (to reproduce a failure)
+	PYTHON=$(PYTHON) scripts/system-deps.sh install
+	GPUJOB_PINNED=1 scripts/python-deps.sh $(PY)
+
+constraints:        ## record the installed versions as constraints.txt (after a green make test)
+	$(PY) scripts/constraints.py
 
 test:               ## the full suite (~13 min on 2 cores; as root or an ordinary user; see docs/install.md)
 	$(PY) -m pytest -n auto -q

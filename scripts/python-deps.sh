@@ -24,7 +24,14 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ "$py" != "$PWD/.venv/bin/python" ] && ! takes_
   fi
   py="$PWD/.venv/bin/python"
 fi
-"$py" -m pip install -q -e '.[test]'
+# The newest versions pyproject.toml's ranges allow (eager: installed ones are upgraded too), as a new user
+# gets them; GPUJOB_PINNED=1 (`make install-pinned`) takes constraints.txt, the last known-good set, to
+# reproduce a failure that a new release of a dependency brought.
+if [ "${GPUJOB_PINNED:-}" = 1 ]; then
+  "$py" -m pip install -q -e '.[test]' -c constraints.txt
+else
+  "$py" -m pip install -q --upgrade --upgrade-strategy eager -e '.[test]'
+fi
 # RunPod's own Python SDK, for one test only (tests/sim/test_runpod_graphql.py drives the simulator with
 # it): in a virtualenv of its own, because it pulls ~70 packages (fastapi, boto3, ...) and newer pins
 # of some gpujob uses; gpujob never imports it.

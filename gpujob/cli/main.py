@@ -112,6 +112,9 @@ def main() -> None:
     """The `gpujob` process (`python -m gpujob` and the installed script): the command line, then exit."""
     import gc
 
+    from gpujob.depwarnings import quiet_known
+
+    quiet_known()
     try:
         cli()
     finally:

@@ -15,6 +15,9 @@ DAEMON_FILE = "daemon.json"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from gpujob.depwarnings import quiet_known
+
+    quiet_known()  # a process entry, like the CLI's: the pods' key handling imports asyncssh
     from gpujob.sim.app import SimServer
     from gpujob.sim.engine import SimOptions
 

@@ -48,13 +48,17 @@ class Project:
             )
         return proc
 
-    def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    def popen(
+        self, *args: str, extra_env: dict[str, str] | None = None, split: bool = False
+    ) -> subprocess.Popen[str]:
+        """A gpujob process; its stderr joins its stdout (a log to read in order) unless `split`, for a
+        caller that reads stdout as a script would: JSON or the command's own lines, stderr apart."""
         return subprocess.Popen(
             [sys.executable, "-m", "gpujob", *args],
             cwd=self.dir,
             env={**self.env, **(extra_env or {})},
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE if split else subprocess.STDOUT,
             text=True,
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from gpujob.sim import podproc
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "quickstart" / "demo.sh"
+# How Python's warnings module prints one: `path:line: SomeWarning: message`.
+PY_WARNING = re.compile(r":\d+: \w*Warning: ")
 
 
 def demo(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -37,6 +40,9 @@ def test_the_demo_shows_the_whole_loop_and_leaves_nothing_running(tmp_path: Path
     assert "need explicit approval" in out  # the gate refused the unapproved destroy
     assert "The whole loop ran" in out and "simulator stopped" in out
     assert "\x1b[" not in out  # NO_COLOR: plain text
+    # No Python warning reaches a newcomer's screen (a dependency's, like asyncssh's DSA one, or ours).
+    warned = [line for s in (res.stdout, res.stderr) for line in s.splitlines() if PY_WARNING.search(line)]
+    assert warned == [], warned
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes left running: {left}"
     assert list(tmp_path.iterdir()) == []  # its work and simulator dirs are removed

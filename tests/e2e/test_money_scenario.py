@@ -54,14 +54,18 @@ def cents(x: float) -> str:
 def run_all(p: Project, *commands: tuple[str, ...]) -> list[Any]:
     """Run read-only gpujob commands side by side (the clock is frozen: they see the same moment) and
     return their JSON outputs."""
-    procs = [p.popen(*c) for c in commands]
+    procs = [p.popen(*c, split=True) for c in commands]
     outs = []
     for c, proc in zip(commands, procs, strict=True):
-        out, _ = proc.communicate(timeout=180)
-        p.outputs.append(out)
-        start = out.find("{") if c[0] != "status" else out.find("[")
-        assert start >= 0, f"gpujob {' '.join(c)} printed no JSON (exit {proc.returncode}):\n{out}"
-        outs.append(json.JSONDecoder().raw_decode(out[start:])[0])
+        out, err = proc.communicate(timeout=180)
+        p.outputs += [out, err]
+        try:  # stdout alone, as a script reads it: nothing but the JSON document
+            outs.append(json.loads(out))
+        except json.JSONDecodeError as exc:
+            raise AssertionError(
+                f"gpujob {' '.join(c)} printed no JSON on stdout (exit {proc.returncode}): {exc}\n"
+                f"stdout:\n{out}\nstderr:\n{err}"
+            ) from None
     return outs
 
 

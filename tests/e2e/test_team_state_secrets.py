@@ -84,7 +84,7 @@ def test_the_decrypted_key_is_gone_after_logs_f_is_killed(project: Project, pg_u
     p.gj("apply", "--auto-approve")
     poll("the run to be alive", lambda: (p.status().get("run") or {}).get("alive"))
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        follower = p.popen("logs", "-f")
+        follower = p.popen("logs", "-f", split=True)  # its first stdout line is the log's
         try:
             assert follower.stdout is not None
             first = follower.stdout.readline()  # it is connected and following
