@@ -12,7 +12,8 @@ from typing import Any, Literal
 from gpujob.doctor.drift import Drift, drifts
 from gpujob.errors import ProviderAuthError, ProviderError
 from gpujob.model import WireModel
-from gpujob.providers.http import ApiClient, MalformedResponse
+from gpujob.providers.failures import MalformedResponse
+from gpujob.providers.http import ApiClient
 from gpujob.providers.paperspace import wire as ps
 from gpujob.providers.runpod import wire as rp
 

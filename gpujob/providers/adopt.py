@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from gpujob.clock import Clock
 from gpujob.errors import ProviderConflict, ProviderUnavailable
-from gpujob.providers.http import OutcomeUnknown
+from gpujob.providers.failures import OutcomeUnknown
 from gpujob.providers.wait import Timeouts, poll
 
 

@@ -4,18 +4,18 @@ that reads RunPod v2 `RateLimit` headers, and the rule that a create is never bl
 Every sleep goes through the injected Clock. The API key lives only in the client's Authorization
 header: it is never put in a URL, and any platform text that echoes it back is scrubbed before it
 reaches an exception or a log line.
+
+Beside it in gpujob.providers: `failures` (what a failed call means, typed errors), `ratelimit` (the
+pacer), `notice` (the retry lines a person sees), `unreachable` (when retrying cannot help).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import random
-import re
-import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -23,15 +23,11 @@ from typing import Any
 import httpx
 
 from gpujob.clock import Clock
-from gpujob.errors import (
-    ProviderAuthError,
-    ProviderBalanceError,
-    ProviderCapacityError,
-    ProviderConflict,
-    ProviderError,
-    ProviderNotFound,
-    ProviderUnavailable,
-)
+from gpujob.errors import ProviderCapacityError, ProviderError, ProviderUnavailable
+from gpujob.providers.failures import ErrorInfo, ErrorParser, OutcomeUnknown, typed_error
+from gpujob.providers.notice import ANNOUNCED, API_NAMES, RetryNotice, retry_line, terminal_notice
+from gpujob.providers.ratelimit import Pacer
+from gpujob.providers.unreachable import loopback, nothing_listens, refused, tls_failure
 from gpujob.retry import backoff
 from gpujob.retry import retry_after as parse_retry_after
 
@@ -41,52 +37,6 @@ for _name in ("httpx", "httpcore"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
-API_NAMES = {"runpod": "RunPod", "paperspace": "Paperspace"}
-
-RetryNotice = Callable[[str], None]
-# Per platform, the highest attempt announced while its calls fail together: reads run in parallel
-# (a platform may have two clients, REST and GraphQL) and a person at the one terminal needs one line
-# per wait, not one per call (the log keeps each). Cleared when a call ends, however it ends.
-_ANNOUNCED: dict[str, int] = {}
-
-
-def terminal_notice(stream: Any = None, env: Mapping[str, str] | None = None) -> RetryNotice | None:
-    """Where a client tells a person what it waits for: stderr when it is a terminal, else nowhere (a
-    pipe or CI=true gets the plain output and nothing extra; the log still records every retry)."""
-    e = os.environ if env is None else env
-    fixed = stream
-    if e.get("CI", "").strip().lower() in ("1", "true", "yes"):
-        return None
-    if not (fixed or sys.stderr).isatty():
-        return None
-
-    def show(line: str) -> None:
-        out = fixed or sys.stderr  # looked up at each line: a live progress display may wrap stderr
-        out.write(line + "\n")
-        out.flush()
-
-    return show
-
-
-def retry_line(platform: str, why: str, delay: float, attempt: int, attempts: int) -> str:
-    """One short line per wait, e.g. "RunPod API: 503, retrying in 2.1 s (attempt 2/6)"."""
-    return f"{API_NAMES.get(platform, platform)} API: {why}, retrying in {delay:.1f} s (attempt {attempt}/{attempts})"
-
-
-class OutcomeUnknown(ProviderUnavailable):
-    """A non-idempotent call (create) may or may not have happened: look the resource up by name."""
-
-
-class MalformedResponse(OutcomeUnknown):
-    """A success status whose body is not what the call returns (an error object under 200, a listing
-    without its list, an object without its id). Never read as success or as "nothing exists"; after a
-    create it is an unknown outcome, so the name is looked up before anything is created again."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(
-            f"malformed response: {message}",
-            hint="the platform answered with something unexpected; re-run later (gpujob re-reads live state)",
-        )
 
 
 @dataclass
@@ -97,49 +47,6 @@ class RetryPolicy:
     deadline: float = 180.0  # seconds for one logical call, all retries included
     max_retry_after: float = 300.0  # a longer Retry-After / RateLimit reset fails instead of sleeping
     low_water: int = 3  # RateLimit remaining at or under this: spread the remaining calls over the window
-
-
-@dataclass
-class ErrorInfo:
-    """What a platform said when a call failed, parsed from its own error shape."""
-
-    message: str
-    capacity: bool = False
-
-
-@dataclass
-class _Pacer:
-    """Client-side view of v2 `RateLimit: "minute";r=0;t=12, "hour";r=2800;t=1812` headers."""
-
-    windows: dict[str, tuple[int, float, datetime]] = field(default_factory=dict)
-
-    def observe(self, header: str | None, now: datetime) -> None:
-        if not header:
-            return
-        for part in header.split(","):
-            name = re.search(r'"?([A-Za-z]+)"?', part)
-            r = re.search(r"\br=(\d+)", part)
-            t = re.search(r"\bt=(\d+(?:\.\d+)?)", part)
-            if name and r and t:
-                self.windows[name.group(1)] = (int(r.group(1)), float(t.group(1)), now)
-
-    def delay(self, now: datetime, low_water: int) -> float:
-        wait = 0.0
-        for remaining, reset, seen in self.windows.values():
-            left = reset - (now - seen).total_seconds()
-            if left <= 0:
-                continue
-            if remaining <= 0:
-                wait = max(wait, left)
-            elif remaining <= low_water:
-                wait = max(wait, left / (remaining + 1))
-        return wait
-
-    def spend(self) -> None:
-        self.windows = {k: (max(r - 1, 0), t, s) for k, (r, t, s) in self.windows.items()}
-
-
-ErrorParser = Callable[[httpx.Response | None, Any], ErrorInfo]
 
 
 class ApiClient:
@@ -170,7 +77,7 @@ class ApiClient:
         self._parse_error = parse_error
         self.policy = policy or RetryPolicy()
         self._rng = rng or random.Random()
-        self._pacer = _Pacer()
+        self._pacer = Pacer()
         self._offset: timedelta | None = None  # platform clock - our clock, from the last Date header
         from gpujob.redact import register
 
@@ -223,7 +130,7 @@ class ApiClient:
         try:
             return await self._request(method, path, json_body, params, idempotent)
         finally:
-            _ANNOUNCED.pop(self.platform, None)  # however it ended, the next failure is announced anew
+            ANNOUNCED.pop(self.platform, None)  # however it ended, the next failure is announced anew
 
     async def _request(
         self,
@@ -248,7 +155,7 @@ class ApiClient:
                     method, target, json=json_body, params=params, headers=self._headers
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                tls = _tls_failure(exc)
+                tls = tls_failure(exc)
                 if tls is not None:  # never retried, and verification is never turned off
                     raise ProviderError(
                         f"TLS certificate verification failed: {tls}",
@@ -257,8 +164,8 @@ class ApiClient:
                         hint="something between you and the platform presents a certificate gpujob cannot "
                         "trust (a TLS-intercepting proxy?); if that is expected, point SSL_CERT_FILE at its CA",
                     ) from None
-                if _refused(exc) and _loopback(target):  # retrying cannot start what is not running
-                    raise self._nothing_listens(call) from None
+                if refused(exc) and loopback(target):  # retrying cannot start what is not running
+                    raise nothing_listens(self.platform, self.base_url, call) from None
                 reason = f"cannot connect ({type(exc).__name__})"
                 short = "cannot connect"
             except (
@@ -310,8 +217,8 @@ class ApiClient:
                     "gpujob reads live state again first)",
                 )
             log.info("%s %s: %s, retrying in %.1fs", self.platform, call, self.scrub(reason), delay)
-            if self.notice is not None and attempt + 1 > _ANNOUNCED.get(self.platform, 0):
-                _ANNOUNCED[self.platform] = attempt + 1
+            if self.notice is not None and attempt + 1 > ANNOUNCED.get(self.platform, 0):
+                ANNOUNCED[self.platform] = attempt + 1
                 self.notice(retry_line(self.platform, short, delay, attempt + 1, self.policy.attempts))
             await self.clock.sleep(delay)
 
@@ -346,44 +253,13 @@ class ApiClient:
 
     def error_for(self, call: str, status: int, info: ErrorInfo) -> ProviderError:
         """Map a failed call onto gpujob's typed errors, with the platform's own words and what to do."""
-        msg = self.scrub(info.message) or "(no message)"
-        kw: dict[str, Any] = {"platform": self.platform, "call": call, "status": status}
-        if status in (401, 403):
-            what = "rejected the API key" if status == 401 else "the API key lacks access to this"
-            return ProviderAuthError(
-                f"{msg} ({what})",
-                hint=f"check {self.key_env}: set it to a valid key with read/write access (export {self.key_env}=...)",
-                **kw,
-            )
-        if status == 402:
-            return ProviderBalanceError(
-                msg, hint=f"top up the {self.platform} account balance, then re-run", **kw
-            )
-        if status == 404:
-            return ProviderNotFound(
-                msg, hint="the resource is gone; run `gpujob plan` to see live state", **kw
-            )
-        if info.capacity:
-            return ProviderCapacityError(
-                msg, hint="no capacity for this candidate; gpujob tries the next GPU / region / cloud", **kw
-            )
-        if status == 409:
-            return ProviderConflict(
-                msg,
-                hint="the action is not valid in the resource's current state; re-run `gpujob plan`",
-                **kw,
-            )
-        if status == 429:
-            return ProviderUnavailable(msg, hint="rate limited; wait and re-run", **kw)
-        if status == 410:
-            return ProviderError(
-                msg,
-                hint="the platform retired this API (410 Gone), not a problem with the job file; `gpujob doctor` "
-                "shows which calls still answer, and a newer gpujob may no longer need this one",
-                **kw,
-            )
-        return ProviderError(
-            msg, hint="the platform refused the request; check the job file against its rules", **kw
+        return typed_error(
+            self.scrub(info.message) or "(no message)",
+            platform=self.platform,
+            key_env=self.key_env,
+            call=call,
+            status=status,
+            capacity=info.capacity,
         )
 
     async def _pace(self, call: str, started: datetime) -> None:
@@ -430,20 +306,6 @@ class ApiClient:
         except Exception:  # a weird error body must never hide the status
             return ErrorInfo(message=response.text[:200])
 
-    def _nothing_listens(self, call: str) -> ProviderError:
-        """A platform API on this machine refused the connection: the simulator's address (no platform
-        is ever local) with the simulator not running."""
-        address = httpx.URL(self.base_url)
-        local = sorted(name for name in SIM_URL_VARS if _loopback(os.environ.get(name, "")))
-        clear = f"`unset {' '.join(local)}`" if local else "unset the GPUJOB_*_URL variables"
-        return ProviderError(
-            f"nothing is listening on {address.host}:{address.port}: the simulator is not running",
-            platform=self.platform,
-            call=call,
-            hint=f"start it: `gpujob sim up`; or, to use the real {API_NAMES.get(self.platform, self.platform)} "
-            f"API, clear the simulator's environment: {clear}",
-        )
-
     def _unknown(self, call: str, status: int | None, reason: str) -> OutcomeUnknown:
         return OutcomeUnknown(
             f"{self.scrub(reason)}; the request may have taken effect",
@@ -455,56 +317,3 @@ class ApiClient:
 
 
 _MALFORMED = object()
-
-
-# The variables `gpujob sim env` sets to point gpujob at the simulator (gpujob/config.py reads them).
-SIM_URL_VARS = ("GPUJOB_RUNPOD_API_URL", "GPUJOB_RUNPOD_GRAPHQL_URL", "GPUJOB_PAPERSPACE_API_URL")
-
-
-def _refused(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if isinstance(seen, ConnectionRefusedError) or "Connection refused" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _loopback(url: str) -> bool:
-    import ipaddress
-
-    try:
-        host = httpx.URL(url).host
-    except (httpx.InvalidURL, TypeError):
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _tls_failure(exc: BaseException) -> str | None:
-    """The certificate problem behind a connect error, if that is what it is (retrying cannot help)."""
-    import ssl
-
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return None
-        text = str(seen)
-        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
-            detail = getattr(seen, "verify_message", None) or text.partition("certificate verify failed:")[2]
-            return re.sub(r"\s*\(_ssl\.c:\d+\)", "", detail).strip() or "certificate rejected"
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def text_snippet(response: httpx.Response | None, limit: int = 200) -> str:
-    if response is None:
-        return ""
-    text = response.text.strip().replace("\n", " ")
-    return text[:limit]

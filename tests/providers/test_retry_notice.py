@@ -9,7 +9,8 @@ import httpx
 import pytest
 import respx
 
-from gpujob.providers import http
+from gpujob.errors import ProviderUnavailable
+from gpujob.providers import http, notice
 from gpujob.providers.registry import open_providers
 from tests.providers.conftest import FAKE_ENV, FakeClock
 from tests.providers.provider_fakes import RUNPOD
@@ -23,20 +24,22 @@ class _Terminal(io.StringIO):
 
 
 def test_the_line_says_what_failed_how_long_it_waits_and_which_attempt_comes() -> None:
-    assert http.retry_line("runpod", "503", 2.123, 2, 6) == "RunPod API: 503, retrying in 2.1 s (attempt 2/6)"
-    assert http.retry_line("paperspace", "cannot connect", 0.5, 3, 6) == (
+    assert (
+        notice.retry_line("runpod", "503", 2.123, 2, 6) == "RunPod API: 503, retrying in 2.1 s (attempt 2/6)"
+    )
+    assert notice.retry_line("paperspace", "cannot connect", 0.5, 3, 6) == (
         "Paperspace API: cannot connect, retrying in 0.5 s (attempt 3/6)"
     )
 
 
 def test_a_terminal_gets_the_lines_a_pipe_and_ci_do_not() -> None:
     tty = _Terminal()
-    show = http.terminal_notice(tty, env={})
+    show = notice.terminal_notice(tty, env={})
     assert show is not None
     show("RunPod API: 503, retrying in 2.1 s (attempt 2/6)")
     assert tty.getvalue() == "RunPod API: 503, retrying in 2.1 s (attempt 2/6)\n"
-    assert http.terminal_notice(io.StringIO(), env={}) is None  # piped
-    assert http.terminal_notice(_Terminal(), env={"CI": "true"}) is None
+    assert notice.terminal_notice(io.StringIO(), env={}) is None  # piped
+    assert notice.terminal_notice(_Terminal(), env={"CI": "true"}) is None
 
 
 @pytest.mark.anyio
@@ -92,7 +95,7 @@ async def test_calls_failing_together_share_one_line_per_wait(
     async with open_providers({"runpod"}, clock=clock, env=FAKE_ENV) as p:
         client = p["runpod"].client  # type: ignore[attr-defined]
         got = await asyncio.gather(client.list_pods(), client.list_volumes(), return_exceptions=True)
-    assert all(isinstance(g, http.ProviderUnavailable) for g in got), got
+    assert all(isinstance(g, ProviderUnavailable) for g in got), got
     assert len(clock.sleeps) == 10  # both calls waited five times each (the log records each)
     assert [line.rsplit("(", 1)[1] for line in lines] == [f"attempt {n}/6)" for n in range(2, 7)]
     assert all(line.startswith("RunPod API: cannot connect, retrying in ") for line in lines)

@@ -9,7 +9,8 @@ import httpx
 from pydantic import BaseModel
 
 from gpujob.errors import ProviderError
-from gpujob.providers.http import ApiClient, ErrorInfo, MalformedResponse, text_snippet
+from gpujob.providers.failures import ErrorInfo, MalformedResponse, text_snippet
+from gpujob.providers.http import ApiClient
 from gpujob.providers.paperspace import wire
 
 PLATFORM: Final = "paperspace"

@@ -15,7 +15,8 @@ from typing import Any, Final, TypeVar
 import httpx
 
 from gpujob.errors import ProviderAuthError, ProviderCapacityError, ProviderError
-from gpujob.providers.http import ApiClient, ErrorInfo, text_snippet
+from gpujob.providers.failures import ErrorInfo, text_snippet
+from gpujob.providers.http import ApiClient
 from gpujob.providers.runpod import wire
 
 PLATFORM: Final = "runpod"
