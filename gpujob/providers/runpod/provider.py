@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 from gpujob.clock import Clock
@@ -14,17 +14,15 @@ from gpujob.errors import (
     ProviderConflict,
     ProviderError,
     ProviderNotFound,
-    ProviderUnavailable,
 )
 from gpujob.live import Account, LiveResource, Metering, PriceQuote, ResourceRef, SSHEndpoint
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
-from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest, ZeroGpuError
-from gpujob.providers.runpod import spot, wire
+from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
+from gpujob.providers.runpod import launch, money, ready, spot, wire
 from gpujob.providers.runpod.client import PLATFORM, GraphQLRetired, RunPodClient
 from gpujob.providers.runpod.normalize import (
     cluster_to_live,
-    endpoint_to_live,
     is_spot,
     pod_to_live,
     registry_to_live,
@@ -70,21 +68,10 @@ class RunPodProvider:
             self.client.list_endpoints(),
             self.client.catalog_prices(),
         )
-        cheapest: dict[str, float] = {}
-        for gpu in catalog:
-            price = gpu.price.serverless
-            if gpu.pool and price is not None and price > 0:
-                cheapest[gpu.pool] = min(price, cheapest.get(gpu.pool, price))
-        source = f"{self.client.rest.call_name('GET', '/catalog/gpus')} price.serverless {self.platform_now():%Y-%m-%d}"
-
-        def per_gpu(e: wire.Endpoint) -> float | None:
-            found = [cheapest[p] for p in (e.gpu.pools if e.gpu else []) if p in cheapest]
-            return min(found) if found else None
-
         return (
             listed
             + [cluster_to_live(c) for c in clusters]
-            + [endpoint_to_live(e, per_gpu(e), source) for e in endpoints]
+            + money.priced_endpoints(self.client, endpoints, catalog)
         )
 
     async def get(self, kind: str, resource_id: str) -> LiveResource | None:
@@ -99,78 +86,17 @@ class RunPodProvider:
         raise ProviderError(f"RunPod has no resource kind '{kind}'", platform=PLATFORM)
 
     async def quotes(self, counts: Iterable[int] = (1,)) -> list[PriceQuote]:
-        """The v2 catalog per cloud and per GPU count: its availability filters default to SECURE and one
-        GPU, so community stock and 8-GPU stock must each be asked for (v2 spec GpuCloudFilter,
-        GpuCountFilter). Prices are per GPU whatever the count."""
-        now = self.clock.now()
-        source = f"{self.client.rest.call_name('GET', '/catalog/gpus')} {now:%Y-%m-%d}"
-        asks = [(cloud, n) for cloud in ("secure", "community") for n in sorted(set(counts) or {1})]
-        answers = await asyncio.gather(
-            *(self.client.catalog_gpus(cloud=cloud.upper(), count=n) for cloud, n in asks)
-        )
-        out: list[PriceQuote] = []
-        for (cloud, n), gpus in zip(asks, answers, strict=True):
-            for gpu in gpus:
-                offered = gpu.secure if cloud == "secure" else gpu.community
-                price = gpu.price.secure if cloud == "secure" else gpu.price.community
-                if not offered or price is None:
-                    continue
-                available = None if gpu.availability is None else gpu.availability.upper() != "NONE"
-                out.append(
-                    PriceQuote(
-                        platform=PLATFORM,
-                        gpu_id=gpu.id,
-                        cloud=cloud,  # type: ignore[arg-type]
-                        gpu_count=n,
-                        price_hour=price,
-                        available=available,
-                        source=source,
-                        as_of=now,
-                    )
-                )
-        out += spot.profile_quotes()
-        return out
+        return await money.quotes(self.client, self.clock.now(), counts)
 
     # ---- money
     def platform_now(self) -> datetime:
         return self.client.rest.platform_now()
 
     async def metering(self, refs: Sequence[ResourceRef]) -> Metering:
-        """What RunPod billed each pod and network volume (v2 billing, day buckets from the earliest
-        creation gpujob knows of, else the API's default of the last 30 days)."""
-        pods = {r.id for r in refs if r.kind == "pod"}
-        volumes = {r.id for r in refs if r.kind == "network_volume"}
-        known = [r.created_at for r in refs if r.created_at is not None]
-        start = (
-            min(known).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0) if known else None
-        )
-        calls = [self.client.rest.call_name("GET", f"/billing/{w}") for w in ("pods", "network-volumes")]
-        out = Metering(billed_since=start, source=f"{', '.join(calls)} {self.platform_now():%Y-%m-%d}")
-        stamp = start.strftime("%Y-%m-%dT%H:%M:%SZ") if start else None
-        for what, ids, attr in (("pods", pods, "pod_id"), ("network-volumes", volumes, "network_volume_id")):
-            if not ids:
-                continue
-            try:
-                listing = await self.client.billing(what, stamp)
-            except ProviderError as exc:
-                out.errors.append(f"RunPod billing/{what}: {exc}")
-                continue
-            for rec in listing.records:
-                rid = getattr(rec, attr)
-                if rid in ids and rec.total_amount is not None:
-                    out.billed[rid] = out.billed.get(rid, 0.0) + rec.total_amount
-        return out
+        return await money.metering(self.client, refs)
 
     async def account(self) -> Account | None:
-        me = await self.client.myself()
-        return Account(
-            platform=PLATFORM,
-            balance_usd=me.client_balance,
-            spend_per_hour_usd=me.current_spend_per_hr,
-            spend_limit_usd=me.spend_limit,
-            read_at=self.platform_now(),
-            source=f"RunPod GraphQL myself {self.platform_now():%Y-%m-%d}",
-        )
+        return await money.account(self.client)
 
     # ---- pods
     def spot_unavailable(self) -> str | None:
@@ -196,7 +122,7 @@ class RunPodProvider:
     async def start(self, resource: LiveResource) -> LiveResource:
         pod = await self.client.get_pod(resource.id)
         if pod.status == "RUNNING" and ssh_of(pod):
-            return self._checked(pod)
+            return ready.checked(pod)
         try:
             if resource.spot or is_spot(pod):
                 try:
@@ -325,36 +251,11 @@ class RunPodProvider:
 
     # ---- internals
     async def _create_on_demand(self, r: LaunchRequest) -> str:
-        body: dict[str, Any] = {
-            "name": r.name,
-            "gpu": {"id": r.gpu_id, "count": r.gpu_count},
-            "cloud": r.cloud.upper(),
-            "ports": ["22/tcp"],
-            "env": _env(r),
-            "startSsh": True,
-        }
-        if r.image:
-            body["image"] = r.image
-        if r.template:
-            body["templateId"] = r.template
-        if r.region:
-            body["dataCenterIds"] = [r.region]
-        # Unset: the default the plan priced (profile tier container_disk), not the platform's own
-        # default (50 GB in the v2 examples), so plan, create and audit agree.
-        body["disk"] = r.container_disk_gb or spot.default_container_disk_gb()
-        if r.min_cuda:
-            # RP9: a floor, compared numerically (v2 CreateGpuConfig.minCudaVersion); allowedCudaVersions
-            # would be an exact set that a version no host reports turns into a capacity error
-            body["gpu"]["minCudaVersion"] = r.min_cuda
-        if r.network_volume_id:
-            body["mounts"] = {"network": [{"volumeId": r.network_volume_id, "path": r.mount_path}]}
-        elif r.volume_gb:
-            body["mounts"] = {"persistent": {"size": r.volume_gb, "path": r.mount_path}}
-        return (await self.client.create_pod(body)).id
+        return (await self.client.create_pod(launch.on_demand_body(r))).id
 
     async def _rent_spot(self, r: LaunchRequest) -> str:
         bid = r.bid_per_gpu or await spot.floor(self.client, r.gpu_id, r.cloud, r.gpu_count)
-        return (await self.client.rent_spot(spot.rent_input(r, bid, _env(r)))).id
+        return (await self.client.rent_spot(spot.rent_input(r, bid, launch.pod_env(r)))).id
 
     async def _pods_named(self, name: str) -> list[str]:
         return [p.id for p in await self.client.list_pods() if p.name == name and p.status != "TERMINATED"]
@@ -370,82 +271,4 @@ class RunPodProvider:
         )
 
     async def _wait_ready(self, pod_id: str, *, from_stopped: bool = False) -> LiveResource:
-        moved = False
-
-        def check(pod: wire.Pod, elapsed: float) -> None:
-            nonlocal moved
-            if pod.status in ("TERMINATED",):
-                raise ProviderNotFound(f"pod {pod_id} was terminated while starting", platform=PLATFORM)
-            if pod.status in ("PROVISIONING", "STARTING", "RUNNING"):
-                moved = True
-            if from_stopped and not moved and elapsed >= self.t.stuck:
-                raise NoEffectError(
-                    f"start was accepted but pod {pod_id} is still {pod.status} after {elapsed:.0f}s",
-                    platform=PLATFORM,
-                    call="POST /v2/pods/{id}/action",
-                    hint="its host may have lost the GPU (RP1); replace the pod (terminate + create)",
-                )
-            if pod.status == "ERROR" and moved:
-                raise ProviderError(
-                    f"pod {pod_id} went to ERROR while starting",
-                    platform=PLATFORM,
-                    hint="check the image and start command; the pod is not billing GPU time",
-                )
-
-        bare_since: datetime | None = None
-
-        def no_public_ssh(pod: wire.Pod) -> None:
-            # RUNNING with its container up (runtime set) but port 22 not published on a public
-            # address: community hosts without a public IP stay like this for good, and bill meanwhile.
-            nonlocal bare_since
-            if not (pod.status == "RUNNING" and pod.runtime is not None and ssh_of(pod) is None):
-                bare_since = None
-                return
-            bare_since = bare_since or self.clock.now()
-            waited = (self.clock.now() - bare_since).total_seconds()
-            if waited >= self.t.no_ssh_grace:
-                raise ProviderError(
-                    f"pod {pod_id} is RUNNING but publishes no public port 22 (no ssh.direct, no public "
-                    f"22/tcp in runtime.ports) after {waited:.0f}s; gpujob needs direct SSH and stops waiting",
-                    platform=PLATFORM,
-                    call="GET /v2/pods/{id}",
-                    hint="it is billing now: remove it (gpujob destroy, or the RunPod console) and use "
-                    "machine.cloud: secure (community hosts may have no public IP)",
-                )
-
-        def check_all(pod: wire.Pod, elapsed: float) -> None:
-            check(pod, elapsed)
-            no_public_ssh(pod)
-
-        pod, ok = await poll(
-            self.clock,
-            lambda: self.client.get_pod(pod_id),
-            lambda p: p.status == "RUNNING" and ssh_of(p) is not None,
-            timeout=self.t.ready,
-            interval=self.t.interval,
-            first=self.t.first_interval,
-            check=check_all,
-        )
-        if not ok:
-            raise ProviderUnavailable(
-                f"pod {pod_id} is {pod.status} without an SSH endpoint after {self.t.ready:.0f}s",
-                platform=PLATFORM,
-                hint="it may be billing; check it with `gpujob state` and re-run apply",
-            )
-        return self._checked(pod)
-
-    def _checked(self, pod: wire.Pod) -> LiveResource:
-        if pod.cpu is None and (pod.gpu is None or pod.gpu.count == 0):
-            raise ZeroGpuError(
-                f"pod {pod.id} is running with zero GPUs (its host re-rented the GPU while it was stopped)",
-                platform=PLATFORM,
-                hint="replace it: terminate and create a new pod (data on a network volume survives)",
-            )
-        return pod_to_live(pod)
-
-
-def _env(r: LaunchRequest) -> dict[str, str]:
-    env = dict(r.env)
-    if r.ssh_public_key:
-        env["PUBLIC_KEY"] = r.ssh_public_key
-    return env
+        return await ready.wait_ready(self.client, self.clock, self.t, pod_id, from_stopped=from_stopped)
