@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-import shlex
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from gpujob.clock import Clock
@@ -25,14 +23,13 @@ from gpujob.live import (
     Metering,
     PriceQuote,
     ResourceRef,
-    Span,
     SSHEndpoint,
     TemplateRef,
 )
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
-from gpujob.providers.paperspace import wire
+from gpujob.providers.paperspace import launch, money, wire
 from gpujob.providers.paperspace.client import PLATFORM, PaperspaceClient, is_capacity_text
 from gpujob.providers.paperspace.normalize import (
     SCRIPT_SUFFIX,
@@ -46,7 +43,6 @@ from gpujob.providers.paperspace.normalize import (
 from gpujob.providers.paperspace.templates import Template, every_template, resolve_template
 from gpujob.providers.wait import GONE, Timeouts, poll, wait_gone
 
-DEFAULT_DISK_GB = 100
 _BENIGN = ("currently starting", "currently stopping", "already running", "already off", "already stopped")
 
 
@@ -123,44 +119,13 @@ class PaperspaceProvider:
         return self.client.api.platform_now()
 
     async def metering(self, refs: Sequence[ResourceRef]) -> Metering:
-        """Paperspace has no billing API: each machine's running spans from its own events (it bills
-        compute only while on), and when it was destroyed. The cost engine prices the time."""
-        machines = [r.id for r in refs if r.kind == "machine"]
-        call = self.client.api.call_name("GET", "/machine-events")
-        out = Metering(source=f"{call} {self.platform_now():%Y-%m-%d}")
-        histories = await asyncio.gather(
-            *(self.client.list_events(m) for m in machines), return_exceptions=True
-        )
-        for mid, events in zip(machines, histories, strict=True):
-            if isinstance(events, ProviderError):
-                out.errors.append(f"Paperspace machine-events of {mid}: {events}")
-                continue
-            if isinstance(events, BaseException):
-                raise events
-            spans, ended = running_spans(events)
-            out.running[mid] = spans
-            if ended is not None:
-                out.ended[mid] = ended
-        return out
+        return await money.metering(self.client, refs)
 
     async def account(self) -> Account | None:
         return None  # Paperspace exposes no balance or spend rate through its API
 
     async def quotes(self, counts: Iterable[int] = (1,)) -> list[PriceQuote]:
-        """Paperspace has no price API: prices come from the profile table, and say so."""
-        from gpujob.profile import load_profile
-
-        now = self.clock.now()
-        try:
-            profile = load_profile(PLATFORM)
-        except Exception:  # the bundled profile is missing or broken: no prices rather than a crash
-            return []
-        out: list[PriceQuote] = []
-        for g in profile.gpus:
-            out.append(_quote(g.platform_id, g.price_hour, g.as_of, g.source, now))
-            for machine_type in g.multi_gpu_ids.values():
-                out.append(_quote(machine_type, g.price_hour, g.as_of, g.source, now))
-        return out
+        return money.quotes(self.clock.now())
 
     # ---- machines
     async def create_machine(self, request: LaunchRequest) -> LiveResource:
@@ -168,7 +133,7 @@ class PaperspaceProvider:
             raise ProviderError("a Paperspace machine needs a template (machine.template)", platform=PLATFORM)
         # First, before anything is created: a template that does not resolve stops here.
         template = await self.template(request.template)
-        machine_type = _machine_type(request.gpu_id, request.gpu_count)
+        machine_type = launch.machine_type(request.gpu_id, request.gpu_count)
         if request.region and not await self.client.availability(machine_type, request.region):
             raise ProviderCapacityError(
                 f"{machine_type} is not available in {request.region} now",
@@ -176,7 +141,7 @@ class PaperspaceProvider:
                 call=self.client.api.call_name("GET", "/machine-availability"),
                 hint="no capacity for this candidate; gpujob tries the next GPU / region",
             )
-        disk = request.volume_gb or DEFAULT_DISK_GB
+        disk = request.volume_gb or launch.DEFAULT_DISK_GB
         body: dict[str, Any] = {
             "name": request.name,
             "machineType": machine_type,
@@ -188,7 +153,7 @@ class PaperspaceProvider:
             "autoShutdownEnabled": request.auto_shutdown_hours is not None,
         }
         if request.auto_shutdown_hours is not None:
-            body["autoShutdownTimeout"] = whole_hours(request.auto_shutdown_hours)
+            body["autoShutdownTimeout"] = launch.whole_hours(request.auto_shutdown_hours)
             body["autoShutdownForce"] = True
         if request.ssh_public_key:
             body["startupScriptId"] = await self._ssh_script(request.name, request.ssh_public_key)
@@ -277,7 +242,7 @@ class PaperspaceProvider:
     async def update(self, resource: LiveResource, changes: dict[str, Any]) -> LiveResource:
         """PUT /machines/{id} (machineType / diskSize need the machine off; region and template are fixed)."""
         if changes.get("autoShutdownTimeout") is not None:
-            changes = {**changes, "autoShutdownTimeout": whole_hours(changes["autoShutdownTimeout"])}
+            changes = {**changes, "autoShutdownTimeout": launch.whole_hours(changes["autoShutdownTimeout"])}
         change = await self.client.update_machine(resource.id, changes)
         if change.event:
             await self._wait_event(change.event)
@@ -340,16 +305,7 @@ class PaperspaceProvider:
     # ---- internals
     async def _ssh_script(self, name: str, public_key: str) -> str:
         script_name = f"{name}-ssh"
-        key = shlex.quote(public_key.strip())
-        script = (
-            "#!/bin/bash\n"
-            "for home in /root /home/paperspace; do\n"
-            '  [ -d "$home" ] || continue\n'
-            '  mkdir -p "$home/.ssh" && chmod 700 "$home/.ssh"\n'
-            f'  grep -qxF {key} "$home/.ssh/authorized_keys" 2>/dev/null || echo {key} >> "$home/.ssh/authorized_keys"\n'
-            '  chmod 600 "$home/.ssh/authorized_keys"\n'
-            "done\n"
-        )
+        script = launch.ssh_key_script(public_key)
 
         async def create() -> str:
             return (await self.client.create_startup_script(script_name, script)).id
@@ -428,57 +384,3 @@ class PaperspaceProvider:
                 hint="check it with `gpujob state`; it may be billing",
             )
         return self._live(machine)
-
-
-def whole_hours(hours: float) -> int:
-    """autoShutdownTimeout is a whole number of hours (Metaphysic's client sends it as int64); the spec
-    check refuses anything finer, so rounding up only guards against float noise."""
-    return max(1, math.ceil(float(hours) - 1e-9))
-
-
-def _machine_type(gpu_id: str, count: int) -> str:
-    if count > 1 and "x" not in gpu_id.split("-")[-1]:
-        return f"{gpu_id}x{count}"
-    return gpu_id
-
-
-def _quote(gpu_id: str, per_gpu: float, as_of: Any, source: str, now: datetime) -> PriceQuote:
-    return PriceQuote(
-        platform=PLATFORM,
-        gpu_id=gpu_id,
-        price_hour=per_gpu,
-        source="profile paperspace (no price API)",
-        as_of=datetime(as_of.year, as_of.month, as_of.day, tzinfo=UTC) if hasattr(as_of, "year") else now,
-    )
-
-
-# Machine events that start or end a running span (REFERENCE §2.3 event names). A span starts when a
-# create/start/restart finishes (the machine is up) and ends when a stop, forced shutdown, restart or
-# destroy is asked for (compute stops billing as the machine goes down).
-_UP = ("create", "start", "restart")
-_DOWN = ("stop", "vm-shutdown-force", "restart", "deactivate")
-
-
-def running_spans(events: Sequence[wire.MachineEvent]) -> tuple[list[Span], datetime | None]:
-    """(running spans, destroyed at) from a machine's events, oldest first."""
-    marks: list[tuple[datetime, int, str]] = []
-    for e in events:
-        name = (e.name or "").lower()
-        if name in _DOWN and e.dt_created is not None and not (e.failed and name != "deactivate"):
-            marks.append((e.dt_created, 0, "down" if name != "deactivate" else "gone"))
-        if name in _UP and e.finished and not e.failed and e.dt_finished is not None:
-            marks.append((e.dt_finished, 1, "up"))
-    spans: list[Span] = []
-    ended: datetime | None = None
-    start: datetime | None = None
-    for at, _, what in sorted(marks):
-        if what == "up" and start is None and ended is None:
-            start = at
-        elif what in ("down", "gone") and start is not None:
-            spans.append(Span(start=start, end=at))
-            start = None
-        if what == "gone":
-            ended = at
-    if start is not None:
-        spans.append(Span(start=start))
-    return spans, ended
