@@ -128,7 +128,7 @@ async def _size(remote: Any, path: str) -> int:
 def known_hosts_line(state: StateRef, resource_id: str, host: str, port: int) -> str | None:
     """The pinned host key of a resource as an OpenSSH known_hosts line for this endpoint."""
     from gpujob.errors import SSHConnectError
-    from gpujob.ssh.session import HostKeyPins
+    from gpujob.ssh.hostkeys import HostKeyPins
 
     try:
         pins: Mapping[str, Any] = HostKeyPins(as_store(state)).load()

@@ -1,83 +1,32 @@
-"""SSH sessions on asyncssh: connect with retries, host keys pinned per resource id, remote commands
-with errors mapped onto gpujob.errors. The only module of gpujob that touches asyncssh's connection API."""
+"""SSH sessions on asyncssh: `connect` opens one (dialled with retries by gpujob.ssh.dial, host keys
+pinned per resource id by gpujob.ssh.hostkeys), and `Remote` runs its commands, streams and transfers
+under deadlines, with errors mapped onto gpujob.errors."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncssh
 
 from gpujob.clock import Clock, SystemClock
-from gpujob.errors import RemoteCommandError, SSHConnectError, SSHKeyRefused
+from gpujob.errors import RemoteCommandError, SSHConnectError
 from gpujob.live import SSHEndpoint
 from gpujob.model import Model
 from gpujob.ssh.deadline import CLOSE_GRACE_S, Limits, OutputTooLarge, SSHStalled, Watch
+from gpujob.ssh.dial import open_connection
+from gpujob.ssh.hostkeys import HostKeyPins
+from gpujob.ssh.packets import send_full_packets
 from gpujob.ssh.quote import q
 from gpujob.state import Store
 
-# Measured on loopback (see the report of the SSH layer): AES-GCM is the fastest cipher asyncssh
-# offers through `cryptography`; chacha20 is kept as a fallback for servers without AES-GCM.
-CIPHERS = (
-    "aes128-gcm@openssh.com",
-    "aes256-gcm@openssh.com",
-    "chacha20-poly1305@openssh.com",
-    "aes128-ctr",
-    "aes256-ctr",
-)
-WINDOW = 8 * 1024 * 1024  # a larger flow-control window keeps the pipe full on bulk transfers
-MAX_PKT = 256 * 1024
 CHUNK = 1024 * 1024
-HOLD_S = 0.02  # the longest an upload waits for the peer's window to fit a full packet
 RUN_OUTPUT_MAX = 16 * 1024 * 1024  # what `run` collects; bulk data goes through stream_out
 STDERR_KEEP = 64 * 1024  # the tail of stderr kept for error messages
-
-
-def _send_full_packets(chan: Any) -> None:
-    """Hold an upload until the peer's window allows a full packet. asyncssh sends whatever window the
-    peer grants at once, and OpenSSH grants it as its command drains the pipe, a few KB at a time: an
-    upload became ~22 KB packets where 32 KB fit, each with its own Python framing, encryption and
-    (asyncssh adds one before each packet) an empty MSG_IGNORE. A peer re-opens its window long before
-    it is down to an eighth; one that waits for the last byte still gets it, HOLD_S later."""
-    flush = getattr(chan, "_flush_send_buf", None)
-    initial = getattr(chan, "_send_window", None)
-    if (
-        flush is None
-        or not isinstance(initial, int)
-        or not isinstance(getattr(chan, "_send_pktsize", None), int)
-    ):
-        return  # not the asyncssh this was written against: keep its own behaviour
-    least = min(chan._send_pktsize, initial // 8)
-    loop = asyncio.get_running_loop()
-    late: list[asyncio.TimerHandle] = []
-
-    def flush_full() -> None:
-        while late:
-            late.pop().cancel()
-        window, packet = chan._send_window, chan._send_pktsize
-        if chan._send_buf_len <= window or least <= window < packet:
-            flush()  # all of it fits, or the peer's window is that small: as asyncssh would
-        elif window >= least:
-            whole = window - window % packet
-            chan._send_window = whole
-            try:
-                flush()
-            finally:
-                chan._send_window += window - whole
-        elif window > 0:
-            late.append(loop.call_later(HOLD_S, flush_held))  # the next window adjust usually comes first
-
-    def flush_held() -> None:
-        with suppress(asyncssh.Error, OSError):  # the channel's own error paths report a lost connection
-            flush()
-
-    chan._flush_send_buf = flush_full
 
 
 class CommandResult(Model):
@@ -94,71 +43,6 @@ def _short(cmd: str) -> str:
 
 def _tail(text: str, lines: int = 20) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
-
-
-class _PinningClient(asyncssh.SSHClient):
-    """Called by asyncssh only for a host key that is not already trusted (the pin)."""
-
-    def __init__(self, accept_unknown: bool) -> None:
-        self.accept_unknown = accept_unknown
-        self.seen: asyncssh.SSHKey | None = None
-
-    def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        self.seen = key
-        return self.accept_unknown
-
-
-class HostKeyPins:
-    """gpujob's own known_hosts: a JSON document {resource_id: {key, fingerprint, host, port, pinned_at}},
-    known_hosts.json in the project's store (or any JSON file, given its path).
-
-    Keyed by the platform's resource id, not host:port, because cloud hosts reuse addresses."""
-
-    NAME = "known_hosts.json"
-
-    def __init__(self, where: Path | Store) -> None:
-        from gpujob.state.local import LocalStore
-
-        if isinstance(where, str | Path):
-            self.store: Store = LocalStore(Path(where).parent)
-            self.name = Path(where).name
-        else:
-            self.store, self.name = where, self.NAME
-
-    @staticmethod
-    def parse(data: bytes | None, where: str = "pinned host keys") -> dict[str, dict[str, Any]]:
-        if data is None:
-            return {}
-        try:
-            parsed = json.loads(data)
-        except ValueError as exc:
-            raise SSHConnectError(f"cannot read {where}: {exc}") from exc
-        return parsed if isinstance(parsed, dict) else {}
-
-    def load(self) -> dict[str, dict[str, Any]]:
-        return self.parse(
-            self.store.read(self.name), f"pinned host keys {self.name} in {self.store.location}"
-        )
-
-    def get(self, resource_id: str) -> asyncssh.SSHKey | None:
-        entry = self.load().get(resource_id)
-        return asyncssh.import_public_key(entry["key"]) if entry else None
-
-    def pin(self, resource_id: str, key: asyncssh.SSHKey, endpoint: SSHEndpoint) -> None:
-        entry = {
-            "key": key.export_public_key("openssh").decode().strip(),
-            "fingerprint": key.get_fingerprint("sha256"),
-            "host": endpoint.host,
-            "port": endpoint.port,
-            "pinned_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-
-        def change(old: bytes | None) -> bytes:
-            data = self.parse(old)
-            data[resource_id] = entry
-            return json.dumps(data, indent=2, sort_keys=True).encode()
-
-        self.store.update(self.name, change)
 
 
 class Remote:
@@ -313,7 +197,7 @@ class Remote:
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from exc
         if feed is not None:
-            _send_full_packets(proc.channel)
+            send_full_packets(proc.channel)
         out, err = bytearray(), bytearray()
 
         async def read_out() -> None:
@@ -419,7 +303,7 @@ async def connect(
     `expect_new_host=True` only when the platform is known to have moved the machine (re-pins).
     `timeout` defaults to the connect limit (GPUJOB_SSH_CONNECT_TIMEOUT)."""
     limits = limits or Limits.from_env()
-    conn = await _open(
+    conn = await open_connection(
         endpoint,
         Path(key_path),
         HostKeyPins(Path(known_hosts) if isinstance(known_hosts, str | Path) else known_hosts),
@@ -434,102 +318,3 @@ async def connect(
         conn.close()
         with suppress(TimeoutError, asyncssh.Error, OSError):
             await asyncio.wait_for(conn.wait_closed(), CLOSE_GRACE_S)
-
-
-def key_origin(key_path: Path) -> str:
-    """The state store a project key file came from: a database store leaves an `.origin` note beside
-    the decrypted copy; a local store's key lives in the store's own directory."""
-    try:
-        return key_path.with_name(f"{key_path.name}.origin").read_text().strip()
-    except OSError:
-        return str(key_path.parent)
-
-
-def _key_refused(where: str, key_path: Path, key: asyncssh.SSHKey) -> SSHKeyRefused:
-    return SSHKeyRefused(
-        f"{where} refused gpujob's project SSH key {key_path} ({key.get_fingerprint('sha256')}, from the "
-        f"state store {key_origin(key_path)}): the machine trusts another key",
-        hint="it was set up from another state store: run gpujob with that one (your team's database in "
-        "GPUJOB_STATE_URL, or the checkout whose .gpujob/ made the machine)",
-    )
-
-
-async def _open(
-    endpoint: SSHEndpoint,
-    key_path: Path,
-    pins: HostKeyPins,
-    resource_id: str,
-    timeout: float,
-    expect_new: bool,
-    clock: Clock,
-) -> asyncssh.SSHClientConnection:
-    where = f"{endpoint.user}@{endpoint.host}:{endpoint.port} ({resource_id})"
-    try:
-        from gpujob.state.scratch import held
-
-        data = held(key_path)  # a remote store's key never touches a disk on its way to asyncssh
-        client_key = (
-            asyncssh.import_private_key(data) if data is not None else asyncssh.read_private_key(key_path)
-        )
-    except (OSError, asyncssh.KeyImportError) as exc:
-        raise SSHConnectError(f"cannot read SSH key {key_path}: {exc}") from exc
-    pinned = pins.get(resource_id)
-    started = clock.now()
-
-    def elapsed() -> float:
-        return (clock.now() - started).total_seconds()
-
-    delay, last = 0.1, "no attempt made"
-    while True:
-        client = _PinningClient(accept_unknown=pinned is None or expect_new)
-        remaining = timeout - elapsed()
-        try:
-            conn = await asyncssh.connect(
-                endpoint.host,
-                endpoint.port,
-                username=endpoint.user,
-                client_keys=[client_key],
-                known_hosts=([pinned] if pinned and not expect_new else [], [], []),
-                client_factory=lambda c=client: c,  # type: ignore[misc]
-                connect_timeout=max(1.0, min(remaining, 10.0)),
-                login_timeout=max(1.0, min(remaining, 20.0)),
-                config=None,
-                agent_path=None,
-                agent_forwarding=False,
-                password=None,
-                kbdint_auth=False,
-                gss_auth=False,
-                preferred_auth="publickey",
-                encryption_algs=list(CIPHERS),
-                compression_algs=None,
-                keepalive_interval=15,
-                keepalive_count_max=4,
-                window=WINDOW,
-                max_pktsize=MAX_PKT,
-            )
-        except (asyncssh.Error, OSError, TimeoutError) as exc:
-            if isinstance(exc, asyncssh.PermissionDenied) and not expect_new:
-                # A machine already running with its key in place refused it: the same key again cannot
-                # help. (One just created or started may not have installed the key yet: retried.)
-                raise _key_refused(where, key_path, client_key) from None
-            if pinned is not None and not expect_new and client.seen is not None and client.seen != pinned:
-                raise SSHConnectError(
-                    f"host key of {where} changed: pinned {pinned.get_fingerprint('sha256')}, "
-                    f"offered {client.seen.get_fingerprint('sha256')}; refusing to connect",
-                    hint="if the platform really moved this machine, re-run with the new host accepted; "
-                    "otherwise someone else may be answering on this address",
-                ) from exc
-            last = f"{type(exc).__name__}: {str(exc)[:200]}"
-        else:
-            if client.seen is not None and (pinned is None or expect_new):
-                pins.pin(resource_id, client.seen, endpoint)
-            elif pinned is not None and not expect_new:
-                pass  # the pin matched (asyncssh trusted it without asking the client)
-            return conn
-        if elapsed() + delay > timeout:
-            raise SSHConnectError(
-                f"could not connect to {where} within {timeout:.0f}s: {last}",
-                hint="the machine may still be starting, or its SSH key not yet installed; run apply again",
-            )
-        await clock.sleep(delay)
-        delay = min(delay * 1.6, 2.0)

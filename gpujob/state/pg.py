@@ -305,7 +305,7 @@ class PgStore(PgLocks):
                 return None
             path = self.scratch_dir() / name
             scratch.hold(path, secret)
-            # Where the key came from, for a machine that refuses it (gpujob.ssh.session names it).
+            # Where the key came from, for a machine that refuses it (gpujob.ssh.dial names it).
             path.with_name(f"{name}.origin").write_text(self.location + "\n")
             self._files[name] = path
             return path

@@ -56,8 +56,8 @@ def test_another_projects_running_copy_points_a_local_checkout_at_the_team_state
 def test_a_key_from_the_database_store_names_that_store(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The decrypted key is a temp file: the note beside it says which store it came from, so a
     machine that refuses it is reported with the right store (a local key's store is its directory)."""
+    from gpujob.ssh.dial import key_origin
     from gpujob.ssh.keys import ensure_project_key
-    from gpujob.ssh.session import key_origin
     from gpujob.state.pg import PgStore
     from tests.state.conftest import STATE_KEY
 

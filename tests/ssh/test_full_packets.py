@@ -1,11 +1,11 @@
-"""The upload's packet shaping (session._send_full_packets) on a channel that flushes like asyncssh's:
+"""The upload's packet shaping (packets.send_full_packets) on a channel that flushes like asyncssh's:
 whole packets while the peer's window is wide, and no data held for good when a window stays small."""
 
 from __future__ import annotations
 
 import asyncio
 
-from gpujob.ssh.session import HOLD_S, _send_full_packets
+from gpujob.ssh.packets import HOLD_S, send_full_packets
 
 
 class FakeChannel:
@@ -42,7 +42,7 @@ class FakeChannel:
 def test_window_opened_in_small_steps_still_carries_full_packets() -> None:
     async def go() -> FakeChannel:
         chan = FakeChannel(window=2 << 20, packet=32768)
-        _send_full_packets(chan)
+        send_full_packets(chan)
         chan.write(8 << 20)
         for _ in range(800):  # OpenSSH re-opens the window as its command drains the pipe: ~10 KB steps
             chan.adjust(10_240)
@@ -56,7 +56,7 @@ def test_window_opened_in_small_steps_still_carries_full_packets() -> None:
 def test_a_window_that_stays_small_gets_its_bytes_after_the_hold() -> None:
     async def go() -> tuple[FakeChannel, list[int]]:
         chan = FakeChannel(window=64 * 1024, packet=32768)
-        _send_full_packets(chan)
+        send_full_packets(chan)
         chan.write(100_000)  # two full packets fit; 34 KB wait for more window
         chan.adjust(3_000)  # the peer grants only a little and then waits for it
         before = list(chan.sent)
