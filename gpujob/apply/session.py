@@ -175,8 +175,8 @@ async def plan_and_apply(
     live = await read_live_state(
         [ls.spec for ls in loaded], providers, runs_for=None if fix else loaded, also=also
     )
-    if not fix:  # a sweep's cells on their way to another queue land once proven (gpujob.sweep.rebalance)
-        from gpujob.sweep.rebalance import settle
+    if not fix:  # a sweep's cells on their way to another queue land once proven (gpujob.sweep.transit)
+        from gpujob.sweep.transit import settle
 
         loaded = await settle(loaded, live, providers)
     now = datetime.now(UTC)

@@ -184,7 +184,8 @@ def settle_sweeps(loaded: list[Any], live: Any) -> list[Any]:
     opens the providers only when a cell moves."""
     import asyncio
 
-    from gpujob.sweep.rebalance import LEAVES, WAITS, settle
+    from gpujob.sweep.rebalance import LEAVES, WAITS
+    from gpujob.sweep.transit import settle
 
     if not any(m.state in (WAITS, LEAVES) for ls in loaded if ls.sweep is not None for m in ls.sweep.moves):
         return loaded

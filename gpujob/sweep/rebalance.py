@@ -19,18 +19,18 @@ read failed, a wrapper from before running.q<N> existed, the version not picked 
 cell stays in transit and nothing runs it until the proof comes. A queue that finished (every cell it
 holds done and pulled) never gets cells, nor does a queue above sweep.machines.
 
-Computing here; the reads are one command per origin machine (settle), the rendering is the plan's.
+Computing here (the moves, phase 1, where each cell is); phase 2's evidence and verdicts are
+gpujob.sweep.evidence, the reads (one command per origin machine) gpujob.sweep.transit.settle, the
+rendering is the plan's.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gpujob.sweep.cells import Cell
-from gpujob.sweep.wrapper import RUNNING, VERSION_POINTER, sweep_dir
 
 LEAVES, WAITS, LANDS, STAYS = "leaves", "waits", "lands", "stays"
 
@@ -42,22 +42,6 @@ class Move:
     to: int
     state: str  # LEAVES (phase 1 now), WAITS (in transit), LANDS (proven: on `to` now), STAYS (started on origin)
     why: str = ""
-
-
-@dataclass(frozen=True)
-class Seen:
-    """One cell on its origin machine, as read there (None: not read, or not readable)."""
-
-    listed: bool | None  # listed in the queue file of the version the wrapper runs
-    starts: int | None
-    exit: str | None  # '-' when there is no exit record
-
-
-@dataclass(frozen=True)
-class Evidence:
-    running: str | None  # state/running.q<N>
-    pointer: str | None  # state/version.q<N>
-    cells: dict[str, Seen] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,91 +110,6 @@ def propose(
         load[dst] += est[cell]
         out[cell] = (src, dst)
     return out
-
-
-# --- phase 2: is it proven that the origin never starts the cell?
-
-
-def decide(
-    cell: str, origin: int, *, machine_running: bool, evidence: Evidence | None, why_unread: str = ""
-) -> tuple[str, str]:
-    """(LANDS | STAYS | WAITS, why) for a cell in transit from queue `origin`; anything unknown waits."""
-    q = f"q{origin}"
-    if not machine_running:
-        return WAITS, (
-            f"{q}'s machine is not running: only its disk knows whether it started the cell; it lands once "
-            f"{q} runs and shows it never did"
-        )
-    if evidence is None:
-        return WAITS, f"{q}'s state was not read ({why_unread or 'no answer'}): it waits for the next read"
-    if evidence.running is None:
-        return (
-            WAITS,
-            f"{q}'s wrapper has not said which version it runs (not started yet, or from an older gpujob)",
-        )
-    if evidence.pointer is None:
-        return WAITS, f"{q} has no version pointer: no version was placed for it"
-    if evidence.running != evidence.pointer:
-        return WAITS, (
-            f"{q} runs version {evidence.running}, not yet {evidence.pointer} (placed without the cell): "
-            "it picks that up before its next cell"
-        )
-    seen = evidence.cells.get(cell)
-    if seen is None or seen.starts is None or seen.exit is None:
-        return WAITS, f"the cell's records on {q} were not read"
-    if seen.starts > 0 or seen.exit != "-":
-        return STAYS, f"{q} started it (starts={seen.starts}, exit {seen.exit}): it stays there"
-    if seen.listed is None:
-        return WAITS, f"{q}'s queue file of version {evidence.running} was not read"
-    if seen.listed:
-        return (
-            WAITS,
-            f"{q}'s version {evidence.running} still lists it: the version without it is not placed yet",
-        )
-    return LANDS, f"{q} runs version {evidence.running}, which does not list it, and never started it"
-
-
-def started_there(evidence: Evidence | None, cell: str) -> bool:
-    """The origin's records show the cell started (or ran): it is not proposed to leave."""
-    seen = evidence.cells.get(cell) if evidence is not None else None
-    return seen is not None and ((seen.starts or 0) > 0 or seen.exit not in (None, "-"))
-
-
-def evidence_command(mount: str, job: str, n: int, cells: Iterable[str]) -> str:
-    """One command for queue N's machine: 'running=<v|-> pointer=<v|->', then per cell
-    'cell=<name> listed=<0|1|-> starts=<n> exit=<code|->'."""
-    root = shlex.quote(sweep_dir(mount, job))
-    names = " ".join(shlex.quote(c) for c in cells)
-    ver = "head -n 1 {} 2>/dev/null | head -c 40 | tr -cd 'a-z0-9'"
-    return f"""P={root}; S="$P/state"
-r=$({ver.format(f'"$S/{RUNNING}q{n}"')}); p=$({ver.format(f'"$S/{VERSION_POINTER}q{n}"')})
-echo "running=${{r:--}} pointer=${{p:--}}"
-for c in {names}; do
-  e=$(cat "$S/$c.exit" 2>/dev/null | tr -cd '0-9-'); n=$(cat "$S/$c.starts" 2>/dev/null | tr -cd '0-9')
-  if [ -n "$r" ] && [ -f "$P/$r/q{n}.txt" ]; then grep -qxF -- "$c" "$P/$r/q{n}.txt" && l=1 || l=0; else l=-; fi
-  echo "cell=$c listed=$l starts=${{n:-0}} exit=${{e:--}}"
-done; true"""
-
-
-def parse_evidence(out: str) -> Evidence:
-    """The machine's answer (its text checked, never trusted: anything odd reads as unknown)."""
-    running = pointer = None
-    cells: dict[str, Seen] = {}
-    for line in out.splitlines():
-        kv = dict(part.partition("=")[::2] for part in line.split())
-        if "running" in kv and "pointer" in kv:
-            running, pointer = _version(kv["running"]), _version(kv["pointer"])
-        elif "cell" in kv:
-            listed = {"1": True, "0": False}.get(kv.get("listed", ""))
-            starts = int(kv["starts"]) if kv.get("starts", "").isdigit() else None
-            code = kv.get("exit")
-            ok = code == "-" or (code is not None and code.lstrip("-").isdigit())
-            cells[kv["cell"]] = Seen(listed=listed, starts=starts, exit=code if ok else None)
-    return Evidence(running=running, pointer=pointer, cells=cells)
-
-
-def _version(text: str) -> str | None:
-    return text if text.startswith("v") and text[1:].isalnum() and len(text) > 1 else None
 
 
 # --- where each cell is: the record, the pulled cell records, the verdicts of phase 2
@@ -299,191 +198,3 @@ def note_started(store: Any, job: str, cells: Iterable[str], now: Any = None) ->
 
     if names:
         update_assignment(store, job, change, now)
-
-
-# --- the reads: one SSH command per origin machine, then the sweep expanded again with the verdicts
-
-
-def note_verdicts(store: Any, job: str, moves: Iterable[Move], now: Any = None) -> None:
-    """Phase 2's proven outcomes, kept at once (`watch`, which applies on its own): a landed cell is
-    placed on its new queue, a started one stays on its origin for good. Either is a fact about the
-    origin machine, true whatever happens next, so an origin that drains and stops before the new
-    queue's version is placed cannot leave the cell in transit with no machine to prove it again."""
-    from gpujob.sweep.assign import update_assignment
-
-    todo = [m for m in moves if m.state in (LANDS, STAYS)]
-
-    def change(rec: Any) -> None:
-        for m in todo:
-            if rec.cells.get(m.cell) != m.origin or m.cell not in rec.leaving:
-                continue
-            del rec.leaving[m.cell]
-            if m.state == LANDS:
-                rec.cells[m.cell] = m.to
-            elif m.cell not in rec.started:
-                rec.started.append(m.cell)
-
-    if todo:
-        update_assignment(store, job, change, now)
-
-
-async def settle(
-    loaded: Sequence[Any],
-    live: Any,
-    providers: Mapping[str, Any],
-    *,
-    ssh: Any = None,
-    timeout: float = 8.0,
-    keep: bool = False,
-) -> list[Any]:
-    """`loaded` with each sweep that has cells in transit, or cells proposed to leave, expanded again
-    after reading their origin machines: a proven cell lands on its new queue, a started one stays (a
-    proposed one its origin started is not proposed). No read when no cell moves.
-    `keep`: the proven outcomes are written to the placement record at once (note_verdicts)."""
-    import asyncio
-
-    out: list[Any] = []
-    done: set[tuple[str, str]] = set()
-    for ls in loaded:
-        q = getattr(ls, "sweep", None)
-        if q is None:
-            out.append(ls)
-            continue
-        key = (str(ls.path), q.sweep_job)
-        if key in done:
-            continue
-        done.add(key)
-        group = [
-            o
-            for o in loaded
-            if getattr(o, "sweep", None) is not None and (str(o.path), o.sweep.sweep_job) == key
-        ]
-        # the cells in transit, and the cells proposed to leave now: one read tells whether each
-        # origin started them (a proposed cell its origin started is not moved at all)
-        waiting = [m for m in q.moves if m.state in (WAITS, LEAVES)]
-        if not waiting or q.origin is None:
-            out += group
-            continue
-        origins = sorted({m.origin for m in waiting})
-        reads = await asyncio.gather(
-            *(
-                _read(ls, q, n, [m.cell for m in waiting if m.origin == n], live, providers, ssh, timeout)
-                for n in origins
-            )
-        )
-        verdicts: dict[str, tuple[str, str]] = {}
-        for n, (running, ev, why) in zip(origins, reads, strict=True):
-            for m in waiting:
-                if m.origin != n:
-                    continue
-                if m.state == WAITS:
-                    verdicts[m.cell] = decide(m.cell, n, machine_running=running, evidence=ev, why_unread=why)
-                elif started_there(ev, m.cell):
-                    verdicts[m.cell] = (STAYS, f"q{n} started it already")
-        if keep:
-            made = {m.to for m in waiting if _queue_exists(ls, q, m.to, live)}
-            verdicts = held_for_watch(verdicts, waiting, made)
-        from gpujob.sweep.expand import expand_loaded
-
-        again = [replace(one, project=ls.project) for one in expand_loaded(q.origin, verdicts)]
-        if keep and again:
-            from gpujob.state import open_store
-
-            note_verdicts(open_store(ls.path), q.sweep_job, again[0].sweep.moves)
-        out += again
-    return out
-
-
-def held_for_watch(
-    verdicts: Mapping[str, tuple[str, str]], waiting: Sequence[Move], made: Iterable[int]
-) -> dict[str, tuple[str, str]]:
-    """Watch lands cells on a queue only when it can start that queue with all of them: watch applies no
-    run change, so a cell landing on a queue whose machine exists already (its queue file placed
-    without the cell) would sit there unrun; and a queue created for the first proven cell would be
-    that case for the next one. Those cells wait, saying why (`gpujob apply` lands and places them)."""
-    out = dict(verdicts)
-    made = set(made)
-    heading: dict[int, list[str]] = {}
-    for m in waiting:
-        if m.state == WAITS:
-            heading.setdefault(m.to, []).append(m.cell)
-    for to, cells in heading.items():
-        landing = [c for c in cells if out.get(c, (WAITS, ""))[0] == LANDS]
-        if not landing:
-            continue
-        if to in made:
-            why = (
-                f"q{to} has a machine already, with its queue file placed without the cell: `gpujob apply` "
-                "lands it there and places the new version (watch applies no run change)"
-            )
-        elif any(out.get(c, (WAITS, ""))[0] == WAITS for c in cells):
-            why = f"q{to} is created once every cell on its way there is proven (the others still wait)"
-        else:
-            continue
-        for c in landing:
-            out[c] = (WAITS, why)
-    return out
-
-
-def _queue_exists(ls: Any, q: Any, n: int, live: Any) -> bool:
-    from gpujob.naming import machines
-    from gpujob.sweep.expand import queue_job
-
-    kind = "pod" if ls.spec.platform == "runpod" else "machine"
-    return any(r.kind == kind for r in machines(live.resources, queue_job(q.sweep_job, n), ls.project))
-
-
-async def _read(
-    ls: Any,
-    q: Any,
-    n: int,
-    cells: list[str],
-    live: Any,
-    providers: Mapping[str, Any],
-    ssh: Any,
-    timeout: float,
-) -> tuple[bool, Evidence | None, str]:
-    """(origin machine running, its evidence or None, why not read)."""
-    import asyncio
-
-    from gpujob.naming import machines
-    from gpujob.sweep.expand import queue_job
-
-    kind = "pod" if ls.spec.platform == "runpod" else "machine"
-    found = [r for r in machines(live.resources, queue_job(q.sweep_job, n), ls.project) if r.kind == kind]
-    machine = next((r for r in found if r.status == "running"), None)
-    if machine is None:
-        return False, None, "not running"
-    provider = providers.get(ls.spec.platform)
-    if provider is None:
-        return True, None, f"no {ls.spec.platform} provider open"
-    try:
-        got = await asyncio.wait_for(_run(ls, machine, provider, ssh, q, n, cells, timeout), timeout)
-    except Exception as exc:  # any failure of the read leaves the cell where it is: unknown waits
-        return True, None, (str(exc).splitlines() or [type(exc).__name__])[0]
-    return (True, None, got) if isinstance(got, str) else (True, got, "")
-
-
-async def _run(
-    ls: Any, machine: Any, provider: Any, ssh: Any, q: Any, n: int, cells: list[str], timeout: float
-) -> Evidence | str:
-    from gpujob.apply.sshapi import SSHApi
-    from gpujob.ssh.keys import KEY_NAME
-    from gpujob.state import open_store
-
-    endpoint = provider.ssh_endpoint(machine)
-    if endpoint is None:
-        return f"{machine.name} has no SSH endpoint yet"
-    store = open_store(ls.path)
-    key_path = store.secret_file(KEY_NAME)
-    if key_path is None:
-        return f"no project SSH key in {store.location}"
-    api = ssh or SSHApi.default()
-    cmd = evidence_command(ls.spec.storage.mount, q.sweep_job, n, cells)
-    async with api.open(
-        endpoint, key_path=key_path, known_hosts=store, resource_id=machine.id, timeout=timeout
-    ) as remote:
-        got = await remote.run(
-            cmd, what=f"reading whether q{n} of sweep {q.sweep_job} started the cells leaving it"
-        )
-    return parse_evidence(str(got.stdout))

@@ -93,10 +93,10 @@ def admit(watcher: Any) -> None:
 
 
 async def settle_watched(watcher: Any, loaded: list[Any], live: Any) -> list[Any]:
-    """The watch tick's settle (gpujob.sweep.rebalance.settle, outcomes kept at once): a queue that
+    """The watch tick's settle (gpujob.sweep.transit.settle, outcomes kept at once): a queue that
     gets its first cells that way is watched from now on, under its own lock; a queue whose lock
     another gpujob holds is left out of this tick."""
-    from gpujob.sweep.rebalance import settle
+    from gpujob.sweep.transit import settle
 
     settled = await settle(loaded, live, watcher.providers, ssh=watcher.spy.api, keep=True)
     # settle expands the whole sweep again: a queue this watch already finished (pulled, stopped) stays

@@ -14,19 +14,15 @@ import pytest
 
 from gpujob.sweep.assign import Assignment, Leaving, read_record
 from gpujob.sweep.cells import Cell, expand
+from gpujob.sweep.evidence import Evidence, Seen, decide, evidence_command, parse_evidence
 from gpujob.sweep.isolation import CellRecord
 from gpujob.sweep.rebalance import (
     LANDS,
     LEAVES,
     STAYS,
     WAITS,
-    Evidence,
-    Seen,
     arrange,
-    decide,
-    evidence_command,
     note_leaving,
-    parse_evidence,
     propose,
 )
 from gpujob.sweep.spec import SweepSpec
@@ -185,7 +181,8 @@ def test_note_leaving_marks_only_cells_still_on_their_origin_and_placing_a_cell_
 def test_watch_keeps_a_proven_outcome_at_once_and_only_for_a_cell_still_in_transit(tmp_path: Path) -> None:
     from gpujob.state import open_store
     from gpujob.sweep.assign import note_placed
-    from gpujob.sweep.rebalance import Move, note_verdicts
+    from gpujob.sweep.rebalance import Move
+    from gpujob.sweep.transit import note_verdicts
 
     store = open_store(tmp_path / "job.yaml")
     note_placed(store, "abl", 1, ["a", "c", "e"])
@@ -407,7 +404,7 @@ def _states(loaded: list) -> dict[str, str]:  # type: ignore[type-arg]
 def test_settle_waits_when_the_origin_is_not_running_has_no_key_or_cannot_be_read(tmp_path: Path) -> None:
     import asyncio
 
-    from gpujob.sweep.rebalance import settle
+    from gpujob.sweep.transit import settle
 
     loaded, job = _placed_and_leaving(tmp_path)
     ssh = _SSH(tmp_path / "mnt")
@@ -436,7 +433,7 @@ def test_settle_lands_a_proven_cell_on_the_new_queue_and_watch_keeps_it(tmp_path
     import asyncio
 
     from gpujob.state import open_store
-    from gpujob.sweep.rebalance import settle
+    from gpujob.sweep.transit import settle
 
     loaded, job = _placed_and_leaving(tmp_path)
     key = open_store(job).root / "id_ed25519"  # type: ignore[attr-defined]
@@ -479,7 +476,7 @@ def test_settle_does_not_propose_a_cell_its_origin_already_started(tmp_path: Pat
     from gpujob.spec.load import load_specs
     from gpujob.state import open_store
     from gpujob.sweep.assign import note_placed
-    from gpujob.sweep.rebalance import settle
+    from gpujob.sweep.transit import settle
     from tests.sweep.test_sweep_unit import JOB, write
 
     job = write(tmp_path, JOB)
@@ -504,7 +501,8 @@ def test_settle_does_not_propose_a_cell_its_origin_already_started(tmp_path: Pat
 
 
 def test_watch_lands_cells_only_on_a_queue_it_can_create_with_all_of_them() -> None:
-    from gpujob.sweep.rebalance import LANDS, STAYS, WAITS, Move, held_for_watch
+    from gpujob.sweep.rebalance import LANDS, STAYS, WAITS, Move
+    from gpujob.sweep.transit import held_for_watch
 
     waiting = [Move("a", 1, 3, WAITS), Move("b", 2, 3, WAITS), Move("c", 1, 4, WAITS)]
     proven = {"a": (LANDS, "proven"), "b": (WAITS, "q2 not read"), "c": (LANDS, "proven")}

@@ -240,8 +240,9 @@ def test_machines_two_to_three_after_some_cells_finished_runs_every_cell_exactly
     (stopped mid-cell), so its machine's records keep it there; q2's had not, so it lands on q3."""
     from gpujob.state import open_store
     from gpujob.sweep.assign import note_placed
+    from gpujob.sweep.evidence import decide, evidence_command, parse_evidence
     from gpujob.sweep.expand import expand_loaded
-    from gpujob.sweep.rebalance import decide, evidence_command, note_leaving, note_started, parse_evidence
+    from gpujob.sweep.rebalance import note_leaving, note_started
 
     text = JOB.replace("/workspace", "/MOUNT").replace("python3 cell.py", "bash cell.sh")
     job = write(tmp_path, text)

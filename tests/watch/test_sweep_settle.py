@@ -41,9 +41,9 @@ def test_a_queue_watch_finished_is_not_reconciled_again_when_settle_expands_the_
     queues = [SimpleNamespace(path=job, spec=SimpleNamespace(name=f"abl--q{n}")) for n in (1, 2)]
 
     async def settle(loaded: Any, live: Any, providers: Any, **kw: Any) -> list[Any]:
-        return queues  # every queue of the sweep, as gpujob.sweep.rebalance.settle expands it
+        return queues  # every queue of the sweep, as gpujob.sweep.transit.settle expands it
 
-    monkeypatch.setattr("gpujob.sweep.rebalance.settle", settle)
+    monkeypatch.setattr("gpujob.sweep.transit.settle", settle)
     got = asyncio.run(w._settle([queues[0]], LiveState(read_at=NOW, resources=[], quotes=[])))
     assert [ls.spec.name for ls in got] == ["abl--q1"]
     assert w.jobs["abl--q1"].loaded is queues[0]
