@@ -28,3 +28,17 @@ def pod_simulator(data_dir: Path, who: str, **options: Any) -> Iterator[Sim]:
         data_dir, **{"provision_seconds": 0.05, "boot_seconds": 0.0, **options}, pod_mode=mode
     ) as s:
         yield s
+
+
+@contextmanager
+def fresh_account(sim: Sim) -> Iterator[Sim]:
+    """One test's turn on a simulator shared by many (tests/e2e/conftest.py): the account is emptied
+    before (and the test refused if anything is left: another test's pod, volume, machine, fault, key or
+    process) and after, so a failed test's pods stop running and billing at once."""
+    sim.reset()
+    left = sim.leftovers()
+    assert not left, f"the shared simulator still holds a previous test's {left}"
+    try:
+        yield sim
+    finally:
+        sim.reset()

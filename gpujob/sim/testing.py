@@ -10,11 +10,18 @@
 
 Options are SimOptions fields (provision_seconds, boot_seconds, speed, balance, pods, stop_grace,
 preempt_grace, new_host_on_restart, rate_limit_per_minute, ...). Every pod process is killed on exit,
-also when the test failed."""
+also when the test failed.
+
+One simulator can serve many tests in turn (tests/e2e/conftest.py keeps one per xdist worker):
+`sim.reset()` between them kills every pod and machine process and empties the account (pods, volumes,
+machines, keys, faults, clock, options back to those it started with), and `sim.leftovers()` names
+what a test would otherwise inherit."""
 
 from __future__ import annotations
 
+import copy
 import json
+import shutil
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.sim.app import SimServer
+from gpujob.sim.clock import SimClock
 from gpujob.sim.engine import SimOptions, Simulator
+from gpujob.sim.state import SimState
 
 
 class Sim:
@@ -34,6 +43,7 @@ class Sim:
         self.runpod_url = server.endpoints.runpod_url
         self.paperspace_url = server.endpoints.paperspace_url
         self.data_dir = server.sim.data_dir
+        self._started_with = copy.deepcopy(server.sim.options)
 
     def control(self, path: str, json_body: dict[str, Any] | None = None) -> Any:
         """Call /_sim/<path> (POST with a body, GET without)."""
@@ -76,6 +86,50 @@ class Sim:
 
     def now(self) -> float:
         return self.engine.now()
+
+    def leftovers(self) -> list[str]:
+        """What a previous test left in this simulator: every resource in its account, every fault
+        still armed, every pod or machine process still running (empty after reset())."""
+        eng = self.engine
+        with eng.lock:
+            state = eng.state.model_dump()
+            held = [
+                f"{kind} {rid}" for kind, value in state.items() if isinstance(value, dict) for rid in value
+            ]
+            held += [f"ssh key {k[:24]}" for k in eng.state.ssh_keys]
+            held += [f"fault {f['fault']}" for f in eng.faults.active()]
+            held += [f"process {key}" for key in eng.procs]
+        return held
+
+    def reset(self) -> None:
+        """An empty account on a fresh clock, as if this simulator had just started: background boots
+        finish, every pod and machine process is killed, resources, faults and disks are dropped, and
+        the options are those it started with."""
+        from gpujob.sim import podproc
+
+        eng = self.engine
+        for t in list(eng._threads):
+            t.join(timeout=10)
+        with eng.lock:
+            procs = [("runpod", p.id, p.sshd_pid) for p in eng.state.pods.values() if p.sshd_pid]
+            procs += [("paperspace", m.id, m.sshd_pid) for m in eng.state.machines.values() if m.sshd_pid]
+        for platform, rid, pid in procs:
+            eng.kill(platform, rid, pid)
+        for key, proc in list(eng.procs.items()):
+            proc.kill()
+            proc.wait()
+            eng.procs.pop(key, None)
+        podproc.sweep(str(eng.data_dir))
+        with eng.lock:
+            for f in fields(SimOptions):
+                setattr(eng.options, f.name, copy.deepcopy(getattr(self._started_with, f.name)))
+            eng.clock = SimClock(None, speed=eng.options.speed)
+            eng.state = SimState()
+            eng.faults.clear()
+            eng.graphql_calls = 0
+            for platform in ("runpod", "paperspace"):
+                shutil.rmtree(eng.data_dir / platform, ignore_errors=True)
+            eng.save()
 
 
 @contextmanager

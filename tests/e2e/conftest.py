@@ -2,6 +2,12 @@
 `gpujob` CLI run as subprocesses in a copy of examples/quickstart.
 
 These tests never skip: when the simulator cannot run its pods here, they fail and say why.
+
+One simulator per xdist worker serves every test that asks for `sim` (tests run one at a time in a
+worker): before each test it is reset to an empty account on a fresh clock with its starting options,
+and the test starts only once `leftovers()` is empty, so no test sees another's pods, volumes, machines,
+faults or bill. Each test has its own project directory (its own state and project id). A test that needs
+other simulator options builds its own with pod_simulator (tests/sim_pods.py).
 """
 
 from __future__ import annotations
@@ -15,12 +21,18 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import CANARY, CANARY_NAME, QUICKSTART, Project
-from tests.sim_pods import pod_simulator
+from tests.sim_pods import fresh_account, pod_simulator
+
+
+@pytest.fixture(scope="session")
+def shared_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    with pod_simulator(tmp_path_factory.mktemp("sim"), "the end-to-end tests", preempt_grace=0.5) as s:
+        yield s
 
 
 @pytest.fixture
-def sim(tmp_path: Path) -> Iterator[Sim]:
-    with pod_simulator(tmp_path / "sim", "the end-to-end tests", preempt_grace=0.5) as s:
+def sim(shared_sim: Sim) -> Iterator[Sim]:
+    with fresh_account(shared_sim) as s:
         yield s
 
 
