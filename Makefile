@@ -24,14 +24,14 @@ install-pinned:     ## like install, with constraints.txt's last known-good vers
 constraints:        ## record the installed versions as constraints.txt (after a green make test)
 	$(PY) scripts/constraints.py
 
-test:               ## the full suite (~13 min on 2 cores; as root or an ordinary user; see docs/install.md)
-	$(PY) -m pytest -n auto -q
+test:               ## the full suite (~22 min on 2 cores; as root or an ordinary user; see docs/install.md)
+	$(PY) -m pytest -n auto -q --durations=10
 
 deps:               ## only check the system packages; prints what to install
 	PYTHON=$(PYTHON) scripts/system-deps.sh check
 
-test-fast:          ## unit tests only, no simulator or sshd
-	$(PY) -m pytest -n auto -q -m "not sim and not ssh"
+test-fast:          ## unit tests only, no simulator or sshd (under a minute)
+	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --durations=10
 
 lint:               ## ruff + mypy
 	$(PY) -m ruff check gpujob tests bench

@@ -32,6 +32,15 @@ def test_the_readme_says_how_long_the_tests_take_and_names_the_fast_ones() -> No
     assert re.search(r"^test-fast:", makefile, re.M)  # what the README names exists
 
 
+def test_make_tests_help_line_states_the_readmes_time_and_it_prints_the_slowest_tests() -> None:
+    said = re.search(r"about (\d+) minutes on 2 cores", README)
+    makefile = (ROOT / "Makefile").read_text()
+    rule = re.search(r"^test:.*## (.*)\n\t(.*)$", makefile, re.M)
+    assert said and rule, "README states the suite's time and the Makefile has a test rule"
+    assert f"~{said.group(1)} min on 2 cores" in rule.group(1)  # one measured figure, said twice
+    assert "--durations=10" in rule.group(2)  # the next slow test is seen the day it lands
+
+
 def test_the_topic_pages_exist_and_the_index_links_each() -> None:
     names = {p.name for p in PAGES}
     topics = {"concepts.md", "job-file.md", "platforms.md", "gitops.md", "team-state.md", "watch.md"}

@@ -111,8 +111,9 @@ class Project:
         ]
 
 
-def poll(what: str, check: Callable[[], Any], deadline_s: float = 90, every: float = 0.5) -> Any:
-    """Poll with a deadline (no blind sleeps)."""
+def poll(what: str, check: Callable[[], Any], deadline_s: float = 90, every: float = 0.2) -> Any:
+    """Poll with a deadline (no blind sleeps). `every` is short: most checks run a gpujob command, which
+    takes longer than the pause, so the pause is idle time the test does not need."""
     end = time.monotonic() + deadline_s
     last: Any = None
     while time.monotonic() < end:

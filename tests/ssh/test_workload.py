@@ -50,6 +50,39 @@ def _spawn(
     return p.pid
 
 
+def _settled(*pids: int, deadline_s: float = 10.0) -> None:
+    """Wait until each shell reached its command: exec'd into it (its cmdline is no longer `sh -c`) or,
+    for a loop, started its first child (the trap is set before the loop starts)."""
+    import time
+
+    end = time.monotonic() + deadline_s
+    for pid in pids:
+        while not (_execd(pid) or _has_child(pid)):
+            assert time.monotonic() < end, f"process {pid} never reached its command"
+            time.sleep(0.01)  # polling interval, bounded by the deadline
+
+
+def _execd(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return True  # gone: nothing left to wait for
+    return bool(argv) and os.path.basename(argv[0]) != b"sh"
+
+
+def _has_child(pid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(") ", 1)[1].split()[1]) == pid:
+                        return True
+            except (OSError, IndexError, ValueError):
+                continue
+    return False
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -87,12 +120,11 @@ def grep_path(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
 def test_marked_processes_outside_any_tree_are_stopped_and_nothing_else(
     job: str, started: list[subprocess.Popen[bytes]], grep_path: dict[str, str]
 ) -> None:
-    import time
 
     helper = _spawn(started, {"GPUJOB_JOB": job}, "sleep 600", own_session=True)
     stubborn = _spawn(started, {"GPUJOB_JOB": job}, LOOP, own_session=True)
     other_job = _spawn(started, {"GPUJOB_JOB": job + "x"}, "sleep 600", own_session=True)
-    time.sleep(0.3)  # the shells exec/enter their loops; not a race guard: both outcomes are checked below
+    _settled(helper, stubborn, other_job)  # the shells exec'd or entered their loops (trap set)
     out = _quiesce(job, grep_path)
     assert f"stopped={helper} " in out and f"stopped={stubborn} " in out and "state=killed" in out, out
     assert not _alive(helper) and not _alive(stubborn)
@@ -102,11 +134,10 @@ def test_marked_processes_outside_any_tree_are_stopped_and_nothing_else(
 def test_the_callers_session_and_other_pods_are_protected(
     job: str, started: list[subprocess.Popen[bytes]]
 ) -> None:
-    import time
 
     pod_a = _spawn(started, {"GPUJOB_JOB": job, "GPUJOB_SIM_POD": "pod-a"}, "sleep 600", own_session=True)
     pod_b = _spawn(started, {"GPUJOB_JOB": job, "GPUJOB_SIM_POD": "pod-b"}, "sleep 600", own_session=True)
-    time.sleep(0.3)
+    _settled(pod_a, pod_b)
     out = _quiesce(job, {"GPUJOB_SIM_POD": "pod-a"})  # a plain pod sees only its own processes
     assert not _alive(pod_a) and _alive(pod_b), out
     _end(started[-1])
