@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,6 +14,43 @@ if TYPE_CHECKING:
     from gpujob.state.pgtesting import PgServer
 
 _databases = itertools.count(1)
+
+# What `-m "not sim and not ssh"` (make test-fast) leaves out, found for every test rather than by hand:
+# a test is `sim` when it lives where every test runs the simulator, asks for a simulator fixture (or
+# the simulator case of tests/providers' `backend`), or its module starts one; `ssh` when it lives in tests/ssh (real sshd) or its module starts an sshd.
+SIM_DIRS = ("e2e", "sim")
+SSH_DIRS = ("ssh",)
+SIM_FIXTURES = {"sim", "shared_sim", "project", "simb", "simg", "rsim"}
+SIM_SOURCE = ("running_simulator", "pod_simulator", "recording_simulator", "sim_backend(", "ownership_kit")
+SSH_SOURCE = ("running_sshd", "local_sshd", "gpujob.ssh.testing")
+_TESTS = Path(__file__).resolve().parent
+_sources: dict[Path, str] = {}
+
+
+def _source(path: Path) -> str:
+    if path not in _sources:
+        try:
+            _sources[path] = path.read_text(encoding="utf-8")
+        except OSError:
+            _sources[path] = ""
+    return _sources[path]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.path))
+        try:
+            area = path.relative_to(_TESTS).parts[0]
+        except (ValueError, IndexError):
+            continue
+        text = _source(path)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        on_sim = callspec is not None and callspec.params.get("backend") == "sim"  # tests/providers
+        if area in SIM_DIRS or on_sim or fixtures & SIM_FIXTURES or any(s in text for s in SIM_SOURCE):
+            item.add_marker(pytest.mark.sim)
+        if area in SSH_DIRS or any(s in text for s in SSH_SOURCE):
+            item.add_marker(pytest.mark.ssh)
 
 
 @pytest.fixture(scope="session")
