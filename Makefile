@@ -25,7 +25,7 @@ constraints:        ## record the installed versions as constraints.txt (after a
 	$(PY) scripts/constraints.py
 
 test:               ## the full suite (~22 min on 2 cores; as root or an ordinary user; see docs/install.md)
-	$(PY) -m pytest -n auto -q --durations=10
+	$(PY) -m pytest -n auto --dist worksteal -q --durations=10
 
 deps:               ## only check the system packages; prints what to install
 	PYTHON=$(PYTHON) scripts/system-deps.sh check

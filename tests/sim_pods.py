@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,4 +43,25 @@ def fresh_account(sim: Sim) -> Iterator[Sim]:
     try:
         yield sim
     finally:
+        end_gpujob_children()  # a `gpujob watch` a test left running would act in the next test's turn
         sim.reset()
+
+
+def end_gpujob_children() -> list[int]:
+    """Kill the `python -m gpujob ...` processes this test process started that are still running."""
+    me, ended = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(") ", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == me and argv[1:3] == [b"-m", b"gpujob"]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry), signal.SIGKILL)
+                ended.append(int(entry))
+    return ended
