@@ -17,7 +17,8 @@ _databases = itertools.count(1)
 
 # What `-m "not sim and not ssh"` (make test-fast) leaves out, found for every test rather than by hand:
 # a test is `sim` when it lives where every test runs the simulator, asks for a simulator fixture (or
-# the simulator case of tests/providers' `backend`), or its module starts one; `ssh` when it lives in tests/ssh (real sshd) or its module starts an sshd.
+# the simulator case of tests/providers' `backend`), or its module starts one; `ssh` when it lives in
+# tests/ssh (real sshd) or its module starts an sshd.
 SIM_DIRS = ("e2e", "sim", "bench")  # bench: the benchmark suites run the simulator's pods
 SSH_DIRS = ("ssh",)
 SIM_FIXTURES = {"sim", "shared_sim", "project", "simb", "simg", "rsim"}
