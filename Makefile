@@ -33,7 +33,8 @@ deps:               ## only check the system packages; prints what to install
 test-fast:          ## unit tests only, no simulator or sshd (under a minute)
 	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --durations=10
 
-lint:               ## ruff + mypy
+lint:               ## the floor contracts (.importlinter, docs/architecture.md) + ruff + mypy
+	$(if $(filter /%,$(PY)),$(dir $(PY)))lint-imports
 	$(PY) -m ruff check gpujob tests bench
 	$(PY) -m ruff format --check gpujob tests bench
 	$(PY) -m mypy gpujob
