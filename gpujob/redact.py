@@ -44,7 +44,7 @@ def redact(text: str) -> str:
 
 def visible(text: str) -> str:
     """Every character a terminal would act on, shown as an escape; newlines and tabs kept."""
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     return for_terminal(text, lines=True)
 

@@ -208,7 +208,7 @@ def _env(path: Path) -> dict[str, str]:
 
 
 def visible(text: str) -> str:
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     return for_terminal(text, lines=True)
 

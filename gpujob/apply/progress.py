@@ -101,7 +101,7 @@ class LineHooks:
     25/50/75 %, done with size and rate); a wait one line when it starts, one a minute, one at the end."""
 
     def __init__(self, write: Callable[[str], None]) -> None:
-        from gpujob.render.safe import for_terminal
+        from gpujob.safe import for_terminal
 
         # notes quote the machine (file names, its errors): nothing in a line acts on the terminal
         self.write = lambda line: write(for_terminal(line, lines=True))

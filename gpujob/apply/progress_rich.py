@@ -29,7 +29,7 @@ from rich.text import Text
 
 from gpujob.apply.progress import _MARK, StepPhase, human_bytes
 from gpujob.plan.model import Action
-from gpujob.render.safe import for_terminal
+from gpujob.safe import for_terminal
 
 
 class _OnlyFor(ProgressColumn):

@@ -57,7 +57,7 @@ def render_audit(
 
 
 def _filters() -> dict[str, object]:
-    from gpujob.render.safe import cell, code, md
+    from gpujob.safe import cell, code, md
 
     # names, states and errors come from the platforms' APIs (anyone on the account names a pod)
     return {
@@ -149,9 +149,9 @@ def _text(report: AuditReport, *, color: bool = False, width: int | None = None)
         )
     else:
         out.append(f"Nothing billable idle longer than {ago(report.idle_threshold_s)}.")
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
-    # names and errors come from the APIs; the table's cells went through render.safe already
+    # names and errors come from the APIs; the table's cells went through gpujob.safe already
     return "\n".join(line if isinstance(line, _Drawn) else for_terminal(line) for line in out) + "\n"
 
 

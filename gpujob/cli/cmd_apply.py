@@ -173,7 +173,7 @@ def run(
         f"{'Destroy' if destroy else 'Apply'} finished: {len(result.done)} done, "
         f"{len(result.failed)} failed, {len(result.skipped)} skipped."
     )
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     for action_id, message in result.failed.items():  # a failure quotes the machine or the API
         click.echo(for_terminal(f"  ✗ {action_id}: {message}", lines=True), err=True)

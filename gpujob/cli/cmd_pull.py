@@ -98,9 +98,9 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float
 
 
 def _say(text: str, err: bool = False) -> None:
-    """One line of the report: names and paths come from the machine, so through render.safe (a name
+    """One line of the report: names and paths come from the machine, so through gpujob.safe (a name
     with a newline or an escape cannot forge a line or act on the terminal)."""
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     click.echo(for_terminal(text), err=err)
 

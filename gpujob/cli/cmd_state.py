@@ -80,11 +80,11 @@ def render_text(
     lines += table(header, rows, color=color, width=width)
     dups = sorted({name for (kind, name), n in counts.items() if n > 1})
     if dups:
-        from gpujob.render.safe import for_terminal
+        from gpujob.safe import for_terminal
 
         names = ", ".join(dups)  # from the API
         lines.append(for_terminal(f"warning: duplicated names (gpujob never picks one silently): {names}"))
-    return "\n".join(lines)  # the table's cells went through render.safe (gpujob.render.table)
+    return "\n".join(lines)  # the table's cells went through gpujob.safe (gpujob.render.table)
 
 
 def _state(job_file: str | None, fmt: str, no_color: bool = False) -> None:

@@ -41,7 +41,7 @@ def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
 
     loaded = load_specs(resolve_job_files(list(targets), command="status"))
     rows = asyncio.run(_collect(loaded))
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2, default=str))  # names as they are: JSON escapes them
@@ -230,9 +230,9 @@ class _Drawn(str):
 
 def _text(row: dict, style: Style | None = None) -> str:
     """The row as lines; every value in it may come from a pod, an API or a job file, so each line goes
-    through the output boundary (gpujob.render.safe) whole: a name cannot clear the screen, write the
+    through the output boundary (gpujob.safe) whole: a name cannot clear the screen, write the
     clipboard or start a line of its own. Only the charts gpujob draws keep their escapes."""
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     return "\n".join(line if isinstance(line, _Drawn) else for_terminal(line) for line in _lines(row, style))
 

@@ -338,6 +338,6 @@ def render_cost(report: CostReport, fmt: str = "text") -> str:
     out.append(f"TOTAL spent {usd2(report.spent_usd)}, burning {usd2(report.burn_usd_per_hour)}/h")
     for e in report.read_errors:
         out.append(f"read error: {e}")
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     return "\n".join(for_terminal(line) for line in out) + "\n"  # names and errors from the APIs

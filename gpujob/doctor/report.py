@@ -27,7 +27,7 @@ def exit_code(results: list[Result]) -> int:
 
 def text(results: list[Result], *, now: datetime, version: str, bases: Mapping[str, str]) -> str:
     from gpujob.redact import redact
-    from gpujob.render.safe import for_terminal as T  # error text and fields come from the API
+    from gpujob.safe import for_terminal as T  # error text and fields come from the API
 
     lines = [f"gpujob doctor {version} · {now:%Y-%m-%d %H:%M} UTC · read-only (GET and GraphQL queries only)"]
     for platform in dict.fromkeys(r.platform for r in results):

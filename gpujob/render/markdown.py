@@ -18,8 +18,8 @@ from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, MeterLine, P
 from gpujob.profile import HOURS_PER_MONTH
 from gpujob.render import summary as S
 
-# every escape below is the output boundary's (gpujob.render.safe): one place for what text may do
-from gpujob.render.safe import cell, code, fenced, html_text, inline, md, mermaid_label
+# every escape below is the output boundary's (gpujob.safe): one place for what text may do
+from gpujob.safe import cell, code, fenced, html_text, inline, md, mermaid_label
 
 ICON = {"error": "⛔", "warning": "⚠️", "info": "ℹ️"}
 APPROVE_PREFIX = "gpujob-approve:"  # what examples/ci and `gpujob pr-comment approvals` read (gitops)

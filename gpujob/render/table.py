@@ -33,7 +33,7 @@ def table(
             overflow="ellipsis" if one_line else "fold",
             no_wrap=one_line,
         )
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     for row in rows:  # cells hold API and pod names: through the output boundary, one line each
         t.add_row(*(for_terminal(cell) for cell in row))

@@ -10,7 +10,7 @@ import click
 from gpujob.cost.rates import rate, usd
 from gpujob.plan.model import Action, ActionKind, FieldChange, Finding, JobPlan, MeterLine, Plan
 from gpujob.render import summary as S
-from gpujob.render.safe import for_terminal as T  # every string a pod, an API or a job file chose
+from gpujob.safe import for_terminal as T  # every string a pod, an API or a job file chose
 
 K = ActionKind
 

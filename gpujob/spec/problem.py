@@ -35,7 +35,7 @@ class SpecProblem:
 def printable(text: str) -> str:
     """Escape what a terminal would act on (newlines, control and bidi/format characters): a key or
     value in a job file must not forge output lines ("\\nok: 1 file(s) valid") or reorder the text."""
-    from gpujob.render.safe import for_terminal
+    from gpujob.safe import for_terminal
 
     return for_terminal(text)
 

@@ -39,7 +39,7 @@ class Event(Model):
             text += f" -> {self.did}"
         if self.usd_so_far is not None:
             text += f"  (${self.usd_so_far:,.2f} so far)"
-        from gpujob.render.safe import for_terminal
+        from gpujob.safe import for_terminal
 
         return for_terminal(text)  # what happened quotes the machine and the API (names, errors)
 

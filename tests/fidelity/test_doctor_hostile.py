@@ -1,5 +1,5 @@
 """`gpujob doctor` prints what the API says about itself (error text, field names) through the output
-boundary (gpujob.render.safe): a GraphQL error carrying an OSC 52 clipboard write, a screen clear and a
+boundary (gpujob.safe): a GraphQL error carrying an OSC 52 clipboard write, a screen clear and a
 forged report line reaches the terminal as visible text; the JSON report keeps the real text."""
 
 from __future__ import annotations

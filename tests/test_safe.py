@@ -1,4 +1,4 @@
-"""gpujob.render.safe, the output boundary: a corpus of hostile names, each through every form."""
+"""gpujob.safe, the output boundary: a corpus of hostile names, each through every form."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from gpujob.render import safe
+from gpujob import safe
 
 # What a pod, an API or a job file can name things: each entry would act on a terminal or a PR comment.
 HOSTILE = [
