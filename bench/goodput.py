@@ -174,7 +174,7 @@ class Injector(threading.Thread):
 def run(repeat: int, quick: bool = False) -> list[Result]:
     from gpujob.sim.testing import running_simulator
 
-    # checkpoint.write_time is a measurement and may be under a second (gpujob.spec.rules.parse_measured).
+    # checkpoint.write_time is a measurement and may be under a second (gpujob.jobfile.rules.parse_measured).
     mtbf_s, write_s, step_s = (10.0, 0.1, 0.02) if quick else (60.0, 0.5, 0.05)
     steps = 1000 if quick else 6000  # 20 s or 300 s of steps
     seed = 20261129 + (0 if quick else 1)

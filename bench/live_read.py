@@ -15,7 +15,7 @@ LATENCY = 0.1
 
 
 def _specs(n: int) -> list:  # type: ignore[type-arg]
-    from gpujob.spec.model import JobSpec
+    from gpujob.jobfile.model import JobSpec
 
     specs = []
     for i in range(n):

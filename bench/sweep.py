@@ -43,10 +43,10 @@ async def _calls(specs: list, env: dict[str, str]) -> int:  # type: ignore[type-
 
 
 def run(repeat: int, quick: bool = False) -> list[Result]:
+    from gpujob.jobfile.cells import expand
+    from gpujob.jobfile.sweep import SweepSpec
     from gpujob.sim.testing import running_simulator
     from gpujob.spec.load import load_specs
-    from gpujob.sweep.cells import expand
-    from gpujob.sweep.spec import SweepSpec
     from gpujob.sweep.wrapper import place, queue_command
 
     calls = Result("sweep: API calls per live read, 100 cells on 8 machines", "one job's", 1.0, unit="calls")

@@ -13,10 +13,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from gpujob.jobfile.model import MachineSpec
 from gpujob.live import PriceQuote
 from gpujob.model import Model
 from gpujob.profile import GpuOffer, Profile
-from gpujob.spec.model import MachineSpec
 
 Cloud = Literal["secure", "community"]
 

@@ -38,7 +38,9 @@ OWNER_ENV = (
     "GPUJOB_OWNER"  # pod env: owner_marker() of where that project lives (older pods: user@host:/path)
 )
 OWNER_DIGEST = "sha256:"
-_PART = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")  # a job or volume name (gpujob.spec.model.NAME_PATTERN)
+_PART = re.compile(
+    r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+)  # a job or volume name (gpujob.jobfile.model.NAME_PATTERN)
 PROJECT_ID = re.compile(r"^[a-z0-9]{4,16}$")
 MACHINE_KINDS = ("pod", "machine")
 FOLLOWERS = ("public_ip", "snapshot", "startup_script")  # owned through their machine

@@ -21,7 +21,7 @@ Mode = Literal["validation", "serialization"]
 
 
 def _job_schema() -> dict[str, Any]:
-    from gpujob.spec.model import JobSpec
+    from gpujob.jobfile.model import JobSpec
 
     schema = JobSpec.model_json_schema(mode="validation")
     _factory_defaults(schema, JobSpec)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from gpujob.jobfile.model import JobSpec
 from gpujob.schemas import DRAFT, render, schemas, stale, write
-from gpujob.spec.model import JobSpec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def test_every_jobspec_field_has_a_description() -> None:
         for n, f in m.model_fields.items()
         if not (f.description or "").strip()
     ]
-    assert not missing, f"fields without a description (add one in gpujob/spec/model.py): {missing}"
+    assert not missing, f"fields without a description (add one in gpujob/jobfile/model.py): {missing}"
 
 
 def test_job_schema_shape() -> None:

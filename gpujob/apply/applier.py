@@ -23,10 +23,10 @@ from gpujob.apply.runtime.launch import collect_secrets
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock, SystemClock
 from gpujob.errors import GpujobError
+from gpujob.jobfile.model import JobSpec
 from gpujob.plan.model import Action, ActionKind, Plan
 from gpujob.project import ensure_project
 from gpujob.providers.base import Provider
-from gpujob.spec.model import JobSpec
 from gpujob.state import StateRef, as_store
 
 

@@ -15,9 +15,9 @@ from gpujob.clock import Clock
 from gpujob.errors import ProviderCapacityError
 from gpujob.gpus import Candidate
 from gpujob.images import cuda_from_tag
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource, PriceQuote
 from gpujob.providers.base import LaunchRequest, Provider
-from gpujob.spec.model import JobSpec
 
 BACKOFF_START_S = 15.0
 BACKOFF_MAX_S = 300.0

@@ -18,10 +18,10 @@ from gpujob.apply.journal import Journal
 from gpujob.apply.progress import ApplyHooks, JobReporter
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action
 from gpujob.providers.base import Provider
-from gpujob.spec.model import JobSpec
 from gpujob.state import StateRef
 
 SWEEP_QUEUE = "sweep"  # JobContext.extra: the gpujob.sweep.expand.Queue of a sweep's queue job

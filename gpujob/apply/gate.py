@@ -16,8 +16,8 @@ from typing import Any
 from gpujob.apply.localfiles import local_sha256
 from gpujob.apply.records import PullRecord, load_pull_record, load_pull_records
 from gpujob.errors import GateError
+from gpujob.jobfile.model import JobSpec
 from gpujob.plan.model import Action
-from gpujob.spec.model import JobSpec
 
 __all__ = [
     "PullRecord",

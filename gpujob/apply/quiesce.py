@@ -24,9 +24,9 @@ from gpujob.apply.runtime.remote import Target, open_remote
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GateError, GpujobError
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action
-from gpujob.spec.model import JobSpec
 
 # The id of the machine whose stop is going through `stop` right now (in this task): what a test's
 # provider checks at its stop call, so a new path that calls a provider's stop directly fails there.

@@ -81,8 +81,8 @@ def _run(
     from gpujob.audit.classify import classify
     from gpujob.audit.render import render_audit
     from gpujob.errors import ConfigError
+    from gpujob.jobfile.model import parse_duration
     from gpujob.profile import load_profile
-    from gpujob.spec.model import parse_duration
 
     try:
         threshold = parse_duration(idle_threshold, minimum_s=0).total_seconds()

@@ -104,7 +104,7 @@ def _ignore(where: Path) -> str:
 
 def _init(platform: str, name: str | None, where: Path, force: bool) -> None:
     from gpujob.errors import GpujobError, command_text
-    from gpujob.spec.model import NAME_PATTERN
+    from gpujob.jobfile.model import NAME_PATTERN
 
     name = name or job_name(where.resolve().name)
     if not re.match(NAME_PATTERN, name):

@@ -39,9 +39,9 @@ def _rehearse(targets: tuple[Path, ...], yes: bool, timeout: str) -> int:
 
     from gpujob.apply.session import interactive, job_files, locked
     from gpujob.errors import ConfigError, GpujobError
+    from gpujob.jobfile.rules import parse_duration
     from gpujob.rehearse import drill
     from gpujob.spec.load import load_specs
-    from gpujob.spec.rules import parse_duration
 
     loaded = load_specs(job_files(list(targets)))
     if len(loaded) != 1:

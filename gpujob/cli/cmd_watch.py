@@ -104,7 +104,7 @@ def command(
 
 def _seconds(option: str, value: str) -> float:
     from gpujob.errors import ConfigError
-    from gpujob.spec.rules import parse_duration
+    from gpujob.jobfile.rules import parse_duration
 
     try:
         return parse_duration(value, minimum_s=0).total_seconds()

@@ -47,7 +47,7 @@ def parse_lock_timeout(value: str) -> float:
     text = value.strip()
     if text in ("0", "0s", "0m", "0h"):
         return 0.0
-    from gpujob.spec.rules import parse_duration
+    from gpujob.jobfile.rules import parse_duration
 
     try:
         return parse_duration(text, minimum_s=0).total_seconds()

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpujob.failover.entries import effective_spec, place_name
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import PriceQuote
-from gpujob.spec.model import JobSpec
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from gpujob.spec.problem import SpecProblem
 
 if TYPE_CHECKING:
-    from gpujob.spec.model import JobSpec
+    from gpujob.jobfile.model import JobSpec
     from gpujob.spec.yamlsafe import Positions
 
 REPLACED = ("platform", "machine", "storage")  # what an entry may hold: all else is the job's own
@@ -97,9 +97,9 @@ def entry_problems(
     own validation reported, `known` (key path, message), once only), and failover: auto's requirements."""
     from pydantic import ValidationError
 
+    from gpujob.jobfile.model import JobSpec
     from gpujob.spec.checks import platform_problems
     from gpujob.spec.errmap import validation_problems
-    from gpujob.spec.model import JobSpec
     from gpujob.spec.places import place_problems
 
     entries = data.get("fallback")

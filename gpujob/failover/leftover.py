@@ -81,8 +81,8 @@ def stray_spec(declared: Any, platform: str, owned: Sequence[Any]) -> Any:
     no machine wishes (nothing is ever made there: only its teardown is planned) and the storage the
     live read finds (its machine's mount, its network volume by name), so the plan names what each
     delete erases."""
+    from gpujob.jobfile.model import MachineSpec, NetworkVolumeSpec, StorageSpec
     from gpujob.naming import parse
-    from gpujob.spec.model import MachineSpec, NetworkVolumeSpec, StorageSpec
 
     machine = next((r for r in owned if r.kind in ("pod", "machine")), None)
     volume = next((r for r in owned if r.kind == "network_volume"), None)
@@ -121,8 +121,8 @@ def left_loaded(ls: Any, platform: str, *, applying: bool = False, live: LiveSta
     if spec.outputs is not None:
         update["outputs"] = spec.outputs.model_copy(update={"pull_to": aside(spec.outputs.pull_to, platform)})
     elif applying:
+        from gpujob.jobfile.model import OutputsSpec
         from gpujob.outputs.roots import DEFAULT_PULL_TO
-        from gpujob.spec.model import OutputsSpec
 
         update["outputs"] = OutputsSpec.model_construct(paths=[], pull_to=aside(DEFAULT_PULL_TO, platform))
     return dataclasses.replace(ls, spec=spec.model_copy(update=update), entry=entry, declared=declared)

@@ -17,7 +17,7 @@ from pydantic import Field
 from gpujob.model import Model, Platform
 
 if TYPE_CHECKING:
-    from gpujob.spec.model import JobSpec
+    from gpujob.jobfile.model import JobSpec
     from gpujob.state import StateRef
 
 
@@ -62,7 +62,7 @@ def placed_spec(declared: JobSpec, entry: int) -> JobSpec:
     """The job as it runs on entry `entry`, with the rest of the chain (its own platform first) as its
     fallback, so every platform it may be on is still read (status, cost, the next move)."""
     from gpujob.failover.entries import effective_spec
-    from gpujob.spec.model import FallbackSpec
+    from gpujob.jobfile.model import FallbackSpec
 
     if entry < 0 or entry >= len(declared.fallback):
         return declared

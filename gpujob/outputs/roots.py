@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpujob.spec.model import JobSpec
+from gpujob.jobfile.model import JobSpec
 from gpujob.ssh.quote import remote_path
 
 DEFAULT_PULL_TO = "./outputs"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
+from gpujob.jobfile.model import CheckpointSpec
 from gpujob.plan.model import Cadence
-from gpujob.spec.model import CheckpointSpec
 
 
 def young_daly(mtbf_s: float, write_time_s: float) -> float:

@@ -17,10 +17,10 @@ from gpujob import naming
 from gpujob.cost.live import Pricing
 from gpujob.cost.live import gpu_rate as live_gpu_rate
 from gpujob.cost.rates import Footprint, GpuRate, gpu_rate, offer_for, quote_available
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import Action, Finding, Severity, SourceRef
 from gpujob.profile import Profile
-from gpujob.spec.model import JobSpec
 
 
 class SpecSource(Protocol):

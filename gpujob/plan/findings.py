@@ -13,12 +13,12 @@ from typing import Any
 from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.cost.spend import projected_charge
 from gpujob.disks.findings import container_disk_findings
+from gpujob.jobfile.model import format_duration
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext, path_tier, tier_title
 from gpujob.plan.image_findings import image_findings
 from gpujob.plan.model import ActionKind, Finding, MeterLine
 from gpujob.plan.template_findings import template_findings
-from gpujob.spec.model import format_duration
 
 # Assumed sustained write speed of a checkpoint to local NVMe when only its size is known.
 FLUSH_GB_PER_S = 2.0

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpujob.errors import GpujobError
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import Account, LiveResource, LiveState, PriceQuote
-from gpujob.spec.model import JobSpec
 
 
 async def read_live_state(

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpujob.jobfile.model import JobSpec
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind, DataEffect, FieldChange
 from gpujob.plan.replace import run_address
-from gpujob.spec.model import JobSpec
 
 Value = str | int | None
 

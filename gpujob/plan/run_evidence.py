@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from gpujob.jobfile.model import JobSpec
 from gpujob.plan.cadence import human
-from gpujob.spec.model import JobSpec
 
 # An interval is a promise with some slack (a slow write, a long step): twice it is not slack any more.
 STALE_FACTOR = 2

@@ -43,10 +43,10 @@ def iso(ts: float | None) -> str | None:
 
 def parse_duration(text: str) -> float:
     """'2h', '90m', '30s', '1d', '1h30m' or a bare number of seconds. Each part is the job file's own
-    duration (gpujob.spec.rules.parse_duration): one parser, one meaning of every unit."""
+    duration (gpujob.jobfile.rules.parse_duration): one parser, one meaning of every unit."""
     import re
 
-    from gpujob.spec.rules import parse_duration as one
+    from gpujob.jobfile.rules import parse_duration as one
 
     text = text.strip().lower()
     try:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from gpujob.spec.problem import did_you_mean, suggestion
 
 if TYPE_CHECKING:
+    from gpujob.jobfile.model import JobSpec
     from gpujob.profile import Profile
-    from gpujob.spec.model import JobSpec
 
 # platform -> its Profile. The checks read only what gpujob.profile_facts.ProfileFacts also carries, so
 # `gpujob validate`'s fast path runs these same checks on those facts, without pydantic.
@@ -51,7 +51,7 @@ def resolve_region(profile: Profile, name: str) -> str | None:
 
 
 def _hours(h: float) -> str:
-    from gpujob.spec.rules import format_duration
+    from gpujob.jobfile.rules import format_duration
 
     return format_duration(timedelta(hours=h))
 
@@ -185,7 +185,7 @@ def _sizes(profile: Profile, machine: Mapping[str, Any], storage: Mapping[str, A
 
 
 def _auto_shutdown(profile: Profile, machine: Mapping[str, Any]) -> list[CheckProblem]:
-    from gpujob.spec.rules import parse_duration
+    from gpujob.jobfile.rules import parse_duration
 
     core = next((a for a in profile.auto_shutdown if a.kind == "core"), None)
     raw = machine.get("auto_shutdown")

@@ -150,7 +150,7 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
 
 def _sensitive_items(path: str, data: Any, positions: Positions, display: str) -> list[SpecProblem]:
     """run.env / run.secrets name errors: one problem per bad name, without echoing the value."""
-    from gpujob.spec.rules import ENV_NAME_PATTERN, env_value_problem, secret_name_problem
+    from gpujob.jobfile.rules import ENV_NAME_PATTERN, env_value_problem, secret_name_problem
 
     section = (data.get("run") or {}) if isinstance(data, dict) else {}
     found: list[SpecProblem] = []

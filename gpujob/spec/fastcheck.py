@@ -13,7 +13,7 @@ which yamlsafe.parse_file builds the same data and finds no problem; then it
   the table carries the sha256 of the model sources, so an edited model switches the fast path off until
   the table is regenerated). Each rule accepts a subset of what pydantic accepts (exact types only: no
   "1" for 1, no 1 for true; finite numbers; text that is valid Unicode), and the models' own validators
-  run as the same functions (gpujob.spec.rules). A validator the table names but this module does not
+  run as the same functions (gpujob.jobfile.rules). A validator the table names but this module does not
   implement, or whose source changed since (the hashes in FIELD_VALIDATORS and MODEL_VALIDATORS),
   switches the fast path off as well;
 - runs the same platform checks (spec.checks) on the profile's facts (gpujob.profile_facts), and the
@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gpujob.spec import rules
+from gpujob.jobfile import rules
 
 ENV_FULL = "GPUJOB_VALIDATE_FULL"
 TABLE = Path(__file__).with_name("fastrules.json")
@@ -47,7 +47,7 @@ def _pull_to(value: str) -> str:
     return rules.checked_path(value, local=True)
 
 
-# The models' field validators (gpujob.spec.model), each with the first 16 hex digits of the sha256 of
+# The models' field validators (gpujob.jobfile.model), each with the first 16 hex digits of the sha256 of
 # its source (what fastrules.json records) and the function that does its work here. A validator whose
 # source changes must be looked at again here: until its hash is updated, the fast path stays off.
 FIELD_VALIDATORS: dict[str, tuple[str, Callable[[Any], Any]]] = {
@@ -282,7 +282,7 @@ MODEL_VALIDATORS: dict[str, tuple[str, Callable[[Rules, dict[str, Any]], bool]]]
     "JobSpec._auto_needs_inputs": ("7da6e40ad889d32d", _auto_needs_inputs),
     "JobSpec._parked_keeps_checkpoints": ("bd8d9f77169ed60f", _parked_keeps_checkpoints),
     "JobSpec._sweep_fits": ("760d66cca41364d3", _no_sweep),
-    "SweepSpec._one_source": ("c7e6f326831c05b4", lambda r, data: False),
+    "SweepSpec._one_source": ("2ce35f8ae66a4902", lambda r, data: False),
 }
 
 

@@ -1,5 +1,5 @@
 """Derive gpujob/spec/fastrules.json, the table `gpujob validate`'s fast path checks job files with
-(gpujob.spec.fastcheck), from the pydantic models in gpujob/spec/model.py (`make schemas` runs it).
+(gpujob.spec.fastcheck), from the pydantic models in gpujob/jobfile/model.py (`make schemas` runs it).
 
     python -m gpujob.spec.fastgen           write gpujob/spec/fastrules.json
     python -m gpujob.spec.fastgen --check   exit 1 when the committed table is stale
@@ -30,7 +30,7 @@ FORMAT = 1
 TABLE = Path(__file__).with_name("fastrules.json")
 PACKAGE = Path(__file__).resolve().parent.parent
 # The files the table is derived from (relative to the package's parent), hashed into it.
-SOURCES = ("gpujob/model.py", "gpujob/spec/model.py")
+SOURCES = ("gpujob/model.py", "gpujob/jobfile/model.py")
 # Model settings that do not change what validates (frozen: no assignment after; extra is handled).
 _NEUTRAL_CONFIG = {"extra", "frozen"}
 _BOUNDS = {
@@ -72,7 +72,7 @@ def _constraints(metadata: list[Any], where: str) -> dict[str, Any]:
 
 def _duration_rule(metadata: list[Any]) -> dict[str, Any] | None:
     """The fast rule of a duration type (parse_duration, or parse_measured with its lower minimum)."""
-    from gpujob.spec.rules import MEASURED_MIN_S, parse_duration, parse_measured
+    from gpujob.jobfile.rules import MEASURED_MIN_S, parse_duration, parse_measured
 
     befores = [m for m in metadata if isinstance(m, BeforeValidator)]
     rest = [m for m in metadata if not isinstance(m, BeforeValidator | PlainSerializer | WithJsonSchema)]
@@ -196,7 +196,7 @@ def _model(model: type[BaseModel], todo: list[type[BaseModel]]) -> dict[str, Any
 
 
 def table() -> dict[str, Any]:
-    from gpujob.spec.model import JobSpec
+    from gpujob.jobfile.model import JobSpec
 
     models: dict[str, Any] = {}
     todo: list[type[BaseModel]] = [JobSpec]

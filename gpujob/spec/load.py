@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpujob.errors import SpecError
+from gpujob.jobfile.model import JobSpec
 from gpujob.model import SourceRef
 from gpujob.spec.checks import platform_problems
 from gpujob.spec.errmap import validation_problems
 from gpujob.spec.files import discover_job_files, no_job_files_hint
-from gpujob.spec.model import JobSpec
 from gpujob.spec.places import place_problems
 from gpujob.spec.problem import SpecProblem
 from gpujob.spec.yamlsafe import Positions, parent_path, parse_file

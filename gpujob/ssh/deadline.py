@@ -86,7 +86,7 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     try:
         value = float(raw)
     except ValueError:
-        from gpujob.spec.rules import parse_duration
+        from gpujob.jobfile.rules import parse_duration
 
         try:
             value = parse_duration(raw, minimum_s=0).total_seconds()

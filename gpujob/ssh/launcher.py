@@ -15,9 +15,9 @@ from typing import Literal
 from pydantic import Field
 
 from gpujob.errors import RemoteCommandError
+from gpujob.jobfile.model import JobSpec, RunSpec
 from gpujob.model import Model
 from gpujob.naming import SEP, run_session
-from gpujob.spec.model import JobSpec, RunSpec
 from gpujob.ssh.logread import STATUS_CAP, expand, tail_command
 from gpujob.ssh.quote import env_name, q, remote_path, session_name
 from gpujob.ssh.session import Remote

@@ -25,8 +25,8 @@ from typing import Literal
 from pydantic import Field
 
 from gpujob.errors import RemoteCommandError
+from gpujob.jobfile.model import JobSpec
 from gpujob.model import Model
-from gpujob.spec.model import JobSpec
 from gpujob.ssh.quote import q
 from gpujob.ssh.session import Remote
 

@@ -19,7 +19,7 @@ def sweep_problem(spec: Any) -> str | None:
         return "sweep.machines: a sweep needs a run: block (each cell runs run.command)"
     if getattr(spec, "fallback", None):
         return "fallback: a sweep with fallback: is not supported yet"
-    from gpujob.sweep.cells import expand
+    from gpujob.jobfile.cells import expand
 
     names = {k for c in expand(sw) for k, _ in c.values}
     clash = sorted(

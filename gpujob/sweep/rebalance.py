@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpujob.sweep.cells import Cell
+from gpujob.jobfile.cells import Cell
 
 LEAVES, WAITS, LANDS, STAYS = "leaves", "waits", "lands", "stays"
 

@@ -119,7 +119,7 @@ def queue_of_run_dir(spec: Any, path: str) -> str | None:
 
 def volume_spec(spec: Any, queue: Any) -> Any:
     """A queue job's spec as the shared volume's delete sees it: every cell's outputs."""
-    from gpujob.spec.model import OutputsSpec
+    from gpujob.jobfile.model import OutputsSpec
 
     pull_to = spec.outputs.pull_to if spec.outputs is not None else "./outputs"
     outputs = OutputsSpec.model_construct(paths=volume_outputs(spec, queue), pull_to=pull_to)

@@ -29,8 +29,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gpujob.jobfile.cells import Cell
 from gpujob.ssh.quote import env_name, remote_path
-from gpujob.sweep.cells import Cell
 
 RECORD = "gpujob-cell.txt"  # the cell's record, written into its results dir (pulled with them)
 OUTSIDE_MAX = 200

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from gpujob.spec.model import JobSpec, format_duration
+from gpujob.jobfile.model import JobSpec, format_duration
 from gpujob.watch.ledger import Ledger
 
 PARK_TAKES_S = 120.0  # a final pull and a stop, with margin

@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpujob.apply.gate import checkpoint_tier
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind, JobPlan
-from gpujob.spec.model import JobSpec
 
 K = ActionKind
 

@@ -14,10 +14,10 @@ from typing import Any
 from gpujob.apply.quiesce import stopping_through_quiesce
 from gpujob.apply.sshapi import SSHApi
 from gpujob.errors import ProviderCapacityError
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource, PriceQuote, SSHEndpoint
 from gpujob.plan.model import Action, ActionKind, JobPlan, Plan
 from gpujob.providers.base import LaunchRequest, VolumeRequest
-from gpujob.spec.model import JobSpec
 from gpujob.ssh.deadline import Limits
 from gpujob.ssh.launcher import Quiesce
 from gpujob.ssh.pull import PulledCheckpoint, PullOutcome, RemoteFile, RemoteListing

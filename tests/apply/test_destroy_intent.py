@@ -11,7 +11,7 @@ import pytest
 from gpujob.apply import session
 from gpujob.apply.records import load_destroyed, note_destroyed
 from gpujob.errors import GpujobError
-from gpujob.spec.model import JobSpec
+from gpujob.jobfile.model import JobSpec
 from gpujob.watch.intent import destroyed_on_purpose
 from tests.apply.fakes import make_spec
 

@@ -101,7 +101,7 @@ def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactl
     sim: Sim, tmp_path: Path
 ) -> None:
     from gpujob.spec.load import load_specs
-    from gpujob.sweep.cells import split
+    from gpujob.sweep.expand import split
 
     d, env = sweep_project(sim, tmp_path, JOB)
     first = gj(d, env, "apply", "--auto-approve")

@@ -197,7 +197,7 @@ def test_the_run_log_of_another_platform_lands_aside_and_proves_nothing_away(tmp
     assert left_loaded(ls, "runpod").spec.outputs is None  # the plan: no outputs block made up
     created = SimpleNamespace(phase="done", kind="create", resource_id="p1", at=NOW)
     assert nothing_to_protect(v.spec, "p1", [created], None, None) is not None  # the reach rule still holds
-    from gpujob.spec.model import OutputsSpec
+    from gpujob.jobfile.model import OutputsSpec
 
     with_outputs = v.spec.model_copy(update={"outputs": OutputsSpec(paths=["/workspace/out"])})
     assert nothing_to_protect(with_outputs, "p1", [created], None, None) is None

@@ -5,8 +5,8 @@ from datetime import timedelta
 
 import pytest
 
+from gpujob.jobfile.model import CheckpointSpec
 from gpujob.plan.cadence import cadence, expected_loss, human, young_daly
-from gpujob.spec.model import CheckpointSpec
 
 
 def test_young_daly_worked_example() -> None:

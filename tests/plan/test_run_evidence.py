@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gpujob.cli.cmd_status import _text
+from gpujob.jobfile.model import JobSpec
 from gpujob.plan.run_evidence import status_warnings
-from gpujob.spec.model import JobSpec
 from gpujob.ssh.launcher import PastRun, Progress, RunStatus
 from tests.plan.plan_helpers import NOW
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from gpujob.gpus import GpuNotOffered, alias_for, candidates, resolve_gpu
+from gpujob.jobfile.model import MachineSpec
 from gpujob.live import PriceQuote
 from gpujob.profile import Profile, load_profile
-from gpujob.spec.model import MachineSpec
 
 NOW = datetime(2026, 8, 21, 12, 0, tzinfo=UTC)
 

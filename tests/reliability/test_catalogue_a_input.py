@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpujob.errors import SpecError
+from gpujob.jobfile.model import NAME_PATTERN, JobSpec
 from gpujob.spec.load import load_spec
-from gpujob.spec.model import NAME_PATTERN, JobSpec
 from tests.reliability.reliability_kit import (
     IMAGE,
     PAPERSPACE_JOB,

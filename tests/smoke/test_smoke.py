@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from gpujob.errors import GpujobError
+from gpujob.jobfile.model import JobSpec
 from gpujob.plan.model import ActionKind
 from gpujob.smoke import run_smoke, smoke_before_apply, smoke_env, wanted
-from gpujob.spec.model import JobSpec
 
 SECRET = "s3cr3t-value-never-shown"
 

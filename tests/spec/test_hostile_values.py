@@ -139,7 +139,7 @@ def test_the_bounds_are_in_the_published_schema() -> None:
 
 
 def test_command_line_durations_may_be_shorter_than_a_second_but_not_zero() -> None:
-    from gpujob.spec.rules import parse_duration
+    from gpujob.jobfile.rules import parse_duration
 
     assert parse_duration("0.2s", minimum_s=0).total_seconds() == 0.2  # watch --probe 0.2s
     with pytest.raises(ValueError, match="at least 1s"):

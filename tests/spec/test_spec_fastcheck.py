@@ -92,7 +92,7 @@ def test_a_broken_example_is_never_certainly_valid(name: str, monkeypatch: pytes
 
 @pytest.mark.parametrize("name", VALID_EXAMPLES)
 def test_the_valid_examples_take_the_fast_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # If this fails after a change of gpujob/spec/model.py, run `make schemas` (python -m
+    # If this fails after a change of gpujob/jobfile/model.py, run `make schemas` (python -m
     # gpujob.spec.fastgen); if it still fails, teach gpujob/spec/fastcheck.py the changed validator.
     monkeypatch.chdir(REPO)
     assert certainly_valid([Path(name)]) is True
@@ -190,7 +190,7 @@ def test_the_rules_table_is_current() -> None:
 def test_a_stale_table_switches_the_fast_path_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = json.loads(fastcheck.TABLE.read_text())
     edited = copy.deepcopy(table)
-    edited["sources"]["gpujob/spec/model.py"] = "0" * 64  # as if model.py changed after the table
+    edited["sources"]["gpujob/jobfile/model.py"] = "0" * 64  # as if model.py changed after the table
     stale = tmp_path / "stale.json"
     stale.write_text(json.dumps(edited))
     monkeypatch.setattr(fastcheck, "TABLE", stale)

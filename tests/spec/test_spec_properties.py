@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpujob.errors import SpecError
+from gpujob.jobfile.model import _MAX_DURATION_S, _UNIT_SECONDS, format_duration, parse_duration
 from gpujob.spec.load import load_spec
-from gpujob.spec.model import _MAX_DURATION_S, _UNIT_SECONDS, format_duration, parse_duration
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KEYS = ["version", "name", "platform", "machine", "gpu", "gpu_count", "spot", "regions", "image", "template",

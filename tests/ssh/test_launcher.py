@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gpujob.errors import ConfigError
-from gpujob.spec.model import JobSpec
+from gpujob.jobfile.model import JobSpec
 from gpujob.ssh.keys import ensure_project_key
 from gpujob.ssh.launcher import RunStatus, checkpoint_interval_s, job_dir, launch_run, run_status, scratch_dir
 from gpujob.ssh.session import Remote, connect

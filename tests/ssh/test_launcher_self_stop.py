@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpujob.spec.model import JobSpec
+from gpujob.jobfile.model import JobSpec
 from gpujob.ssh.launcher import _quiesce_command, job_dir, render_launcher
 
 

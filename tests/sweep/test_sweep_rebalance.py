@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gpujob.jobfile.cells import Cell, expand
+from gpujob.jobfile.sweep import SweepSpec
 from gpujob.sweep.assign import Assignment, Leaving, read_record
-from gpujob.sweep.cells import Cell, expand
 from gpujob.sweep.evidence import Evidence, Seen, decide, evidence_command, parse_evidence
 from gpujob.sweep.isolation import CellRecord
 from gpujob.sweep.rebalance import (
@@ -25,7 +26,6 @@ from gpujob.sweep.rebalance import (
     note_leaving,
     propose,
 )
-from gpujob.sweep.spec import SweepSpec
 from gpujob.sweep.wrapper import place, place_command, queue_command
 from tests.e2e.e2e_support import poll
 from tests.sweep.test_sweep_unit import run

@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 from gpujob import naming
+from gpujob.jobfile.cells import expand
 from gpujob.spec.load import load_specs
-from gpujob.sweep.cells import expand
 from gpujob.sweep.wrapper import place, queue_command
 from tests.e2e.e2e_support import poll
 from tests.owners import PROJECT, machine

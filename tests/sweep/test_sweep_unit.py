@@ -13,12 +13,12 @@ import pytest
 
 from gpujob import naming
 from gpujob.errors import SpecError
+from gpujob.jobfile.cells import Cell, cell_name, expand
+from gpujob.jobfile.sweep import SweepSpec
 from gpujob.live import LiveResource
 from gpujob.spec.load import load_specs
-from gpujob.sweep.cells import Cell, cell_name, expand, split
-from gpujob.sweep.expand import queue_job, sweep_of
+from gpujob.sweep.expand import queue_job, split, sweep_of
 from gpujob.sweep.isolation import judge, local_records, parse_record
-from gpujob.sweep.spec import SweepSpec
 from gpujob.sweep.wrapper import place, queue_command
 
 IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
@@ -419,7 +419,7 @@ def test_a_sweep_with_fallback_platforms_is_refused_and_an_empty_list_is_none(tm
     assert sweep_problem(spec) is None  # a queue spec: its sweep is expanded away
     raw = JOB.split("sweep:")[0]
     base = load_specs([write(tmp_path, raw)])[0].spec
-    from gpujob.spec.model import JobSpec
+    from gpujob.jobfile.model import JobSpec
 
     sweep = JobSpec.model_validate(
         {**base.model_dump(mode="json", exclude_none=True), "sweep": {"machines": 2, "cells": [{"A": "1"}]}}

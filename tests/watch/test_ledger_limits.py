@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
-from gpujob.spec.model import JobSpec
 from gpujob.ssh.launcher import PastRun, Progress, RunStatus
 from gpujob.watch.ledger import Ledger, load_ledger, read_ledger, save_ledger
 from gpujob.watch.limits import limit_reached, projection_warning

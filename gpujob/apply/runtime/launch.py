@@ -10,7 +10,7 @@ from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError
-from gpujob.spec.model import JobSpec
+from gpujob.jobfile.model import JobSpec
 from gpujob.ssh.quote import remote_path
 
 LAUNCH_ATTEMPTS = 3

@@ -24,8 +24,8 @@ from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import SSHEndpoint
-from gpujob.spec.model import JobSpec
 from gpujob.state import as_store
 
 

@@ -17,9 +17,9 @@ from gpujob.apply.progress import reporter_of
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError, SSHKeyRefused
+from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource, SSHEndpoint
 from gpujob.providers.base import Provider
-from gpujob.spec.model import JobSpec
 from gpujob.state import StateRef, as_store
 
 ENDPOINT_WAIT_S = 600.0  # the default of GPUJOB_ENDPOINT_WAIT

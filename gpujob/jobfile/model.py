@@ -12,28 +12,33 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
 
+# The rules themselves need no pydantic (gpujob.jobfile.rules); they are importable from here too.
+from gpujob.jobfile.rules import _MAX_DURATION_S as _MAX_DURATION_S
+from gpujob.jobfile.rules import _UNIT_SECONDS as _UNIT_SECONDS
+from gpujob.jobfile.rules import (
+    DURATION_PATTERN,
+    NAME_MAX,
+    NAME_PATTERN,
+    auto_interval_problem,
+    parked_problem,
+)
+from gpujob.jobfile.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
+from gpujob.jobfile.rules import checked_path as _checked_path
+from gpujob.jobfile.rules import deny_patterns as _deny
+from gpujob.jobfile.rules import env_names as _env
+from gpujob.jobfile.rules import env_value_problem as env_value_problem
+from gpujob.jobfile.rules import format_duration as format_duration
+from gpujob.jobfile.rules import one_or_many as _one
+from gpujob.jobfile.rules import output_paths as _output_paths
+from gpujob.jobfile.rules import parse_duration as parse_duration
+from gpujob.jobfile.rules import parse_measured as parse_measured
+from gpujob.jobfile.rules import path_problem as path_problem
+from gpujob.jobfile.rules import secret_name_problem as secret_name_problem
+from gpujob.jobfile.rules import secret_names as _secrets
+from gpujob.jobfile.rules import sync_src as _src
+from gpujob.jobfile.rules import verify_command as _verify
+from gpujob.jobfile.sweep import SweepSpec
 from gpujob.model import Model, Platform
-
-# The rules themselves need no pydantic (gpujob.spec.rules); they are importable from here too.
-from gpujob.spec.rules import _MAX_DURATION_S as _MAX_DURATION_S
-from gpujob.spec.rules import _UNIT_SECONDS as _UNIT_SECONDS
-from gpujob.spec.rules import DURATION_PATTERN, NAME_MAX, NAME_PATTERN, auto_interval_problem, parked_problem
-from gpujob.spec.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
-from gpujob.spec.rules import checked_path as _checked_path
-from gpujob.spec.rules import deny_patterns as _deny
-from gpujob.spec.rules import env_names as _env
-from gpujob.spec.rules import env_value_problem as env_value_problem
-from gpujob.spec.rules import format_duration as format_duration
-from gpujob.spec.rules import one_or_many as _one
-from gpujob.spec.rules import output_paths as _output_paths
-from gpujob.spec.rules import parse_duration as parse_duration
-from gpujob.spec.rules import parse_measured as parse_measured
-from gpujob.spec.rules import path_problem as path_problem
-from gpujob.spec.rules import secret_name_problem as secret_name_problem
-from gpujob.spec.rules import secret_names as _secrets
-from gpujob.spec.rules import sync_src as _src
-from gpujob.spec.rules import verify_command as _verify
-from gpujob.sweep.spec import SweepSpec
 
 Duration = Annotated[
     timedelta,

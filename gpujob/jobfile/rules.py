@@ -1,5 +1,5 @@
 """The value rules of a job file that need no pydantic: durations, names, paths, env entries and the
-cross-field rules. gpujob.spec.model's validators are thin wrappers around these functions, and
+cross-field rules. gpujob.jobfile.model's validators are thin wrappers around these functions, and
 `gpujob validate`'s fast path (gpujob.spec.fastcheck) calls the very same ones, so both judge a value
 alike. Every function that checks raises ValueError with the message the user sees.
 """
@@ -143,7 +143,7 @@ def path_problem(value: str, *, local: bool = False, up: bool = False) -> str | 
     return None
 
 
-# The bodies of the models' field validators (gpujob.spec.model names each one it wraps).
+# The bodies of the models' field validators (gpujob.jobfile.model names each one it wraps).
 
 
 def one_or_many(value: Any) -> Any:
@@ -230,10 +230,10 @@ def parked_problem(
 
 
 def verify_command(value: str | None) -> str | None:
-    """checkpoint.verify: `{file}` only where the expanded name stays an argument (gpujob.verify)."""
+    """checkpoint.verify: `{file}` only where the expanded name stays an argument (gpujob.jobfile.verifycmd)."""
     if value is None:
         return value
-    from gpujob.verify import SAFE_FORMS, placement_problem
+    from gpujob.jobfile.verifycmd import SAFE_FORMS, placement_problem
 
     problem = placement_problem(value)
     if problem:

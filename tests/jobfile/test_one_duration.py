@@ -1,12 +1,12 @@
 """One duration parser: the simulator's CLI (`sim clock advance 1h30m`), the SSH limits' environment and
-`watch --interval` read durations with the job file's own parser (gpujob.spec.rules.parse_duration)."""
+`watch --interval` read durations with the job file's own parser (gpujob.jobfile.rules.parse_duration)."""
 
 from __future__ import annotations
 
 import pytest
 
+from gpujob.jobfile.rules import parse_duration
 from gpujob.sim.clock import parse_duration as sim_duration
-from gpujob.spec.rules import parse_duration
 
 
 @pytest.mark.parametrize("text", ["30s", "15m", "2h", "1d", "1w", "1.5m"])

@@ -7,8 +7,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
 
+from gpujob.jobfile.rules import DURATION_PATTERN, ENV_NAME_PATTERN, format_duration, parse_duration
 from gpujob.model import Model
-from gpujob.spec.rules import DURATION_PATTERN, ENV_NAME_PATTERN, format_duration, parse_duration
 
 _Duration = Annotated[
     timedelta,
@@ -74,7 +74,7 @@ class SweepSpec(Model):
     def _one_source(self) -> SweepSpec:
         if (self.matrix is None) == (self.cells is None):
             raise ValueError("a sweep needs exactly one of matrix or cells")
-        from gpujob.sweep.cells import expand
+        from gpujob.jobfile.cells import expand
 
         n = len(expand(self))  # refuses duplicate cells
         if n > MAX_CELLS:

@@ -1,5 +1,6 @@
-"""Cells: expansion of a matrix or a list, stable readable names, estimates, and the split over queues
-by estimated cost (longest first onto the least loaded queue), so queues finish near-simultaneously."""
+"""The cells of a `sweep:` block: the expansion of its matrix or list, each cell's stable readable name
+(GPUJOB_CELL) and its estimate. What the job file means, no behaviour: the split over queues is
+gpujob.sweep.expand's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,36 +67,3 @@ def _est(sweep: Any, row: dict[str, str]) -> float:
     if by:
         return max(by)
     return sweep.est.total_seconds() if sweep.est is not None else DEFAULT_EST_S
-
-
-def split(cells: list[Cell], queues: int, placed: Mapping[str, int] | None = None) -> list[list[Cell]]:
-    """Cells over `queues` queues by estimated cost: longest first, each onto the queue with the least
-    estimated time so far (ties: the lower queue). Each queue keeps its cells in the sweep's order, so a
-    queue file reads like the matrix. Never more queues than cells.
-
-    `placed` (cell -> queue number, gpujob.sweep.assign): cells already placed on a queue stay there,
-    whatever `queues`, the estimates or the other cells now say: only that machine's state knows whether
-    it ran them (the seed's "guard scope must contain the scheduling scope"), so a move could run a
-    finished cell again. Only the cells never placed are split, over the `queues` queues, onto what the
-    placed ones already weigh. A queue above `queues` that holds placed cells stays; queue N is
-    list[N-1], empty when it holds nothing."""
-    placed = placed or {}
-    kept = {c.name: placed[c.name] for c in cells if placed.get(c.name, 0) >= 1}
-    fresh = [c for c in cells if c.name not in kept]
-    n = max(1, min(queues, len(fresh))) if not kept else max(1, queues)
-    width = max(n, max(kept.values(), default=0))
-    loads = [0.0] * width
-    owner: dict[str, int] = {}
-    by_name = {c.name: c for c in cells}
-    for name, q in kept.items():
-        owner[name] = q - 1
-        loads[q - 1] += by_name[name].est_s
-    order = {c.name: i for i, c in enumerate(cells)}
-    for cell in sorted(fresh, key=lambda c: (-c.est_s, order[c.name])):
-        q = min(range(n), key=lambda i: (loads[i], i))
-        loads[q] += cell.est_s
-        owner[cell.name] = q
-    out = [[c for c in cells if owner[c.name] == q] for q in range(width)]
-    while len(out) > 1 and not out[-1]:
-        out.pop()
-    return out
