@@ -182,6 +182,11 @@ def _user() -> str:
         return str(os.getuid())
 
 
+def user_at_host() -> str:
+    """Who is acting, as records name them: alice@laptop."""
+    return f"{_user()}@{socket.gethostname()}"
+
+
 @contextlib.contextmanager
 def locked_within(
     store: Any, job: str, *, timeout: float = 0.0, command: str | None = None

@@ -51,7 +51,7 @@ HELPER = "gate"  # the role part of a temporary pod's name (gpujob.apply.teardow
 # <job>--q<N> (gpujob.sweep.expand), which no job file can name itself (names hold no "--").
 _QUEUE = re.compile(r"^q[1-9][0-9]*$")
 
-# Resource id -> project id, from the projects' state (gpujob.stateops.records.load): forgotten ones are
+# Resource id -> project id, from the projects' state (gpujob.project.ownership.load): forgotten ones are
 # nobody's; adopted pods need no env marker.
 _FORGOTTEN: dict[str, str] = {}
 _ADOPTED: dict[str, str] = {}

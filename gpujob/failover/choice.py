@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpujob.failover.entries import effective_spec, place_name
+from gpujob.jobfile.fallback import effective_spec, place_name
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import PriceQuote
 

@@ -104,7 +104,7 @@ def left_loaded(ls: Any, platform: str, *, applying: bool = False, live: LiveSta
     `applying`: a job without an outputs block still has its run's log pulled by the gate (into
     ./outputs/.gpujob/<job>): it lands aside too, through an outputs block with no paths. A platform
     the job file no longer lists is described from `live` (stray_spec)."""
-    from gpujob.failover.where import placed_spec
+    from gpujob.project.placement import placed_spec
 
     declared = getattr(ls, "declared", None) or ls.spec
     if is_stray(ls, platform):
@@ -392,7 +392,7 @@ async def apply_left(
 def home_again(ls: Any, now: datetime) -> None:
     """After a destroy that left nothing anywhere: the job is placed on its job file's own platform
     again, so `apply --recreate` starts there; the moves stay in the record as history."""
-    from gpujob.failover.where import read_placement, write_placement
+    from gpujob.project.placement import read_placement, write_placement
     from gpujob.state import open_store
 
     declared = getattr(ls, "declared", None) or ls.spec

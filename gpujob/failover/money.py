@@ -13,7 +13,7 @@ def elsewhere(loaded: Sequence[Any]) -> list[Any]:
     platform), and on each platform its failover record names that the job file no longer lists:
     what cost reads for the resources it left there."""
     from gpujob.failover.leftover import stray_spec
-    from gpujob.failover.where import placed_spec
+    from gpujob.project.placement import placed_spec
 
     out = []
     for ls in loaded:

@@ -23,8 +23,8 @@ from typing import Any
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.failover.choice import Choice, Place
-from gpujob.failover.where import Move, Placement, placed_spec, read_placement, write_placement
 from gpujob.plan.model import ActionKind
+from gpujob.project.placement import Move, Placement, placed_spec, read_placement, write_placement
 
 K = ActionKind
 CREATE_WAIT_S = 240.0  # how long the new platform may refuse capacity before the move gives up

@@ -104,8 +104,8 @@ def _with_money_there(
     leaves (its storage, billing while kept)."""
     import dataclasses
 
-    from gpujob.failover.where import placed_spec
     from gpujob.plan.planner import plan_one
+    from gpujob.project.placement import placed_spec
 
     declared = getattr(ls, "declared", None) or ls.spec
     to = choice.move_to

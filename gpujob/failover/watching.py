@@ -17,7 +17,7 @@ from typing import Any
 
 from gpujob.failover.choice import choose
 from gpujob.failover.planning import move_id
-from gpujob.failover.where import placed_spec
+from gpujob.project.placement import placed_spec
 
 RETRY_S = 600.0
 FAILBACK_FRESH_S = 60.0  # failback: auto moves within this long of a verified pull

@@ -350,7 +350,7 @@ def _secrets_when_valid(paths: list[Path]) -> list[list[str]] | None:
             return None
         data = _plain(document)
         if data.get("fallback") or data.get("failover") == "auto":
-            return None  # entries are checked as whole jobs (gpujob.failover.entries): the full path's
+            return None  # entries are checked as whole jobs (gpujob.spec.fallback): the full path's
         if not r.valid(data):
             return None
         if platform_problems(data, profile) or place_problems(data, path):

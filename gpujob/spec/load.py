@@ -17,10 +17,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpujob.errors import SpecError
+from gpujob.jobfile.fallback import entry_key
 from gpujob.jobfile.model import JobSpec
 from gpujob.model import SourceRef
 from gpujob.spec.checks import platform_problems
 from gpujob.spec.errmap import validation_problems
+from gpujob.spec.fallback import entry_problems
 from gpujob.spec.files import discover_job_files, no_job_files_hint
 from gpujob.spec.places import place_problems
 from gpujob.spec.problem import SpecProblem
@@ -46,7 +48,7 @@ class LoadedSpec:
     # The id of the project (state dir) the job belongs to: gpujob.project.with_projects sets it;
     # None until then, or when no project was ever made for it (then it owns nothing live).
     project: str | None = None
-    # Where the job runs now (gpujob.failover.where.placed, with the project): -1 its own platform, i its
+    # Where the job runs now (gpujob.project.placement.placed, with the project): -1 its own platform, i its
     # fallback[i], when `spec` is that entry's whole job and `declared` the job file's own.
     entry: int = -1
     declared: JobSpec | None = field(default=None, repr=False)
@@ -62,8 +64,6 @@ class LoadedSpec:
         fallback entry has its platform, machine and storage written inside that entry."""
         path = key_path.strip(".")
         if self.entry >= 0:
-            from gpujob.failover.entries import entry_key
-
             path = entry_key(path, self.entry)
         probe = path
         while probe and probe not in self.positions.keys and probe not in self.positions.values:
@@ -104,8 +104,6 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
         pos = parsed.positions.key(check.key_path) if check.at_key else parsed.positions.value(check.key_path)
         problems.append(SpecProblem(display, pos[0], pos[1], check.key_path, check.message, check.hint))
     if isinstance(parsed.data, dict) and parsed.data.get("fallback"):
-        from gpujob.failover.entries import entry_problems
-
         known = {(p.key_path, p.message) for p in problems}
         problems += entry_problems(parsed.data, parsed.positions, path, display, known)
     if spec is None and not problems:  # a refusal that produced no message must still refuse the file

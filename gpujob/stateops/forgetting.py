@@ -1,7 +1,7 @@
 """`gpujob state rm TARGET`: forget a job's resources, or one resource, without touching the platform.
 
 A job name forgets every resource that job owns now; an id or a name forgets that one. Only the
-forgotten list of the project's store changes (gpujob.stateops.records): pull records, the journal and
+forgotten list of the project's store changes (gpujob.project.ownership): pull records, the journal and
 the spend ledger stay, so the teardown gate and `gpujob cost` keep their evidence.
 """
 
@@ -53,8 +53,8 @@ def _once(pairs: list[tuple[Any, LiveResource]]) -> list[tuple[Any, LiveResource
 
 
 def forget(pairs: list[tuple[Any, LiveResource]]) -> None:
+    from gpujob.project import ownership
     from gpujob.state import open_store
-    from gpujob.stateops import records
 
     by_path: dict[Any, list[dict[str, Any]]] = {}
     for ls, r in pairs:
@@ -69,4 +69,4 @@ def forget(pairs: list[tuple[Any, LiveResource]]) -> None:
             }
         )
     for path, entries in by_path.items():
-        records.forget(open_store(path), entries)
+        ownership.forget(open_store(path), entries)

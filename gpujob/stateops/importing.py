@@ -3,7 +3,7 @@
 The resource gets the job's ownership marker, its gpujob name (gpujob.naming), through the one change
 every platform makes in place: a rename (RunPod: name is in-place, env is not; Paperspace: name). A
 RunPod pod's env marker (GPUJOB_PROJECT) is never written here, since editing a running pod's env
-restarts it: the adoption record in the project's store (gpujob.stateops.records) stands in for it.
+restarts it: the adoption record in the project's store (gpujob.project.ownership) stands in for it.
 Nothing else changes; the next `gpujob plan` shows how the resource differs from the job file.
 """
 
@@ -49,10 +49,10 @@ async def import_resource(ls: Any, provider: Any, resource_id: str) -> Imported:
                       "manage it from that checkout, or `gpujob state rm` it there first")  # fmt: skip
     new_name = _new_name(ls, found, listed)
     renamed = found if found.name == new_name else await _rename(spec.platform, provider, found, new_name)
+    from gpujob.project import ownership
     from gpujob.state import open_store
-    from gpujob.stateops import records
 
-    records.adopt(open_store(ls.path), {"id": found.id, "job": job, "kind": found.kind, "name": new_name,
+    ownership.adopt(open_store(ls.path), {"id": found.id, "job": job, "kind": found.kind, "name": new_name,
                                         "name_before": found.name, "platform": spec.platform, "project": project})  # fmt: skip
     return Imported(renamed, found.name)
 

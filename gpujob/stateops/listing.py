@@ -33,15 +33,15 @@ async def read_resources(platforms: set[str]) -> dict[str, list[LiveResource]]:
 
 def rows(loaded: Sequence[Any], listed: dict[str, list[LiveResource]]) -> list[Row]:
     from gpujob import naming
+    from gpujob.project import ownership
     from gpujob.state import open_store
-    from gpujob.stateops import records
 
     out: list[Row] = []
     seen: set[str] = set()  # a sweep's queues share its network volume: listed once, under the first
     for ls in loaded:
         platform = ls.spec.platform
         resources = listed.get(platform, [])
-        doc = records.read(open_store(ls.path))
+        doc = ownership.read(open_store(ls.path))
         adopted = {rid for rid, e in doc["adopted"].items() if e.get("project") == ls.project}
         for r in naming.owned(resources, ls.spec.name, ls.project):
             if r.id in seen:

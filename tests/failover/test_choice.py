@@ -176,8 +176,8 @@ def test_the_moving_plan_counts_the_money_there_and_what_it_keeps(loaded) -> Non
     block storage and IP, as a plan there says) plus what RunPod keeps billing; RP8 judges RunPod's
     balance by what stays on RunPod, not by the Paperspace machine."""
     from gpujob import naming
-    from gpujob.failover.where import placed_spec
     from gpujob.live import Account
+    from gpujob.project.placement import placed_spec
 
     volume = LiveResource(platform="runpod", kind="network_volume", id="v1", status="available", volume_gb=20,
                           name=naming.volume_name("bert", "ckpts", "testproj"), region="EU-RO-1")  # fmt: skip

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpujob.errors import SpecError
-from gpujob.failover.entries import chain, effective_spec
+from gpujob.jobfile.fallback import chain, effective_spec
 from gpujob.spec.load import check_files, load_spec
 from tests.failover.jobs import FALLBACK, job_text
 
@@ -112,10 +112,10 @@ def test_plan_findings_of_a_job_placed_on_its_entry_point_inside_the_entry(
     import os
     from datetime import UTC, datetime
 
-    from gpujob.failover.where import Placement, write_placement
     from gpujob.live import LiveState
     from gpujob.plan.planner import build_plan
     from gpujob.project import with_projects
+    from gpujob.project.placement import Placement, write_placement
     from gpujob.spec.load import load_specs
     from gpujob.state import open_store
 

@@ -11,10 +11,10 @@ import pytest
 from gpujob import naming
 from gpujob.apply.rederive import differences
 from gpujob.failover.leftover import aside, left_loaded, platforms_left, split_left
-from gpujob.failover.where import placed_spec
 from gpujob.live import LiveResource, LiveState, PriceQuote
 from gpujob.plan.model import ActionKind, Plan
 from gpujob.plan.planner import build_plan
+from gpujob.project.placement import placed_spec
 from gpujob.render import render_plan
 from gpujob.spec.load import load_spec
 from tests.failover.jobs import job_text
@@ -219,7 +219,7 @@ def test_watch_never_deletes_what_the_job_left_even_approved(tmp_path: Path) -> 
 
 def test_a_finished_destroy_places_the_job_home_again(tmp_path: Path) -> None:
     from gpujob.failover.leftover import home_again
-    from gpujob.failover.where import Move, Placement, read_placement, write_placement
+    from gpujob.project.placement import Move, Placement, read_placement, write_placement
     from gpujob.state import open_store
 
     ls = _loaded(tmp_path, job_text(), absent=True)
@@ -230,7 +230,7 @@ def test_a_finished_destroy_places_the_job_home_again(tmp_path: Path) -> None:
     home_again(ls, NOW.replace(hour=13))
     rec = read_placement(store, "bert")
     assert rec is not None and (rec.entry, rec.platform) == (-1, "runpod") and rec.moves == [move]
-    from gpujob.failover.where import placed
+    from gpujob.project.placement import placed
 
     back = placed(dataclasses.replace(ls, spec=ls.declared, declared=None, entry=-1), store)
     assert back.spec.platform == "runpod" and back.entry == -1

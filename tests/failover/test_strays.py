@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from gpujob.failover.entries import platforms_read, strays_read
-from gpujob.failover.where import Move, Placement, placed, strays, write_placement
 from gpujob.live import LiveState
 from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
+from gpujob.project.placement import Move, Placement, placed, strays, write_placement
 from gpujob.render import render_plan
 from gpujob.spec.load import load_spec
 from gpujob.state import open_store

@@ -81,9 +81,9 @@ def test_failback_waits_for_a_fresh_pull_only_while_the_run_goes_on(tmp_path: Pa
     """On Paperspace, with RunPod able to serve again and no checkpoint pulled lately: the plan shows
     the move back. A running job is held there (served; the move is not handed to the applier); a job
     whose machine there is stopped (a failed move back parked it) has nothing to wait for."""
-    from gpujob.failover.where import Placement, write_placement
     from gpujob.naming import machine_name
     from gpujob.project import with_projects
+    from gpujob.project.placement import Placement, write_placement
     from gpujob.state import open_store
 
     p = tmp_path / "job.yaml"

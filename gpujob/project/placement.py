@@ -61,7 +61,7 @@ def write_placement(state: StateRef, placement: Placement) -> None:
 def placed_spec(declared: JobSpec, entry: int) -> JobSpec:
     """The job as it runs on entry `entry`, with the rest of the chain (its own platform first) as its
     fallback, so every platform it may be on is still read (status, cost, the next move)."""
-    from gpujob.failover.entries import effective_spec
+    from gpujob.jobfile.fallback import effective_spec
     from gpujob.jobfile.model import FallbackSpec
 
     if entry < 0 or entry >= len(declared.fallback):

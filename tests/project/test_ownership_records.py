@@ -10,7 +10,7 @@ import pytest
 
 from gpujob import naming
 from gpujob.live import LiveResource
-from gpujob.stateops import records
+from gpujob.project import ownership as records
 
 
 @pytest.fixture(autouse=True)

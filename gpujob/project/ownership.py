@@ -16,6 +16,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from gpujob.lock import user_at_host
 from gpujob.state import StateRef, as_store
 
 NAME = "ownership.json"
@@ -25,12 +26,6 @@ def read(state: StateRef) -> dict[str, dict[str, dict[str, Any]]]:
     data = as_store(state).read(NAME)
     doc = json.loads(data) if data else {}
     return {"forgotten": dict(doc.get("forgotten") or {}), "adopted": dict(doc.get("adopted") or {})}
-
-
-def _me() -> str:
-    from gpujob.project import _me as me
-
-    return me()
 
 
 def _change(state: StateRef, edit: Any) -> None:
@@ -51,7 +46,11 @@ def forget(state: StateRef, entries: list[dict[str, Any]]) -> None:
     def edit(doc: dict[str, Any]) -> None:
         for e in entries:
             doc["adopted"].pop(e["id"], None)
-            doc["forgotten"][e["id"]] = {**{k: v for k, v in e.items() if k != "id"}, "at": at, "by": _me()}
+            doc["forgotten"][e["id"]] = {
+                **{k: v for k, v in e.items() if k != "id"},
+                "at": at,
+                "by": user_at_host(),
+            }
 
     _change(state, edit)
 
@@ -62,7 +61,11 @@ def adopt(state: StateRef, entry: dict[str, Any]) -> None:
 
     def edit(doc: dict[str, Any]) -> None:
         doc["forgotten"].pop(entry["id"], None)
-        doc["adopted"][entry["id"]] = {**{k: v for k, v in entry.items() if k != "id"}, "at": at, "by": _me()}
+        doc["adopted"][entry["id"]] = {
+            **{k: v for k, v in entry.items() if k != "id"},
+            "at": at,
+            "by": user_at_host(),
+        }
 
     _change(state, edit)
 

@@ -16,12 +16,13 @@ import dataclasses
 import json
 import os
 import secrets
-import socket
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from gpujob.lock import user_at_host
 from gpujob.model import Model
+from gpujob.project import ownership, placement
 from gpujob.state import StateRef, as_store
 
 ENV = "GPUJOB_PROJECT_ID"
@@ -53,12 +54,6 @@ def _checked(value: str, where: str) -> str:
     return value
 
 
-def _me() -> str:
-    from gpujob.lock import _user
-
-    return f"{_user()}@{socket.gethostname()}"
-
-
 def _parse(data: bytes, where: str) -> Project:
     from pydantic import ValidationError
 
@@ -83,7 +78,10 @@ def read_project(state: StateRef) -> Project | None:
     pinned = os.environ.get(ENV, "").strip()
     if pinned:
         return Project(
-            id=_checked(pinned, ENV), created_at=datetime.now(UTC), created_by=_me(), location=store.location
+            id=_checked(pinned, ENV),
+            created_at=datetime.now(UTC),
+            created_by=user_at_host(),
+            location=store.location,
         )
     data = store.read(FILE)
     return None if data is None else _parse(data, f"{store.location}/{FILE}")
@@ -102,7 +100,7 @@ def ensure_project(state: StateRef) -> Project:
     project = Project(
         id="".join(secrets.choice(_ALPHABET) for _ in range(8)),
         created_at=datetime.now(UTC),
-        created_by=_me(),
+        created_by=user_at_host(),
         location=location,
     )
     from gpujob.errors import StateError
@@ -131,15 +129,11 @@ def with_projects(loaded: Sequence[L], *, create: bool) -> list[L]:
         store = open_store(ls.path)  # type: ignore[attr-defined]
         project = ensure_project(store) if create else read_project(store)
         if project is not None:
-            from gpujob.stateops.records import load
-
-            load(store, project.id)  # what `state rm` forgot and `import` adopted (gpujob.naming)
+            ownership.load(store, project.id)  # what `state rm` forgot and `import` adopted (gpujob.naming)
         placed = dataclasses.replace(ls, project=project.id if project else None)  # type: ignore[type-var]
         if getattr(ls, "declared", None) is None and getattr(ls, "sweep", None) is None:
-            from gpujob.failover.where import placed as where_now
-
             # Where a move put it (gpujob.failover); a job whose fallback entries were removed since a
             # move still has its record, naming the platforms it may have left resources on.
-            placed = where_now(placed, store)
+            placed = placement.placed(placed, store)
         out.append(placed)
     return out
