@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gpujob.state import Store
+from gpujob.state.dsn import safe_url
+from gpujob.state.store import Store
 
 URL_ENV = "GPUJOB_STATE_URL"
 WORKSPACE_ENV = "GPUJOB_STATE_WORKSPACE"
@@ -45,13 +46,6 @@ class Postgres:
     url: str  # may carry a password when it came from the environment; never shown (see `safe_url`)
     workspace: str
     source: str  # where the choice was made, for messages
-
-
-def safe_url(url: str) -> str:
-    """The DSN with every password-bearing field masked (for messages and `location`): gpujob.state.dsn."""
-    from gpujob.state.dsn import shown
-
-    return shown(url)
 
 
 def parse_url(url: str, where: str) -> str:

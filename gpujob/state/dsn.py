@@ -81,3 +81,8 @@ def shown(dsn: str, env: dict[str, str] | None = None) -> str:
         for form in {value, quote(value, safe=""), quote_plus(value), quote(value)}:
             text = text.replace(form, MASK)
     return text
+
+
+def safe_url(url: str) -> str:
+    """The DSN with every password-bearing field masked (for messages and `location`)."""
+    return shown(url)

@@ -10,24 +10,15 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpujob.state import PUBLIC_SUFFIX
+from gpujob.state.store import PUBLIC_SUFFIX, checked_name
 
 if TYPE_CHECKING:
     from gpujob.lock import LockInfo
 
 TAIL_BLOCK = 64 << 10
-
-
-def checked_name(name: str) -> str:
-    """A store name is a relative path without `..`: it can never point outside the store."""
-    if not name or PurePosixPath(name).is_absolute() or "\\" in name or "\0" in name:
-        raise ValueError(f"not a state record name: {name!r}")
-    if any(part in ("", ".", "..") for part in name.split("/")):
-        raise ValueError(f"not a state record name: {name!r}")
-    return name
 
 
 class LocalStore:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpujob.state import SECRETS, Store, is_log
+from gpujob.state.store import SECRETS, Store, is_log
 
 
 @dataclass

@@ -22,10 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpujob.state import PUBLIC_SUFFIX
-from gpujob.state.config import safe_url
-from gpujob.state.local import checked_name
+from gpujob.state.dsn import safe_url
 from gpujob.state.pglock import PgLocks
+from gpujob.state.store import PUBLIC_SUFFIX, checked_name
 
 CONNECT_TIMEOUT_S = 10
 # The server notices a holder whose host vanished without closing its socket within ~idle+interval*count.

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpujob.lock import LockInfo
-from gpujob.state.local import checked_name
+from gpujob.state.store import checked_name
 
 
 def lock_key(workspace: str, job: str) -> int:
