@@ -15,8 +15,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from gpujob.model import Model, Platform
-from gpujob.profile_facts import find_gpu
-from gpujob.profile_facts import profiles_dir as profiles_dir
+from gpujob.profile_files import find_gpu, profiles_dir
 
 HOURS_PER_MONTH = 720
 # Timestamps travel as ISO strings with milliseconds: a period this close to a whole hour is that hour.

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from gpujob.spec.positions import Positions, child_path
 from gpujob.spec.problem import SpecProblem, printable
 from gpujob.spec.problem import did_you_mean as did_you_mean
 from gpujob.spec.problem import suggestion as suggestion
-from gpujob.spec.yamlsafe import Positions, child_path
 
 DURATION_HINT = "write a number with a unit: 30s, 15m, 48h, 2d or 1w"
 SIZE_HINT = "write a whole number of GB without a unit, e.g. 100"

@@ -16,8 +16,8 @@ from gpujob.jobfile.model import JobSpec
 from gpujob.spec.checks import platform_problems
 from gpujob.spec.errmap import validation_problems
 from gpujob.spec.places import place_problems
+from gpujob.spec.positions import Positions
 from gpujob.spec.problem import SpecProblem
-from gpujob.spec.yamlsafe import Positions
 
 
 def _merged(data: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,8 +25,9 @@ from gpujob.spec.errmap import validation_problems
 from gpujob.spec.fallback import entry_problems
 from gpujob.spec.files import discover_job_files, no_job_files_hint
 from gpujob.spec.places import place_problems
+from gpujob.spec.positions import Positions, parent_path
 from gpujob.spec.problem import SpecProblem
-from gpujob.spec.yamlsafe import Positions, parent_path, parse_file
+from gpujob.spec.yamlsafe import parse_file
 
 __all__ = [
     "LoadedSpec",

@@ -15,16 +15,14 @@ from datetime import date, datetime
 from functools import cache
 from typing import Any
 
+from gpujob.spec.positions import Positions, child_path
 from gpujob.spec.problem import SpecProblem
-from gpujob.spec.yamlsafe import (
-    MAX_ALIASES,
-    MAX_DEPTH,
-    MAX_NODES,
-    SAFE_TAGS,
-    Positions,
-    _tag_name,
-    child_path,
-)
+
+MAX_ALIASES = 100
+MAX_NODES = 10_000  # counted after alias expansion, so nested aliases cannot multiply past it
+MAX_DEPTH = 32
+# Explicit tags that only ask for a plain value; anything else (!!python/..., !!binary, !custom) is refused.
+SAFE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq"))
 
 # Resolving and constructing a scalar through ruamel is most of a file's parse time, and job files
 # repeat their keys and many values (`validate` of 100 files resolves `name`, `machine`, ... 100 times).
@@ -33,6 +31,13 @@ _SCALARS: dict[tuple[Any, ...], Any] = {}
 _MEMO_MAX = 4096
 _IMMUTABLE = (str, int, float, bool, type(None), bytes, date, datetime)
 _UNSET: Any = object()
+
+
+def _tag_name(tag: Any) -> str | None:
+    if tag is None:
+        return None
+    value = getattr(tag, "value", tag)
+    return None if value is None else str(value)
 
 
 class _Stop(Exception):

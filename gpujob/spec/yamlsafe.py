@@ -9,58 +9,18 @@ from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpujob.spec.positions import Pos, Positions
 from gpujob.spec.problem import SpecProblem
+from gpujob.spec.scan import scan_events
 
 MAX_BYTES = 1024 * 1024
-MAX_ALIASES = 100
-MAX_NODES = 10_000  # counted after alias expansion, so nested aliases cannot multiply past it
-MAX_DEPTH = 32
-# Explicit tags that only ask for a plain value; anything else (!!python/..., !!binary, !custom) is refused.
-SAFE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq"))
-Pos = tuple[int, int]
 EMPTY_HINT = "a job file needs at least version, name, platform and machine"
-
-
-@dataclass
-class Positions:
-    """key_path -> (line, col), 1-based. `keys` holds where a key is written, `values` where its value starts."""
-
-    keys: dict[str, Pos] = field(default_factory=dict)
-    values: dict[str, Pos] = field(default_factory=dict)
-
-    def key(self, path: str) -> Pos:
-        return self._nearest(path, prefer_keys=True)
-
-    def value(self, path: str) -> Pos:
-        return self._nearest(path, prefer_keys=False)
-
-    def _nearest(self, path: str, *, prefer_keys: bool) -> Pos:
-        # An absent key (a missing field, an option left out) points at its closest written ancestor.
-        first, second = (self.keys, self.values) if prefer_keys else (self.values, self.keys)
-        while path:
-            for table in (first, second):
-                if path in table:
-                    return table[path]
-            path = parent_path(path)
-        return self.values.get("", (1, 1))
-
-
-def parent_path(path: str) -> str:
-    if path.endswith("]"):
-        return path[: path.rfind("[")]
-    return path.rpartition(".")[0]
-
-
-def child_path(parent: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{parent}[{key}]"
-    return f"{parent}.{key}" if parent else key
 
 
 @dataclass
@@ -111,13 +71,6 @@ def read_text(path: Path, display: str) -> tuple[str | None, bytes, list[SpecPro
     return text, raw, []
 
 
-def _tag_name(tag: Any) -> str | None:
-    if tag is None:
-        return None
-    value = getattr(tag, "value", tag)
-    return None if value is None else str(value)
-
-
 def _key(key: Any) -> str:
     # Keys are compared with field names, so `1:`, `true:` or `null:` become the text the user wrote.
     if isinstance(key, bool):
@@ -143,8 +96,6 @@ def parse_file(path: Path, display: str) -> ParsedFile:
     if text is None:
         return ParsedFile(None, Positions(), problems)
     digest = hashlib.sha256(raw).hexdigest()
-    from gpujob.spec.scan import scan_events
-
     scan = scan_events(text, display)
     positions, problems = scan.positions, scan.problems
     if scan.fatal:
