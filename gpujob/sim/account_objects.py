@@ -14,6 +14,7 @@ from gpujob.sim.clock import iso
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Request, Response
 from gpujob.sim.state import PsDrive, PsNetwork, PsTemplate, RpRegistry, RpTemplate, new_id
+from gpujob.sim.wire import event_json, paginate, v2_page
 
 TEMPLATE_FIELDS = {
     "name", "image", "args", "disk", "ports", "env", "registry", "mounts", "serverless", "public",
@@ -84,8 +85,6 @@ def add_runpod_routes(api: Any) -> None:
         return t
 
     def list_templates(req: Request) -> Response:
-        from gpujob.sim.runpod_rest import v2_page
-
         with sim.lock:
             return v2_page(req, "templates", [template_json(t) for t in sim.state.templates.values()])
 
@@ -122,8 +121,6 @@ def add_runpod_routes(api: Any) -> None:
         return Response(204)
 
     def list_registries(req: Request) -> Response:
-        from gpujob.sim.runpod_rest import v2_page
-
         with sim.lock:
             rows = [{"id": r.id, "name": r.name} for r in sim.state.registries.values()]
         return v2_page(req, "registries", rows)
@@ -262,8 +259,6 @@ def drive_json(d: PsDrive) -> dict[str, Any]:
 
 
 def add_paperspace_routes(api: Any) -> None:
-    from gpujob.sim.paperspace_api import paginate
-
     sim: Simulator = api.sim
 
     def one(table: dict[str, Any], oid: str, what: str) -> Any:
@@ -307,8 +302,6 @@ def add_paperspace_routes(api: Any) -> None:
             ev = pe.new_event(sim, "template-create", m.id)
             ev.state, ev.started_at, ev.finished_at = "done", sim.now(), sim.now()
             sim.save()
-            from gpujob.sim.paperspace_api import event_json
-
             return Response(200, {"data": custom_template_json(t), "event": event_json(ev)})
 
     def delete_template(req: Request) -> Response:

@@ -51,10 +51,16 @@ class SimServer:
         runpod_port: int = 0,
         paperspace_port: int = 0,
     ) -> None:
+        from gpujob.sim import ps_engine, rp_engine
         from gpujob.sim.paperspace_api import PaperspaceApi
         from gpujob.sim.runpod_rest import RunPodRest
 
-        self.sim = Simulator(data_dir, options)
+        self.sim = Simulator(
+            data_dir,
+            options,
+            on_tick=(rp_engine.on_tick, ps_engine.on_tick),
+            stoppers={"runpod": rp_engine.stop},
+        )
         self._servers: list[Any] = []
         self._threads: list[threading.Thread] = []
         try:

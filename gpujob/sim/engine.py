@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,23 @@ class SimError(Exception):
         self.kind = kind
 
 
+Ticker = Callable[["Simulator", bool], None]
+Stopper = Callable[["Simulator", str], object]
+
+
 class Simulator:
-    def __init__(self, data_dir: Path, options: SimOptions | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        options: SimOptions | None = None,
+        on_tick: Sequence[Ticker] = (),
+        stoppers: Mapping[str, Stopper] | None = None,
+    ) -> None:
+        # The platforms' engines plug in here (gpujob.sim.app hands them in, so this core imports
+        # neither): what each does on every tick, called in order with whether the account's balance is
+        # exhausted; and how a machine of a platform is stopped when it stops itself (gpujob.sim.selfstop).
+        self.on_tick = tuple(on_tick)
+        self.stoppers = dict(stoppers or {})
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.options = options or SimOptions()
@@ -122,16 +138,13 @@ class Simulator:
                 self.tick()
 
     def tick(self) -> None:
-        from gpujob.sim import ps_engine, rp_engine
-
         with self.lock:
             spent = self.bill()["totals"]["total"]
             if spent >= self.options.balance and not self.state.balance_exhausted:
                 self.state.balance_exhausted = True
             exhausted = self.state.balance_exhausted
-        if exhausted:
-            rp_engine.stop_all(self, reason="balance")
-        ps_engine.auto_shutdown_due(self)
+        for hook in self.on_tick:
+            hook(self, exhausted)
 
     # --- pod processes
     @property

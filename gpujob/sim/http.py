@@ -60,10 +60,8 @@ class Api:
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        # /_sim/ on every port: each platform's Api adds them (gpujob.sim.control_api.add_control_routes)
         self.control_routes: list[tuple[str, str, Handler]] = []
-        from gpujob.sim.control_api import add_control_routes
-
-        add_control_routes(self)
 
     def route(self, method: str, pattern: str, handler: Handler) -> None:
         regex = "^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern) + "/?$"

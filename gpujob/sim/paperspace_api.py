@@ -4,14 +4,15 @@ errors are {code, message}; lists paginate with after/limit -> {items, hasMore, 
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from gpujob.sim import ps_engine as pe
 from gpujob.sim.clock import iso
+from gpujob.sim.control_api import add_control_routes
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Api, Request, Response
 from gpujob.sim.state import PsEvent, PsIp, PsMachine, PsScript, PsSnapshot, new_id
+from gpujob.sim.wire import event_json, paginate
 
 CODES = {
     400: "BAD_REQUEST",
@@ -89,19 +90,6 @@ def whole_hours(value: Any) -> None:
         raise SimError(400, f"Invalid autoShutdownTimeout {value}: a whole number of hours", "bad_request")
 
 
-def event_json(ev: PsEvent) -> dict[str, Any]:
-    return {
-        "id": ev.id,
-        "name": ev.name,
-        "state": ev.state,
-        "machineId": ev.machine_id,
-        "error": ev.error,
-        "dtCreated": iso(ev.created_at),
-        "dtStarted": iso(ev.started_at),
-        "dtFinished": iso(ev.finished_at),
-    }
-
-
 def ip_json(ip: PsIp) -> dict[str, Any]:
     return {
         "ip": ip.ip,
@@ -135,32 +123,12 @@ def script_json(s: PsScript) -> dict[str, Any]:
     }
 
 
-def paginate(req: Request, rows: list[dict[str, Any]], order_by: str = "dtCreated") -> Response:
-    order = req.arg("order", "desc")
-    order_by = req.arg("orderBy", order_by) or order_by
-    rows = sorted(
-        rows,
-        key=lambda r: (str(r.get(order_by) or ""), str(r.get("id") or r.get("ip"))),
-        reverse=order == "desc",
-    )
-    try:
-        limit = int(req.arg("limit", "20") or 20)
-        start = int(base64.urlsafe_b64decode((req.arg("after") or "MA==").encode()).decode() or 0)
-    except ValueError as exc:
-        raise SimError(400, f"invalid pagination parameter: {exc}", "bad_request") from exc
-    if not 1 <= limit <= 120:
-        raise SimError(400, "limit must be between 1 and 120", "bad_request")
-    page = rows[start : start + limit]
-    more = start + limit < len(rows)
-    nxt = base64.urlsafe_b64encode(str(start + limit).encode()).decode() if more else None
-    return Response(200, {"items": page, "hasMore": more, "nextPage": nxt})
-
-
 class PaperspaceApi(Api):
     platform = "paperspace"
 
     def __init__(self, sim: Simulator) -> None:
         super().__init__(sim)
+        add_control_routes(self)
         r = self.route
         r("GET", "/v1/machines", self.list_machines)
         r("POST", "/v1/machines", self.create_machine)

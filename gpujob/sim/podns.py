@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from gpujob.sim.podproc import MARKER, PodLaunch, sshd_config, sshd_path, stall_shim
+from gpujob.sim.podlaunch import MARKER, PodLaunch, sshd_config, sshd_path, stall_shim
 
 CTL_MOUNT = "/.gpujob-pod"  # where a pod sees its control dir (host keys, sshd_config, pod key)
 

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpujob.sim.podproc import MARKER, PodLaunch, sshd_config, sshd_path, stall_shim
+from gpujob.sim.podlaunch import MARKER, PodLaunch, sshd_config, sshd_path, stall_shim
 
 SHELL_SCRIPT = Path(__file__).with_name("podshell.py")
 INIT_SCRIPT = Path(__file__).with_name("podinit.py")

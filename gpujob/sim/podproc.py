@@ -21,17 +21,16 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from gpujob.sim.gpuhost import GpuHost, install, path_for
+from gpujob.sim.gpuhost import install
+from gpujob.sim.podlaunch import MARKER, PodLaunch, sshd_path
 
-MARKER = "gpujob-sim-pod"  # followed by the pod key in the command line of a pod's unshare / podinit
 ENV_MARKER = "GPUJOB_SIM_POD"  # in the environment of every plain pod's processes: the pod key
 Mode = Literal["root-namespaces", "user-namespaces", "plain"]
 MODES: tuple[Mode, ...] = ("root-namespaces", "user-namespaces", "plain")
-SBIN = ("/usr/sbin", "/usr/local/sbin", "/opt/homebrew/sbin", "/sbin")
 
 
 @dataclass(frozen=True)
@@ -55,34 +54,8 @@ class PodMode:
         }[self.name]
 
 
-@dataclass
-class PodLaunch:
-    key: str  # "<data dir>:<platform>:<resource id>", written into the control dir and the env
-    ctl_dir: Path
-    mounts: dict[str, Path]  # target inside the pod -> host dir
-    listen: str
-    port: int
-    authorized_keys: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    new_host_key: bool = False
-    # Every command through the stall shim (gpujob/sim/ssh_fault.sh), copied into the control dir:
-    # transparent until <ctl>/ssh_fault names a fault (gpujob.sim.testing.Sim.stall_ssh).
-    ssh_faults: bool = False
-    # What the pod answers about its GPUs (nvidia-smi, the kernel log): gpujob/sim/gpuhost.py.
-    gpu: GpuHost | None = None
-
-
 class PodsUnavailable(Exception):
     """No pod mode can run here; the message says what is missing and how to get it."""
-
-
-def sshd_path() -> str | None:
-    """The OpenSSH server pods run: GPUJOB_SIM_SSHD when set, else sshd on PATH or in an sbin dir."""
-    override = os.environ.get("GPUJOB_SIM_SSHD")
-    if override:
-        return override if os.access(override, os.X_OK) else None
-    path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(SBIN)
-    return shutil.which("sshd", path=path)
 
 
 def _missing_tools() -> str | None:
@@ -173,51 +146,6 @@ def prepare_keys(launch: PodLaunch) -> None:
         src.mkdir(parents=True, exist_ok=True)
     if launch.gpu is not None:
         install(ctl, launch.gpu)
-
-
-FAULT_SHIM = Path(__file__).with_name("ssh_fault.sh")
-
-
-def stall_shim(launch: PodLaunch, ctl: str, then: str = "") -> list[str]:
-    """The sshd_config line that runs each command through the stall shim (`ctl`: the control dir as
-    the sshd sees it; `then`: the program that runs the client's command, if not `$SHELL -c`)."""
-    if not launch.ssh_faults:
-        return [f"ForceCommand {then}"] if then else []
-    shutil.copy(FAULT_SHIM, launch.ctl_dir / "ssh_fault.sh")
-    return [f"ForceCommand exec /bin/sh {ctl}/ssh_fault.sh {ctl}/ssh_fault {then}".rstrip()]
-
-
-def sshd_config(launch: PodLaunch, ctl: str, extra: list[str] | None = None) -> str:
-    """The pod's sshd_config; `ctl` is where the control dir is seen by the sshd."""
-    lines = [
-        f"Port {launch.port}",
-        f"ListenAddress {launch.listen}",
-        f"HostKey {ctl}/host_key",
-        "PidFile none",
-        f"AuthorizedKeysFile {ctl}/authorized_keys",
-        "PermitRootLogin prohibit-password",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "UsePAM no",
-        "StrictModes no",
-        "UseDNS no",
-        "PrintMotd no",
-        "MaxStartups 100:30:200",
-        "MaxSessions 50",
-        "Subsystem sftp internal-sftp",
-    ]
-    safe = {
-        k: v
-        for k, v in launch.env.items()
-        if k.isidentifier() and v and all(c.isalnum() or c in "._-/:@+=," for c in v)
-    }
-    tools = (launch.ctl_dir / "bin").is_dir()  # the platform's self-stop commands (gpujob.sim.selfstop)
-    if launch.gpu is not None or tools:
-        path = path_for(ctl) if launch.gpu is not None else path_for(ctl).split(":", 1)[1]
-        safe["PATH"] = f"{ctl}/bin:{path}" if tools else path  # the host's nvidia-smi and dmesg next
-    if safe:
-        lines.append("SetEnv " + " ".join(f"{k}={v}" for k, v in sorted(safe.items())))
-    return "\n".join(lines + (extra or [])) + "\n"
 
 
 def child_pid(parent: int, timeout: float = 5.0) -> int | None:

@@ -270,6 +270,11 @@ def force_shutdown(sim: Simulator, machine_id: str | None) -> list[str]:
     return ids
 
 
+def on_tick(sim: Simulator, exhausted: bool) -> None:
+    """Each tick (gpujob.sim.engine): machines whose auto-shutdown is due shut down."""
+    auto_shutdown_due(sim)
+
+
 def auto_shutdown_due(sim: Simulator) -> None:
     now = sim.now()
     with sim.lock:

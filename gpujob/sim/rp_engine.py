@@ -264,6 +264,12 @@ def preempt(sim: Simulator, pod_id: str | None, grace: float | None) -> list[str
     return ids
 
 
+def on_tick(sim: Simulator, exhausted: bool) -> None:
+    """Each tick (gpujob.sim.engine): an exhausted balance stops every running pod."""
+    if exhausted:
+        stop_all(sim, reason="balance")
+
+
 def stop_all(sim: Simulator, reason: str) -> list[str]:
     with sim.lock:
         ids = [

@@ -14,6 +14,7 @@ from gpujob.sim.clock import iso
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Request, Response
 from gpujob.sim.state import RpCluster, RpEndpoint, RpPod, new_id
+from gpujob.sim.wire import v2_page
 
 
 def cluster_json(sim: Simulator, c: RpCluster) -> dict[str, Any]:
@@ -75,8 +76,6 @@ def add_routes(api: Any) -> None:
         return e
 
     def list_clusters(req: Request) -> Response:
-        from gpujob.sim.runpod_rest import v2_page
-
         with sim.lock:
             return v2_page(req, "clusters", [cluster_json(sim, c) for c in sim.state.clusters.values()])
 
@@ -139,8 +138,6 @@ def add_routes(api: Any) -> None:
         return Response(204)
 
     def list_endpoints(req: Request) -> Response:
-        from gpujob.sim.runpod_rest import v2_page
-
         with sim.lock:
             rows = [endpoint_json(e) for e in sim.state.endpoints.values() if e.ended_at is None]
         return v2_page(req, "endpoints", rows)

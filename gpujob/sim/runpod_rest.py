@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from http import HTTPStatus
 from typing import Any
 
 from gpujob.sim import rp_engine, runpod_graphql
 from gpujob.sim.account_objects import template_json
 from gpujob.sim.clock import iso
+from gpujob.sim.control_api import add_control_routes
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Api, RateWindow, Request, Response
 from gpujob.sim.runpod_validate import (
@@ -21,6 +20,7 @@ from gpujob.sim.runpod_validate import (
     rule_problems,
 )
 from gpujob.sim.state import RpPod, RpVolume, new_id
+from gpujob.sim.wire import v2_page
 
 
 def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
@@ -84,49 +84,6 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
     }
 
 
-def v2_page(req: Request, key: str, rows: list[dict[str, Any]]) -> Response:
-    """One page of a v2 list, as the production spec pages them (runpod/typescript-api-sdk
-    spec/openapi.yaml: `cursor`, `limit` 1-1000 default 1000, `pagination {nextCursor, hasNextPage}`; a
-    malformed or foreign cursor is a 422). The cursor is opaque: the list it belongs to and an offset."""
-    problems: list[str] = []
-    limit = 1000
-    if req.arg("limit") is not None:
-        try:
-            limit = int(req.arg("limit") or "")
-        except ValueError:
-            problems.append("$.limit: expected integer")
-        else:
-            if not 1 <= limit <= 1000:
-                problems.append("$.limit: must be between 1 and 1000")
-    start = 0
-    cursor = req.arg("cursor")
-    if cursor is not None:
-        try:
-            scope, _, offset = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-            start = int(offset)
-            if scope != key or start < 0:
-                raise ValueError(scope)
-        except (ValueError, UnicodeDecodeError, binascii.Error):
-            problems.append("$.cursor: malformed or foreign cursor")
-    if problems:
-        resp = Response(
-            422,
-            {
-                "title": "Unprocessable Entity",
-                "status": 422,
-                "detail": "Request validation failed.",
-                "errors": problems,
-            },
-            content_type="application/problem+json",
-        )
-        return resp
-    more = start + limit < len(rows)
-    nxt = base64.urlsafe_b64encode(f"{key}:{start + limit}".encode()).decode() if more else None
-    return Response(
-        200, {key: rows[start : start + limit], "pagination": {"nextCursor": nxt, "hasNextPage": more}}
-    )
-
-
 def volume_json(vol: RpVolume) -> dict[str, Any]:
     return {"id": vol.id, "name": vol.name, "size": vol.size, "dataCenter": vol.data_center, "type": vol.type}
 
@@ -136,6 +93,7 @@ class RunPodRest(Api):
 
     def __init__(self, sim: Simulator) -> None:
         super().__init__(sim)
+        add_control_routes(self)
         self.window = RateWindow(sim.options.rate_limit_per_minute)
         self._last: dict[str, tuple[int, int]] = {}
         r = self.route

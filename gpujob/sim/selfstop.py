@@ -2,7 +2,7 @@
 
 RunPod ships `runpodctl` in its pods with a key scoped to the pod ("Manage Pods": `runpodctl stop pod
 $RUNPOD_POD_ID`). The simulator gives its pods the same command, in <ctl>/bin at the front of every
-session's PATH (podproc.sshd_config). It calls /_sim/self-stop with a token good for that one pod only
+session's PATH (podlaunch.sshd_config). It calls /_sim/self-stop with a token good for that one pod only
 (an HMAC under the simulator's secret, never the account key), and the pod is stopped the way the
 platform's stop does it. (Paperspace machines get no such tool: gpujob never stops one from inside.)"""
 
@@ -58,7 +58,6 @@ def write_tools(ctl_dir: Path, base_url: str, platform: str, rid: str, secret: s
 def handle(sim: Any, body: Any) -> dict[str, Any]:
     """POST /_sim/self-stop: check the token, then stop the machine in the background (the caller is
     one of the processes the stop ends)."""
-    from gpujob.sim import rp_engine
     from gpujob.sim.engine import SimError
 
     if not isinstance(body, dict):
@@ -66,7 +65,7 @@ def handle(sim: Any, body: Any) -> dict[str, Any]:
     platform, rid, tok = body.get("platform"), str(body.get("id", "")), str(body.get("token", ""))
     if platform not in TOOLS or not hmac.compare_digest(tok, token(sim.self_stop_secret, platform, rid)):
         raise SimError(403, "this token cannot stop that machine")
-    sim.spawn(lambda: _quietly(rp_engine.stop, sim, rid))
+    sim.spawn(lambda: _quietly(sim.stoppers[platform], sim, rid))
     return {"stopping": rid}
 
 
