@@ -8,6 +8,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpujob.faultshim import FAULT_SHIM
 from gpujob.sim.gpuhost import GpuHost, path_for
 
 MARKER = "gpujob-sim-pod"  # followed by the pod key in the command line of a pod's unshare / podinit
@@ -38,9 +39,6 @@ def sshd_path() -> str | None:
         return override if os.access(override, os.X_OK) else None
     path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(SBIN)
     return shutil.which("sshd", path=path)
-
-
-FAULT_SHIM = Path(__file__).with_name("ssh_fault.sh")
 
 
 def stall_shim(launch: PodLaunch, ctl: str, then: str = "") -> list[str]:

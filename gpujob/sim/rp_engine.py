@@ -49,11 +49,15 @@ CUDA_DETAIL = "no capacity: no machine with the requested GPU type reports an ac
 
 def cuda_fits(host: str, pod: RpPod) -> bool:
     """RP9 filters: a floor compared numerically (12.10 > 12.2), or an exact set (v2 CreateGpuConfig)."""
-    from gpujob.images import cuda_key
-
-    if pod.min_cuda and cuda_key(host) < cuda_key(pod.min_cuda):
+    if pod.min_cuda and _cuda_order(host) < _cuda_order(pod.min_cuda):
         return False
     return not pod.allowed_cuda or host in pod.allowed_cuda
+
+
+def _cuda_order(version: str) -> tuple[int, int]:
+    """How RunPod orders CUDA versions (12.10 above 12.2): the platform's own rule, so the sim's copy."""
+    major, _, minor = version.partition(".")
+    return int(major), int(minor or 0)
 
 
 def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpPod, bool]:

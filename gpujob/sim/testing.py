@@ -71,9 +71,9 @@ class Sim:
         after `nbytes`) or "take" (input stops being read after `nbytes`), only those containing `match`
         when given, and only once a command containing `armed_by` ran, when given; None ends it.
         Needs ssh_faults=True."""
+        from gpujob.faultshim import set_ssh_fault
         from gpujob.sim.ps_engine import machine_dir
         from gpujob.sim.rp_engine import pod_dir
-        from gpujob.ssh.testing import set_ssh_fault
 
         if not self.engine.options.ssh_faults:
             raise RuntimeError("start the simulator with ssh_faults=True to stall its pods' SSH commands")
