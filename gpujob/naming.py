@@ -48,8 +48,9 @@ FOLLOWERS = ("public_ip", "snapshot", "startup_script")  # owned through their m
 
 HELPER = "gate"  # the role part of a temporary pod's name (gpujob.apply.teardown)
 # The role part of a sweep's queue machine, gpujob-<job>--q<N>--<project>: its owner is the queue job
-# <job>--q<N> (gpujob.sweep.expand), which no job file can name itself (names hold no "--").
+# <job>--q<N> (gpujob.sweep.expand; queue_job below), which no job file can name itself (names hold no "--").
 _QUEUE = re.compile(r"^q[1-9][0-9]*$")
+QUEUE_SEP = SEP + "q"  # queue N of sweep <job> is the job <job>--q<N>
 
 # Resource id -> project id, from the projects' state (gpujob.project.ownership.load): forgotten ones are
 # nobody's; adopted pods need no env marker.
@@ -78,6 +79,16 @@ def machine_name(job: str, project: str) -> str:
 
 def volume_name(job: str, volume: str, project: str) -> str:
     return f"{PREFIX}{volume_job(job)}{SEP}{volume}{SEP}{project}"
+
+
+def queue_job(job: str, n: int) -> str:
+    return f"{job}{QUEUE_SEP}{n}"
+
+
+def sweep_of(job: str) -> tuple[str, int] | None:
+    """('abl', 2) for the queue job 'abl--q2', else None."""
+    base, sep, n = job.rpartition(QUEUE_SEP)
+    return (base, int(n)) if sep and base and n.isdigit() else None
 
 
 def volume_job(job: str) -> str:

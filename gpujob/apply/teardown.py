@@ -43,9 +43,9 @@ from gpujob.live import LiveResource
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import ZeroGpuError
+from gpujob.quote import remote_path
 from gpujob.reach import gate as reach
 from gpujob.reach import unreachable
-from gpujob.ssh.quote import remote_path
 
 DETACH_WAIT_S = 300.0
 POLL_S = 2.0

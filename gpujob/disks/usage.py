@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpujob.ssh.quote import q
+from gpujob.quote import q
 
 WARN_AT = 0.90  # status and watch warn
 PARK_AT = 0.95  # watch pulls and parks: room is left for the pull's own reads and a last save

@@ -1,6 +1,7 @@
 """The cells of a `sweep:` block: the expansion of its matrix or list, each cell's stable readable name
-(GPUJOB_CELL) and its estimate. What the job file means, no behaviour: the split over queues is
-gpujob.sweep.expand's."""
+(GPUJOB_CELL) and its estimate, and where a cell lives on the machine (GPUJOB_CELL_DIR, the sweep's
+own dir, a cell's checkpoints). What the job file means, no behaviour: the split over queues is
+gpujob.sweep.expand's, the wrapper that runs them gpujob.sweep.wrapper's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from gpujob.naming import sweep_of
+from gpujob.quote import remote_path
 
 DEFAULT_EST_S = 600.0  # a cell with no estimate counts as 10 min: the split is then by count
 _SLUG = re.compile(r"[^a-z0-9.]+")
@@ -67,3 +71,33 @@ def _est(sweep: Any, row: dict[str, str]) -> float:
     if by:
         return max(by)
     return sweep.est.total_seconds() if sweep.est is not None else DEFAULT_EST_S
+
+
+def sweep_dir(mount: str, job: str) -> str:
+    return remote_path(f"{mount}/.gpujob/{job}.sweep")
+
+
+def cell_dir(mount: str, job: str, cell: str) -> str:
+    """GPUJOB_CELL_DIR: the cell's results, always an output of its queue."""
+    return remote_path(f"{mount}/sweeps/{job}/{cell}")
+
+
+def cell_checkpoint_dir(ck_dir: str, cell: str) -> str:
+    return remote_path(f"{ck_dir}/{cell}")
+
+
+def cell_of_dir(spec: Any, path: str) -> str | None:
+    """The cell whose GPUJOB_CELL_DIR `path` is, when `spec` is a queue of a sweep; else None."""
+    of = sweep_of(spec.name)
+    if of is None:
+        return None
+    parent, _, cell = path.rstrip("/").rpartition("/")
+    return cell if cell and parent == cell_dir(spec.storage.mount, of[0], "x").rpartition("/")[0] else None
+
+
+def queue_cells(spec: Any) -> list[str] | None:
+    """The cells whose dirs a sweep queue's job covers (its own and those leaving it), from its
+    outputs; None for a job that is not a sweep queue."""
+    if sweep_of(spec.name) is None or spec.outputs is None:
+        return None
+    return [c for p in spec.outputs.paths if (c := cell_of_dir(spec, p)) is not None]

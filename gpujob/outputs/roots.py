@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpujob.jobfile.model import JobSpec
-from gpujob.ssh.quote import remote_path
+from gpujob.quote import remote_path
 
 DEFAULT_PULL_TO = "./outputs"
 # What the launcher keeps in <mount>/.gpujob/<job> that tells what the run did (never secrets: they
@@ -78,7 +78,7 @@ def output_roots(spec: JobSpec) -> list[Root]:
     one that is a file into its parent with the file's name selected)."""
     if spec.outputs is None:
         return []
-    from gpujob.sweep.expand import cell_of_dir
+    from gpujob.jobfile.cells import cell_of_dir
     from gpujob.sweep.storage import queue_of_run_dir
 
     roots = [_root(p) for p in dict.fromkeys(spec.outputs.paths)]

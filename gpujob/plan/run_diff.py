@@ -138,7 +138,8 @@ def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
     changes = run_changes(record, ctx.spec) if record is not None else []
     if not changes and not forced:
         return False
-    from gpujob.sweep.expand import shown_command, sweep_of
+    from gpujob.naming import sweep_of
+    from gpujob.sweep.expand import shown_command
 
     queue = sweep_of(ctx.job)
     if queue is not None:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gpujob.errors import SSHError
+from gpujob.quote import q, remote_path
 from gpujob.ssh.confined import LocalDir
 from gpujob.ssh.listing import RemoteListing, list_remote, name_problem
-from gpujob.ssh.quote import q, remote_path
 from gpujob.ssh.session import Remote
 
 Progress = Callable[[int, int], object]

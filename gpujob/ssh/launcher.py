@@ -18,8 +18,8 @@ from gpujob.errors import RemoteCommandError
 from gpujob.jobfile.model import JobSpec, RunSpec
 from gpujob.model import Model
 from gpujob.naming import SEP, run_session
+from gpujob.quote import env_name, q, remote_path, session_name
 from gpujob.ssh.logread import STATUS_CAP, expand, tail_command
-from gpujob.ssh.quote import env_name, q, remote_path, session_name
 from gpujob.ssh.session import Remote
 
 SCRATCH_ROOT = "/tmp"  # container disk: wiped when the machine stops, so setup runs again
@@ -220,7 +220,7 @@ def newest_checkpoint(spec: JobSpec) -> str:
     """A shell pipeline, run in checkpoint.dir: '<mtime> <path>' of the newest checkpoint file. A sweep
     queue looks only in its own cells' dirs: on a network volume every queue's cells share the dir,
     and another queue's newest checkpoint would pass for this queue's progress."""
-    from gpujob.sweep.expand import queue_cells
+    from gpujob.jobfile.cells import queue_cells
 
     cells = queue_cells(spec)
     where, name = (

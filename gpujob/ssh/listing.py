@@ -18,7 +18,7 @@ from pydantic import Field
 
 from gpujob.errors import SSHError
 from gpujob.model import Model
-from gpujob.ssh.quote import q, remote_path
+from gpujob.quote import q, remote_path
 from gpujob.ssh.session import Remote
 
 PART = ".part"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpujob.ssh.quote import q
+from gpujob.quote import q
 
 LINE_CAP = 64 * 1024
 CALL_CAP = 4 * 1024 * 1024  # one `logs` read: -n 200 lines of up to LINE_CAP each would be 12.5 MiB

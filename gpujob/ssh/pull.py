@@ -18,10 +18,10 @@ from typing import TypeVar
 
 from gpujob.errors import RemoteCommandError, SSHError
 from gpujob.model import Model
+from gpujob.quote import q, remote_path
 from gpujob.ssh import spans
 from gpujob.ssh.confined import PART, LocalDir, UnsafeLocalPath
 from gpujob.ssh.listing import RemoteFile, RemoteListing, list_remote, remote_state
-from gpujob.ssh.quote import q, remote_path
 from gpujob.ssh.session import Remote
 
 __all__ = [

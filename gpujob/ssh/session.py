@@ -17,11 +17,11 @@ from gpujob.clock import Clock, SystemClock
 from gpujob.errors import RemoteCommandError, SSHConnectError
 from gpujob.live import SSHEndpoint
 from gpujob.model import Model
+from gpujob.quote import q
 from gpujob.ssh.deadline import CLOSE_GRACE_S, Limits, OutputTooLarge, SSHStalled, Watch
 from gpujob.ssh.dial import open_connection
 from gpujob.ssh.hostkeys import HostKeyPins
 from gpujob.ssh.packets import send_full_packets
-from gpujob.ssh.quote import q
 from gpujob.state import Store
 
 CHUNK = 1024 * 1024

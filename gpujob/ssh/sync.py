@@ -28,10 +28,10 @@ from typing import NamedTuple
 from pydantic import Field
 
 from gpujob.model import Model
+from gpujob.quote import q, remote_path
 from gpujob.ssh.crlf import crlf_scripts, warning
 from gpujob.ssh.deadline import Watch
 from gpujob.ssh.ignore import LocalEntry, walk
-from gpujob.ssh.quote import q, remote_path
 from gpujob.ssh.session import Remote
 from gpujob.ssh.tarstream import read_ahead, split, tar_blocks
 

@@ -27,7 +27,7 @@ from pydantic import Field
 from gpujob.errors import RemoteCommandError
 from gpujob.jobfile.model import JobSpec
 from gpujob.model import Model
-from gpujob.ssh.quote import q
+from gpujob.quote import q
 from gpujob.ssh.session import Remote
 
 # Process names (the kernel's 15-character comm) that are the platform's or the system's, never the

@@ -24,7 +24,7 @@ def queue_job_of(name: str) -> str:
 def names_job(target: str, job: str) -> bool:
     """Whether `target` names job `job`: the job itself, a queue in either spelling, or the sweep whose
     queue `job` is."""
-    from gpujob.sweep.expand import sweep_of
+    from gpujob.naming import sweep_of
 
     wanted = queue_job_of(target)
     if wanted == job:

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpujob.jobfile.cells import Cell, expand
-from gpujob.sweep.wrapper import Placement, cell_dir, place, queue_command
-
-QUEUE_SEP = "--q"
+from gpujob.jobfile.cells import Cell, cell_dir, expand
+from gpujob.naming import queue_job, sweep_of
+from gpujob.sweep.wrapper import Placement, place, queue_command
 
 
 @dataclass(frozen=True)
@@ -43,37 +42,10 @@ class Queue:
         return queue_job(self.sweep_job, self.n)
 
 
-def queue_job(job: str, n: int) -> str:
-    return f"{job}{QUEUE_SEP}{n}"
-
-
-def sweep_of(job: str) -> tuple[str, int] | None:
-    """('abl', 2) for the queue job 'abl--q2', else None."""
-    base, sep, n = job.rpartition(QUEUE_SEP)
-    return (base, int(n)) if sep and base and n.isdigit() else None
-
-
 def shown_command(job: str, command: str) -> str:
     """What a plan shows as the command: a queue's carries its files, so it is named, not printed."""
     of = sweep_of(job)
     return command if of is None else f"queue q{of[1]} of sweep {of[0]} (docs/sweeps.md)"
-
-
-def cell_of_dir(spec: Any, path: str) -> str | None:
-    """The cell whose GPUJOB_CELL_DIR `path` is, when `spec` is a queue of a sweep; else None."""
-    of = sweep_of(spec.name)
-    if of is None:
-        return None
-    parent, _, cell = path.rstrip("/").rpartition("/")
-    return cell if cell and parent == cell_dir(spec.storage.mount, of[0], "x").rpartition("/")[0] else None
-
-
-def queue_cells(spec: Any) -> list[str] | None:
-    """The cells whose dirs a sweep queue's job covers (its own and those leaving it), from its
-    outputs; None for a job that is not a sweep queue."""
-    if sweep_of(spec.name) is None or spec.outputs is None:
-        return None
-    return [c for p in spec.outputs.paths if (c := cell_of_dir(spec, p)) is not None]
 
 
 def queues(spec: Any, placed: Mapping[str, int] | None = None, arranged: Any = None) -> list[Queue]:

@@ -8,8 +8,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from gpujob.jobfile.cells import cell_dir, sweep_dir
 from gpujob.sweep.isolation import judge, local_records, parse_record
-from gpujob.sweep.wrapper import RECORD, cell_dir, sweep_dir
+from gpujob.sweep.wrapper import RECORD
 
 MAX_OUTSIDE = 20
 
@@ -183,7 +184,7 @@ def text(row: dict) -> list[str]:
 
 def roster(rows: list[dict]) -> list[str]:
     """One line per sweep over all its queues: the roster is every cell, whichever machine has it."""
-    from gpujob.sweep.expand import sweep_of
+    from gpujob.naming import sweep_of
 
     counts: dict[str, dict[str, int]] = {}
     for row in rows:

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpujob.sweep.wrapper import cell_dir
+from gpujob.jobfile.cells import cell_dir
 
 
 def _queue(spec: Any) -> tuple[str, int] | None:
-    from gpujob.sweep.expand import sweep_of
+    from gpujob.naming import sweep_of
 
     return sweep_of(spec.name)
 
@@ -52,7 +52,7 @@ def sibling_queue(spec: Any, r: Any, project: str | None) -> bool:
     """Whether pod `r` is another queue machine of the same sweep as queue job `spec` (on a shared
     volume they write at once, each cell only into its own dirs: the isolation check holds them to it)."""
     from gpujob import naming
-    from gpujob.sweep.expand import sweep_of
+    from gpujob.naming import sweep_of
 
     mine, o = _queue(spec), naming.owner(r)
     theirs = sweep_of(o.job) if o is not None else None
@@ -72,7 +72,7 @@ def queue_sync_dest(dest: str, n: int) -> str:
 
 def own_cells(spec: Any) -> list[str]:
     """The cells of a queue job, read back from its outputs (its cells' results dirs)."""
-    from gpujob.sweep.expand import cell_of_dir
+    from gpujob.jobfile.cells import cell_of_dir
 
     paths = spec.outputs.paths if spec.outputs is not None else []
     return [c for p in paths if (c := cell_of_dir(spec, p)) is not None]
@@ -98,7 +98,7 @@ def volume_outputs(spec: Any, queue: Any) -> list[str]:
 
 
 def _run_dir(mount: str, job: str) -> str:
-    from gpujob.ssh.quote import remote_path
+    from gpujob.quote import remote_path
 
     return remote_path(f"{mount}/.gpujob/{job}")  # gpujob.ssh.launcher.job_dir
 
@@ -109,7 +109,7 @@ def queue_of_run_dir(spec: Any, path: str) -> str | None:
     if q is None:
         return None
     _, _, job = path.rstrip("/").rpartition("/")
-    from gpujob.sweep.expand import sweep_of
+    from gpujob.naming import sweep_of
 
     of = sweep_of(job)
     if of is None or of[0] != q[0] or job == spec.name:
@@ -128,7 +128,7 @@ def volume_spec(spec: Any, queue: Any) -> Any:
 
 def queue_jobs(queue: Any) -> list[str]:
     """The jobs of every queue of the sweep (numbers may have gaps: a queue with no cells is none)."""
-    from gpujob.sweep.expand import queue_job
+    from gpujob.naming import queue_job
 
     return [queue_job(queue.sweep_job, n) for n in sorted(queue.placement.queue_cells)]
 

@@ -134,8 +134,7 @@ def held_for_watch(
 
 
 def _queue_exists(ls: Any, q: Any, n: int, live: Any) -> bool:
-    from gpujob.naming import machines
-    from gpujob.sweep.expand import queue_job
+    from gpujob.naming import machines, queue_job
 
     kind = "pod" if ls.spec.platform == "runpod" else "machine"
     return any(r.kind == kind for r in machines(live.resources, queue_job(q.sweep_job, n), ls.project))
@@ -154,8 +153,7 @@ async def _read(
     """(origin machine running, its evidence or None, why not read)."""
     import asyncio
 
-    from gpujob.naming import machines
-    from gpujob.sweep.expand import queue_job
+    from gpujob.naming import machines, queue_job
 
     kind = "pod" if ls.spec.platform == "runpod" else "machine"
     found = [r for r in machines(live.resources, queue_job(q.sweep_job, n), ls.project) if r.kind == kind]

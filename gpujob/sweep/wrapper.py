@@ -29,27 +29,14 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpujob.jobfile.cells import Cell
-from gpujob.ssh.quote import env_name, remote_path
+from gpujob.jobfile.cells import Cell, cell_checkpoint_dir, cell_dir, sweep_dir
+from gpujob.quote import env_name, remote_path
 
 RECORD = "gpujob-cell.txt"  # the cell's record, written into its results dir (pulled with them)
 OUTSIDE_MAX = 200
 VERSION_POINTER = "version."  # state/version.q<N>: the version last placed for queue N
 RUNNING = "running."  # state/running.q<N>: the version whose wrapper runs (or last ran) queue N
 COMMAND_MAX = 120_000  # bytes: Linux takes at most 128 KiB in one process argument (MAX_ARG_STRLEN)
-
-
-def sweep_dir(mount: str, job: str) -> str:
-    return remote_path(f"{mount}/.gpujob/{job}.sweep")
-
-
-def cell_dir(mount: str, job: str, cell: str) -> str:
-    """GPUJOB_CELL_DIR: the cell's results, always an output of its queue."""
-    return remote_path(f"{mount}/sweeps/{job}/{cell}")
-
-
-def cell_checkpoint_dir(ck_dir: str, cell: str) -> str:
-    return remote_path(f"{ck_dir}/{cell}")
 
 
 @dataclass(frozen=True)

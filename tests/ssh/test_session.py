@@ -15,9 +15,9 @@ import pytest
 
 from gpujob.errors import RemoteCommandError, SSHConnectError
 from gpujob.live import SSHEndpoint
+from gpujob.quote import exports, join, q, remote_path, session_name, with_env
 from gpujob.ssh.deadline import SSHStalled
 from gpujob.ssh.keys import ensure_project_key
-from gpujob.ssh.quote import exports, join, q, remote_path, session_name, with_env
 from gpujob.ssh.session import connect
 from gpujob.ssh.testing import SSHD, local_sshd, running_sshd
 

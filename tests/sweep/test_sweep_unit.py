@@ -16,8 +16,9 @@ from gpujob.errors import SpecError
 from gpujob.jobfile.cells import Cell, cell_name, expand
 from gpujob.jobfile.sweep import SweepSpec
 from gpujob.live import LiveResource
+from gpujob.naming import queue_job, sweep_of
 from gpujob.spec.load import load_specs
-from gpujob.sweep.expand import queue_job, split, sweep_of
+from gpujob.sweep.expand import split
 from gpujob.sweep.isolation import judge, local_records, parse_record
 from gpujob.sweep.wrapper import place, queue_command
 

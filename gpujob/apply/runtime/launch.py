@@ -11,7 +11,7 @@ from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError
 from gpujob.jobfile.model import JobSpec
-from gpujob.ssh.quote import remote_path
+from gpujob.quote import remote_path
 
 LAUNCH_ATTEMPTS = 3
 
