@@ -132,6 +132,22 @@ class ProviderUnavailable(ProviderError):
     pass
 
 
+class OutcomeUnknown(ProviderUnavailable):
+    """A non-idempotent call (create) may or may not have happened: look the resource up by name."""
+
+
+class MalformedResponse(OutcomeUnknown):
+    """A success status whose body is not what the call returns (an error object under 200, a listing
+    without its list, an object without its id). Never read as success or as "nothing exists"; after a
+    create it is an unknown outcome, so the name is looked up before anything is created again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(
+            f"malformed response: {message}",
+            hint="the platform answered with something unexpected; re-run later (gpujob re-reads live state)",
+        )
+
+
 class SSHError(GpujobError):
     pass
 

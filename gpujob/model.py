@@ -20,7 +20,7 @@ class Model(BaseModel):
 class WireModel(BaseModel):
     """Provider API payloads. Unknown keys are ignored so new API fields never break gpujob.
 
-    A payload that does not validate raises providers.failures.MalformedResponse (a ProviderError, so
+    A payload that does not validate raises errors.MalformedResponse (a ProviderError, so
     commands print one line, and an unknown outcome after a create), never a pydantic traceback."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
@@ -47,7 +47,7 @@ class WireModel(BaseModel):
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as exc:
-            from gpujob.providers.failures import MalformedResponse
+            from gpujob.errors import MalformedResponse
 
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "body"

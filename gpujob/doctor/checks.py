@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpujob.doctor.drift import Drift, drifts
-from gpujob.errors import ProviderAuthError, ProviderError
+from gpujob.errors import MalformedResponse, ProviderAuthError, ProviderError
 from gpujob.model import WireModel
-from gpujob.providers.failures import MalformedResponse
 from gpujob.providers.http import ApiClient
 from gpujob.providers.paperspace import wire as ps
 from gpujob.providers.runpod import wire as rp

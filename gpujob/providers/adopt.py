@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from gpujob.clock import Clock
-from gpujob.errors import ProviderConflict, ProviderUnavailable
-from gpujob.providers.failures import OutcomeUnknown
+from gpujob.errors import OutcomeUnknown, ProviderConflict, ProviderUnavailable
 from gpujob.providers.wait import Timeouts, poll
 
 

@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 
 from gpujob.clock import Clock
-from gpujob.errors import ProviderCapacityError, ProviderError, ProviderUnavailable
-from gpujob.providers.failures import ErrorInfo, ErrorParser, OutcomeUnknown, typed_error
+from gpujob.errors import OutcomeUnknown, ProviderCapacityError, ProviderError, ProviderUnavailable
+from gpujob.providers.failures import ErrorInfo, ErrorParser, typed_error
 from gpujob.providers.notice import ANNOUNCED, API_NAMES, RetryNotice, retry_line, terminal_notice
 from gpujob.providers.ratelimit import Pacer
 from gpujob.providers.unreachable import loopback, nothing_listens, refused, tls_failure

@@ -65,7 +65,7 @@ async def test_one_null_field_does_not_break_the_listing(router: respx.Router, c
 
 async def test_a_null_id_is_still_malformed(router: respx.Router, clock: FakeClock) -> None:
     """Tolerance stops at what gpujob cannot do without: a pod without an id proves nothing."""
-    from gpujob.providers.failures import MalformedResponse
+    from gpujob.errors import MalformedResponse
 
     router.get(f"{V2}/pods").mock(return_value=httpx.Response(200, json={"pods": [{"id": None}]}))
     async with open_providers({"runpod"}, clock=clock, env=FAKE_ENV) as p:

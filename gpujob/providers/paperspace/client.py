@@ -8,8 +8,8 @@ from typing import Any, Final, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from gpujob.errors import ProviderError
-from gpujob.providers.failures import ErrorInfo, MalformedResponse, text_snippet
+from gpujob.errors import MalformedResponse, ProviderError
+from gpujob.providers.failures import ErrorInfo, text_snippet
 from gpujob.providers.http import ApiClient
 from gpujob.providers.paperspace import wire
 
