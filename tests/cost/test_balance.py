@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from gpujob.live import Account, LiveState
+from gpujob.model import SourceRef
 from gpujob.plan.balance import balance_finding, billed_after, lasts, planned_rate, with_balance
 from gpujob.plan.model import Action, ActionKind, Billing, Finding, JobPlan, MeterLine
 from gpujob.spec.model import JobSpec
@@ -23,7 +24,7 @@ class Source:
     spec: JobSpec
 
     def source(self, key_path: str) -> Any:
-        return None
+        return SourceRef(file="job.yaml", line=1, column=1, key=key_path)
 
 
 def src(**spec: Any) -> Source:
@@ -93,12 +94,22 @@ def test_an_unread_balance_is_an_info_with_the_reason() -> None:
     assert f is not None and (f.code, f.severity, f.job) == ("RP8", "info", "toy")
     assert f.summary == "the RunPod balance was not read (GraphQL myself: 503): how long it lasts is unknown"
     assert f.fix == "check it in the console (Billing), or plan again"
+    assert f.source is not None and f.source.key == "state" and f.detail == ""
     gone = balance_finding(
         src(), account(balance=None), 1.0, ["runpod: balance not read: GraphQL API is gone"]
     )
     assert gone is not None and gone.severity == "info"
-    assert gone.summary.startswith("RunPod no longer reports the balance (its GraphQL API is gone")
-    assert "`gpujob cost`" in gone.fix
+    assert gone.summary == (
+        "RunPod no longer reports the balance (its GraphQL API is gone; REST v2 has billing history but no "
+        "balance): how long it lasts is unknown"
+    )
+    assert (
+        gone.detail == "RunPod stops every pod when credit runs out; gpujob cannot see that coming any more."
+    )
+    assert gone.fix == (
+        "watch the balance on the console's Billing page (or turn on auto-pay); `gpujob cost` shows what "
+        "gpujob's jobs billed, from v2 billing"
+    )
 
 
 def test_a_balance_that_outlasts_the_run_is_an_info() -> None:
@@ -113,7 +124,10 @@ def test_a_balance_under_three_days_warns() -> None:
     assert f is not None and f.severity == "warning"
     assert f.summary == "the RunPod balance $100.00 lasts 2.1 days at $2.00/h: under 3 days"
     assert "changes that to $2.00/h" in f.detail
-    assert f.fix.startswith("add credit or turn on auto-pay")
+    assert f.fix == (
+        "add credit or turn on auto-pay in the RunPod console, and keep the checkpoints on a network volume or "
+        "pulled (`gpujob pull`)"
+    )
     edge = balance_finding(src(run={"command": "x"}), account(72.0, 1.0), 1.0, [])
     assert edge is not None and edge.severity == "info"  # exactly 72 h is not under 3 days
 
@@ -127,6 +141,10 @@ def test_a_balance_shorter_than_the_run_is_an_error_with_the_shortfall() -> None
         "the run cannot finish on this credit"
     )
     assert f.fix.startswith("add at least $5.00 to the RunPod balance")
+    assert f.source is not None and f.source.key == "run.max_runtime"
+    assert f.detail.startswith(
+        "the account spends $1.00/h now; this plan changes that to $2.00/h (myself). When"
+    )
     exact = balance_finding(s, account(20.0, 1.0), 2.0, [])
     assert exact is not None and exact.severity == "warning"  # 10 h of credit does finish a 10 h run
     # a job that will not run is not held to its max_runtime
@@ -140,6 +158,12 @@ def test_nothing_billing_after_the_plan_is_an_info() -> None:
     f = balance_finding(src(), account(5.0, 1.0), 0.0, [])
     assert f is not None and f.severity == "info"
     assert f.summary == "RunPod balance $5.00; nothing bills after this plan"
+    assert f.detail.endswith(
+        "When credit cannot cover the pods RunPod stops them all (volume disks keep billing) and then may "
+        "delete pods and storage; it keeps no backups."
+    )
+    assert f.fix == "" and f.source is not None and f.source.key == "state"
+    assert balance_finding(src(), account(5.0, 1.0), 0.5, []).severity == "warning"  # type: ignore[union-attr]
 
 
 def test_the_basis_says_where_the_rate_comes_from() -> None:
