@@ -41,11 +41,10 @@ lint:               ## ruff + mypy
 # mutmut's own command (it warns when started as `python -m mutmut`): beside $(PY), else on PATH.
 MUTMUT ?= $(or $(wildcard $(dir $(shell command -v $(PY)))mutmut),mutmut)
 
-mutation:           ## mutation testing of the cost engine and the teardown gate (~N min, 2 workers; not CI)
+mutation:           ## mutation testing of the cost engine and the teardown gate (~20 min, 2 workers; not CI)
 	rm -rf mutants
 	$(MUTMUT) run --max-children 2
-	$(MUTMUT) results
-	$(PY) scripts/mutation_scores.py
+	$(MUTMUT) results --all true | $(PY) scripts/mutation_scores.py
 
 schemas:            ## regenerate schemas/*.json, gpujob/spec/fastrules.json and docs/job-file.md's reference from the models
 	$(PY) -m gpujob.schemas
