@@ -162,7 +162,7 @@ def test_each_remote_file_needs_a_verified_local_twin(tmp_path: Path) -> None:
     )
     rec.files[-1] = rec.files[-1].model_copy(update={"size": 99})  # the record says another size
     listing = remote(a_ckpt=b"never pulled", changed_ckpt=b"new!", edited_ckpt=b"x", gone_ckpt=b"g",
-                     ok_ckpt=b"ok", resized_ckpt=b"r", unverified_ckpt=b"u")  # fmt: skip
+                     ok_ckpt=b"ok", resized_ckpt=b"r", unverified_ckpt=b"u", zz_ckpt=b"z")  # fmt: skip
     assert unsafe_files(listing, rec, tmp_path) == [
         "'a.ckpt' (not pulled)",
         "'changed.ckpt' (the remote copy changed after the pull)",
@@ -170,6 +170,7 @@ def test_each_remote_file_needs_a_verified_local_twin(tmp_path: Path) -> None:
         f"'gone.ckpt' (the local copy in {tmp_path} is missing or differs)",
         "'resized.ckpt' (the remote copy changed after the pull)",
         "'unverified.ckpt' (failed checkpoint.verify)",
+        "'zz.ckpt' (not pulled)",  # a refusal reason never ends the listing
     ]
     assert unsafe_files(remote(ok_ckpt=b"ok"), rec, tmp_path) == []
     assert unsafe_files(remote(ok_ckpt=b"ok", a_ckpt=b"a"), None, tmp_path) == [
@@ -284,6 +285,10 @@ def test_the_risk_names_what_is_erased_the_last_listing_and_the_newest_verified_
     unverified = record(pulled("b", b"b", verified=False), at=NOW - timedelta(hours=3))
     said = risk(erases="x", pull_record=unverified, outputs_record=None, now=NOW)
     assert said.endswith("the newest verified pull: never")
+    said = risk(erases="x", pull_record=unverified, outputs_record=outputs, now=NOW)
+    assert said.endswith(
+        "the newest verified pull: 5 min ago"
+    )  # the outputs' pull, with no verified checkpoint
     empty_outputs = outputs.model_copy(update={"files": {}})
     said = risk(erases="x", pull_record=None, outputs_record=empty_outputs, now=NOW)
     assert said.endswith("listed 5 min ago; the newest verified pull: never")
