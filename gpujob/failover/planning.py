@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from gpujob.failover.choice import Choice, choose
+from gpujob.invariant import present
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import Action, ActionKind, Billing, DataEffect, Finding, JobPlan, MeterLine
 
@@ -109,7 +110,7 @@ def _with_money_there(
 
     declared = getattr(ls, "declared", None) or ls.spec
     to = choice.move_to
-    assert to is not None
+    to = present(to, "the move's target")
     there = dataclasses.replace(ls, spec=placed_spec(declared, to.entry), entry=to.entry, declared=declared)
     target = plan_one(there, live, now=now, env=env)
     (move,) = jp.actions

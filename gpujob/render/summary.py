@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpujob.cost.rates import usd
+from gpujob.invariant import holds
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
 
 K = ActionKind
@@ -55,7 +56,7 @@ VERB: dict[ActionKind, str] = {
 DESTROY = {K.TERMINATE, K.DELETE_VOLUME, K.RELEASE_IP, K.DELETE_SNAPSHOT}
 
 # Every ActionKind must have a symbol and a verb: a new kind fails loudly here, not in a user's plan.
-assert set(SYMBOL) == set(ActionKind) == set(VERB)
+holds(set(SYMBOL) == set(ActionKind) == set(VERB), "every action kind has a symbol and a verb")
 
 
 def verb(action: Action) -> str:
