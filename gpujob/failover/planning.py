@@ -90,11 +90,30 @@ def with_moves(
             spot_gone=live.spot_unavailable,
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        moved = _with_choice(jp, ls, choice, live, record)
-        if choice.move_to is not None:
-            moved = _with_money_there(moved, ls, choice, live, now or live.read_at, env or {})
-        out.append(moved)
+        from gpujob.failover.capped import within_cap
+
+        when = now or live.read_at
+        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
+        out.append(moved_plan(jp, ls, choice, live, record, now=when, env=env or {}))
     return out
+
+
+def moved_plan(
+    jp: JobPlan,
+    ls: Any,
+    choice: Choice,
+    live: LiveState,
+    record: Any,
+    *,
+    now: datetime,
+    env: Mapping[str, str],
+) -> JobPlan:
+    """The job's plan under `choice`: its move, priced as the plan there plus what it keeps here, or
+    where it stays (the plan's rate check, gpujob.plan.rate, reads the result)."""
+    moved = _with_choice(jp, ls, choice, live, record)
+    if choice.move_to is not None:
+        moved = _with_money_there(moved, ls, choice, live, now, env)
+    return moved
 
 
 def _with_money_there(
@@ -171,9 +190,20 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
                 code="failover",
                 severity="info" if choice.here.serves else "warning",
                 summary=f"runs on {choice.here.name}"
-                + ("" if choice.here.serves else ", which cannot serve it, and no fallback can either"),
+                + (
+                    f", no move: {choice.held}"
+                    if choice.held
+                    else ("" if choice.here.serves else ", which cannot serve it, and no fallback can either")
+                ),
                 detail="; ".join(lines + _left_lines(ls, choice, live)),
-                fix="" if choice.here.serves else "wait for capacity, or add a fallback entry that can serve",
+                fix=(
+                    "raise budget.max_hourly_usd, or pick a cheaper fallback (GPU, storage, IP), or release what "
+                    "stays billing where it was"
+                    if choice.held
+                    else ""
+                    if choice.here.serves
+                    else "wait for capacity, or add a fallback entry that can serve"
+                ),
                 job=spec.name,
             )
         )

@@ -92,9 +92,12 @@ class Totals:
 
 
 def totals(plan: Plan) -> Totals:
+    from gpujob.plan.rate import running_rate
+
     jobs = plan.jobs
+    running = running_rate(j for j in jobs if j.desired_state == "running")  # the rate the caps judge
     return Totals(
-        running_per_hour=round(sum(j.running_usd_per_hour for j in jobs if j.desired_state == "running"), 6),
+        running_per_hour=round(running.usd_per_hour, 6),
         # what everything still bills per month while its machines are stopped (absent jobs: leftovers)
         parked_per_month=round(sum(j.parked_usd_per_month for j in jobs), 6),
         now_per_hour=round(sum(j.current_usd_per_hour for j in jobs), 6),
