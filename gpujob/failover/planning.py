@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from gpujob.cost.rates import usd
 from gpujob.failover.choice import Choice, choose
 from gpujob.invariant import present
 from gpujob.live import LiveResource, LiveState
@@ -170,7 +171,17 @@ def _left_lines(ls: Any, choice: Choice, live: LiveState) -> list[str]:
         left = (
             [] if platform == choice.here.platform else left_behind(live, ls.spec.name, ls.project, platform)
         )
-        if left:
+        alive = [r for r in left if r.kind in ("pod", "machine") and r.status in ("running", "pending")]
+        if alive:  # a running GPU bills by the hour: never summarised as a month of kept storage
+            from gpujob.plan.one_run import machine_rate
+
+            out.append(
+                f"running on {platform}: "
+                + ", ".join(f"{r.kind} {r.name} {r.status}, {usd(machine_rate(live, r))}/h" for r in alive)
+                + " (the job's own machine: `gpujob apply --adopt "
+                + f"{platform}` makes it the one)"
+            )
+        elif left:
             month = sum(m.usd_per_month for m in kept_meters(live, left, platform))
             out.append(
                 f"left on {platform}: {', '.join(f'{r.kind} {r.name} {r.status}' for r in left)}, "
