@@ -37,6 +37,8 @@ def _jp(job: str, platform: str, running: float, kept: float = 0.0) -> JobPlan:
 
 
 def test_the_running_rate_sums_every_job_and_what_a_move_keeps_where_it_was() -> None:
+    from gpujob.plan.rate import over_cap, running_rate
+
     rate = running_rate(
         [_jp("abl--q1", "runpod", 0.69), _jp("abl--q2", "runpod", 0.69), _jp("bert", "runpod", 0.5, 0.25)]
     )
