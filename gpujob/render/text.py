@@ -164,6 +164,21 @@ def _finding(f: Finding, style: Style, *, indent: str) -> list[str]:
     return out
 
 
+def error_lines(plan: Plan) -> list[str]:
+    """The plan's error findings, each as the plan prints it (under its job's name): what a refusal to
+    apply names above itself."""
+    out: list[str] = []
+    for job in plan.jobs:
+        errors = [
+            f for f in [*job.findings, *(f for a in job.actions for f in a.findings)] if f.severity == "error"
+        ]
+        if errors:
+            out.append(T(f"── {job.job} · {job.platform}"))
+            for f in errors:
+                out += _finding(f, lambda text, **_: text, indent="  ")
+    return out
+
+
 def _wrap(text: str, indent: str) -> list[str]:
     return textwrap.wrap(
         T(text), width=WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False

@@ -284,9 +284,9 @@ def platform_problems(
                 "platform", f"cannot check against the {platform} profile: {exc}", "reinstall gpujob", True
             )
         ]
-    machine = data.get("machine") if isinstance(data.get("machine"), Mapping) else {}
-    storage = data.get("storage") if isinstance(data.get("storage"), Mapping) else {}
-    assert isinstance(machine, Mapping) and isinstance(storage, Mapping)
+    raw_machine, raw_storage = data.get("machine"), data.get("storage")
+    machine: Mapping[str, Any] = raw_machine if isinstance(raw_machine, Mapping) else {}
+    storage: Mapping[str, Any] = raw_storage if isinstance(raw_storage, Mapping) else {}
     out = _options(profile, "machine", machine, load_profile)
     out += _options(profile, "storage", storage, load_profile)
     region_problems, regions = _regions(profile, machine)

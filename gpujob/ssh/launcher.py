@@ -90,7 +90,13 @@ def checkpoint_interval_s(spec: JobSpec) -> int | None:
         return None
     if isinstance(ck.interval, timedelta):
         return max(1, int(ck.interval.total_seconds()))
-    assert ck.mtbf is not None and ck.write_time is not None  # the spec validator guarantees both
+    if ck.mtbf is None or ck.write_time is None:  # the spec validator refuses this; never trusted to
+        from gpujob.errors import ConfigError
+
+        raise ConfigError(
+            f"{spec.name}: checkpoint.interval: auto needs checkpoint.mtbf and checkpoint.write_time",
+            hint="set both, or give checkpoint.interval a duration",
+        )
     return max(1, int(math.sqrt(2 * ck.mtbf.total_seconds() * ck.write_time.total_seconds())))
 
 

@@ -227,7 +227,9 @@ def test_a_sweep_loads_as_one_queue_job_per_machine_and_the_gate_covers_each_cel
         }
         # the checkpoint dir the gate pulls holds every cell's GPUJOB_CHECKPOINT_DIR
         assert spec.checkpoint is not None and spec.checkpoint.dir == "/workspace/ckpt"
-        assert all(f"GPUJOB_CHECKPOINT_DIR=/workspace/ckpt/{c}\n" in spec.run.command for c in mine)
+        placed = ls.sweep.placement.files  # what the command places (base64-encoded in it)
+        assert all(f"GPUJOB_CHECKPOINT_DIR=/workspace/ckpt/{c}\n" in placed[f"cells/{c}.env"] for c in mine)
+        assert all(f"| put {shlex.quote(f'cells/{c}.env')}\n" in spec.run.command for c in mine)
         assert spec.run.command.rstrip().endswith(f'"$V/q{ls.sweep.n}.txt"')
 
 
@@ -332,7 +334,7 @@ def test_each_queue_places_only_its_own_cells_and_an_oversized_queue_is_refused(
         placed = {
             c.name
             for c in ls.sweep.all_cells
-            if f"put {shlex.quote(f'cells/{c.name}.env')} <<" in ls.spec.run.command
+            if f"| put {shlex.quote(f'cells/{c.name}.env')}\n" in ls.spec.run.command
         }
         assert placed == mine
     many = JOB.replace(
