@@ -15,7 +15,7 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import pods, sweep_project
+from tests.e2e.sweep_support import gj, pods, sweep_project
 from tests.e2e.test_sweep import JOB, _mid_queue
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
@@ -72,6 +72,23 @@ def test_a_drained_queue_whose_final_pull_fails_keeps_its_machine_until_every_re
     assert len(list((d / "checkpoints").glob("*/state.json"))) == 6, text
     assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], text
     assert text.count("  finished: the run exited 0") == 2, text
+
+    # `gpujob pull` of the stopped queues (issue 37): everything came home before the stops, so it
+    # starts nothing and says so; a result lost here since is fetched by starting its queue's pod for
+    # the pull, which is stopped again.
+    states = {p["id"]: p["status"] for p in pods(sim)}
+    again = gj(d, env, "pull")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stderr.count("nothing to pull: gpujob-abl--q") == 2, again.stderr
+    assert {p["id"]: p["status"] for p in pods(sim)} == states and "starting" not in again.stderr
+    lost = d / "outputs" / results[0] / "result.json"
+    lost.unlink()
+    fetched = gj(d, env, "pull")
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    assert json.loads(lost.read_text())["cell"] == results[0]
+    assert fetched.stderr.count("starting gpujob-abl--q") == 1, fetched.stderr
+    assert fetched.stderr.count("nothing to pull") == 1, fetched.stderr
+    assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], fetched.stderr
 
 
 def _lines(log: Path, job: str) -> str:
