@@ -71,11 +71,16 @@ def _has(path: Path, size: int) -> bool:
 
 
 async def pull_view(
-    view: Any, pull_ck: Callable[..., Any], pull_out: Callable[..., Any], note: Callable[[str], None]
+    view: Any,
+    ssh: Any,
+    clock: Any,
+    pull_ck: Callable[..., Any],
+    pull_out: Callable[..., Any],
+    note: Callable[[str], None],
 ) -> tuple[Any, Any]:
     """(checkpoint record or None, outputs record or None) of one job, its machine running, stopped or
     gone. `pull_ck` / `pull_out` take a Target and return a record (gpujob.apply.runtime.pull and
-    gpujob.outputs.command.pull_outputs, with the SSH layer and clock bound)."""
+    gpujob.outputs.command.pull_outputs, with `ssh` and `clock` bound)."""
     spec, machine = view.spec, view.machine
     if machine is None or machine.status != "running":
         known = _pulled_here(view, machine)
@@ -90,11 +95,17 @@ async def pull_view(
     note(f"{spec.name}: starting {machine.name} to pull from its disk (stopped again afterwards)")
     started = await view.provider.start(machine)
     try:
-        target = dataclasses.replace(view.target(), resource=started, moved=True)
-        return await _both(target, spec, pull_ck, pull_out)
+        return await _both(target_of_view(view, started), spec, pull_ck, pull_out)
     finally:
+        from gpujob.apply.quiesce import stop as quiesced_stop  # THE stop (tests/apply/test_one_stop.py)
+
         note(f"{spec.name}: stopping {machine.name} again")
-        await view.provider.stop(started)
+        fresh = "started for the pull only: nothing of the job was launched on it"
+        await quiesced_stop(target_of_view(view, started), ssh, clock, note, fresh=fresh)
+
+
+def target_of_view(view: Any, machine: LiveResource) -> Any:
+    return dataclasses.replace(view.target(), resource=machine, moved=True)
 
 
 async def _both(

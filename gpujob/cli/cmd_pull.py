@@ -121,6 +121,8 @@ async def _go(loaded, hooks):  # type: ignore[no-untyped-def]
             note = JobReporter(hooks, v.spec.name)
             ck, got = await pull_view(
                 v,
+                ssh,
+                clock,
                 lambda t, note=note: pull(t, ssh, clock, note),
                 lambda t, note=note: pull_outputs(t, ssh, clock, note),
                 lambda text: _say(text, err=True),
