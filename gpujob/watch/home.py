@@ -76,14 +76,15 @@ def unhome(watcher: Any, job: Any, machine: LiveResource | None) -> bool:
     from gpujob.sweep.expand import queue_cells
 
     spec = job.loaded.spec
+    if machine is None:
+        return False  # gone: a terminate passed the teardown gate's pull, and nothing is left to read
     gave_up = watcher.final_failures.get(job.name, 0) >= FINAL_PULL_TRIES
     if not gave_up and queue_cells(spec) is None:
         return False  # a job's own on-box stop leaves its checkpoints on the kept disk (docs/watch.md)
     if is_home(job, machine):
         watcher.final_failures.pop(job.name, None)
         return False
-    where = machine.name if machine is not None else "its machine"
-    state = machine.status if machine is not None else "gone"
+    where, state = machine.name, machine.status
     files = "its cells' files" if queue_cells(spec) is not None else "its checkpoints and outputs"
     watcher.say(
         job,

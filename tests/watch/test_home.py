@@ -79,6 +79,7 @@ def test_a_pull_record_of_another_machine_does_not_count_as_home(write_job: Any,
     save_pull_record(job.state_dir, _record("an-older-pod"))
     assert home.is_home(job, POD) is False and home.unhome(w, job, POD) is True
     assert home.is_home(job, None) is False
+    assert home.unhome(w, job, None) is False  # terminated through the gate: nothing left to read
 
 
 def test_a_stopped_sweep_queue_not_pulled_waits_but_a_plain_jobs_own_stop_still_finishes(
