@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from gpujob.spec.problem import did_you_mean, suggestion
+from gpujob.spec.rules import one_or_many
 
 if TYPE_CHECKING:
     from gpujob.profile import Profile
@@ -78,7 +79,8 @@ def _options(
 
 def _gpus(profile: Profile, machine: Mapping[str, Any], regions: list[str]) -> list[CheckProblem]:
     raw = machine.get("gpu")
-    gpus = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    named = one_or_many(raw)  # as the model reads it: `gpu: 4090` names GPU '4090'
+    gpus = named if isinstance(named, list) else []
     aliases = [g.alias for g in profile.gpus]
     out, offers = [], []
     for i, name in enumerate(gpus):
@@ -86,7 +88,7 @@ def _gpus(profile: Profile, machine: Mapping[str, Any], regions: list[str]) -> l
             continue
         offer = profile.gpu(name)
         if offer is None:
-            path = "machine.gpu" if isinstance(raw, str) else f"machine.gpu[{i}]"
+            path = f"machine.gpu[{i}]" if isinstance(raw, list) else "machine.gpu"
             out.append(
                 CheckProblem(path, f"unknown GPU '{name}' on {profile.platform}", suggestion(name, aliases))
             )
