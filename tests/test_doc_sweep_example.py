@@ -48,6 +48,11 @@ def test_the_sweep_examples_teardown_draws_no_warning_on_its_queues(tmp_path: Pa
     assert out.returncode == 0, out.stderr
     jobs = json.loads(out.stdout)["jobs"]
     assert len(jobs) == 2  # machines: 2
+    launch = next(a for a in jobs[0]["actions"] if a["id"] == "abl.q1.run.launch")
+    cells = [r for r in launch["reasons"] if r.startswith("cell ")]  # what runs, cell by cell (#41)
+    assert len(cells) == 3 and all("`python train.py`; resumes from the latest checkpoint in /workspace/ckpt/"
+                                   in r for r in cells), launch["reasons"]  # fmt: skip
+    assert not any(r.endswith("checkpoint in /workspace/ckpt") for r in launch["reasons"])
     rp4 = [(j["job"], f["source"]) for j in jobs for f in j["findings"] if f["code"] == "RP4"]
     assert rp4 == []  # a stopped queue machine's GPU may be rented away: the example does not stop it
 
