@@ -57,6 +57,24 @@ def test_the_sweep_examples_teardown_draws_no_warning_on_its_queues(tmp_path: Pa
     assert rp4 == []  # a stopped queue machine's GPU may be rented away: the example does not stop it
 
 
+def test_the_text_plan_leads_with_the_sweep_and_shows_each_finding_once(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(BASE.replace("  regions: [EU-RO-1]\n", "") + first_yaml("sweeps.md"))
+    with running_simulator(tmp_path / "sim", pods=False) as sim:
+        out = subprocess.run(
+            [sys.executable, "-m", "gpujob", "plan", "job.yaml"],
+            cwd=tmp_path, env={**__import__("os").environ, **sim.env}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert re.fullmatch(
+        r"sweep abl: 6 cells on 2 machines, est\. \$\d+\.\d\d in all, \$\d+\.\d\d/h while its machines run",
+        lines[2],
+    )
+    assert sum("[image-digest]" in line for line in lines) == 1  # printed by q1, not again by q2
+    assert sum("[RP7] network volume without machine.regions" in line for line in lines) == 1
+    assert any(re.fullmatch(r"    \d+ as for abl--q1 above \(the same findings\)", line) for line in lines)
+
+
 def test_failover_md_says_a_sweep_with_fallback_is_refused() -> None:
     from gpujob.sweep.checks import __file__ as checks
 
