@@ -11,7 +11,7 @@ endif
 export PY
 export PYTHONDONTWRITEBYTECODE=1
 
-.PHONY: install install-pinned constraints deps test test-fast lint schemas demo bench golden clean
+.PHONY: install install-pinned constraints deps test test-fast lint mutation schemas demo bench golden clean
 
 install:            ## system packages (apt/dnf/brew, asks first) + gpujob and its test tools (editable)
 	PYTHON=$(PYTHON) scripts/system-deps.sh install
@@ -38,6 +38,14 @@ lint:               ## the floor contracts (.importlinter, docs/architecture.md)
 	$(PY) -m ruff check gpujob tests bench
 	$(PY) -m ruff format --check gpujob tests bench
 	$(PY) -m mypy gpujob
+
+# mutmut's own command (it warns when started as `python -m mutmut`): beside $(PY), else on PATH.
+MUTMUT ?= $(or $(wildcard $(dir $(shell command -v $(PY)))mutmut),mutmut)
+
+mutation:           ## mutation testing of the cost engine and the teardown gate (~20 min, 2 workers; not CI)
+	rm -rf mutants
+	$(MUTMUT) run --max-children 2
+	$(MUTMUT) results --all true | $(PY) scripts/mutation_scores.py
 
 schemas:            ## regenerate schemas/*.json, gpujob/spec/fastrules.json and docs/job-file.md's reference from the models
 	$(PY) -m gpujob.schemas

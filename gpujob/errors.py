@@ -14,6 +14,7 @@ GpujobError                   exit 1 (spec problems exit 1 too, from `validate`)
 ├── SSHError
 │   ├── SSHConnectError
 │   └── RemoteCommandError    .exit_status, .stderr_tail, the masked command
+├── PlanBlockedError          apply refused a plan with errors; .findings: their lines, printed above
 ├── StalePlanError            live state or spec changed since the saved plan was made
 │   └── PlanMismatchError     a saved plan is not what gpujob derives now (edited, or the world moved)
 ├── GateError                 teardown refused: checkpoints not pulled/verified, or not approved
@@ -79,6 +80,21 @@ class SpecError(GpujobError):
 
     def render(self) -> str:
         return "\n".join(str(p) for p in self.problems)
+
+
+class PlanBlockedError(GpujobError):
+    """Apply refused a plan with error findings: they are printed above the refusal, in the plan's words
+    (`findings`: the plan's lines, gpujob.render.text.error_lines)."""
+
+    def __init__(self, findings: list[str], *, hint: str | None = None) -> None:
+        self.findings = findings
+        n = sum(1 for line in findings if line.lstrip().startswith("✗ error"))
+        self.refusal = f"the plan has {n} error finding(s) (above); nothing was applied"
+        super().__init__("\n".join([*findings, self.refusal]), hint=hint)
+
+    def render(self) -> str:  # the findings first, then the refusal that points at them
+        text = "\n".join([*self.findings, f"Error: {self.refusal}"])
+        return text + (f"\n  hint: {self.hint}" if self.hint else "")
 
 
 class ProfileError(GpujobError):

@@ -71,6 +71,7 @@ say "4. Progress: wait for the first checkpoint on the network volume"
 wait_for 90 has_checkpoint || fail "no checkpoint on the pod within 90 s; see: gpujob logs job.yaml"
 must status job.yaml
 must logs -n 5 job.yaml
+must watch --once job.yaml
 
 say "5. The platform preempts the spot pod (SIGTERM, then SIGKILL after the grace)"
 must sim inject preempt

@@ -122,10 +122,10 @@ async def apply_plan(
         approvals = without_overrides(approvals)
     env = os.environ if env is None else env
     if plan.blocked:
-        raise GpujobError(
-            "the plan has errors (see the findings); nothing was applied",
-            hint="fix the job file, then plan again",
-        )
+        from gpujob.errors import PlanBlockedError
+        from gpujob.render.text import error_lines
+
+        raise PlanBlockedError(error_lines(plan), hint="do what each error's fix: line says, then plan again")
     actions = [a for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
     require_approvals(actions, approvals, command=command)
     by_name = {ls.spec.name: ls for ls in loaded_specs}

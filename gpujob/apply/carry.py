@@ -16,6 +16,7 @@ from gpujob.apply.runtime.pulling import pull_dir
 from gpujob.apply.runtime.remote import Target, open_remote
 from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.errors import GpujobError
+from gpujob.invariant import present
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action
 
@@ -65,7 +66,7 @@ async def _seed(
     from gpujob.plan.seed import newest_verified
 
     ck = ctx.spec.checkpoint
-    assert ck is not None
+    ck = present(ck, "the checkpoint block of a job that carries")
     newest = newest_verified(record)
     if record is None or newest is None:
         return None, "no verified local checkpoint: the run starts from step 0"

@@ -180,6 +180,9 @@ async def plan_and_apply(
 
         loaded = await settle(loaded, live, providers)
     now = datetime.now(UTC)
+    from gpujob.sweep.fit import fit_queues
+
+    loaded = fit_queues(loaded, live, now=now, env=os.environ)  # a sweep's queue count under its cap
     record_seen(loaded, providers, live)
     if saved_plan is not None:
         check_saved_plan(saved_plan, loaded, live, saved_as=opts.targets[0] if opts.targets else "plan.json")

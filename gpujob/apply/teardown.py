@@ -39,6 +39,7 @@ from gpujob.apply.records import current_record, load_pull_record
 from gpujob.apply.runtime.pulling import pull_dir, pull_over
 from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, open_remote
 from gpujob.errors import GateError, GpujobError, ProviderError
+from gpujob.invariant import present
 from gpujob.live import LiveResource
 from gpujob.plan.actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
@@ -78,7 +79,7 @@ async def guard(ctx: JobContext, action: Action) -> str:
 
 async def _machine_gate(ctx: JobContext, action: Action) -> str:
     machine = ctx.machine
-    assert machine is not None
+    machine = present(machine, "the machine the gate guards")
     vol_id = machine.network_volume_id if ctx.spec.platform == "runpod" else None
     from gpujob.sweep.storage import shared
 
@@ -451,7 +452,7 @@ def _pullable_dir(
                 f"gpujob ssh -- rm -r {shlex.quote(d)}; then run the command again"
             )
         raise GateError(f"{action.id}: {n} file(s) in {d} on {where} would be erased: {why}{tail}", hint=fix)
-    assert ck is not None and ck_dir is not None
+    ck, ck_dir = present(ck, "the checkpoint block"), present(ck_dir, "checkpoint.dir")
     lst = at_risk[ck_dir]
     if ck.verify is None:
         raise GateError(

@@ -31,6 +31,10 @@ Examples:
   gpujob apply --replace abl.q1.run             relaunch queue q1 of sweep abl (its cell in flight resumes)
   gpujob apply --release-left --approve bert.left.runpod.network_volume.delete-volume
                                                 delete, gated, what a move left on another platform
+  gpujob apply --adopt paperspace               the job's own machine runs on Paperspace though its
+                                                failover record says otherwise (edited, restored, lost):
+                                                make that machine the one (sets the record to the
+                                                live truth; creates, starts and stops nothing)
 """
 
 
@@ -59,6 +63,15 @@ Examples:
     help="Delete what a move left on the platforms the job no longer runs on (each one gated: "
     "<job>.left.<platform>.…).",
 )
+@click.option(
+    "--adopt",
+    "adopt",
+    type=click.Choice(["runpod", "paperspace"]),
+    default=None,
+    metavar="PLATFORM",
+    help="Set each job's failover record to PLATFORM, where the live read finds its own machine running "
+    "(after a record was edited, restored or lost); nothing is created, started or stopped.",
+)
 def command(
     targets: tuple[Path, ...],
     auto_approve: bool,
@@ -69,7 +82,10 @@ def command(
     release_left: bool,
     no_color: bool,
     lock_timeout: float,
+    adopt: str | None,
 ) -> None:
+    if adopt is not None:
+        sys.exit(run_command(run_adopt, targets, adopt, lock_timeout))
     sys.exit(
         run_command(
             run,
@@ -188,6 +204,32 @@ def run(
             err=True,
         )
         return 1
+    return 0
+
+
+def run_adopt(targets: tuple[Path, ...], platform: str, lock_timeout: float) -> int:
+    """`gpujob apply --adopt PLATFORM` (gpujob.failover.adopt), under the jobs' locks."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from gpujob.apply import session
+    from gpujob.failover.adopt import adopt_live
+    from gpujob.failover.entries import platforms_read
+    from gpujob.project import with_projects
+    from gpujob.providers.registry import open_providers
+    from gpujob.safe import for_terminal
+    from gpujob.spec.load import load_specs
+
+    loaded = with_projects(load_specs(session.job_files(list(targets))), create=False)
+
+    async def go() -> list[str]:
+        with session.locked(loaded, f"gpujob apply --adopt {platform}", timeout=lock_timeout):
+            async with open_providers(platforms_read(loaded) | {platform}) as providers:
+                return await adopt_live(loaded, providers, platform, now=datetime.now(UTC))
+
+    for line in asyncio.run(go()):
+        click.echo(for_terminal(line))
+    click.echo("Run `gpujob plan` to see the jobs where they run now.")
     return 0
 
 

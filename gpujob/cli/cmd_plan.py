@@ -127,6 +127,9 @@ def _plan(
         now = datetime.now(UTC)
         if refresh_runs:
             loaded = settle_sweeps(loaded, live)
+    from gpujob.sweep.fit import fit_queues
+
+    loaded = fit_queues(loaded, live, now=now, env=os.environ)  # a sweep's queue count under its cap
     # The project id is made only now: a plan that could not read the platforms writes nothing.
     loaded = with_projects(loaded, create=True)
     from gpujob.apply.records import job_launch_records, job_pull_records

@@ -110,17 +110,25 @@ async def _go(loaded, hooks):  # type: ignore[no-untyped-def]
     from gpujob.apply.progress import JobReporter
     from gpujob.apply.runtime import pull
     from gpujob.apply.sshapi import SSHApi
+    from gpujob.apply.stopped_pull import pull_view
     from gpujob.clock import SystemClock
     from gpujob.outputs.command import pull_outputs
 
     out, outputs = [], []
+    ssh, clock = SSHApi.default(), SystemClock()
     async with job_views(loaded) as views:
         for v in views:
             note = JobReporter(hooks, v.spec.name)
-            if v.spec.checkpoint is not None:
-                out.append(await pull(v.target(), SSHApi.default(), SystemClock(), note))
-            if v.spec.outputs is not None:
-                outputs.append(await pull_outputs(v.target(), SSHApi.default(), SystemClock(), note))
+            ck, got = await pull_view(
+                v,
+                ssh,
+                clock,
+                lambda t, note=note: pull(t, ssh, clock, note),
+                lambda t, note=note: pull_outputs(t, ssh, clock, note),
+                lambda text: _say(text, err=True),
+            )
+            out += [ck] if ck is not None else []
+            outputs += [got] if got is not None else []
     return out, outputs
 
 

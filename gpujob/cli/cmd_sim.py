@@ -231,10 +231,11 @@ def _alive(pid: int) -> bool:
 
 @command.command()
 def status() -> None:
-    """Is the simulator running; where; what it holds."""
+    """Is the simulator running; where; what it holds; which faults are active."""
 
     def body() -> None:
         from gpujob.sim.daemon import read_daemon
+        from gpujob.sim.fault_words import fault_lines
 
         info = read_daemon(_dir())
         if info is None:
@@ -254,6 +255,7 @@ def status() -> None:
             f"  Paperspace  {info['paperspace_url']}/v1   machines: "
             + (", ".join(f"{m['id']} {m['state']}" for m in machines) or "none")
         )
+        click.echo("  faults      " + fault_lines(_control("faults")["active"]))
 
     run_command(body)
 

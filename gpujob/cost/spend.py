@@ -65,16 +65,23 @@ def granularity(profile: Profile, key: str, volume_tier: str | None = None) -> s
 def charge(m: MeterLine, periods: Sequence[tuple[datetime, datetime]], how: str, created: datetime) -> float:
     """USD for meter `m` over its billing periods (each a stretch at one rate), capped per 30-day cycle
     from `created` the way the platform caps a resource's monthly charge."""
+    return _charge_runs([(a, b, m) for a, b in periods], how, created)
+
+
+def _charge_runs(runs: Sequence[tuple[datetime, datetime, MeterLine]], how: str, created: datetime) -> float:
+    """One meter's billing periods, each at its own rate (a RunPod volume disk bills at 2× while its pod
+    is stopped), capped as one resource: the last period's monthly maximum per 30-day cycle."""
     total = 0.0
-    for start, end in periods:
+    for start, end, m in runs:
         seconds = (end - start).total_seconds()
         if seconds <= 0:
             continue
         hours = billed_hours(seconds) if how == "hour" else seconds / 3600
         total += m.usd_per_hour * hours
-    if m.monthly_cap_usd is not None and periods:
-        cycles = int((periods[-1][1] - created) / MONTH) + 1
-        total = min(total, m.monthly_cap_usd * cycles)
+    cap = runs[-1][2].monthly_cap_usd if runs else None
+    if cap is not None:
+        cycles = int((runs[-1][1] - created) / MONTH) + 1
+        total = min(total, cap * cycles)
     return total
 
 
@@ -109,7 +116,7 @@ def _bill_timeline(
 ) -> float:
     """Price a resource over its timeline: per meter, contiguous stretches at one rate form one billing
     period (an hourly meter bills each period's started hours; a new period starts when its rate
-    changes or it stops billing, as the platforms do)."""
+    changes or it stops billing, as the platforms do), each at its own rate."""
     lines = {st: rates.meters(_fp(p, r, st, ip_listed), p.profile) for st in ("running", "stopped")}
     periods: dict[str, list[tuple[datetime, datetime, MeterLine]]] = {}
     for a, b, st in timeline:
@@ -122,7 +129,7 @@ def _bill_timeline(
     total = 0.0
     for key, runs in periods.items():
         how = granularity(p.profile, key, r.volume_tier)
-        total += charge(runs[-1][2], [(a, b) for a, b, _ in runs], how, created)
+        total += _charge_runs(runs, how, created)
     return total
 
 

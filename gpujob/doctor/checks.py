@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from gpujob.doctor.drift import Drift, drifts
 from gpujob.errors import MalformedResponse, ProviderAuthError, ProviderError
+from gpujob.invariant import holds, present
 from gpujob.model import WireModel
 from gpujob.providers.http import ApiClient
 from gpujob.providers.paperspace import wire as ps
@@ -111,7 +112,7 @@ async def run_checks(
 
 
 async def _run(check: Check, api: ApiClient | None) -> Result:
-    assert api is not None
+    api = present(api, "the API client of a check that calls it")
     call = check.name(api)
     try:
         bodies = await _read(check, api)
@@ -145,7 +146,7 @@ async def _run(check: Check, api: ApiClient | None) -> Result:
 
 async def _read(check: Check, api: ApiClient) -> list[Any]:
     if check.query is not None:
-        assert check.query.lstrip().startswith("query"), "doctor sends read-only GraphQL queries only"
+        holds(check.query.lstrip().startswith("query"), "doctor sends read-only GraphQL queries only")
         data = await api.graphql(check.query, {}, idempotent=True)
         return [data.get(check.field_name) if isinstance(data, dict) else data]
     bodies: list[Any] = []

@@ -41,9 +41,14 @@ async def apply_moves(
             running_here=here_up,
             spot_gone=live.spot_unavailable,
         )
+        from gpujob.failover.capped import within_cap
+
+        choice = within_cap(ls, choice, live, now=live.read_at, env=env)  # the plan's own chooser
         mid = move_id(name)
         if choice.move_to is None:
-            failed[mid] = "the platforms changed since the plan: plan again"
+            failed[mid] = "the platforms changed since the plan: plan again" + (
+                f" ({choice.held})" if choice.held else ""
+            )
             continue
         hooks.note(name, f"moving {choice.here.name} -> {choice.move_to.name}: {choice.why}")
 

@@ -35,6 +35,7 @@ class Choice:
     move_to: Place | None = None
     why: str = ""  # why the job moves (or would, were a place able to take it)
     failback: bool = False
+    held: str = ""  # why no move is proposed though a place could serve: its rate is over the cap (capped.py)
 
     @property
     def stuck(self) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.failover.choice import Choice, Place
+from gpujob.invariant import present
 from gpujob.plan.model import ActionKind
 from gpujob.project.placement import Move, Placement, placed_spec, read_placement, write_placement
 
@@ -152,7 +153,7 @@ async def push_verified(
     from gpujob.state import open_store
 
     spec = target_ls.spec
-    assert spec.checkpoint is not None
+    present(spec.checkpoint, "a moving job's checkpoint block")
     local = pull_dir(spec, target_ls.path)
     want = local_sha256(local / name)
     target = Target(
@@ -216,7 +217,7 @@ async def move_job(
 
     wait_s = create_wait_s(env) if create_wait is None else create_wait
     to: Place | None = choice.move_to
-    assert to is not None
+    to = present(to, "the move's target")
     declared = getattr(ls, "declared", None) or ls.spec
     here = choice.here
     store = open_store(ls.path)
@@ -256,7 +257,7 @@ async def move_job(
 
     def finish(outcome: str, entry: int, platform: str) -> None:
         rec = read_placement(store, declared.name)
-        assert rec is not None
+        rec = present(rec, "the placement record the move wrote")
         moves = [*rec.moves[:-1], rec.moves[-1].model_copy(update={"outcome": outcome})]
         write_placement(store, rec.model_copy(update={"entry": entry, "platform": platform, "moves": moves}))
 

@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from gpujob.cost.rates import usd
 from gpujob.failover.choice import Choice, choose
+from gpujob.invariant import present
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import Action, ActionKind, Billing, DataEffect, Finding, JobPlan, MeterLine
 
@@ -89,11 +91,30 @@ def with_moves(
             spot_gone=live.spot_unavailable,
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        moved = _with_choice(jp, ls, choice, live, record)
-        if choice.move_to is not None:
-            moved = _with_money_there(moved, ls, choice, live, now or live.read_at, env or {})
-        out.append(moved)
+        from gpujob.failover.capped import within_cap
+
+        when = now or live.read_at
+        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
+        out.append(moved_plan(jp, ls, choice, live, record, now=when, env=env or {}))
     return out
+
+
+def moved_plan(
+    jp: JobPlan,
+    ls: Any,
+    choice: Choice,
+    live: LiveState,
+    record: Any,
+    *,
+    now: datetime,
+    env: Mapping[str, str],
+) -> JobPlan:
+    """The job's plan under `choice`: its move, priced as the plan there plus what it keeps here, or
+    where it stays (the plan's rate check, gpujob.plan.rate, reads the result)."""
+    moved = _with_choice(jp, ls, choice, live, record)
+    if choice.move_to is not None:
+        moved = _with_money_there(moved, ls, choice, live, now, env)
+    return moved
 
 
 def _with_money_there(
@@ -109,7 +130,7 @@ def _with_money_there(
 
     declared = getattr(ls, "declared", None) or ls.spec
     to = choice.move_to
-    assert to is not None
+    to = present(to, "the move's target")
     there = dataclasses.replace(ls, spec=placed_spec(declared, to.entry), entry=to.entry, declared=declared)
     target = plan_one(there, live, now=now, env=env)
     (move,) = jp.actions
@@ -150,7 +171,17 @@ def _left_lines(ls: Any, choice: Choice, live: LiveState) -> list[str]:
         left = (
             [] if platform == choice.here.platform else left_behind(live, ls.spec.name, ls.project, platform)
         )
-        if left:
+        alive = [r for r in left if r.kind in ("pod", "machine") and r.status in ("running", "pending")]
+        if alive:  # a running GPU bills by the hour: never summarised as a month of kept storage
+            from gpujob.plan.one_run import machine_rate
+
+            out.append(
+                f"running on {platform}: "
+                + ", ".join(f"{r.kind} {r.name} {r.status}, {usd(machine_rate(live, r))}/h" for r in alive)
+                + " (the job's own machine: `gpujob apply --adopt "
+                + f"{platform}` makes it the one)"
+            )
+        elif left:
             month = sum(m.usd_per_month for m in kept_meters(live, left, platform))
             out.append(
                 f"left on {platform}: {', '.join(f'{r.kind} {r.name} {r.status}' for r in left)}, "
@@ -170,9 +201,20 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
                 code="failover",
                 severity="info" if choice.here.serves else "warning",
                 summary=f"runs on {choice.here.name}"
-                + ("" if choice.here.serves else ", which cannot serve it, and no fallback can either"),
+                + (
+                    f", no move: {choice.held}"
+                    if choice.held
+                    else ("" if choice.here.serves else ", which cannot serve it, and no fallback can either")
+                ),
                 detail="; ".join(lines + _left_lines(ls, choice, live)),
-                fix="" if choice.here.serves else "wait for capacity, or add a fallback entry that can serve",
+                fix=(
+                    "raise budget.max_hourly_usd, or pick a cheaper fallback (GPU, storage, IP), or release what "
+                    "stays billing where it was"
+                    if choice.held
+                    else ""
+                    if choice.here.serves
+                    else "wait for capacity, or add a fallback entry that can serve"
+                ),
                 job=spec.name,
             )
         )

@@ -61,6 +61,10 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails,
         spot_gone=live.spot_unavailable,
     )  # fmt: skip
+    from gpujob.failover.capped import within_cap
+
+    # the plan's chooser: never a move the cap check would refuse (watch would retry it every interval)
+    choice = within_cap(ls, choice, live, now=watcher.clock.now(), env=watcher.env, jp=jp)
     to = choice.move_to
     planned = any(a.kind is ActionKind.MOVE for a in jp.actions)
     if to is None:  # served here; a planned move this read disagrees with waits for the next tick's plan

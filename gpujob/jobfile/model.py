@@ -337,7 +337,12 @@ class BudgetSpec(Model):
     """Spending limits checked at plan time."""
 
     max_hourly_usd: float | None = Field(
-        None, gt=0, le=1000, description="Refuse a plan whose running rate exceeds this (at most 1000)."
+        None,
+        gt=0,
+        le=1000,
+        description="Refuse a plan whose running rate exceeds this (at most 1000): the sum over everything "
+        "the job file leaves billing per hour (every queue of a sweep; a move's machine, storage and IP "
+        "there plus what stays billing where it was). A failover or a sweep's queue count never chooses more.",
     )
     max_total_usd: float | None = Field(
         None, gt=0, le=10_000_000, description="Warn when spend so far plus projection crosses this."

@@ -6,6 +6,7 @@ alike. Every function that checks raises ValueError with the message the user se
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from typing import Any
@@ -52,6 +53,10 @@ def parse_duration(value: Any, minimum_s: float = _MIN_DURATION_S) -> timedelta:
     if isinstance(value, bool) or not isinstance(value, str):
         raise ValueError("expected a duration such as 30s, 15m, 48h, 2d or 1w (a number with a unit)")
     match = _DURATION_RE.match(value)
+    if not match and value.strip().startswith("-") and _DURATION_RE.match(value.strip()[1:].lstrip()):
+        raise ValueError(
+            f"'{value}' must be positive: a duration longer than zero, such as {value.strip()[1:].lstrip()}"
+        )
     if not match:
         raise ValueError(f"'{value}' is not a duration; write a number with a unit: 30s, 15m, 48h, 2d or 1w")
     amount, unit = float(match.group(1)), match.group(2)
@@ -147,8 +152,17 @@ def path_problem(value: str, *, local: bool = False, up: bool = False) -> str | 
 
 
 def one_or_many(value: Any) -> Any:
-    """machine.gpu: a single alias stands for a list of one."""
-    return [value] if isinstance(value, str) else value
+    """machine.gpu: a single alias stands for a list of one; a number YAML read from an unquoted name
+    (`gpu: 4090`) is that name, so the first run already says which GPU it is not (did you mean ...)."""
+    if isinstance(value, list):
+        return [_name(v) for v in value]
+    return [_name(value)] if isinstance(value, str | int | float) and not isinstance(value, bool) else value
+
+
+def _name(value: Any) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return str(value)
+    return value
 
 
 def checked_path(value: str, *, local: bool = False) -> str:

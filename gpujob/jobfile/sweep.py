@@ -29,6 +29,14 @@ class SweepSpec(Model):
         le=MAX_MACHINES,
         description="Queues, one per machine (gpujob-<job>--q<N>--<project>), run at once.",
     )
+    min_machines: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_MACHINES,
+        description="With budget.max_hourly_usd: `machines` is the most, and the sweep runs the most queues "
+        "from min_machines up whose running rate fits the cap (the plan says how many and why). Unset: "
+        "exactly `machines`, and a sum over the cap is an error.",
+    )
     matrix: dict[str, list[str]] | None = Field(
         None, description="Name -> values (strings); the cartesian product is the set of cells."
     )
@@ -74,6 +82,8 @@ class SweepSpec(Model):
     def _one_source(self) -> SweepSpec:
         if (self.matrix is None) == (self.cells is None):
             raise ValueError("a sweep needs exactly one of matrix or cells")
+        if self.min_machines is not None and self.min_machines > self.machines:
+            raise ValueError(f"min_machines {self.min_machines} is more than machines {self.machines}")
         from gpujob.jobfile.cells import expand
 
         n = len(expand(self))  # refuses duplicate cells

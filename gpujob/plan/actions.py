@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpujob.images import cuda_from_tag
+from gpujob.invariant import present
 from gpujob.live import LiveResource
 from gpujob.plan import action_findings as af
 from gpujob.plan.builder import add, noop, noop_reason
@@ -562,9 +563,13 @@ def launch_run(
         f"sync {run.sync.src} to {run.sync.dest}, then run `{shown_command(ctx.job, run.command)}` "
         f"detached ({run.detach})"
     )
+    from gpujob.sweep.shown import cell_lines
+
+    cells = cell_lines(getattr(ctx.loaded, "sweep", None))
+    reasons += cells  # a sweep queue: each cell's command, values and checkpoint dir
     if resume:
         reasons.append(resume)
-    elif ck is not None:
+    elif ck is not None and not cells:
         reasons.append(f"the command resumes from the latest checkpoint in {ck.dir}")
     old = previous_ck_dir(ctx)
     if ck is not None and old is not None:
@@ -612,7 +617,7 @@ def previous_ck_dir(ctx: JobContext) -> str | None:
 
 def pull_checkpoints(ctx: JobContext, before_what: str, *, first: str | None = None) -> str:
     ck = ctx.spec.checkpoint
-    assert ck is not None
+    ck = present(ck, "the checkpoint block of a job that pulls")
     reasons = [first] if first else []
     reasons.append(f"copy {ck.dir} to {ck.pull_to} and verify it before the {before_what}")
     rec = ctx.pull_record
@@ -628,7 +633,7 @@ def push_checkpoints(ctx: JobContext, replace_id: str | None, *, first: str | No
     """After a replace erased the checkpoints' disk: carry the final pull's verified copies onto the new
     machine's checkpoint.dir before its run starts, so training continues from its step."""
     ck = ctx.spec.checkpoint
-    assert ck is not None
+    ck = present(ck, "the checkpoint block of a job that pulls")
     kind = ctx.machine_kind
     reasons = [first] if first else []
     reasons += [

@@ -78,6 +78,12 @@ def build_plan(
 
         jobs = with_left(loaded, jobs, live, now=now, env=env, pull_records=pull_records,
                          launch_records=launch_records, release=release_left)  # fmt: skip
+    from gpujob.plan.one_run import with_one_run
+    from gpujob.plan.rate import with_caps
+
+    jobs = with_one_run(loaded, jobs, live, owners)  # the job's own machine running on another platform
+
+    jobs = with_caps(loaded, jobs)  # budget.max_hourly_usd on each file's sum (a sweep's queues, a move)
     return Plan(
         created_at=now,
         gpujob_version=__version__,

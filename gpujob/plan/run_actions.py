@@ -5,6 +5,7 @@ finished for this job file. Pure: the facts were read during refresh (gpujob.pla
 
 from __future__ import annotations
 
+from gpujob.invariant import present
 from gpujob.live import RunFact
 from gpujob.plan import action_findings as af
 from gpujob.plan.actions import launch_run, previous_ck_dir, pull_checkpoints
@@ -120,7 +121,7 @@ def _age(seconds: float | None) -> str:
 
 def _on_finish(ctx: JobContext, reason: str) -> None:
     m = ctx.machine
-    assert m is not None
+    m = present(m, "the machine of a finished run")
     if ctx.spec.teardown.on_finish == "stop":
         add(
             ctx,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpujob.invariant import present
 from gpujob.jobfile.model import JobSpec
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
@@ -65,7 +66,7 @@ def plan_queue_update(ctx: JobContext, changes: list[FieldChange], queue: tuple[
     cell (the cell in flight runs on, never relaunched), when the new version of its files carries every
     key that differs; else nothing now, and a finding says when it applies."""
     m = ctx.machine
-    assert m is not None
+    m = present(m, "the machine of a run that changes")
     late = [c.path for c in changes if not c.path.startswith(FROM_NEXT_CELL)]
     name = f"queue q{queue[1]} of sweep {queue[0]}"
     if late:

@@ -1,7 +1,13 @@
-"""What happens to a RunPod GPU when the run ends: RunPod has no auto-shutdown, so a pod bills on after
-its run finished or failed unless teardown.on_finish / on_failure say stop (done on the pod itself by
-the launcher, with the pod's own runpodctl). Said when the pod is created, with what it keeps billing;
-and a warning when the image may lack runpodctl, so the pod cannot stop itself."""
+"""What happens to a GPU when the run ends. RunPod has no auto-shutdown, so a pod bills on after its run
+finished or failed unless teardown.on_finish / on_failure say stop (done on the pod itself by the
+launcher, with the pod's own runpodctl). Said when the pod is created, with what it keeps billing;
+and a warning when the image may lack runpodctl, so the pod cannot stop itself.
+
+A Paperspace machine cannot stop itself (issue 37): its documentation knows one unbilled state, `off`,
+reached by a stop event from its console or its API (`PATCH /machines/{id}/stop`), and the API's keys
+are team-wide (no machine-scoped key like RunPod's), which gpujob never puts on a machine
+(docs/security.md); it does not say that a `shutdown` inside the machine ends the hourly billing. So a
+teardown stop there is done by gpujob apply / watch only, and the plan says what bills meanwhile."""
 
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ RUNPODCTL_IMAGES = ("runpod/",)  # RunPod's own images ship runpodctl (seeds/run
 
 def self_stop_findings(ctx: JobContext, running_usd_per_hour: float) -> list[Finding]:
     spec = ctx.spec
+    if spec.platform == "paperspace" and spec.run is not None:
+        return _paperspace(ctx, running_usd_per_hour)
     if spec.platform != "runpod" or spec.run is None:
         return []
     out: list[Finding] = []
@@ -55,3 +63,40 @@ def self_stop_findings(ctx: JobContext, running_usd_per_hour: float) -> list[Fin
             )
         )
     return out
+
+
+def _paperspace(ctx: JobContext, running_usd_per_hour: float) -> list[Finding]:
+    spec = ctx.spec
+    stops = [
+        k
+        for k, v in (("on_finish", spec.teardown.on_finish), ("on_failure", spec.teardown.on_failure))
+        if v == "stop"
+    ]
+    starts = any(
+        (a.kind in (ActionKind.CREATE, ActionKind.REPLACE) and a.resource_kind == "machine")
+        or a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH)
+        for a in ctx.actions
+    )
+    if not stops or not starts:
+        return []
+    when = {"on_finish": "finishes", "on_failure": "fails"}
+    ends = " or ".join(when[k] for k in stops)
+    backstop = spec.machine.auto_shutdown
+    clock = (
+        f", or machine.auto_shutdown turns it off {backstop.total_seconds() / 3600:g}h after it started"
+        if backstop is not None
+        else ""
+    )
+    return [
+        ctx.finding(
+            "paperspace-no-self-stop",
+            "warning",
+            f"a Paperspace machine cannot stop itself: after the run {ends}, this machine keeps billing "
+            f"{usd(running_usd_per_hour)}/h until gpujob watch or apply stops it (teardown.{stops[0]}: stop){clock}",
+            detail="Paperspace bills no hourly usage only in its off state, reached by a stop from its "
+            "console or API; its API keys are team-wide, and gpujob puts no account key on a machine",
+            fix="keep gpujob watch running while the run goes (it stops the machine as the run ends), "
+            "and set machine.auto_shutdown as the backstop",
+            key="teardown",
+        )
+    ]

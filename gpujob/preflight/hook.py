@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from gpujob.errors import GpujobError
+from gpujob.invariant import present
 from gpujob.preflight.checks import Verdict, assess
 from gpujob.preflight.probe import parse
 
@@ -34,7 +35,7 @@ async def before_launch(
     left: list[str] = []
     while True:
         machine = ctx.machine
-        assert machine is not None
+        machine = present(machine, "the machine preflight reads")
         verdict = await _read(ctx, read)
         if verdict is None:
             return  # the run is alive: nothing is launched, nothing to preflight
@@ -75,9 +76,9 @@ async def before_launch(
 async def _read(ctx: JobContext, read: Callable[[Any], Awaitable[str]]) -> Verdict | None:
     from gpujob.apply import runtime
 
-    assert ctx.machine is not None
+    machine = present(ctx.machine, "the machine preflight reads")
     target = runtime.Target(
-        spec=ctx.spec, spec_path=ctx.spec_path, provider=ctx.provider, resource=ctx.machine,
+        spec=ctx.spec, spec_path=ctx.spec_path, provider=ctx.provider, resource=machine,
         state_dir=ctx.state_dir, moved=ctx.moved,
     )  # fmt: skip
     async with runtime.open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:

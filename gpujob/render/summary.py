@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpujob.cost.rates import usd
+from gpujob.invariant import holds
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
 
 K = ActionKind
@@ -55,7 +56,7 @@ VERB: dict[ActionKind, str] = {
 DESTROY = {K.TERMINATE, K.DELETE_VOLUME, K.RELEASE_IP, K.DELETE_SNAPSHOT}
 
 # Every ActionKind must have a symbol and a verb: a new kind fails loudly here, not in a user's plan.
-assert set(SYMBOL) == set(ActionKind) == set(VERB)
+holds(set(SYMBOL) == set(ActionKind) == set(VERB), "every action kind has a symbol and a verb")
 
 
 def verb(action: Action) -> str:
@@ -91,9 +92,12 @@ class Totals:
 
 
 def totals(plan: Plan) -> Totals:
+    from gpujob.plan.rate import running_rate
+
     jobs = plan.jobs
+    running = running_rate(j for j in jobs if j.desired_state == "running")  # the rate the caps judge
     return Totals(
-        running_per_hour=round(sum(j.running_usd_per_hour for j in jobs if j.desired_state == "running"), 6),
+        running_per_hour=round(running.usd_per_hour, 6),
         # what everything still bills per month while its machines are stopped (absent jobs: leftovers)
         parked_per_month=round(sum(j.parked_usd_per_month for j in jobs), 6),
         now_per_hour=round(sum(j.current_usd_per_hour for j in jobs), 6),

@@ -10,6 +10,7 @@ import click
 from gpujob.cost.rates import rate, usd
 from gpujob.plan.model import Action, ActionKind, FieldChange, Finding, JobPlan, MeterLine, Plan
 from gpujob.render import summary as S
+from gpujob.render.sweep_text import SeenFindings, split_summary
 from gpujob.safe import for_terminal as T  # every string a pod, an API or a job file chose
 
 K = ActionKind
@@ -50,9 +51,13 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
     )
     moves = any(a.kind is ActionKind.MOVE for a in plan.all_actions())
     out.append(style(f"Symbols: {LEGEND}" + ("   ⇄ move to another platform" if moves else ""), dim=True))
+    from gpujob.render.sweep_text import sweep_lines
+
+    out += [style(T(line), bold=True) for line in sweep_lines(plan)]
+    seen = SeenFindings()
     for job in plan.jobs:
         out.append("")
-        out += _job(job, style)
+        out += _job(job, style, seen)
     out.append("")
     findings = plan.all_findings()
     if findings:
@@ -66,23 +71,26 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
 Style = Callable[..., str]
 
 
-def _job(job: JobPlan, style: Style) -> list[str]:
+def _job(job: JobPlan, style: Style, seen: SeenFindings) -> list[str]:
     head = T(f"── {job.job} · {job.platform} · {job.spec_file} · wants {job.desired_state} ")
     out = [style(head + "─" * max(3, 100 - len(head)), bold=True)]
     for a in job.actions:
         out += _action(a, style)
+    shown, same = seen.split(job)
     if job.findings:
         out.append("")
         out.append("  findings:")
-        for f in job.findings:
+        for f in shown:
             out += _finding(f, style, indent="    ")
+        for other, count in same.items():
+            out.append(T(f"    {'and ' if shown else ''}{count} as for {other} above (the same findings)"))
     run = S.run_line(job)
     if run is not None:
         out.append(f"  run: {T(run)}")
     if job.cadence is not None:
         out.append(f"  checkpoint cadence: {T(job.cadence.summary)}")
-    if job.sweep is not None:
-        out.append(f"  {T(job.sweep.summary)}")
+    if job.sweep is not None:  # the sweep-wide part is printed once, above the queues
+        out.append(f"  {T(split_summary(job.sweep)[1])}")
     out.append(f"  cost: {S.job_cost_line(job)}")
     return out
 
@@ -161,6 +169,21 @@ def _finding(f: Finding, style: Style, *, indent: str) -> list[str]:
         out.append(sub + "at " + T(S.where(f)))
     if f.fix:
         out += _wrap("fix: " + f.fix, sub)
+    return out
+
+
+def error_lines(plan: Plan) -> list[str]:
+    """The plan's error findings, each as the plan prints it (under its job's name): what a refusal to
+    apply names above itself."""
+    out: list[str] = []
+    for job in plan.jobs:
+        errors = [
+            f for f in [*job.findings, *(f for a in job.actions for f in a.findings)] if f.severity == "error"
+        ]
+        if errors:
+            out.append(T(f"── {job.job} · {job.platform}"))
+            for f in errors:
+                out += _finding(f, lambda text, **_: text, indent="  ")
     return out
 
 

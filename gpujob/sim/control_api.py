@@ -28,6 +28,8 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
     if kind == "gpu_fault" and params.get("kind") not in ("xid", "throttle"):
         raise SimError(400, "gpu_fault needs --kind xid or --kind throttle")
     fault = Fault.model_validate(params)
+    if fault.gpu:
+        fault.for_gpus(_gpu_ids(sim, fault))
     if kind == "gpu_fault" and fault.pod_id:
         return {"fault": kind, "marked": _mark_host(sim, fault.pod_id, fault.kind)}
     if (
@@ -63,6 +65,18 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
         off = ps_engine.force_shutdown(sim, params.get("machine_id"))
         return {"fault": kind, "stopped": off}
     raise SimError(400, f"fault {kind} not handled")
+
+
+def _gpu_ids(sim: Simulator, fault: Fault) -> frozenset[str]:
+    """The platform ids the fault's --gpu names (a job file alias or an id); refused when none."""
+    from gpujob.sim.fault_gpus import NoSuchGpu, resolve
+
+    catalogs = {"runpod": sim.rp_prices, "paperspace": sim.ps_prices}
+    wanted = [catalogs[fault.platform]] if fault.platform in catalogs else list(catalogs.values())
+    try:
+        return resolve(str(fault.gpu), wanted)
+    except NoSuchGpu as exc:
+        raise SimError(400, str(exc)) from exc
 
 
 def _mark_host(sim: Simulator, rid: str, kind: str | None) -> list[str]:

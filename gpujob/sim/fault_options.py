@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpujob.invariant import holds
+
 FAULTS = (
     "preempt",
     "capacity",
@@ -83,7 +85,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),
 }
-assert set(OPTIONS) == set(FAULTS)
+holds(set(OPTIONS) == set(FAULTS), "every simulator fault has its options")
 
 
 def unknown_options(kind: str, params: dict[str, Any]) -> str | None:

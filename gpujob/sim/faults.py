@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from gpujob.sim.fault_options import FAULTS, OPTIONS, QUEUED, unknown_options
 
@@ -38,6 +38,12 @@ class Fault(BaseModel):
     kind: Literal["xid", "throttle"] | None = Field(
         None, description="gpu_fault: an Xid error in the kernel log, or a hardware/thermal slowdown."
     )
+    # The platform ids `gpu` stands for (gpujob.sim.fault_gpus, set at inject); None: match by substring.
+    _gpu_ids: frozenset[str] | None = PrivateAttr(None)
+
+    def for_gpus(self, ids: frozenset[str]) -> Fault:
+        self._gpu_ids = ids
+        return self
 
 
 class FaultBook:
@@ -82,10 +88,16 @@ def _matches(f: Fault, event: dict[str, Any]) -> bool:
         return False
     if f.method and event.get("method") and f.method.upper() != event["method"].upper():
         return False
-    if f.gpu and event.get("gpu") is not None and f.gpu.lower() not in str(event["gpu"]).lower():
+    if f.gpu and event.get("gpu") is not None and not _gpu_matches(f, str(event["gpu"]).lower()):
         return False
     if f.region and event.get("region") is not None and f.region.lower() != str(event["region"]).lower():
         return False
     if f.cloud and event.get("cloud") is not None and f.cloud.upper() != str(event["cloud"]).upper():
         return False
     return not (f.pod_id and event.get("pod_id") and f.pod_id != event["pod_id"])
+
+
+def _gpu_matches(f: Fault, gpu: str) -> bool:
+    if f._gpu_ids is not None:
+        return gpu in f._gpu_ids
+    return bool(f.gpu) and str(f.gpu).lower() in gpu

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpujob.sim.podisks import DF
+
 KINDS = ("xid", "throttle")
 DRIVER = "550.54.15"
 CUDA = "12.4"
@@ -99,16 +101,6 @@ cat "$(dirname "$0")/../kmsg"
 """
 
 
-_DF = r"""#!/bin/sh
-# gpujob simulator: df, as full as `gpujob sim inject disk_fill --percent P` says (gpujob/sim/gpuhost.py)
-d=$(dirname "$0")/..
-real=$(PATH=/usr/bin:/bin command -v df)
-if [ ! -f "$d/disk_fill" ]; then exec "$real" "$@"; fi
-"$real" "$@" | awk -v p="$(cat "$d/disk_fill")" \
-  'NR==1 || $2 !~ /^[0-9]+$/ {print; next} {u=sprintf("%.0f", $2*p/100); $3=u; $4=sprintf("%.0f", $2-u); $5=p "%"; print}'
-"""
-
-
 def fill_disks(ctl_dir: Path, percent: float | None) -> None:
     """Make the pod's df report every disk `percent` full (None: the real figures again)."""
     marker = ctl_dir / "gpu" / "disk_fill"
@@ -130,7 +122,7 @@ def install(ctl_dir: Path, host: GpuHost) -> None:
     for i in range(host.count):
         (d / f"gpu.{i}").write_text("".join(f"{k}\t{v}\n" for k, v in host.fields(i).items()))
     (d / "kmsg").write_text(host.kernel_log())
-    for name, text in (("nvidia-smi", _NVIDIA_SMI), ("dmesg", _DMESG), ("df", _DF)):
+    for name, text in (("nvidia-smi", _NVIDIA_SMI), ("dmesg", _DMESG), ("df", DF)):
         p = d / "bin" / name
         p.write_text(text)
         p.chmod(0o755)

@@ -12,7 +12,7 @@ import shutil
 import time
 from pathlib import Path
 
-from gpujob.sim import podproc
+from gpujob.sim import podisks, podproc
 from gpujob.sim.engine import SimError, Simulator, wipe
 from gpujob.sim.gpuhost import GpuHost
 from gpujob.sim.state import PsEvent, PsIp, PsMachine, PsScript, PsSnapshot, new_id
@@ -129,6 +129,7 @@ def _boot(sim: Simulator, mid: str, gen: int, ev_id: str, delay: float, start: b
             ssh_faults=sim.options.ssh_faults,
             gpu=_gpu_host(sim, m),
         )
+        podisks.write(launch.ctl_dir, {"/": (d / "disk", m.disk_size)})  # one disk holds it all
         has_ip = m.public_ip is not None
     time.sleep(sim.options.boot_seconds)
     pid = sim.launch("paperspace", mid, launch, launch.listen) if has_ip else None

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpujob.sim import podproc, selfstop
+from gpujob.sim import podisks, podproc, selfstop
 from gpujob.sim.engine import SimError, Simulator, wipe
 from gpujob.sim.gpuhost import GpuHost
 from gpujob.sim.state import RpPod, RpVolume, new_id
@@ -114,6 +114,14 @@ def _mounts(sim: Simulator, pod: RpPod) -> dict[str, Path]:
     return {pod.mount_path: ws, "/root": d / "container" / "root", "/tmp": d / "container" / "tmp"}
 
 
+def _disks(sim: Simulator, pod: RpPod) -> dict[str, tuple[Path, int]]:
+    """The container disk (`/`: everything not on the volume) and the volume, each at its own size."""
+    d = pod_dir(sim, pod.id)
+    vol = sim.state.volumes.get(pod.network_volume_id or "")
+    volume_gb = vol.size if vol is not None else pod.volume_gb
+    return {"/": (d / "container", pod.disk), pod.mount_path: (_mounts(sim, pod)[pod.mount_path], volume_gb)}
+
+
 def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
     time.sleep(delay)
     with sim.lock:
@@ -135,6 +143,7 @@ def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
             ssh_faults=sim.options.ssh_faults,
             gpu=GpuHost(model=pod.gpu_id or "NVIDIA GPU", count=pod.gpu_count, fault=pod.gpu_fault),
         )
+        podisks.write(launch.ctl_dir, _disks(sim, pod))
         if sim.control_url:
             selfstop.write_tools(launch.ctl_dir, sim.control_url, "runpod", pod.id, sim.self_stop_secret)
         # A custom image that never starts sshd (RP10): the pod runs, its mapped port refuses.

@@ -67,7 +67,10 @@ def run_smoke(spec: Any, spec_path: Path, env: Mapping[str, str] | None = None) 
     import time
 
     run = spec.run
-    assert run is not None and run.smoke
+    if run is None or not run.smoke:
+        from gpujob.errors import ConfigError
+
+        raise ConfigError(f"{spec.name}: run.smoke is not set: there is no smoke command to run")
     cwd = (spec_path.parent / run.sync.src).resolve()
     timeout = run.smoke_timeout.total_seconds() if run.smoke_timeout else DEFAULT_TIMEOUT_S
     started = time.monotonic()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from gpujob.jobfile.rules import one_or_many
 from gpujob.spec.problem import did_you_mean, suggestion
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ def _options(
 
 def _gpus(profile: Profile, machine: Mapping[str, Any], regions: list[str]) -> list[CheckProblem]:
     raw = machine.get("gpu")
-    gpus = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    named = one_or_many(raw)  # as the model reads it: `gpu: 4090` names GPU '4090'
+    gpus = named if isinstance(named, list) else []
     aliases = [g.alias for g in profile.gpus]
     out, offers = [], []
     for i, name in enumerate(gpus):
@@ -86,7 +88,7 @@ def _gpus(profile: Profile, machine: Mapping[str, Any], regions: list[str]) -> l
             continue
         offer = profile.gpu(name)
         if offer is None:
-            path = "machine.gpu" if isinstance(raw, str) else f"machine.gpu[{i}]"
+            path = f"machine.gpu[{i}]" if isinstance(raw, list) else "machine.gpu"
             out.append(
                 CheckProblem(path, f"unknown GPU '{name}' on {profile.platform}", suggestion(name, aliases))
             )
@@ -284,9 +286,9 @@ def platform_problems(
                 "platform", f"cannot check against the {platform} profile: {exc}", "reinstall gpujob", True
             )
         ]
-    machine = data.get("machine") if isinstance(data.get("machine"), Mapping) else {}
-    storage = data.get("storage") if isinstance(data.get("storage"), Mapping) else {}
-    assert isinstance(machine, Mapping) and isinstance(storage, Mapping)
+    raw_machine, raw_storage = data.get("machine"), data.get("storage")
+    machine: Mapping[str, Any] = raw_machine if isinstance(raw_machine, Mapping) else {}
+    storage: Mapping[str, Any] = raw_storage if isinstance(raw_storage, Mapping) else {}
     out = _options(profile, "machine", machine, load_profile)
     out += _options(profile, "storage", storage, load_profile)
     region_problems, regions = _regions(profile, machine)

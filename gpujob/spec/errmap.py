@@ -140,7 +140,9 @@ def _message(err: dict[str, Any], path: str, owner: type[BaseModel] | None) -> t
         return f"too long (at most {ctx.get('max_length')})", None
     if kind == "value_error":
         text = str(ctx.get("error", err.get("msg", "")))
-        if "duration" in text and not any(w in text for w in ("too long", "too short", "longer than zero")):
+        if "duration" in text and not any(
+            w in text for w in ("too long", "too short", "longer than zero", "must be positive")
+        ):
             if isinstance(value, int | float) and not isinstance(value, bool):
                 return f"{show(value)} is not a duration (no unit)", DURATION_HINT
             return f"{show(value)} is not a duration", DURATION_HINT

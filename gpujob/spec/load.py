@@ -24,6 +24,7 @@ from gpujob.spec.checks import platform_problems
 from gpujob.spec.errmap import validation_problems
 from gpujob.spec.fallback import entry_problems
 from gpujob.spec.files import discover_job_files, no_job_files_hint
+from gpujob.spec.followon import mark_follow_ons
 from gpujob.spec.places import place_problems
 from gpujob.spec.positions import Positions, parent_path
 from gpujob.spec.problem import SpecProblem
@@ -110,6 +111,7 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
     if spec is None and not problems:  # a refusal that produced no message must still refuse the file
         problems.append(SpecProblem(display, 1, 1, "", "cannot validate this file"))
     problems.sort(key=lambda p: (p.line, p.col, p.key_path, p.message))
+    problems = mark_follow_ons(problems)
     if problems or spec is None:
         return None, problems
     return LoadedSpec(spec=spec, path=path, digest=parsed.digest, positions=parsed.positions), []

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpujob.invariant import present
+
 if TYPE_CHECKING:
     from gpujob.state import StateRef
 
@@ -34,5 +36,5 @@ def ensure_project_key(state: StateRef) -> tuple[Path, str]:
 
     key = asyncssh.import_private_key(store.create_secret(KEY_NAME, make))
     path = store.secret_file(KEY_NAME)
-    assert path is not None  # created just above
+    path = present(path, "the key file created just above")
     return path, key.export_public_key("openssh").decode().strip()

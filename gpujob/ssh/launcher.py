@@ -90,7 +90,13 @@ def checkpoint_interval_s(spec: JobSpec) -> int | None:
         return None
     if isinstance(ck.interval, timedelta):
         return max(1, int(ck.interval.total_seconds()))
-    assert ck.mtbf is not None and ck.write_time is not None  # the spec validator guarantees both
+    if ck.mtbf is None or ck.write_time is None:  # the spec validator refuses this; never trusted to
+        from gpujob.errors import ConfigError
+
+        raise ConfigError(
+            f"{spec.name}: checkpoint.interval: auto needs checkpoint.mtbf and checkpoint.write_time",
+            hint="set both, or give checkpoint.interval a duration",
+        )
     return max(1, int(math.sqrt(2 * ck.mtbf.total_seconds() * ck.write_time.total_seconds())))
 
 
@@ -127,8 +133,10 @@ IS_RUN = r"""tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -A1 -xF -- "
 
 # How a machine stops itself, with no account key on it: RunPod's pods carry runpodctl with a key scoped
 # to the pod ("Manage Pods": `runpodctl stop pod $RUNPOD_POD_ID`). A Paperspace machine is not stopped
-# from inside: `shutdown` there would be a VM's, but where the machine is a container (the simulator's,
-# as root) it could reach the host's init; gpujob apply/watch and machine.auto_shutdown stop it instead.
+# from inside: its only unbilled state, off, is reached by a stop from its console or API, whose keys
+# are team-wide, and no document says a guest `shutdown` ends the billing (in the simulator's containers
+# it could reach the host's init); gpujob apply/watch and machine.auto_shutdown stop it instead, and the
+# plan says so (gpujob.plan.self_stop, paperspace-no-self-stop).
 SELF_STOP = {"runpod": 'runpodctl stop pod "$RUNPOD_POD_ID"'}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from gpujob.errors import RemoteCommandError, SSHError
+from gpujob.invariant import present as must_be
 from gpujob.model import Model
 from gpujob.quote import q, remote_path
 from gpujob.ssh import spans
@@ -242,7 +243,7 @@ async def pull_checkpoints(
     finally:
         local.close()
     first = outcome.listing
-    assert first is not None
+    first = must_be(first, "the pull's first listing")
     outcome.listing = first.model_copy(update={"files": {**first.files, **seen}})
     return outcome
 

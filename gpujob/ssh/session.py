@@ -15,6 +15,7 @@ import asyncssh
 
 from gpujob.clock import Clock, SystemClock
 from gpujob.errors import RemoteCommandError, SSHConnectError
+from gpujob.invariant import InvariantError
 from gpujob.live import SSHEndpoint
 from gpujob.model import Model
 from gpujob.quote import q
@@ -223,7 +224,10 @@ class Remote:
                 del err[:-STDERR_KEEP]
 
         async def write_in() -> None:
-            assert feed is not None
+            if feed is None:
+                raise InvariantError(
+                    "internal error: stdin is fed only when there is input (please report this)"
+                )
             try:
                 if isinstance(feed, AsyncIterator):
                     async for chunk in feed:

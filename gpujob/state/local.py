@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpujob.invariant import InvariantError
 from gpujob.state.store import PUBLIC_SUFFIX, checked_name
 
 if TYPE_CHECKING:
@@ -228,7 +229,8 @@ def _tail(fh: object, last: int) -> bytes:
     """Enough whole lines from the end of the file for `last` lines (never the whole file if long)."""
     import io
 
-    assert isinstance(fh, io.BufferedReader)
+    if not isinstance(fh, io.BufferedReader):
+        raise InvariantError("internal error: the log is not opened for binary reading (please report this)")
     end = fh.seek(0, os.SEEK_END)
     start, data = end, b""
     while start > 0 and data.count(b"\n") <= last:

@@ -81,7 +81,10 @@ def migrate(src: Store, dst: Store) -> Migration:
     for name, value in plan:
         if name in SECRETS:
             secret, public = value[0], value[1]
-            assert secret is not None
+            if secret is None:
+                raise GpujobError(
+                    f"{name}: the secret read from the source store is empty; nothing more was copied"
+                )
             dst.put_secret(name, secret, public)
             done.secrets.append(name)
         elif is_log(name):
@@ -89,7 +92,10 @@ def migrate(src: Store, dst: Store) -> Migration:
             done.logs[name] = len(value)
         else:
             data = value[0]
-            assert isinstance(data, bytes)
+            if not isinstance(data, bytes):
+                raise GpujobError(
+                    f"{name}: the record read from the source store is not bytes; nothing more was copied"
+                )
             dst.write(name, data)
             done.documents.append(name)
     wrong = [name for name, value in plan if _read(dst, name) != value]

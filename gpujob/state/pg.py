@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpujob.invariant import present
 from gpujob.state.dsn import safe_url
 from gpujob.state.pglock import PgLocks
 from gpujob.state.store import PUBLIC_SUFFIX, checked_name
@@ -191,7 +192,7 @@ class PgStore(PgLocks):
             (self.workspace, checked_name(name), data.decode(), _me()),
         )
         found = self.read(name)
-        assert found is not None
+        found = present(found, "the row written just above")
         return found
 
     def names(self, prefix: str = "") -> list[str]:
@@ -274,7 +275,7 @@ class PgStore(PgLocks):
         secret, public = make()
         self.put_secret(name, secret, public, replace=False)  # a racing maker may have won: read back
         stored = self.secret(name)
-        assert stored is not None
+        stored = present(stored, "the secret written just above")
         return stored
 
     def _refuse_a_second_secret(self, name: str) -> None:

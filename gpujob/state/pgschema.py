@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from gpujob.invariant import present
+
 SCHEMA_LOCK = 0x6770_756A_6F62  # advisory lock key serialising schema changes ("gpujob")
 
 MIGRATIONS: dict[int, list[str]] = {
@@ -83,7 +85,7 @@ def ensure_schema(conn: Any, location: str) -> bytes:
             else:
                 conn.execute("UPDATE gpujob_schema SET version = %s WHERE id = 1", (v,))
     found = _read(conn)
-    assert found is not None
+    found = present(found, "the schema row written just above")
     return bytes(found[1])
 
 

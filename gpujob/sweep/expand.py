@@ -36,6 +36,7 @@ class Queue:
     leaving: tuple[str, ...] = ()
     started: tuple[str, ...] = ()
     origin: Any = None
+    fitted: str = ""  # why it runs fewer queues than sweep.machines (gpujob.sweep.fit), else ""
 
     @property
     def job(self) -> str:

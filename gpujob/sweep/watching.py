@@ -104,6 +104,9 @@ async def settle_watched(watcher: Any, loaded: list[Any], live: Any) -> list[Any
     # its machine for nothing and, being done, it would never be stopped again
     done = {name for name, j in watcher.jobs.items() if j.done}
     settled = [ls for ls in settled if ls.spec.name not in done]
+    from gpujob.sweep.fit import fit_queues
+
+    settled = fit_queues(settled, live, now=watcher.clock.now(), env=watcher.env)  # under the cap
     out = []
     for ls in settled:
         name = ls.spec.name

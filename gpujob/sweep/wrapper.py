@@ -24,6 +24,7 @@ at its in-flight cell, which resumes from its own checkpoint.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import shlex
 from collections.abc import Sequence
@@ -202,10 +203,12 @@ def place_command(p: Placement, n: int, *, every: bool = False) -> str:
     state/version.q<N> at this version (a new file renamed over the old one): what a launch runs first,
     and all an `apply` of a run change runs on a live queue's machine. A file is written under a name
     of this queue's, then hard-linked to its place, which fails where another queue placed it first (a
-    filesystem without hard links gets a rename)."""
+    filesystem without hard links gets a rename). Every file's text travels base64-encoded (its alphabet
+    holds no quote, no `$` and no newline), never in a here-document: no value of a cell, of run.command
+    or of run.env can end the data early and become shell."""
     root = shlex.quote(p.root)
     lines = [
-        "set -e",
+        "set -eo pipefail",
         f"V={root}",
         'mkdir -p "$V/cells" "$V/../state"',
         f'put() {{ d="$V/$1"; t="$d.tmp.q{n}.$$"; if [ -e "$d" ]; then cat > /dev/null; else cat > "$t" && '
@@ -214,10 +217,9 @@ def place_command(p: Placement, n: int, *, every: bool = False) -> str:
     mine = {"queue.sh", f"q{n}.txt", *(f"cells/{c}.env" for c in p.queue_cells.get(n, ()))}
     if every:
         mine = set(p.files)
-    for i, (rel, text) in enumerate(sorted((k, v) for k, v in p.files.items() if k in mine)):
-        mark = f"GPUJOB_SWEEP_EOF_{i}"
-        assert mark not in text
-        lines.append(f"put {shlex.quote(rel)} <<'{mark}'\n{text}{mark}")
+    for rel, text in sorted((k, v) for k, v in p.files.items() if k in mine):
+        data = base64.b64encode(text.encode()).decode("ascii")
+        lines.append(f"printf %s '{data}' | base64 -d | put {shlex.quote(rel)}")
     pointer = f'"$V/../state/{VERSION_POINTER}q{n}"'
     lines.append(f"echo {p.version} > {pointer}.tmp.$$ && mv {pointer}.tmp.$$ {pointer}")
     return "\n".join(lines) + "\n"

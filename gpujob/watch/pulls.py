@@ -44,8 +44,8 @@ class Puller:
         done = True
         if spec.checkpoint is not None and spec.checkpoint.pull != "never":
             done = await self.pull(job, machine, provider, reason=reason)
-        if done and spec.outputs is not None:
-            done = await self.pull_outputs(job, machine, provider, reason=reason)
+        if spec.outputs is not None:  # the results come home even while a checkpoint fails its check
+            done = await self.pull_outputs(job, machine, provider, reason=reason) and done
         return done
 
     async def pull_outputs(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
@@ -73,15 +73,16 @@ class Puller:
         from gpujob.apply.runtime import pull
 
         before = load_pull_record(job.state_dir, job.loaded.spec.name)
-        known = {f.name: f.sha256 for f in before.files} if before is not None else {}
+        known = {f.name: f.sha256 for f in before.files if f.verified} if before is not None else {}
         try:
             record = await pull(_target(job, machine, provider), self.ssh, self.clock, lambda _text: None)
         except (GpujobError, OSError) as exc:
             return self._failed(job, f"checkpoint pull failed: {_first_line(exc)}")
         new = [f.name for f in record.files if known.get(f.name) != f.sha256]
         if not record.complete:
-            bad = record.missing() + record.unverified()
-            return self._failed(job, f"pull incomplete: {', '.join(bad[:5])}")
+            from gpujob.watch.home import incomplete
+
+            return self._failed(job, f"pull incomplete: {incomplete(record)}")
         job.said.pop("pull", None)
         if newest is None or newest not in record.remote_files:
             newest = max(record.remote_files, default=None)

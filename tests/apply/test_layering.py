@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"runtime.transfer", "runtime.remote"},
     {"runtime.launch", "runtime.pulling"},
     {"runtime", "ownership", "capacity", "observe", "quiesce"},
-    {"carry", "teardown"},
+    {"carry", "teardown", "stopped_pull", "volume_stays"},
     {"steps"},
     {"applier"},
     {"rederive", "session"},

@@ -27,6 +27,7 @@ def test_the_demo_shows_the_whole_loop_and_leaves_nothing_running(tmp_path: Path
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     assert f"# pods:       {podproc.choose().name}:" in out  # it says which pod mode it runs in
+    assert "$ gpujob watch --once job.yaml" in out  # apply, status, logs and watch: each ran on the simulator
     for step in (
         "1. Validate",
         "3. Apply",
@@ -40,7 +41,8 @@ def test_the_demo_shows_the_whole_loop_and_leaves_nothing_running(tmp_path: Path
     assert "need explicit approval" in out  # the gate refused the unapproved destroy
     assert "The whole loop ran" in out and "simulator stopped" in out
     assert "\x1b[" not in out  # NO_COLOR: plain text
-    # No Python warning reaches a newcomer's screen (a dependency's, like asyncssh's DSA one, or ours).
+    # No Python warning reaches a newcomer's screen from any of them (a dependency's, like asyncssh's DSA
+    # one, or ours).
     warned = [line for s in (res.stdout, res.stderr) for line in s.splitlines() if PY_WARNING.search(line)]
     assert warned == [], warned
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()

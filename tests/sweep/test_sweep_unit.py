@@ -228,7 +228,9 @@ def test_a_sweep_loads_as_one_queue_job_per_machine_and_the_gate_covers_each_cel
         }
         # the checkpoint dir the gate pulls holds every cell's GPUJOB_CHECKPOINT_DIR
         assert spec.checkpoint is not None and spec.checkpoint.dir == "/workspace/ckpt"
-        assert all(f"GPUJOB_CHECKPOINT_DIR=/workspace/ckpt/{c}\n" in spec.run.command for c in mine)
+        placed = ls.sweep.placement.files  # what the command places (base64-encoded in it)
+        assert all(f"GPUJOB_CHECKPOINT_DIR=/workspace/ckpt/{c}\n" in placed[f"cells/{c}.env"] for c in mine)
+        assert all(f"| put {shlex.quote(f'cells/{c}.env')}\n" in spec.run.command for c in mine)
         assert spec.run.command.rstrip().endswith(f'"$V/q{ls.sweep.n}.txt"')
 
 
@@ -321,8 +323,13 @@ def test_the_plan_shows_each_queues_cells_with_a_cost_and_the_total_against_the_
     )
     for fmt in ("text", "markdown"):
         out = render_plan(plan, fmt, color=False)
-        assert out.count("6 cells on 2 machines") == 2, out
+        # text: the sweep's line once, above its queues (#41); markdown: in each queue's block
+        assert out.count("6 cells on 2 machines") == (1 if fmt == "text" else 2), out
+        assert out.replace("\\_", "_").count(
+            "est. $1.20 in all (over budget.max_total_usd $1.00)"
+        ) == out.count("6 cells on 2"), out
         assert f"{loaded[0].sweep.cells[0].name} 20m $0.20" in out, out
+        assert "queue q2: 3 cells, $0.60: " in out, out
     assert sweep_plan(load_specs([write(tmp_path, JOB.split("sweep:")[0])])[0], 0.6) is None
 
 
@@ -333,7 +340,7 @@ def test_each_queue_places_only_its_own_cells_and_an_oversized_queue_is_refused(
         placed = {
             c.name
             for c in ls.sweep.all_cells
-            if f"put {shlex.quote(f'cells/{c.name}.env')} <<" in ls.spec.run.command
+            if f"| put {shlex.quote(f'cells/{c.name}.env')}\n" in ls.spec.run.command
         }
         assert placed == mine
     many = JOB.replace(

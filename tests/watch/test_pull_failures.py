@@ -61,17 +61,29 @@ def test_a_checkpoint_pull_that_raises_is_a_warning_and_a_count(
     assert said == [("pull-failed", f"checkpoint pull failed: {words}", RETRY, WARN)]
 
 
-def test_an_incomplete_checkpoint_pull_names_what_is_missing(
+def test_an_incomplete_checkpoint_pull_names_each_file_and_why(
     write_job: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     puller, job, said = _setup(write_job, tmp_path)
+    refused = SimpleNamespace(
+        name="step-2.pt", sha256="ab", verified=False, verify_output="loading...\nstep-2.pt: truncated\n"
+    )
     record = SimpleNamespace(
-        files=[], complete=False, missing=lambda: ["step-3.pt"], unverified=lambda: ["step-2.pt"]
+        files=[refused],
+        complete=False,
+        missing=lambda: ["step-3.pt"],
+        unverified=lambda: ["step-2.pt"],
+        file=lambda name: refused if name == "step-2.pt" else None,
+        unpullable={"a\nb": "a symlink"},
     )
     monkeypatch.setattr("gpujob.apply.runtime.pull", _returns(record))
     assert asyncio.run(puller.pull(job, MACHINE, None)) is False
     assert puller.failed_since_start == 1
-    assert said == [("pull-failed", "pull incomplete: step-3.pt, step-2.pt", RETRY, WARN)]
+    why = (
+        "pull incomplete: step-3.pt (not pulled, or its checksum differs); "
+        "step-2.pt (checkpoint.verify said: step-2.pt: truncated); 'a\\nb' (not pullable: a symlink)"
+    )
+    assert said == [("pull-failed", why, RETRY, WARN)]
 
 
 def test_an_outputs_pull_that_raises_or_meets_unpullable_files_is_a_warning_and_a_count(

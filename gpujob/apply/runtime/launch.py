@@ -10,6 +10,7 @@ from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError
+from gpujob.invariant import present
 from gpujob.jobfile.model import JobSpec
 from gpujob.quote import remote_path
 
@@ -58,8 +59,8 @@ def sync_patterns(spec: JobSpec) -> list[str]:
     """The folders gpujob pulls another platform's copies into, then the job's excludes, then its deny
     patterns: later rules win, so no exclude negation re-includes a denied file (the SSH layer adds its
     own credential deny list after both)."""
-    assert spec.run is not None
-    return [*aside_patterns(spec), *spec.run.sync.exclude, *spec.run.sync.deny]
+    run = present(spec.run, "the run block of a job that launches")
+    return [*aside_patterns(spec), *run.sync.exclude, *run.sync.deny]
 
 
 def aside_patterns(spec: JobSpec) -> list[str]:
@@ -126,7 +127,7 @@ async def _launch_once(
     keep_ended: bool,
 ) -> str:
     spec = target.spec
-    assert spec.run is not None
+    run = present(spec.run, "the run block of a job that launches")
     async with open_remote(target, ssh, clock, note) as remote:
         status = await ssh.run_status(remote, spec)
         if _alive(status):
@@ -134,14 +135,12 @@ async def _launch_once(
         ended = getattr(status, "stopped_itself", None)
         if keep_ended and ended:
             raise RunEnded(spec, getattr(status, "exit_code", None), ended)
-        src = (target.spec_path.parent / spec.run.sync.src).resolve()
+        src = (target.spec_path.parent / run.sync.src).resolve()
         with transfer_reporting("sync", note) as progress:
-            stats = await ssh.sync_tree(
-                remote, src, spec.run.sync.dest, sync_patterns(spec), progress=progress
-            )
+            stats = await ssh.sync_tree(remote, src, run.sync.dest, sync_patterns(spec), progress=progress)
         for warning in getattr(stats, "warnings", None) or []:
             note(f"warning: {warning}")
-        note(f"synced {src} -> {spec.run.sync.dest}{_describe_stats(stats)}")
+        note(f"synced {src} -> {run.sync.dest}{_describe_stats(stats)}")
         await _carry_to_new_dir(remote, spec, ssh, note)
         started = await ssh.launch_run(remote, spec, secrets=secrets)
     if started is False:

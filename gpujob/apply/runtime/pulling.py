@@ -24,6 +24,7 @@ from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError
+from gpujob.invariant import present
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import SSHEndpoint
 from gpujob.state import as_store
@@ -31,8 +32,8 @@ from gpujob.state import as_store
 
 def pull_dir(spec: JobSpec, spec_path: Path) -> Path:
     """checkpoint.pull_to as an absolute path (relative ones start at the job file's directory)."""
-    assert spec.checkpoint is not None
-    local_dir = Path(spec.checkpoint.pull_to)
+    ck = present(spec.checkpoint, "the checkpoint block of a job that pulls")
+    local_dir = Path(ck.pull_to)
     if not local_dir.is_absolute():
         local_dir = (spec_path.parent / local_dir).resolve()
     return local_dir
@@ -102,7 +103,7 @@ async def pull_over(
     """The pull on an open connection (the teardown gate's final pull shares its connection)."""
     spec = target.spec
     ck = spec.checkpoint
-    assert ck is not None
+    ck = present(ck, "the checkpoint block of a job that pulls")
     local_dir = pull_dir(spec, target.spec_path)
     local_dir.mkdir(parents=True, exist_ok=True)
     from gpujob.sweep.storage import own_checkpoints
