@@ -282,7 +282,7 @@ MODEL_VALIDATORS: dict[str, tuple[str, Callable[[Rules, dict[str, Any]], bool]]]
     "JobSpec._auto_needs_inputs": ("7da6e40ad889d32d", _auto_needs_inputs),
     "JobSpec._parked_keeps_checkpoints": ("bd8d9f77169ed60f", _parked_keeps_checkpoints),
     "JobSpec._sweep_fits": ("760d66cca41364d3", _no_sweep),
-    "SweepSpec._one_source": ("2ce35f8ae66a4902", lambda r, data: False),
+    "SweepSpec._one_source": ("0c6c406fa8a0087c", lambda r, data: False),
 }
 
 
