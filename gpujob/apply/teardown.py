@@ -41,7 +41,7 @@ from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, 
 from gpujob.errors import GateError, GpujobError, ProviderError
 from gpujob.invariant import present
 from gpujob.live import LiveResource
-from gpujob.plan.actions import human_bytes
+from gpujob.plan.checkpoint_actions import human_bytes
 from gpujob.plan.model import Action, ActionKind
 from gpujob.providers.base import ZeroGpuError
 from gpujob.reach import gate as reach

@@ -19,7 +19,7 @@ def _record(loaded: Any) -> Any:
 
 def outputs_line(ctx: Any, survives: Any, now: datetime) -> str:
     """'' without outputs; else '; outputs A, B on the volume disk: LOST unless pulled (last pull: …)'."""
-    from gpujob.plan.actions import human_bytes
+    from gpujob.plan.checkpoint_actions import human_bytes
     from gpujob.plan.context import path_tier, tier_title
 
     spec = ctx.spec

@@ -21,6 +21,7 @@ from gpujob.live import LiveResource, LiveState
 from gpujob.plan import actions as act
 from gpujob.plan import run_actions
 from gpujob.plan.balance import with_balance
+from gpujob.plan.builder import noop, noop_reason
 from gpujob.plan.cadence import cadence
 from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.findings import by_severity, spec_findings
@@ -196,7 +197,7 @@ def _plan_job(
     else:
         act.plan_absent(ctx)
     if not ctx.actions:
-        act.noop(ctx, run_actions.noop_reason(ctx, fact) or act.noop_reason(ctx))
+        noop(ctx, run_actions.noop_reason(ctx, fact) or noop_reason(ctx))
 
     desired = desired_footprint(ctx)
     running_meters = meters(desired, ctx.profile) if spec.state != "absent" else {}

@@ -66,7 +66,7 @@ def replace_keeps_data(spec: JobSpec, machine: LiveResource | None) -> bool:
 
 def _spot_gone(a: Action, spec: JobSpec) -> bool:
     """The replace exists only because a `prefer` job's stopped spot pod cannot resume as spot any more
-    (the planner turns spot off for it, gpujob.plan.actions): the platform forced it, not an edit."""
+    (the planner turns spot off for it, gpujob.plan.machine_actions): the platform forced it, not an edit."""
     forcing = [c for c in a.changes if c.forces_replacement]
     return (
         spec.machine.spot == "prefer"
