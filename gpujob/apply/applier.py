@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from gpujob.apply import steps
+from gpujob.apply import stepbase, steps
 from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.gate import require_approvals
 from gpujob.apply.journal import Journal, crashpoint
@@ -208,7 +208,7 @@ async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> 
             f"a previous apply stopped during {', '.join(sorted(ctx.in_flight))}; converging from live state"
         )
     ctx.journal.append("begin", ctx.clock.now(), detail=f"{len(todo)} step(s)")
-    await steps.refresh(ctx)
+    await stepbase.refresh(ctx)
     failed_at: str | None = None
     for action in todo:
         if failed_at is not None:
