@@ -50,7 +50,7 @@ class JobContext:
     moved: bool = False
     in_flight: set[str] = field(default_factory=set)  # steps a previous, killed apply left unfinished
     todo: list[Action] = field(default_factory=list)  # this apply's steps for the job, in order
-    evidence: dict[str, Any] = field(default_factory=dict)  # volume id -> teardown.Evidence
+    evidence: dict[str, Any] = field(default_factory=dict)  # volume id -> teardown_look.Evidence
     replaced: str | None = None  # id of the machine a REPLACE of this apply terminated
     # Ids of every resource seen owned by the job during this apply (gpujob.naming): an IP or snapshot
     # stays the job's after this apply destroyed the machine it was owned through.

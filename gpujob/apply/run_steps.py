@@ -5,13 +5,14 @@ place. Each re-reads what it acts on and is safe to run twice.
 from __future__ import annotations
 
 from gpujob.apply import ownership as guard
-from gpujob.apply import quiesce, runtime, teardown
+from gpujob.apply import quiesce, runtime
 from gpujob.apply.carry import push_after_replace
 from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.machine_steps import create_machine, need_machine
 from gpujob.apply.reconcile import FINISHED, NOT_RELAUNCHED, launched_digest
 from gpujob.apply.records import PullRecord, note_run
 from gpujob.apply.stepbase import Outcome
+from gpujob.apply.teardown_look import start_for_disk
 from gpujob.errors import GpujobError, command_text, job_file_args, ssh_words
 from gpujob.plan.model import Action
 from gpujob.reach import gate as reach_gate
@@ -41,7 +42,7 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
     # Started for the pull (the teardown this pull guards follows), and stopped again when the pull
     # fails so it does not bill the GPU.
     await guard.require_owned(ctx, machine, action, "start")
-    ctx.machine = await teardown.start_for_disk(ctx, machine, "to pull its checkpoints")
+    ctx.machine = await start_for_disk(ctx, machine, "to pull its checkpoints")
     try:
         return await _pull(ctx, action)
     except GpujobError as exc:

@@ -19,7 +19,9 @@ LAYERS: list[set[str]] = [
     {"runtime.transfer", "runtime.remote"},
     {"runtime.launch", "runtime.pulling"},
     {"runtime", "ownership", "capacity", "observe", "quiesce"},
-    {"carry", "teardown"},
+    {"carry", "teardown_look"},
+    {"teardown_helper"},
+    {"teardown"},
     # the steps by resource: stepbase < volume_steps < machine_steps < run_steps < change_steps
     {"stepbase", "volume_steps", "machine_steps", "run_steps", "change_steps"},
     {"steps"},
