@@ -129,7 +129,7 @@ def _watch(
 
     from gpujob.apply import session
     from gpujob.spec.load import load_specs, resolve_job_files
-    from gpujob.watch.loop import Options
+    from gpujob.watch.jobs import Options
 
     opts = Options(
         interval_s=_seconds("interval", interval),

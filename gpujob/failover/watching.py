@@ -21,7 +21,7 @@ from gpujob.failover.where import placed_spec
 
 RETRY_S = 600.0
 FAILBACK_FRESH_S = 60.0  # failback: auto moves within this long of a verified pull
-HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3  # gpujob.watch.loop's codes
+HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3  # gpujob.watch.jobs's codes
 _next_try: dict[tuple[int, str], datetime] = {}
 
 

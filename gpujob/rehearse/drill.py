@@ -232,7 +232,7 @@ async def _recover(
 ) -> _Seen | None:  # fmt: skip
     """Watch's own loop, tick by tick, until a new run reports its first step (or the time is up)."""
     from gpujob.watch.events import append_event
-    from gpujob.watch.loop import Options as WatchOptions
+    from gpujob.watch.jobs import Options as WatchOptions
     from gpujob.watch.loop import Watcher
 
     def emit(event: Any, store: Any) -> None:

@@ -76,8 +76,8 @@ def _say(watcher: Any) -> Say:
 
 
 def _watch(watcher: Any, path: Any, store: Any, name: str) -> Any:
+    from gpujob.watch.jobs import JobWatch
     from gpujob.watch.ledger import load_ledger
-    from gpujob.watch.loop import JobWatch
 
     ledger = load_ledger(store, name, watcher.clock.now())  # read under the lock just taken
     j = watcher.jobs[name] = JobWatch(path, name, store, ledger)
