@@ -14,6 +14,7 @@ from gpujob.apply.records import PullRecord, note_run
 from gpujob.apply.stepbase import Outcome
 from gpujob.apply.teardown_look import start_for_disk
 from gpujob.errors import GpujobError, command_text, job_file_args, ssh_words
+from gpujob.plan import capability
 from gpujob.plan.model import Action
 from gpujob.reach import gate as reach_gate
 
@@ -88,9 +89,8 @@ async def push(ctx: JobContext, action: Action) -> Outcome:
 
 
 async def launch(ctx: JobContext, action: Action) -> Outcome:
-    from gpujob.preflight.hook import before_launch
-
-    await before_launch(ctx, action, recreate=create_machine)  # a bad GPU host never trains
+    for cap in capability.of(ctx):  # e.g. a bad GPU host never trains (gpujob.preflight)
+        await cap.before_launch(ctx, action, create_machine)
     target = _target(ctx, action)
     entries = ctx.journal.entries()
     same_file = bool(ctx.digest) and launched_digest(entries) == ctx.digest

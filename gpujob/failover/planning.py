@@ -75,6 +75,7 @@ def with_moves(
     *,
     now: datetime | None = None,
     env: Mapping[str, str] | None = None,
+    capabilities: Sequence[Any] | None = None,
 ) -> list[JobPlan]:
     """Each job with fallback entries planned across its platforms (the others as they are)."""
     out = []
@@ -91,11 +92,10 @@ def with_moves(
             spot_gone=live.spot_unavailable,
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        from gpujob.failover.capped import within_cap
-
-        when = now or live.read_at
-        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
-        out.append(moved_plan(jp, ls, choice, live, record, now=when, env=env or {}))
+        moved = _with_choice(jp, ls, choice, live, record)
+        if choice.move_to is not None:
+            moved = _with_money_there(moved, ls, choice, live, now or live.read_at, env or {}, capabilities)
+        out.append(moved)
     return out
 
 
@@ -118,7 +118,13 @@ def moved_plan(
 
 
 def _with_money_there(
-    jp: JobPlan, ls: Any, choice: Choice, live: LiveState, now: datetime, env: Mapping[str, str]
+    jp: JobPlan,
+    ls: Any,
+    choice: Choice,
+    live: LiveState,
+    now: datetime,
+    env: Mapping[str, str],
+    capabilities: Sequence[Any] | None = None,
 ) -> JobPlan:
     """The moving job's running, parked and after-apply rates: the platform it moves to, planned from
     the same read (its machine, storage and IP, not only the GPU offer), plus what it keeps where it
@@ -132,7 +138,7 @@ def _with_money_there(
     to = choice.move_to
     to = present(to, "the move's target")
     there = dataclasses.replace(ls, spec=placed_spec(declared, to.entry), entry=to.entry, declared=declared)
-    target = plan_one(there, live, now=now, env=env)
+    target = plan_one(there, live, now=now, env=env, capabilities=capabilities)
     (move,) = jp.actions
     kept = move.billing.keeps if move.billing is not None else []
     kept_hour = sum(m.usd_per_hour for m in kept)

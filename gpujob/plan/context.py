@@ -18,6 +18,7 @@ from gpujob.cost.live import Pricing
 from gpujob.cost.live import gpu_rate as live_gpu_rate
 from gpujob.cost.rates import Footprint, GpuRate, gpu_rate, offer_for, quote_available
 from gpujob.live import LiveResource, LiveState
+from gpujob.plan.capability import Capability
 from gpujob.plan.model import Action, Finding, Severity, SourceRef
 from gpujob.profile import Profile
 from gpujob.spec.model import JobSpec
@@ -61,6 +62,9 @@ class JobContext:
     desired_gpu: GpuRate | None = None
     desired_gpu_alias: str | None = None
     template: Any = None  # machine.template resolved at plan time (gpujob.plan.template_findings)
+    capabilities: tuple[Capability, ...] | None = (
+        None  # None: the installed ones  # what plugs into this plan (gpujob.plan.capability)
+    )
 
     @property
     def spec(self) -> JobSpec:

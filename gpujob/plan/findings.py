@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.cost.spend import projected_charge
-from gpujob.disks.findings import container_disk_findings
+from gpujob.plan import capability
 from gpujob.plan.context import JobContext
 from gpujob.plan.image_findings import image_findings
 from gpujob.plan.machine_findings import auto_shutdown_findings, static_ip_findings
@@ -44,7 +44,8 @@ def spec_findings(
     out += parking_findings(ctx)
     out += cache_findings(ctx)
     if not any(f.code == "RP11" for f in out):
-        out += container_disk_findings(ctx)  # RP11 from run.setup: gpujob.disks.findings
+        for cap in capability.of(ctx):
+            out += cap.disk_findings(ctx)  # e.g. RP11 from run.setup: gpujob.disks.findings
     out += auto_shutdown_findings(ctx)
     out += static_ip_findings(ctx)
     out += network_volume_findings(ctx)

@@ -19,10 +19,11 @@ from gpujob.cost.live import footprint
 from gpujob.cost.rates import Footprint, GpuRate, hourly_total, meters, monthly_total
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan import actions as act
-from gpujob.plan import run_actions
+from gpujob.plan import capability, run_actions
 from gpujob.plan.balance import with_balance
 from gpujob.plan.builder import noop, noop_reason
 from gpujob.plan.cadence import cadence
+from gpujob.plan.capability import AFTER_BALANCE, BEFORE_BALANCE, Capability, PlanRound, chosen
 from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.findings import by_severity, spec_findings
 from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
@@ -42,13 +43,16 @@ def build_plan(
     fresh: bool = False,
     replace: Sequence[str] = (),
     release_left: bool = False,
+    capabilities: Sequence[Capability] | None = None,
 ) -> Plan:
     """The plan for every job file, in the order given. `env` is only asked whether secret names are set.
     `launch_records` (apply.records.LaunchRecord per job) say what a machine was created with where the
     platform does not report it (Paperspace template and disk size). Each loaded job carries its
     project id (gpujob.project.with_projects): it owns what is named for it. `release_left`: also
     delete, gated, what a job with fallback entries holds on the platforms it no longer runs on
-    (gpujob.failover.leftover; a job with state: absent always does)."""
+    (gpujob.failover.leftover; a job with state: absent always does). `capabilities` plug in
+    (gpujob.plan.capability; None: the ones the composition root installed)."""
+    caps = chosen(capabilities)
     projects = job_projects(loaded)
     owners = naming.claims(live.resources, projects)
     jobs = [
@@ -62,29 +66,16 @@ def build_plan(
             launched=(launch_records or {}).get(ls.spec.name),
             fresh=fresh,
             replace=set(replace),
+            capabilities=caps,
         )
         for ls in loaded
     ]
-    if any(ls.spec.fallback for ls in loaded):
-        from gpujob.failover.entries import entry_fixes
-        from gpujob.failover.planning import with_moves
-
-        jobs = [entry_fixes(ls, jp) for ls, jp in zip(loaded, jobs, strict=True)]
-        jobs = with_moves(loaded, jobs, live, pull_records, now=now, env=env)
+    rnd = PlanRound(loaded=loaded, jobs=jobs, live=live, now=now, env=env, pull_records=pull_records,
+                    launch_records=launch_records, release_left=release_left, capabilities=caps)  # fmt: skip
+    jobs = _round(rnd, BEFORE_BALANCE)  # e.g. a job moving to another platform (gpujob.failover)
     jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned (moved)
-    # A job whose failover record names a platform its file no longer lists has no fallback left,
-    # but may have left resources there all the same.
-    if any(ls.spec.fallback or getattr(ls, "strays", ()) for ls in loaded):
-        from gpujob.failover.leftover import with_left
-
-        jobs = with_left(loaded, jobs, live, now=now, env=env, pull_records=pull_records,
-                         launch_records=launch_records, release=release_left)  # fmt: skip
-    from gpujob.plan.one_run import with_one_run
-    from gpujob.plan.rate import with_caps
-
-    jobs = with_one_run(loaded, jobs, live, owners)  # the job's own machine running on another platform
-
-    jobs = with_caps(loaded, jobs)  # budget.max_hourly_usd on each file's sum (a sweep's queues, a move)
+    rnd.jobs = jobs
+    jobs = _round(rnd, AFTER_BALANCE)  # e.g. what a moved job left on the platforms it no longer runs on
     return Plan(
         created_at=now,
         gpujob_version=__version__,
@@ -97,6 +88,16 @@ def build_plan(
     )
 
 
+def _round(rnd: PlanRound, stage: str) -> list[JobPlan]:
+    """Every capability's pass of `stage` over the job plans, in the order the capabilities were given."""
+    jobs = rnd.jobs
+    for cap in rnd.capabilities:
+        step = cap.rounds().get(stage)
+        if step is not None:
+            rnd.jobs = jobs = step(rnd)
+    return jobs
+
+
 def plan_one(
     loaded: SpecSource,
     live: LiveState,
@@ -105,10 +106,12 @@ def plan_one(
     env: Mapping[str, str],
     pull: Any = None,
     launched: Any = None,
+    capabilities: Sequence[Capability] | None = None,
 ) -> JobPlan:
     """One job's plan from what it owns in `live` (no account-wide or cross-platform judgement)."""
     owned = naming.claims(live.resources, job_projects([loaded])).get(loaded.spec.name, [])
-    return _plan_job(loaded, live, owned, now=now, env=env, pull=pull, launched=launched)
+    return _plan_job(loaded, live, owned, now=now, env=env, pull=pull, launched=launched,
+                     capabilities=chosen(capabilities))  # fmt: skip
 
 
 def job_projects(loaded: Sequence[SpecSource]) -> dict[str, str | None]:
@@ -155,6 +158,7 @@ def _plan_job(
     launched: Any = None,
     fresh: bool = False,
     replace: set[str] | None = None,
+    capabilities: Sequence[Capability] = (),
 ) -> JobPlan:
     spec = loaded.spec
     ctx = JobContext(
@@ -165,6 +169,7 @@ def _plan_job(
         env=env,
         pull_record=pull,
         launch_record=launched,
+        capabilities=tuple(capabilities),
     )
     # A job plans only the platform it runs on now: what it left on another (a stopped machine, a kept
     # volume, after a move or with its fallback entry removed) is never this plan's to change
@@ -215,8 +220,10 @@ def _plan_job(
         )
         + trap_findings(ctx)
     )
-    from gpujob.sweep.plan import sweep_plan
-
+    fields: dict[str, Any] = {}
+    if spec.state == "running":  # e.g. a sweep queue's cells, estimated at the running rate (gpujob.sweep)
+        for cap in capability.of(ctx):
+            fields |= cap.job_plan_fields(loaded, running)
     return JobPlan(
         job=spec.name,
         platform=spec.platform,
@@ -232,8 +239,7 @@ def _plan_job(
         current_usd_per_hour=current,
         after_usd_per_hour=hourly_total(meters(ctx.fp, ctx.profile)),
         run=fact,
-        # the cells' estimate at the running rate: only where they run (a destroy priced them at $0.00)
-        sweep=sweep_plan(loaded, running) if spec.state == "running" else None,
+        **fields,
     )
 
 

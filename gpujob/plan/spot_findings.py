@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpujob.cost.rates import usd
+from gpujob.plan import capability
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind, Finding
@@ -16,13 +17,13 @@ def spot_findings(ctx: JobContext) -> list[Finding]:
     spec = ctx.spec
     if spec.machine.spot is False or spec.state == "absent":
         return []
-    from gpujob.rehearse.record import plan_finding
-
     out = _spot_api(ctx)
     # The checkpoint advice (and gpujob rehearse's last drill) is for a pod that is, or stays,
     # interruptible: not one being replaced on-demand.
     if ctx.spot or (ctx.machine is not None and ctx.machine.spot and ctx.machine.status != "stopped"):
-        out += _spot_checkpoints(ctx) + plan_finding(ctx)
+        out += _spot_checkpoints(ctx)
+        for cap in capability.of(ctx):
+            out += cap.spot_findings(ctx)  # e.g. the last drill of gpujob rehearse (gpujob.rehearse.record)
     return out
 
 

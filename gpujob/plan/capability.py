@@ -1,0 +1,115 @@
+"""The one interface through which a capability (failover, sweep, rehearse, preflight, outputs, disks, ...)
+plugs into the planner, the applier and the watch loop, which import none of them.
+
+A capability is an object of a `Capability` subclass. Every method is a hook point with a no-op default,
+so a capability overrides only the points it contributes to; the core calls every capability it was
+given, in order, at each point. The composition root (gpujob.cli.wiring) builds the list, statically
+importing each capability package, and passes it down (`capabilities=`); a caller that passes none gets
+the list the composition root installed (`installed()`), so a library call plans like the CLI does.
+Nothing here looks a capability up by name.
+
+Hook points, by floor:
+- plan (gpujob.plan): `rounds` rework every job's plan once each is planned (failover: entry fixes and
+  moves, before the account-wide balance; what a job left on other platforms, after it); `disk_findings`
+  and `spot_findings` add a section's findings where the planner judges disks and interruptible
+  machines; `data_effect_line` adds to what a stop, terminate or volume delete does to the data
+  (outputs); `job_plan_fields` fills a JobPlan field a capability owns (sweep: the queue's cells).
+- apply (gpujob.apply): `before_steps` runs once a job's steps are known, before the first (sweep: cells
+  placed on their queue); `before_launch` runs before a run is launched on a machine (preflight).
+- watch (gpujob.watch) reads the `watch` attribute: a `WatchHooks` object or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpujob.live import LiveState
+    from gpujob.plan.model import Finding, JobPlan
+
+# A hook's `ctx` is the planner's gpujob.plan.context.JobContext (which imports this module) or the
+# applier's gpujob.apply.context.JobContext: typed Any here so neither is imported.
+JobContext = Any
+
+BEFORE_BALANCE = "before-balance"  # after every job is planned, before RP8's account-wide balance
+AFTER_BALANCE = "after-balance"  # once the balance is judged (what moved jobs left elsewhere)
+
+
+@dataclass
+class PlanRound:
+    """What a `rounds` hook sees: every job file of this plan, its job plans in the same order, and the
+    read and records the planner was given."""
+
+    loaded: Sequence[Any]
+    jobs: list[JobPlan]
+    live: LiveState
+    now: datetime
+    env: Mapping[str, str]
+    pull_records: Mapping[str, Any] | None = None
+    launch_records: Mapping[str, Any] | None = None
+    release_left: bool = False
+    capabilities: Sequence[Capability] = field(default_factory=tuple)
+
+
+class Capability:
+    """A capability's contributions (see the module docstring). Subclass it and override the hooks."""
+
+    name = ""
+    watch: Any = None  # a gpujob.watch.hooks.WatchHooks, for the watch loop
+
+    # --- plan
+    def rounds(self) -> Mapping[str, Callable[[PlanRound], list[JobPlan]]]:
+        """Stage (BEFORE_BALANCE, AFTER_BALANCE) -> a pass over every job's plan."""
+        return {}
+
+    def disk_findings(self, ctx: JobContext) -> list[Finding]:
+        return []
+
+    def spot_findings(self, ctx: JobContext) -> list[Finding]:
+        """Findings for a machine that is, or stays, interruptible."""
+        return []
+
+    def data_effect_line(self, ctx: JobContext, survives: Callable[[str], bool]) -> str:
+        """Appended to an action's data effect; `survives(tier)` says whether a tier outlives it."""
+        return ""
+
+    def job_plan_fields(self, loaded: Any, running_usd_per_hour: float) -> dict[str, Any]:
+        """JobPlan fields this capability fills for a job planned as running."""
+        return {}
+
+    # --- apply
+    def before_steps(self, ctx: Any, todo: Sequence[Any]) -> None:
+        """Once a job's steps are known (gpujob.apply.context.JobContext, its actions), before the first."""
+
+    async def before_launch(self, ctx: Any, action: Any, recreate: Callable[..., Any]) -> None:
+        """Before a run is launched on the machine (`recreate` makes the machine again)."""
+
+
+_installed: tuple[Capability, ...] | None = None
+_factory: Callable[[], Sequence[Capability]] | None = None
+
+
+def install(capabilities: Callable[[], Sequence[Capability]]) -> None:
+    """Called by the composition root (gpujob.cli.wiring): what builds the list a caller passing none
+    gets. Built on first use, so a command that plans nothing imports no capability."""
+    global _installed, _factory
+    _installed, _factory = None, capabilities
+
+
+def installed() -> tuple[Capability, ...]:
+    global _installed
+    if _installed is None:
+        _installed = tuple(_factory()) if _factory is not None else ()
+    return _installed
+
+
+def chosen(capabilities: Sequence[Capability] | None) -> tuple[Capability, ...]:
+    return installed() if capabilities is None else tuple(capabilities)
+
+
+def of(ctx: Any) -> tuple[Capability, ...]:
+    """The capabilities a planner's or applier's job context was given (None there: the installed ones)."""
+    return chosen(getattr(ctx, "capabilities", None))
