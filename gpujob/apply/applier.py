@@ -120,7 +120,7 @@ async def apply_plan(
     clock = clock or SystemClock()
     caps = chosen(capabilities)
     if not allow_unverified:  # watch, a PR's approval line: never the unverified override
-        from gpujob.reach.unreachable import without_overrides
+        from gpujob.apply.unreachable import without_overrides
 
         approvals = without_overrides(approvals)
     env = os.environ if env is None else env

@@ -5,7 +5,7 @@ place. Each re-reads what it acts on and is safe to run twice.
 from __future__ import annotations
 
 from gpujob.apply import ownership as guard
-from gpujob.apply import quiesce, runtime
+from gpujob.apply import quiesce, reach_gate, runtime
 from gpujob.apply.carry import push_after_replace
 from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.machine_steps import create_machine, need_machine
@@ -16,7 +16,6 @@ from gpujob.apply.teardown_look import start_for_disk
 from gpujob.errors import GpujobError, command_text, job_file_args, ssh_words
 from gpujob.plan import capability
 from gpujob.plan.model import Action
-from gpujob.reach import gate as reach_gate
 
 
 def _target(ctx: JobContext, action: Action) -> runtime.Target:

@@ -207,7 +207,7 @@ async def plan_and_apply(
             replace=check_addresses(opts.replace, loaded),
             release_left=opts.release_left,
         )
-    from gpujob.reach.unreachable import mark_plan
+    from gpujob.apply.unreachable import mark_plan
 
     plan = mark_plan(plan, set(opts.approvals))
     show(plan)
@@ -245,7 +245,7 @@ async def plan_and_apply(
         auto_approve=opts.auto_approve,
         hooks=hooks,
         command=rerun,
-        allow_unverified=True,  # typed by the user on this very command line (gpujob.reach.unreachable)
+        allow_unverified=True,  # typed by the user on this very command line (gpujob.apply.unreachable)
     )
     if movers:
         moved, failed = await apply_moves(movers, loaded, live, providers, hooks=hooks, env=os.environ)

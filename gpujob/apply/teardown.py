@@ -4,7 +4,7 @@
   2. a look at the disk, through the machine that mounts it (a stopped machine is started; a network
      volume no pod mounts gets a temporary pod, the cheapest that can mount it in its data center,
      terminated after): the run is quiesced first, the way a platform stop would do it (SIGTERM to
-     every process of the run, up to gate.quiesce_grace_s for its final save, SIGKILL after, and all of
+     every process of the run, up to plan.cadence.quiesce_grace_s for its final save, SIGKILL after, and all of
      them confirmed gone); then the checkpoint directories are listed: the job file's
      checkpoint.dir, the one in the last pull record, and the one the last launched run recorded on
      the disk (so an edited or removed checkpoint block does not hide files);
@@ -26,6 +26,7 @@ import asyncio
 from typing import Any
 
 from gpujob.apply import gate
+from gpujob.apply import reach_gate as reach
 from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.ownership import volume_of
 from gpujob.apply.records import current_record, load_pull_record
@@ -34,7 +35,6 @@ from gpujob.apply.teardown_look import inspect_disk, on_mount
 from gpujob.errors import GateError
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
-from gpujob.reach import gate as reach
 
 DETACH_WAIT_S = 300.0
 POLL_S = 2.0

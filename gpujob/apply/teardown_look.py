@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpujob.apply import gate
+from gpujob.apply import gate, unreachable
+from gpujob.apply import reach_gate as reach
 from gpujob.apply.context import JobContext
 from gpujob.apply.quiesce import quiesce
 from gpujob.apply.records import load_pull_record
@@ -24,8 +25,6 @@ from gpujob.live import LiveResource
 from gpujob.plan.checkpoint_actions import human_bytes
 from gpujob.plan.model import Action
 from gpujob.providers.base import ZeroGpuError
-from gpujob.reach import gate as reach
-from gpujob.reach import unreachable
 from gpujob.ssh.quote import remote_path
 
 
@@ -87,7 +86,7 @@ async def inspect_disk(
 ) -> str:
     """Steps 2-5 of the module docstring through `machine`. A machine started here for the look is
     stopped again when the look fails (a failed destroy never bills more than before it ran); one it
-    cannot reach is refused with the risk, unless the .unverified override applies (gpujob.reach)."""
+    cannot reach is refused with the risk, unless the .unverified override applies (gpujob.apply.unreachable)."""
     own = ctx.machine is not None and ctx.machine.id == machine.id
     moved = ctx.moved if own else True
     started = False

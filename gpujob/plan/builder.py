@@ -9,8 +9,7 @@ from collections.abc import Callable
 
 from gpujob.cost.rates import Footprint, billing
 from gpujob.plan import capability
-from gpujob.plan.action_findings import live_ck_tier
-from gpujob.plan.context import JobContext, path_tier, tier_title, tiers_in_use
+from gpujob.plan.context import JobContext, live_ck_tier, path_tier, tier_title, tiers_in_use
 from gpujob.plan.findings import by_severity
 from gpujob.plan.model import GATED, Action, ActionKind, DataEffect, FieldChange, Finding
 

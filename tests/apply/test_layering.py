@@ -14,11 +14,21 @@ APPLY = Path(gpujob.apply.__file__).parent
 # one is placed deliberately.
 LAYERS: list[set[str]] = [
     # progress picks its terminal renderer (progress_rich) lazily, so rich loads only for a terminal.
-    {"journal", "records", "sshapi", "progress", "progress_rich", "localfiles", "reconcile"},
+    {
+        "journal",
+        "records",
+        "sshapi",
+        "progress",
+        "progress_rich",
+        "localfiles",
+        "reconcile",
+        "unreachable",
+        "reach_evidence",
+    },
     {"context", "gate"},
     {"runtime.transfer", "runtime.remote"},
     {"runtime.launch", "runtime.pulling"},
-    {"runtime", "ownership", "capacity", "observe", "quiesce"},
+    {"runtime", "ownership", "capacity", "observe", "quiesce", "reach_gate"},
     {"carry", "teardown_look"},
     {"teardown_helper"},
     {"teardown"},

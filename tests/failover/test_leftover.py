@@ -186,8 +186,8 @@ def test_no_release_while_the_job_moves(tmp_path: Path) -> None:
 def test_the_run_log_of_another_platform_lands_aside_and_proves_nothing_away(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
+    from gpujob.apply.reach_evidence import nothing_to_protect
     from gpujob.outputs.roots import output_roots, pull_to
-    from gpujob.reach.evidence import nothing_to_protect
 
     ls = _loaded(tmp_path, job_text())
     bare = ls.spec.model_copy(update={"checkpoint": None, "outputs": None})
