@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.apply.applier import ApplyResult, apply_plan
-from gpujob.apply.journal import Journal
+from gpujob.apply.journal import journal_of
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
 from gpujob.apply.records import job_launch_records, job_pull_records
@@ -24,10 +24,6 @@ from gpujob.plan.model import Plan, plan_problem
 from gpujob.state import Store
 
 Ask = Callable[[str], str]
-
-
-def journal_of(ls: Any) -> Journal:
-    return Journal(state_dir_of(ls.path), ls.spec.name)
 
 
 def interactive() -> bool:

@@ -16,7 +16,10 @@ Hook points, by floor:
   (outputs); `job_plan_fields` fills a JobPlan field a capability owns (sweep: the queue's cells).
 - apply (gpujob.apply): `before_steps` runs once a job's steps are known, before the first (sweep: cells
   placed on their queue); `before_launch` runs before a run is launched on a machine (preflight).
-- watch (gpujob.watch) reads the `watch` attribute: a `WatchHooks` object or None.
+- watch (gpujob.watch): `watch_hooks` makes the capability's gpujob.watch.hooks.WatchHooks for one
+  watcher: jobs it admits or settles at the start of a tick (sweep), a job it acts on itself before the
+  policy decides (failover: a move), actions only a person may take (failover: what a job left on other
+  platforms), and what counts as a recovery.
 """
 
 from __future__ import annotations
@@ -58,7 +61,6 @@ class Capability:
     """A capability's contributions (see the module docstring). Subclass it and override the hooks."""
 
     name = ""
-    watch: Any = None  # a gpujob.watch.hooks.WatchHooks, for the watch loop
 
     # --- plan
     def rounds(self) -> Mapping[str, Callable[[PlanRound], list[JobPlan]]]:
@@ -86,6 +88,11 @@ class Capability:
 
     async def before_launch(self, ctx: Any, action: Any, recreate: Callable[..., Any]) -> None:
         """Before a run is launched on the machine (`recreate` makes the machine again)."""
+
+    # --- watch
+    def watch_hooks(self, options: Any) -> Any:
+        """A gpujob.watch.hooks.WatchHooks for one watcher (`options`: its gpujob.watch.jobs.Options), or None."""
+        return None
 
 
 _installed: tuple[Capability, ...] | None = None

@@ -12,6 +12,7 @@ from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, JobPlan, Plan
 from gpujob.watch import limits
 from gpujob.watch.apply import apply_decisions, describe
+from gpujob.watch.hooks import is_recovery
 from gpujob.watch.jobs import (
     ERROR,
     HEALTHY,
@@ -50,14 +51,14 @@ class Acting(WatcherBase):
         machine = job_machine(live, j.loaded)
         if any(f.code == "live-read" for f in jp.findings):
             return ERROR  # a partial read proves nothing; the next tick reads again
-        if spec.fallback:  # it may run on another platform (gpujob.failover)
-            from gpujob.failover.watching import on_move
-
-            if (moved := await on_move(self, j, jp, live)) is not None:
-                return moved
-        decision = decide(jp, spec, machine, approved=self.opt.approvals, rerun=self.opt.rerun)
+        for h in self.hooks:  # e.g. a move to another platform (gpujob.failover.watching)
+            if (acted := await h.judge(self, j, jp, live)) is not None:
+                return acted
+        decision = decide(
+            jp, spec, machine, approved=self.opt.approvals, rerun=self.opt.rerun, hooks=self.hooks
+        )
         burn = max(jp.current_usd_per_hour, jp.after_usd_per_hour if decision.actions else 0.0)
-        recovering = self.landed.is_recovery(j.name, decision) and j.ledger.run_started_at is not None
+        recovering = is_recovery(self.hooks, j.name, decision) and j.ledger.run_started_at is not None
         reason = limits.limit_reached(
             spec, j.ledger, now, burn_usd_per_hour=burn, interval_s=self.opt.interval_s,
             max_recoveries_per_hour=self.opt.max_recoveries_per_hour, recovering=recovering,
@@ -104,9 +105,10 @@ class Acting(WatcherBase):
                 up = bool(kinds & {K.CREATE, K.START, K.REPLACE}) and not kinds & {K.STOP, K.TERMINATE}
                 j.ledger.restate(now, jp.after_usd_per_hour, gpu_billing=up)
             # creating a job never run is no recovery, nor is the planned create of a landed queue's machine
-            if self.landed.is_recovery(j.name, d) and j.ledger.run_started_at is not None:
+            if is_recovery(self.hooks, j.name, d) and j.ledger.run_started_at is not None:
                 j.ledger.recovered(now, ", ".join(a.id for a in d.actions), ok)
-            self.landed.created(j.name, ok)
+            for h in self.hooks:
+                h.created(j.name, ok)
             if ok:
                 self.say(j, "finishing" if d.finishing else "recovered", detail, level="action")
             else:

@@ -58,8 +58,8 @@ async def apply_decisions(
 ) -> dict[str, tuple[bool, str]]:
     """Apply each job's allowed actions; job name -> (ok, what happened, one line)."""
     from gpujob.apply.applier import apply_plan
+    from gpujob.apply.journal import journal_of
     from gpujob.apply.reconcile import mark_finished, record_launches
-    from gpujob.apply.session import journal_of
 
     sub = plan.model_copy(
         update={"jobs": [jp.model_copy(update={"actions": d.actions}) for _, jp, d in todo]}

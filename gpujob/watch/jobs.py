@@ -14,11 +14,12 @@ from typing import Any
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.live import LiveResource, LiveState
+from gpujob.plan.capability import Capability, chosen
 from gpujob.plan.model import ActionKind
 from gpujob.state import Store
-from gpujob.sweep.watching import LandedQueues
 from gpujob.watch.disks import DiskGuard
 from gpujob.watch.events import Event, make_event
+from gpujob.watch.hooks import watch_hooks
 from gpujob.watch.ledger import Ledger, load_ledger
 from gpujob.watch.policy import Decision
 from gpujob.watch.probe import RunProbe
@@ -87,6 +88,7 @@ class WatcherBase:
         env: Mapping[str, str],
         emit: Callable[[Event, Store], None],
         options: Options,
+        capabilities: Sequence[Capability] | None = None,
     ) -> None:
         now = clock.now()
         self.jobs = {
@@ -103,7 +105,8 @@ class WatcherBase:
         self.probe = RunProbe(self.spy.api)
         self.disks = DiskGuard(self.spy.api, clock)
         self.acted = False  # the last tick applied something
-        self.landed = LandedQueues(options.rerun)  # queues watched mid-run (gpujob.sweep.watching)
+        # what the capabilities add to the loop (gpujob.watch.hooks; None: the installed capabilities)
+        self.hooks = watch_hooks(chosen(capabilities), options)
 
     # --- events
     def say(

@@ -20,7 +20,6 @@ from typing import Any
 from gpujob.errors import GpujobError
 from gpujob.live import LiveState
 from gpujob.plan.model import JobPlan
-from gpujob.sweep.watching import admit
 from gpujob.watch.acting import Acting
 from gpujob.watch.intent import destroyed_on_purpose
 from gpujob.watch.jobs import BLOCKED_TICKS, COST_REFRESH_S, ERROR, HEALTHY, HUMAN, JobWatch, job_machine
@@ -50,7 +49,7 @@ class Watcher(Acting):
                         )  # a parked job waits for a person, even when nothing else does
                     return max(code, ERROR) if self.pulls.failed_since_start and code == HEALTHY else code
                 watching = [j for j in self.jobs.values() if j.watching]
-                if not watching and not self.landed.waiting:
+                if not watching and not any(h.waiting for h in self.hooks):
                     return HEALTHY if all(j.done for j in self.jobs.values()) else HUMAN
                 if watching and all(j.blocked_ticks >= BLOCKED_TICKS for j in watching):
                     self.say(
@@ -61,7 +60,8 @@ class Watcher(Acting):
         finally:
             await self.pulls.close()
             await self.probe.close()
-            self.landed.close()
+            for h in self.hooks:
+                h.close()
             for j in self.jobs.values():
                 save_ledger(j.state_dir, j.ledger)
 
@@ -109,7 +109,8 @@ class Watcher(Acting):
         from gpujob.plan.planner import build_plan
         from gpujob.plan.refresh import read_live_state
 
-        admit(self)  # a landed queue whose lock is free now (gpujob.sweep.watching)
+        for h in self.hooks:  # e.g. a sweep queue whose lock is free now (gpujob.sweep.watching)
+            h.admit(self)
         active = [j for j in self.jobs.values() if self._reload(j)]
         if not active:
             return HEALTHY
@@ -166,10 +167,11 @@ class Watcher(Acting):
         return code
 
     async def _settle(self, loaded: list[Any], live: LiveState) -> list[Any]:
-        """Land a sweep's proven cells; a queue they land on first is watched under its own lock."""
-        from gpujob.sweep.watching import settle_watched
-
-        return await settle_watched(self, loaded, live)
+        """The capabilities' settle (e.g. a sweep's proven cells landed; a queue they land on first is
+        watched under its own lock, gpujob.sweep.watching)."""
+        for h in self.hooks:
+            loaded = await h.settle(self, loaded, live)
+        return loaded
 
     def _observe(self, j: JobWatch, jp: JobPlan, live: LiveState, now: datetime) -> None:
         """Fold what this tick read into the job's ledger: money and GPU time, the run's steps."""
