@@ -56,7 +56,7 @@ def require_approvals(
 ) -> None:
     """Refuse up front, before any step runs, when a gated action lacks its explicit approval.
 
-    `command` is the command line that repeats this one (gpujob.apply.session.rerun_command). Approvals
+    `command` is the command line that repeats this one (gpujob.cli.session.rerun_command). Approvals
     are not remembered between runs, so the hint approves every gated action, the ones given included."""
     gated = [a.id for a in actions if a.gated]
     missing = [i for i in gated if i not in approvals]

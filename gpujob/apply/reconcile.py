@@ -7,7 +7,7 @@ Reading (gpujob.plan.runfacts puts these into LiveState.runs for the planner):
 - launched_digest: the job file digest the last launch was made from;
 - push_pending: a replace's checkpoints not yet pushed onto its successor.
 
-Writing (gpujob.apply.session, around apply_plan): the finished mark, when a plan carries the
+Writing (gpujob.cli.session, around apply_plan): the finished mark, when a plan carries the
 teardown.on_finish of a run that exited 0; the launch digest, after a launch step is done.
 """
 

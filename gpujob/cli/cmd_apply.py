@@ -120,7 +120,7 @@ def run(
 ) -> int:
     import asyncio
 
-    from gpujob.apply import session
+    from gpujob.cli import session
     from gpujob.render import render_plan
     from gpujob.spec.load import load_specs
 

@@ -34,7 +34,7 @@ def command(targets: tuple[Path, ...], no_color: bool, lock_timeout: float) -> N
 def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float = 0.0) -> int:
     import asyncio
 
-    from gpujob.apply.session import locked
+    from gpujob.cli.session import locked
     from gpujob.spec.load import load_specs, resolve_job_files
 
     loaded = [

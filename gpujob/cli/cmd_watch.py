@@ -127,7 +127,7 @@ def _watch(
     import shlex
     import signal
 
-    from gpujob.apply import session
+    from gpujob.cli import session
     from gpujob.spec.load import load_specs, resolve_job_files
     from gpujob.watch.jobs import Options
 

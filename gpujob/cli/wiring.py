@@ -8,6 +8,7 @@ from gpujob.plan.capability import Capability, install
 
 def capabilities() -> tuple[Capability, ...]:
     """Every capability, built when first asked (a command that plans nothing imports none of them)."""
+    from gpujob.audit.capability import Audit
     from gpujob.disks.capability import Disks
     from gpujob.failover.capability import Failover
     from gpujob.outputs.capability import Outputs
@@ -15,7 +16,7 @@ def capabilities() -> tuple[Capability, ...]:
     from gpujob.rehearse.capability import Rehearse
     from gpujob.sweep.capability import Sweep
 
-    return (Failover(), Sweep(), Rehearse(), Preflight(), Outputs(), Disks())
+    return (Failover(), Sweep(), Rehearse(), Preflight(), Outputs(), Disks(), Audit())
 
 
 def wire() -> None:

@@ -13,7 +13,8 @@ Hook points, by floor:
   moves, before the account-wide balance; what a job left on other platforms, after it); `disk_findings`
   and `spot_findings` add a section's findings where the planner judges disks and interruptible
   machines; `data_effect_line` adds to what a stop, terminate or volume delete does to the data
-  (outputs); `job_plan_fields` fills a JobPlan field a capability owns (sweep: the queue's cells).
+  (outputs); `job_plan_fields` fills a JobPlan field a capability owns (sweep: the queue's cells);
+  `derive_plan` makes the plans of another origin than `gpujob plan` (audit: `gpujob audit --fix`).
 - apply (gpujob.apply): `before_steps` runs once a job's steps are known, before the first (sweep: cells
   placed on their queue); `before_launch` runs before a run is launched on a machine (preflight).
 - watch (gpujob.watch): `watch_hooks` makes the capability's gpujob.watch.hooks.WatchHooks for one
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpujob.live import LiveState
-    from gpujob.plan.model import Finding, JobPlan
+    from gpujob.plan.model import Finding, JobPlan, Plan
 
 # A hook's `ctx` is the planner's gpujob.plan.context.JobContext (which imports this module) or the
 # applier's gpujob.apply.context.JobContext: typed Any here so neither is imported.
@@ -81,6 +82,13 @@ class Capability:
     def job_plan_fields(self, loaded: Any, running_usd_per_hour: float) -> dict[str, Any]:
         """JobPlan fields this capability fills for a job planned as running."""
         return {}
+
+    def derive_plan(
+        self, origin: str, loaded: Sequence[Any], live: LiveState, *, now: datetime
+    ) -> Plan | None:
+        """The plan of a saved plan's `origin` when this capability makes such plans (a saved plan is
+        derived again before it is applied, gpujob.apply.rederive); None: not one of its origins."""
+        return None
 
     # --- apply
     def before_steps(self, ctx: Any, todo: Sequence[Any]) -> None:

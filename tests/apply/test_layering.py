@@ -36,7 +36,7 @@ LAYERS: list[set[str]] = [
     {"stepbase", "volume_steps", "machine_steps", "run_steps", "change_steps"},
     {"steps"},
     {"applier"},
-    {"rederive", "session"},
+    {"rederive"},
 ]
 
 

@@ -1,5 +1,7 @@
 """What `apply` and `destroy` share on the command-line side: find and load job files, hold the job
-locks, read live state, plan (or check a saved plan is still current), confirm, execute.
+locks, read live state, plan (or check a saved plan is still current), confirm, execute. Part of the
+composition root: the capabilities' own steps around the applier (a sweep's cells settled, the smoke
+test, failover's moves and what moved jobs left) are called from here.
 
 Prompts go through the injected `ask` callable so this module never touches the terminal itself.
 """
