@@ -234,7 +234,7 @@ def run_adopt(targets: tuple[Path, ...], platform: str, lock_timeout: float) -> 
 
 
 def _hooks(color: bool):  # type: ignore[no-untyped-def]
-    from gpujob.apply.progress import choose_hooks
+    from gpujob.cli.progress import choose_hooks
 
     return choose_hooks(not color, lambda line: click.echo(line, err=True))
 

@@ -45,7 +45,7 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float
     if not loaded:
         click.echo("No job with a checkpoint section or outputs: nothing to pull.")
         return 0
-    from gpujob.apply.progress import choose_hooks
+    from gpujob.cli.progress import choose_hooks
 
     # Bars and spinners on a terminal; piped, a few plain lines per transfer on stderr.
     hooks = choose_hooks(no_color, lambda line: click.echo(line, err=True))

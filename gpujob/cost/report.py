@@ -16,11 +16,12 @@ from typing import Any
 from pydantic import Field
 
 from gpujob.cost.live import Pricing, resource_meters
+from gpujob.cost.model import MeterLine
 from gpujob.cost.seen import Seen
 from gpujob.cost.spend import SpendLine, job_spend, more_until
 from gpujob.live import LiveResource, Metering, ResourceRef
 from gpujob.model import Model, Platform
-from gpujob.plan.model import Finding, MeterLine
+from gpujob.plan.model import Finding
 
 
 class JobCost(Model):

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from gpujob.cost.rates import usd
+from gpujob.cost.model import Billing, MeterLine
 from gpujob.failover.choice import Choice, choose
 from gpujob.invariant import present
 from gpujob.live import LiveResource, LiveState
-from gpujob.plan.model import Action, ActionKind, Billing, DataEffect, Finding, JobPlan, MeterLine
+from gpujob.plan.model import Action, ActionKind, DataEffect, Finding, JobPlan
 
 K = ActionKind
 

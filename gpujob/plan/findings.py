@@ -7,13 +7,14 @@ values are never read beyond "is it set".
 
 from __future__ import annotations
 
+from gpujob.cost.model import MeterLine
 from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.cost.spend import projected_charge
 from gpujob.plan import capability
 from gpujob.plan.context import JobContext
 from gpujob.plan.image_findings import image_findings
 from gpujob.plan.machine_findings import auto_shutdown_findings, static_ip_findings
-from gpujob.plan.model import Finding, MeterLine
+from gpujob.plan.model import Finding
 from gpujob.plan.spot_findings import spot_findings
 from gpujob.plan.storage_findings import (
     cache_findings,

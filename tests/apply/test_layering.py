@@ -13,7 +13,7 @@ APPLY = Path(gpujob.apply.__file__).parent
 # Bottom up. A module's rank is the index of its layer; a module not listed fails the test, so a new
 # one is placed deliberately.
 LAYERS: list[set[str]] = [
-    # progress picks its terminal renderer (progress_rich) lazily, so rich loads only for a terminal.
+    # gpujob.cli.progress picks the terminal renderer (progress_rich) lazily, so rich loads only there.
     {
         "journal",
         "records",
