@@ -9,11 +9,11 @@ from gpujob.apply import quiesce
 from gpujob.apply.context import JobContext
 from gpujob.apply.journal import crashpoint
 from gpujob.apply.machine_steps import need_machine
-from gpujob.apply.records import note_launch
 from gpujob.apply.run_steps import launch, update_queue_run
 from gpujob.apply.stepbase import Outcome
 from gpujob.errors import GpujobError
 from gpujob.plan.model import Action
+from gpujob.plan.records import note_launch
 
 
 async def update(ctx: JobContext, action: Action) -> Outcome:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.apply.localfiles import local_sha256
-from gpujob.apply.records import PullRecord, load_pull_record, load_pull_records
 from gpujob.errors import GateError
 from gpujob.plan.model import Action
+from gpujob.plan.records import PullRecord, load_pull_record, load_pull_records
 from gpujob.spec.model import JobSpec
 
 __all__ = [

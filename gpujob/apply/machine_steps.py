@@ -9,12 +9,12 @@ from gpujob.apply import quiesce
 from gpujob.apply.capacity import candidates, create_with_fallback, launch_request
 from gpujob.apply.context import JobContext
 from gpujob.apply.reconcile import HOST_LOST_GPU
-from gpujob.apply.records import note_launch
 from gpujob.apply.stepbase import Outcome, look_harder, machine_kind, teardown_verb
 from gpujob.apply.volume_steps import await_shared_volume, by_id, drop_race_volume
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action
+from gpujob.plan.records import note_launch
 from gpujob.providers.base import ZeroGpuError
 
 CAPACITY_WAIT_S = 1800.0

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpujob.apply.records import PullRecord, current_record, load_pull_record
 from gpujob.apply.runtime import Target
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
+from gpujob.plan.records import PullRecord, current_record, load_pull_record
 from gpujob.state import StateRef, Store, as_store, open_store
 
 

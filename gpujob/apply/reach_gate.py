@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from gpujob.apply import unreachable
 from gpujob.apply.context import JobContext
-from gpujob.apply.records import load_pull_record
 from gpujob.apply.runtime.remote import MachineNotRunning, Unreachable
 from gpujob.errors import GateError, GpujobError
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
+from gpujob.plan.records import load_pull_record
 
 
 async def stop_again(ctx: JobContext, machine: LiveResource, own: bool) -> None:

@@ -1,6 +1,6 @@
 """The journal's side of the run facts (pure readers), and the two lines apply writes about the run.
 
-Reading (gpujob.plan.runfacts puts these into LiveState.runs for the planner):
+Reading (gpujob.apply.runfacts puts these into LiveState.runs for the planner):
 - launch_pending: a machine was created or started and no launch finished since (a killed apply);
 - finished_marker: the run was marked finished (exit 0) for this exact job file, so it is not
   started again until the job file changes;

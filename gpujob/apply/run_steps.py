@@ -10,12 +10,12 @@ from gpujob.apply.carry import push_after_replace
 from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.machine_steps import create_machine, need_machine
 from gpujob.apply.reconcile import FINISHED, NOT_RELAUNCHED, launched_digest
-from gpujob.apply.records import PullRecord, note_run
 from gpujob.apply.stepbase import Outcome
 from gpujob.apply.teardown_look import start_for_disk
 from gpujob.errors import GpujobError, command_text, job_file_args, ssh_words
 from gpujob.plan import capability
 from gpujob.plan.model import Action
+from gpujob.plan.records import PullRecord, note_run
 
 
 def _target(ctx: JobContext, action: Action) -> runtime.Target:

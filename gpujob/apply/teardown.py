@@ -29,12 +29,12 @@ from gpujob.apply import gate
 from gpujob.apply import reach_gate as reach
 from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.ownership import volume_of
-from gpujob.apply.records import current_record, load_pull_record
 from gpujob.apply.teardown_helper import through_helper
 from gpujob.apply.teardown_look import inspect_disk, on_mount
 from gpujob.errors import GateError
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
+from gpujob.plan.records import current_record, load_pull_record
 
 DETACH_WAIT_S = 300.0
 POLL_S = 2.0

@@ -17,13 +17,13 @@ from gpujob.apply import gate, unreachable
 from gpujob.apply import reach_gate as reach
 from gpujob.apply.context import JobContext
 from gpujob.apply.quiesce import quiesce
-from gpujob.apply.records import load_pull_record
 from gpujob.apply.runtime.pulling import pull_dir, pull_over
 from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, open_remote
 from gpujob.errors import GateError
 from gpujob.live import LiveResource
 from gpujob.plan.checkpoint_actions import human_bytes
 from gpujob.plan.model import Action
+from gpujob.plan.records import load_pull_record
 from gpujob.providers.base import ZeroGpuError
 from gpujob.ssh.quote import remote_path
 

@@ -116,7 +116,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
             row.update(elsewhere_rows([j for j in others if j.job == v.spec.name]))
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
-            from gpujob.apply.records import load_destroyed
+            from gpujob.plan.records import load_destroyed
 
             destroyed = load_destroyed(v.state_dir, v.spec.name)
             if destroyed is not None:
@@ -169,7 +169,7 @@ EVENTS_SHOWN = 5
 def stopped_run(loaded: Any, machine: Any) -> dict | None:
     """The run of a machine that is not running, when it is known finished (so `gpujob apply` would
     not start it: saying it would is wrong); None when it is not known."""
-    from gpujob.plan.runfacts import journal_facts
+    from gpujob.apply.runfacts import journal_facts
     from gpujob.sweep.isolation import queue_drained
 
     state = machine.raw_status or machine.status

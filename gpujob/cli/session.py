@@ -20,9 +20,9 @@ from gpujob.apply.applier import ApplyResult, apply_plan
 from gpujob.apply.journal import journal_of
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
-from gpujob.apply.records import job_launch_records, job_pull_records
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan, plan_problem
+from gpujob.plan.records import job_launch_records, job_pull_records
 from gpujob.state import Store
 
 Ask = Callable[[str], str]
@@ -159,8 +159,8 @@ async def plan_and_apply(
     """Plan (or check the saved plan), show it, confirm, then apply. Returns (plan, None) when nothing
     was applied because nothing changes."""
     from gpujob.apply.rederive import rederive
+    from gpujob.apply.refresh import read_live_state
     from gpujob.plan.planner import build_plan
-    from gpujob.plan.refresh import read_live_state
     from gpujob.plan.replace import check_addresses
 
     refuse_destroyed(loaded, opts)
@@ -262,7 +262,7 @@ async def plan_and_apply(
 def refuse_destroyed(loaded: Sequence[Any], opts: Options) -> None:
     """A job `gpujob destroy` tore down is not created again by an apply, whatever its file now says,
     unless --recreate says so (a comment edited back must not bring a GPU back)."""
-    from gpujob.apply.records import load_destroyed
+    from gpujob.plan.records import load_destroyed
 
     if opts.destroy or opts.recreate:
         return
@@ -282,7 +282,7 @@ def refuse_destroyed(loaded: Sequence[Any], opts: Options) -> None:
 def remember_intent(loaded: Sequence[Any], opts: Options, *, ok: bool) -> None:
     """After a destroy that finished: the jobs are destroyed on purpose. Before a --recreate applies:
     that mark is lifted."""
-    from gpujob.apply.records import clear_destroyed, note_destroyed
+    from gpujob.plan.records import clear_destroyed, note_destroyed
 
     now = datetime.now(UTC)
     for ls in loaded:

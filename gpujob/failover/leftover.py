@@ -329,9 +329,9 @@ def borrowed_records(store: Any, job: str) -> Iterator[None]:
     its teardown gate borrows them, and they are put back after. Only under the job's lock: `gpujob
     watch` holds it for its whole run, so its continuous pull never writes them in between (what is
     put back would overwrite it)."""
-    from gpujob.apply.records import pulls_name
     from gpujob.errors import GpujobError
     from gpujob.outputs.record import outputs_name
+    from gpujob.plan.records import pulls_name
 
     if not store.lock_held(job):
         raise GpujobError(

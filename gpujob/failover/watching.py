@@ -26,7 +26,7 @@ _next_try: dict[tuple[int, str], datetime] = {}
 
 
 def _just_pulled(ls: Any, now: datetime) -> bool:
-    from gpujob.apply.records import load_pull_record
+    from gpujob.plan.records import load_pull_record
     from gpujob.state import open_store
 
     record = load_pull_record(open_store(ls.path), ls.spec.name)

@@ -125,7 +125,7 @@ def _get(rec: object, name: str) -> Any:
 
 
 def _describe_record(rec: object) -> str:
-    """One line about gpujob.apply.records.PullRecord (read by attribute, so a dict works too)."""
+    """One line about gpujob.plan.records.PullRecord (read by attribute, so a dict works too)."""
     when = _get(rec, "at")
     files = _get(rec, "files") or []
     verified = sum(1 for f in files if _get(f, "verified"))

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from gpujob import __version__, naming
-from gpujob.apply.records import current_record
 from gpujob.cost.live import footprint
 from gpujob.cost.rates import Footprint, GpuRate, hourly_total, meters, monthly_total
 from gpujob.live import LiveResource, LiveState
@@ -27,6 +26,7 @@ from gpujob.plan.capability import AFTER_BALANCE, BEFORE_BALANCE, Capability, Pl
 from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.findings import by_severity, spec_findings
 from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
+from gpujob.plan.records import current_record
 from gpujob.plan.trap_findings import trap_findings
 from gpujob.profile import load_profile
 from gpujob.project import ENV as PROJECT_ENV

@@ -1,6 +1,6 @@
 """Planning from the run facts (LiveState.runs): relaunch a lost run, finish a launch a killed apply
 left undone, apply teardown.on_finish to a run that exited 0, and never restart a run already marked
-finished for this job file. Pure: the facts were read during refresh (gpujob.plan.runfacts).
+finished for this job file. Pure: the facts were read during refresh (gpujob.apply.runfacts).
 """
 
 from __future__ import annotations

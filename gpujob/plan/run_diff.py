@@ -21,7 +21,7 @@ def run_changes(record: Any, spec: JobSpec) -> list[FieldChange]:
     """Every key of the run that differs, job-file order. Env values are shown (the job file holds
     them in the clear), the old one only as 'a different value' (the record keeps a digest); secrets
     by name only."""
-    from gpujob.apply.records import run_record_of
+    from gpujob.plan.records import run_record_of
 
     now = run_record_of(spec, record.at)
     out: list[FieldChange] = []

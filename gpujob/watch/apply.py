@@ -123,8 +123,8 @@ async def park(
     """Stop (or, when teardown.on_finish is terminate, terminate through the gate) the job's machine.
     Planned like any other change: the same spec with state stopped / absent, machine actions only."""
     from gpujob.apply.applier import apply_plan
-    from gpujob.apply.records import job_pull_records
     from gpujob.plan.planner import build_plan
+    from gpujob.plan.records import job_pull_records
 
     spec = loaded.spec.model_copy(update={"state": "stopped" if verb == "stop" else "absent"})
     as_parked = dataclasses.replace(loaded, spec=spec)

@@ -106,8 +106,8 @@ class Watcher(Acting):
 
     # --- one tick
     async def tick(self) -> int:
+        from gpujob.apply.refresh import read_live_state
         from gpujob.plan.planner import build_plan
-        from gpujob.plan.refresh import read_live_state
 
         for h in self.hooks:  # e.g. a sweep queue whose lock is free now (gpujob.sweep.watching)
             h.admit(self)
@@ -132,7 +132,7 @@ class Watcher(Acting):
             return ERROR
         loaded = await self._settle(loaded, live)
         now = self.clock.now()
-        from gpujob.apply.records import job_pull_records
+        from gpujob.plan.records import job_pull_records
 
         plan = build_plan(loaded, live, now=now, env=self.env, pull_records=job_pull_records(loaded))
         for jp in plan.jobs:

@@ -8,9 +8,9 @@ from gpujob.apply import machine_steps, stepbase, volume_steps
 from gpujob.apply.applier import apply_plan
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import RecordingHooks
-from gpujob.apply.records import load_pull_record
 from gpujob.errors import GateError, GpujobError
 from gpujob.plan.model import ActionKind
+from gpujob.plan.records import load_pull_record
 from tests.apply.fakes import FakeClock, FakeLoaded, FakeProvider, FakeSSH, action, make_plan, make_spec
 from tests.owners import machine, pin_project
 from tests.owners import volume as owned_volume

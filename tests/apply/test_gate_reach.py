@@ -16,10 +16,10 @@ import pytest
 from gpujob.apply import teardown
 from gpujob.apply.gate import require_approved
 from gpujob.apply.reach_evidence import nothing_to_protect
-from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
 from gpujob.apply.unreachable import risk, without_overrides
 from gpujob.errors import GateError, SSHConnectError
 from gpujob.plan.model import ActionKind
+from gpujob.plan.records import PulledFile, PullRecord, save_pull_record
 from tests.apply.fakes import action
 from tests.apply.test_gate import VOLUME_DISK, world
 

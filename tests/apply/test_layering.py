@@ -29,6 +29,8 @@ LAYERS: list[set[str]] = [
     {"runtime.transfer", "runtime.remote"},
     {"runtime.launch", "runtime.pulling"},
     {"runtime", "ownership", "capacity", "observe", "quiesce", "reach_gate"},
+    {"runfacts"},
+    {"refresh"},
     {"carry", "teardown_look"},
     {"teardown_helper"},
     {"teardown"},

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpujob.apply.records import load_destroyed, note_destroyed
 from gpujob.cli import session
 from gpujob.errors import GpujobError
+from gpujob.plan.records import load_destroyed, note_destroyed
 from gpujob.spec.model import JobSpec
 from gpujob.watch.intent import destroyed_on_purpose
 from tests.apply.fakes import make_spec

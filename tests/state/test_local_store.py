@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpujob.apply.journal import Journal
-from gpujob.apply.records import PullRecord, load_pull_record, save_pull_record
+from gpujob.plan.records import PullRecord, load_pull_record, save_pull_record
 from gpujob.state.local import LocalStore
 
 
