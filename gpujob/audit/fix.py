@@ -188,6 +188,6 @@ def build_fix_plan(
 
 
 def _ago(seconds: float | None) -> str:
-    from gpujob.audit.render import ago
+    from gpujob.plan.costs import ago
 
     return ago(seconds)

@@ -251,7 +251,7 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         how = (
             "estimate from metered time" if row.get("cost_source") == "estimate" else "billed by the platform"
         )
-        from gpujob.cost.report import usd2
+        from gpujob.plan.costs import usd2
 
         where = f" on {row['platform']}" if row.get("elsewhere") or row.get("spent_elsewhere") else ""
         lines.append(
@@ -263,14 +263,14 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
             parts = [f"{x['what']} {usd2(x['usd_per_hour'])}/h" for x in row["billing_now"]]
             lines.append(f"  billing:   {'; '.join(parts)}")
     for e in row.get("elsewhere") or []:
-        from gpujob.cost.report import usd2
+        from gpujob.plan.costs import usd2
 
         lines.append(
             f"  also on:   {e['platform']}: {', '.join(e['resources'])}; {usd2(e['cost_usd'])} spent, "
             f"{usd2(e['usd_per_hour'])}/h now; to delete it: gpujob apply --release-left (gated)"
         )
     for e in row.get("spent_elsewhere") or []:
-        from gpujob.cost.report import usd2
+        from gpujob.plan.costs import usd2
 
         lines.append(
             f"  also spent: {e['platform']}: {usd2(e['cost_usd'])} before the job left it (nothing of it is "

@@ -185,7 +185,7 @@ class Watcher(Acting):
     async def _refresh_costs(self, active: list[JobWatch], now: datetime) -> None:
         """Money so far from the cost engine (the platform's billing where it has one), every
         COST_REFRESH_S: between two reads the ledger adds the burn, so a tick costs no billing call."""
-        from gpujob.cost.report import read_costs
+        from gpujob.plan.costs import read_costs
 
         stale = [
             j for j in active

@@ -274,8 +274,8 @@ def test_status_of_a_moved_job_names_only_what_is_left_and_what_was_spent_elsewh
     resources with the same names as the ones it holds there now: `also on` lists what is there, and
     once nothing is, `also spent` keeps the job's money whole."""
     from gpujob.cli.cmd_status import _lines, elsewhere_rows
-    from gpujob.cost.report import JobCost
     from gpujob.cost.spend import SpendLine
+    from gpujob.plan.costs import JobCost
 
     def line(kind: str, state: str, usd: float) -> SpendLine:
         return SpendLine(platform="runpod", kind=kind, id=f"{kind}-{state}", name=f"gpujob-bert--{kind}",
