@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gpujob.failover.entries import entry_fixes
+from gpujob.failover.entries import entry_fixes, platforms_read
 from gpujob.failover.leftover import left_platform, with_left
 from gpujob.failover.planning import with_moves
 from gpujob.failover.watching import on_move
@@ -40,6 +40,9 @@ class Failover(Capability):
 
     def rounds(self) -> Mapping[str, Callable[[PlanRound], list[JobPlan]]]:
         return {BEFORE_BALANCE: _moves, AFTER_BALANCE: _left}
+
+    def platforms_read(self, loaded: Sequence[Any]) -> set[str]:
+        return platforms_read(loaded)
 
     def watch_hooks(self, options: Any) -> Any:
         return FailoverWatch()

@@ -15,8 +15,10 @@ Hook points, by floor:
   machines; `data_effect_line` adds to what a stop, terminate or volume delete does to the data
   (outputs); `job_plan_fields` fills a JobPlan field a capability owns (sweep: the queue's cells);
   `derive_plan` makes the plans of another origin than `gpujob plan` (audit: `gpujob audit --fix`).
-- apply (gpujob.apply): `before_steps` runs once a job's steps are known, before the first (sweep: cells
-  placed on their queue); `before_launch` runs before a run is launched on a machine (preflight).
+- apply (gpujob.apply): `platforms_read` adds platforms a read opens (failover); `ssh_functions` fills
+  remote reads of the SSH bundle (preflight: the GPU host; disks: disk usage); `before_steps` runs once a
+  job's steps are known, before the first (sweep: cells placed on their queue); `before_launch` runs
+  before a run is launched on a machine (preflight).
 - watch (gpujob.watch): `watch_hooks` makes the capability's gpujob.watch.hooks.WatchHooks for one
   watcher: jobs it admits or settles at the start of a tick (sweep), a job it acts on itself before the
   policy decides (failover: a move), actions only a person may take (failover: what a job left on other
@@ -91,6 +93,14 @@ class Capability:
         return None
 
     # --- apply
+    def platforms_read(self, loaded: Sequence[Any]) -> set[str]:
+        """Platforms to read for these jobs besides their own (failover: fallback entries, strays)."""
+        return set()
+
+    def ssh_functions(self) -> dict[str, Callable[..., Any]]:
+        """gpujob.apply.sshapi.SSHApi fields this capability fills in SSHApi.default() (e.g. a host read)."""
+        return {}
+
     def before_steps(self, ctx: Any, todo: Sequence[Any]) -> None:
         """Once a job's steps are known (gpujob.apply.context.JobContext, its actions), before the first."""
 

@@ -29,6 +29,10 @@ class WatchHooks:
         """Before the policy decides a job: a watch exit code when this capability acted on it itself."""
         return None
 
+    async def park_reason(self, watcher: Any, j: Any, machine: Any, provider: Any) -> str | None:
+        """After a tick that changed nothing for the job: a reason to pull and park it now (or None)."""
+        return None
+
     def hold(self, todo: Sequence[Action]) -> tuple[list[Action], list[str]]:
         """Actions of the plan that wait for a person, never for watch, and what to tell them."""
         return [], []

@@ -17,7 +17,6 @@ from gpujob.live import LiveResource, LiveState
 from gpujob.plan.capability import Capability, chosen
 from gpujob.plan.model import ActionKind
 from gpujob.state import Store
-from gpujob.watch.disks import DiskGuard
 from gpujob.watch.events import Event, make_event
 from gpujob.watch.hooks import watch_hooks
 from gpujob.watch.ledger import Ledger, load_ledger
@@ -103,7 +102,6 @@ class WatcherBase:
         self.opt = options
         self.pulls = Puller(clock=clock, ssh=self.spy.api, say=self.say)
         self.probe = RunProbe(self.spy.api)
-        self.disks = DiskGuard(self.spy.api, clock)
         self.acted = False  # the last tick applied something
         # what the capabilities add to the loop (gpujob.watch.hooks; None: the installed capabilities)
         self.hooks = watch_hooks(chosen(capabilities), options)

@@ -158,11 +158,12 @@ class Watcher(Acting):
             j = self.jobs[jp.job]
             if j.watching and j.name not in changed:  # what was read before a change is stale now
                 await self._after(j, jp, job_machine(live, j.loaded))
-                full = await self.disks.check(
-                    j, job_machine(live, j.loaded), self.providers[jp.platform], self.say
-                )
-                if full is not None and j.watching:
-                    await self._park(j, jp, job_machine(live, j.loaded), live, full)
+                for h in self.hooks:  # e.g. a disk about to fill up (gpujob.disks.guard)
+                    full = await h.park_reason(
+                        self, j, job_machine(live, j.loaded), self.providers[jp.platform]
+                    )
+                    if full is not None and j.watching:
+                        await self._park(j, jp, job_machine(live, j.loaded), live, full)
             save_ledger(j.state_dir, j.ledger)
         return code
 
