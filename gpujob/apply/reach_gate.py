@@ -57,7 +57,7 @@ def unreached(ctx: JobContext, action: Action, machine: LiveResource, exc: Excep
 
 
 def refusal(ctx: JobContext, action: Action, machine: LiveResource, exc: Exception) -> GateError:
-    from gpujob.outputs.record import load_outputs_record
+    from gpujob.plan.outputs_record import load_outputs_record
 
     if ctx.spec.platform == "paperspace":
         erases = f"{machine.name}'s disk (all of it)"
@@ -80,7 +80,7 @@ def refusal(ctx: JobContext, action: Action, machine: LiveResource, exc: Excepti
 
 def nothing_to_protect_here(ctx: JobContext, machine: LiveResource) -> str | None:
     from gpujob.apply.reach_evidence import nothing_to_protect
-    from gpujob.outputs.record import load_outputs_record
+    from gpujob.plan.outputs_record import load_outputs_record
 
     return nothing_to_protect(
         ctx.spec,

@@ -21,6 +21,7 @@ from gpujob.apply.runtime.pulling import pull_dir, pull_over
 from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, open_remote
 from gpujob.errors import GateError
 from gpujob.live import LiveResource
+from gpujob.plan import capability
 from gpujob.plan.checkpoint_actions import human_bytes
 from gpujob.plan.model import Action
 from gpujob.plan.records import load_pull_record
@@ -169,22 +170,11 @@ async def _look(
 async def _outputs(
     ctx: JobContext, action: Action, remote: Any, machine: LiveResource, erased: Callable[[Any], bool]
 ) -> str:
-    from gpujob.outputs.gate import protect
-
-    said = await protect(
-        remote,
-        ssh=ctx.ssh,
-        spec=ctx.spec,
-        spec_path=ctx.spec_path,
-        state_dir=ctx.state_dir,
-        resource_id=machine.id,
-        erased=erased,
-        now=ctx.clock.now(),
-        note=ctx.note,
-        action_id=action.id,
-        where=f"{machine.name} ({machine.id})",
-    )
-    return f"; {said}" if said else ""
+    out = ""
+    for cap in capability.of(ctx):  # e.g. the job's outputs pulled and verified first (gpujob.outputs.gate)
+        said = await cap.before_erase(ctx, action, remote, machine, erased)
+        out += f"; {said}" if said else ""
+    return out
 
 
 async def _listings(ctx: JobContext, remote: Any) -> dict[str, Any]:

@@ -330,7 +330,7 @@ def borrowed_records(store: Any, job: str) -> Iterator[None]:
     watch` holds it for its whole run, so its continuous pull never writes them in between (what is
     put back would overwrite it)."""
     from gpujob.errors import GpujobError
-    from gpujob.outputs.record import outputs_name
+    from gpujob.plan.outputs_record import outputs_name
     from gpujob.plan.records import pulls_name
 
     if not store.lock_held(job):

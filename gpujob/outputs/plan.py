@@ -9,7 +9,7 @@ from typing import Any
 
 def _record(loaded: Any) -> Any:
     try:
-        from gpujob.outputs.record import load_outputs_record
+        from gpujob.plan.outputs_record import load_outputs_record
         from gpujob.state import open_store
 
         return load_outputs_record(open_store(loaded.path), loaded.spec.name)

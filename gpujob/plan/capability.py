@@ -18,7 +18,8 @@ Hook points, by floor:
 - apply (gpujob.apply): `platforms_read` adds platforms a read opens (failover); `ssh_functions` fills
   remote reads of the SSH bundle (preflight: the GPU host; disks: disk usage); `before_steps` runs once a
   job's steps are known, before the first (sweep: cells placed on their queue); `before_launch` runs
-  before a run is launched on a machine (preflight).
+  before a run is launched on a machine (preflight); `before_erase` runs in the teardown gate before a
+  disk is erased (outputs: pulled and verified first).
 - watch (gpujob.watch): `watch_hooks` makes the capability's gpujob.watch.hooks.WatchHooks for one
   watcher: jobs it admits or settles at the start of a tick (sweep), a job it acts on itself before the
   policy decides (failover: a move), actions only a person may take (failover: what a job left on other
@@ -106,6 +107,13 @@ class Capability:
 
     async def before_launch(self, ctx: Any, action: Any, recreate: Callable[..., Any]) -> None:
         """Before a run is launched on the machine (`recreate` makes the machine again)."""
+
+    async def before_erase(
+        self, ctx: Any, action: Any, remote: Any, machine: Any, erased: Callable[[Any], bool]
+    ) -> str:
+        """In the teardown gate, once the checkpoints are safe and before the call that erases the disks
+        `erased` says: pull (or refuse) what else this capability keeps there; what it did, or ''."""
+        return ""
 
     # --- watch
     def watch_hooks(self, options: Any) -> Any:
