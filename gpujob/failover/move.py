@@ -82,8 +82,7 @@ def carried_file(ls: Any) -> tuple[str | None, int | None, int]:
     pull checked; (None, None, 0) when there is none."""
     from gpujob.apply.localfiles import local_sha256
     from gpujob.apply.runtime import pull_dir
-    from gpujob.plan.records import load_pull_record
-    from gpujob.rehearse.drill import step_of
+    from gpujob.plan.records import load_pull_record, step_of
     from gpujob.state import open_store
 
     spec = ls.spec

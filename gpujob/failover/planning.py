@@ -27,7 +27,7 @@ def move_id(job: str) -> str:
 
 def newest_verified(record: Any) -> tuple[str | None, int | None]:
     """(file, step) of the newest checkpoint pulled here, verified by load and by checksum."""
-    from gpujob.rehearse.drill import step_of
+    from gpujob.plan.records import step_of
 
     if record is None:
         return None, None
