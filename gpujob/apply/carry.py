@@ -15,6 +15,7 @@ from gpujob.apply.runtime.pulling import pull_dir
 from gpujob.apply.runtime.remote import Target, open_remote
 from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.errors import GpujobError
+from gpujob.invariant import present
 from gpujob.plan.checkpoint_actions import human_bytes
 from gpujob.plan.model import Action
 from gpujob.plan.records import PullRecord, load_pull_record

@@ -39,6 +39,10 @@ async def pull(ctx: JobContext, action: Action) -> Outcome:
             if said is None:
                 raise
             return Outcome(machine.id, said)
+    from gpujob.apply.volume_stays import stays_on_volume
+
+    if (kept := stays_on_volume(ctx, machine)) is not None:
+        return Outcome(machine.id, kept)
     # Started for the pull (the teardown this pull guards follows), and stopped again when the pull
     # fails so it does not bill the GPU.
     await guard.require_owned(ctx, machine, action, "start")

@@ -32,6 +32,7 @@ from gpujob.apply.ownership import volume_of
 from gpujob.apply.teardown_helper import through_helper
 from gpujob.apply.teardown_look import inspect_disk, on_mount
 from gpujob.errors import GateError
+from gpujob.invariant import present
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
 from gpujob.plan.records import current_record, load_pull_record

@@ -20,6 +20,7 @@ from gpujob.apply.quiesce import quiesce
 from gpujob.apply.runtime.pulling import pull_dir, pull_over
 from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, open_remote
 from gpujob.errors import GateError
+from gpujob.invariant import present
 from gpujob.live import LiveResource
 from gpujob.plan import capability
 from gpujob.plan.checkpoint_actions import human_bytes
@@ -225,7 +226,7 @@ def _pullable_dir(
                 f"gpujob ssh -- rm -r {shlex.quote(d)}; then run the command again"
             )
         raise GateError(f"{action.id}: {n} file(s) in {d} on {where} would be erased: {why}{tail}", hint=fix)
-    assert ck is not None and ck_dir is not None
+    ck, ck_dir = present(ck, "the checkpoint block"), present(ck_dir, "checkpoint.dir")
     lst = at_risk[ck_dir]
     if ck.verify is None:
         raise GateError(

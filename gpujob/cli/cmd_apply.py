@@ -212,7 +212,7 @@ def run_adopt(targets: tuple[Path, ...], platform: str, lock_timeout: float) -> 
     import asyncio
     from datetime import UTC, datetime
 
-    from gpujob.apply import session
+    from gpujob.cli import session
     from gpujob.failover.adopt import adopt_live
     from gpujob.failover.entries import platforms_read
     from gpujob.project import with_projects

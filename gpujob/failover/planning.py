@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from gpujob.cost.model import Billing, MeterLine
+from gpujob.cost.rates import usd
 from gpujob.failover.choice import Choice, choose
 from gpujob.invariant import present
 from gpujob.live import LiveResource, LiveState
@@ -92,10 +93,13 @@ def with_moves(
             spot_gone=live.spot_unavailable,
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        moved = _with_choice(jp, ls, choice, live, record)
-        if choice.move_to is not None:
-            moved = _with_money_there(moved, ls, choice, live, now or live.read_at, env or {}, capabilities)
-        out.append(moved)
+        from gpujob.failover.capped import within_cap
+
+        when = now or live.read_at
+        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
+        out.append(
+            moved_plan(jp, ls, choice, live, record, now=when, env=env or {}, capabilities=capabilities)
+        )
     return out
 
 
@@ -108,12 +112,13 @@ def moved_plan(
     *,
     now: datetime,
     env: Mapping[str, str],
+    capabilities: Sequence[Any] | None = None,
 ) -> JobPlan:
     """The job's plan under `choice`: its move, priced as the plan there plus what it keeps here, or
     where it stays (the plan's rate check, gpujob.plan.rate, reads the result)."""
     moved = _with_choice(jp, ls, choice, live, record)
     if choice.move_to is not None:
-        moved = _with_money_there(moved, ls, choice, live, now, env)
+        moved = _with_money_there(moved, ls, choice, live, now, env, capabilities)
     return moved
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpujob.invariant import present
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
@@ -77,7 +78,7 @@ def previous_ck_dir(ctx: JobContext) -> str | None:
 
 def pull_checkpoints(ctx: JobContext, before_what: str, *, first: str | None = None) -> str:
     ck = ctx.spec.checkpoint
-    assert ck is not None
+    ck = present(ck, "the checkpoint block of a job that pulls")
     reasons = [first] if first else []
     reasons.append(f"copy {ck.dir} to {ck.pull_to} and verify it before the {before_what}")
     rec = ctx.pull_record
@@ -93,7 +94,7 @@ def push_checkpoints(ctx: JobContext, replace_id: str | None, *, first: str | No
     """After a replace erased the checkpoints' disk: carry the final pull's verified copies onto the new
     machine's checkpoint.dir before its run starts, so training continues from its step."""
     ck = ctx.spec.checkpoint
-    assert ck is not None
+    ck = present(ck, "the checkpoint block of a job that pulls")
     kind = ctx.machine_kind
     reasons = [first] if first else []
     reasons += [

@@ -76,6 +76,12 @@ def build_plan(
     jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned (moved)
     rnd.jobs = jobs
     jobs = _round(rnd, AFTER_BALANCE)  # e.g. what a moved job left on the platforms it no longer runs on
+    from gpujob.plan.one_run import with_one_run
+    from gpujob.plan.rate import with_caps
+
+    jobs = with_one_run(loaded, jobs, live, owners)  # the job's own machine running on another platform
+
+    jobs = with_caps(loaded, jobs)  # budget.max_hourly_usd on each file's sum (a sweep's queues, a move)
     return Plan(
         created_at=now,
         gpujob_version=__version__,

@@ -12,6 +12,7 @@ from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, JobPlan, Plan
 from gpujob.watch import limits
 from gpujob.watch.apply import apply_decisions, describe
+from gpujob.watch.home import hold_stop, unhome
 from gpujob.watch.hooks import is_recovery
 from gpujob.watch.jobs import (
     ERROR,
@@ -88,12 +89,16 @@ class Acting(WatcherBase):
     async def _apply(
         self, todo: list[tuple[JobWatch, JobPlan, Decision]], plan: Plan, live: LiveState
     ) -> int:
-        for j, _, d in todo:
+        for j, _, d in list(todo):
             await self.pulls.settle(j.name)
             await self.probe.drop(j.name)
             machine = job_machine(live, j.loaded)
             if stops_machine(d) and machine is not None and machine.status == "running":
-                await self._wind_down(j, machine, "before it stops")
+                home = await self._wind_down(j, machine, "before it stops")
+                if not home and d.finishing and hold_stop(self, j, machine):
+                    todo.remove((j, _, d))  # its files are on that disk: no stop until they are home
+        if not todo:
+            return HEALTHY
         outcomes = await apply_decisions(todo, plan, self.providers, ssh=self.spy.api, clock=self.clock, env=self.env,
                                          note=lambda job, text: self.say(self.jobs[job], "note", text))  # fmt: skip
         code = RECOVERED
@@ -139,23 +144,27 @@ class Acting(WatcherBase):
             if not await self.pulls.final(j, up, provider, reason="the run finished"):
                 return  # try again next tick
             j.ledger.final_pull_for = started or "?"
+        elif up is None and wants_pull and unhome(self, j, machine):
+            return  # stopped with its files on its disk: a person pulls them (gpujob.watch.home)
+        self.final_failures.pop(j.name, None)
         j.done = True
         j.ledger.finished_digest = j.loaded.digest
         verb = spec.teardown.on_finish
         self.say(j, "finished", "the run exited 0" + (f"; teardown.on_finish: {verb} done" if verb != "keep" else ""),
                  j.ledger.goodput(self.clock.now()).line())  # fmt: skip
 
-    async def _wind_down(self, j: JobWatch, machine: LiveResource, why: str) -> None:
+    async def _wind_down(self, j: JobWatch, machine: LiveResource, why: str) -> bool:
         """Before watch stops a machine itself: stop the run (its final save lands), then the final pull,
-        so the pull sees everything the run wrote. (A terminate gets both from the teardown gate.)"""
+        so the pull sees everything the run wrote; whether it brought all home. (A terminate gets both
+        from the teardown gate.)"""
         from gpujob.watch.apply import quiesce
 
         ck = j.loaded.spec.checkpoint
-        if ck is None or ck.pull == "never":
-            return
+        if (ck is None or ck.pull == "never") and j.loaded.spec.outputs is None:
+            return True
         provider = self.providers[j.loaded.spec.platform]
         stopped = await quiesce(j, machine, provider, ssh=self.spy.api, clock=self.clock)
-        await self.pulls.final(j, machine, provider, reason=f"{why}; {stopped}")
+        return await self.pulls.final(j, machine, provider, reason=f"{why}; {stopped}")
 
     async def _park(
         self, j: JobWatch, jp: JobPlan, machine: LiveResource | None, live: LiveState, reason: str

@@ -103,6 +103,7 @@ class WatcherBase:
         self.pulls = Puller(clock=clock, ssh=self.spy.api, say=self.say)
         self.probe = RunProbe(self.spy.api)
         self.acted = False  # the last tick applied something
+        self.final_failures: dict[str, int] = {}  # final pulls failed in a row (gpujob.watch.home)
         # what the capabilities add to the loop (gpujob.watch.hooks; None: the installed capabilities)
         self.hooks = watch_hooks(chosen(capabilities), options)
 

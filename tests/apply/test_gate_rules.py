@@ -11,6 +11,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from gpujob.apply.records import (
+    PulledFile,
+    PullRecord,
+    current_record,
+    load_pull_records,
+    save_pull_record,
+)
+from gpujob.outputs.record import OutputFile, OutputsRecord
+from gpujob.reach.unreachable import _age, approved_unverified, hint, mark_plan, risk
 
 from gpujob.apply.gate import (
     approve_flags,
@@ -21,17 +30,8 @@ from gpujob.apply.gate import (
     unsafe_files,
 )
 from gpujob.apply.localfiles import local_sha256
-from gpujob.apply.records import (
-    PulledFile,
-    PullRecord,
-    current_record,
-    load_pull_records,
-    save_pull_record,
-)
 from gpujob.errors import GateError
-from gpujob.outputs.record import OutputFile, OutputsRecord
 from gpujob.plan.model import ActionKind, DataEffect, JobPlan, Plan
-from gpujob.reach.unreachable import _age, approved_unverified, hint, mark_plan, risk
 from gpujob.state import as_store
 from tests.apply.fakes import action, make_spec
 

@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"runtime", "ownership", "capacity", "observe", "quiesce", "reach_gate"},
     {"runfacts"},
     {"refresh"},
-    {"carry", "teardown_look"},
+    {"carry", "teardown_look", "stopped_pull", "volume_stays"},
     {"teardown_helper"},
     {"teardown"},
     # the steps by resource: stepbase < volume_steps < machine_steps < run_steps < change_steps

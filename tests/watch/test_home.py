@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-
 from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
+
 from gpujob.live import LiveResource
 from gpujob.watch import home
 
