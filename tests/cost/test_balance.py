@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from gpujob.cost.model import Billing, MeterLine
 from gpujob.live import Account, LiveState
 from gpujob.model import SourceRef
 from gpujob.plan.balance import balance_finding, billed_after, lasts, planned_rate, with_balance
-from gpujob.plan.model import Action, ActionKind, Billing, Finding, JobPlan, MeterLine
+from gpujob.plan.model import Action, ActionKind, Finding, JobPlan
 from gpujob.spec.model import JobSpec
 from tests.apply.fakes import make_spec
 
