@@ -28,9 +28,13 @@ def launch_run(
         f"sync {run.sync.src} to {run.sync.dest}, then run `{shown_command(ctx.job, run.command)}` "
         f"detached ({run.detach})"
     )
+    from gpujob.sweep.shown import cell_lines
+
+    cells = cell_lines(getattr(ctx.loaded, "sweep", None))
+    reasons += cells  # a sweep queue: each cell's command, values and checkpoint dir
     if resume:
         reasons.append(resume)
-    elif ck is not None:
+    elif ck is not None and not cells:
         reasons.append(f"the command resumes from the latest checkpoint in {ck.dir}")
     old = previous_ck_dir(ctx)
     if ck is not None and old is not None:
