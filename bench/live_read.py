@@ -37,7 +37,7 @@ def _specs(n: int) -> list:  # type: ignore[type-arg]
 
 
 async def _read(specs: list, env: dict[str, str]) -> float:  # type: ignore[type-arg]
-    from gpujob.plan.refresh import read_live_state
+    from gpujob.apply.refresh import read_live_state
     from gpujob.providers.registry import open_providers
 
     start = time.perf_counter()

@@ -28,7 +28,7 @@ SWEEP = ONE + "sweep:\n  machines: 8\n  matrix:\n    LR: [{}]\n    SEED: ['1', '
 async def _calls(specs: list, env: dict[str, str]) -> int:  # type: ignore[type-arg]
     import httpx
 
-    from gpujob.plan.refresh import read_live_state
+    from gpujob.apply.refresh import read_live_state
     from gpujob.providers.registry import provider_for
 
     n = 0

@@ -54,6 +54,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.ssh)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _capabilities() -> None:
+    """Every capability plugged in, as the CLI plugs them (gpujob.cli.wiring), for tests that call the
+    planner, the applier or the watch loop directly."""
+    from gpujob.cli.wiring import wire
+
+    wire()
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """A real PostgreSQL server for this test process (initdb + pg_ctl in a temp dir, run unprivileged;

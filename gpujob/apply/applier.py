@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from gpujob.apply import steps
+from gpujob.apply import stepbase, steps
 from gpujob.apply.context import SWEEP_QUEUE, JobContext
 from gpujob.apply.gate import require_approvals
 from gpujob.apply.journal import Journal, crashpoint
@@ -24,6 +24,7 @@ from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock, SystemClock
 from gpujob.errors import GpujobError
 from gpujob.jobfile.model import JobSpec
+from gpujob.plan.capability import Capability, chosen
 from gpujob.plan.model import Action, ActionKind, Plan
 from gpujob.project import ensure_project
 from gpujob.providers.base import Provider
@@ -110,14 +111,16 @@ async def apply_plan(
     state_dir: StateRef | None = None,
     command: str = "gpujob apply",
     allow_unverified: bool = False,
+    capabilities: Sequence[Capability] | None = None,
 ) -> ApplyResult:
     """Run every action of `plan`. `auto_approve` is the caller's confirmation of ordinary actions;
     it never approves a gated one (only ids in `approvals` do). `command` repeats this run in hints. Raises GpujobError before any step
     when the plan is blocked, a gated action is unapproved, or a secret is missing."""
     hooks = hooks or NullHooks()
     clock = clock or SystemClock()
+    caps = chosen(capabilities)
     if not allow_unverified:  # watch, a PR's approval line: never the unverified override
-        from gpujob.reach.unreachable import without_overrides
+        from gpujob.apply.unreachable import without_overrides
 
         approvals = without_overrides(approvals)
     env = os.environ if env is None else env
@@ -168,36 +171,18 @@ async def apply_plan(
             project=project.id,
             project_label=project.label,
             digest=getattr(loaded, "digest", ""),
+            capabilities=caps,
         )
         queue = getattr(loaded, "sweep", None)  # a sweep queue (gpujob.sweep.expand.Queue) or None
         if queue is not None:
             ctx.extra[SWEEP_QUEUE] = queue
         contexts.append((ctx, todo))
     for ctx, todo in contexts:
-        _note_sweep(ctx, todo)
+        for cap in caps:  # e.g. a sweep queue's cells placed on it for good (gpujob.sweep.assign)
+            cap.before_steps(ctx, todo)
     result = ApplyResult()
     await asyncio.gather(*(_run_job(ctx, todo, result) for ctx, todo in contexts))
     return result
-
-
-def _note_sweep(ctx: JobContext, todo: list[Action]) -> None:
-    """A sweep queue about to get a version of its files: its cells are placed on it for good first, so
-    no later split moves one its machine may have run (gpujob.sweep.assign)."""
-    queue = ctx.extra.get(SWEEP_QUEUE)
-    places = any(
-        a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH)
-        or (a.kind is ActionKind.UPDATE and a.resource_kind == "run")
-        for a in todo
-    )
-    if queue is not None and places:
-        from gpujob.sweep.assign import note_placed
-        from gpujob.sweep.rebalance import note_leaving, note_started
-
-        now = ctx.clock.now()
-        # the cells leaving this queue are marked on their way before its version without them is placed
-        note_leaving(ctx.state_dir, queue.sweep_job, [m for m in queue.moves if m.origin == queue.n], now)
-        note_placed(ctx.state_dir, queue.sweep_job, queue.n, [c.name for c in queue.cells], now)
-        note_started(ctx.state_dir, queue.sweep_job, queue.started, now)
 
 
 async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> None:
@@ -208,7 +193,7 @@ async def _run_job(ctx: JobContext, todo: list[Action], result: ApplyResult) -> 
             f"a previous apply stopped during {', '.join(sorted(ctx.in_flight))}; converging from live state"
         )
     ctx.journal.append("begin", ctx.clock.now(), detail=f"{len(todo)} step(s)")
-    await steps.refresh(ctx)
+    await stepbase.refresh(ctx)
     failed_at: str | None = None
     for action in todo:
         if failed_at is not None:

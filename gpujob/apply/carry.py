@@ -11,14 +11,14 @@ from pathlib import Path
 from gpujob.apply.context import JobContext
 from gpujob.apply.gate import unsafe_files
 from gpujob.apply.reconcile import push_pending
-from gpujob.apply.records import PullRecord, load_pull_record
 from gpujob.apply.runtime.pulling import pull_dir
 from gpujob.apply.runtime.remote import Target, open_remote
 from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.errors import GpujobError
 from gpujob.invariant import present
-from gpujob.plan.actions import human_bytes
+from gpujob.plan.checkpoint_actions import human_bytes
 from gpujob.plan.model import Action
+from gpujob.plan.records import PullRecord, load_pull_record
 
 
 async def push_after_replace(ctx: JobContext, action: Action, target: Target) -> tuple[str | None, str]:

@@ -20,6 +20,7 @@ from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
+from gpujob.plan.capability import Capability
 from gpujob.plan.model import Action
 from gpujob.providers.base import Provider
 from gpujob.state import StateRef
@@ -50,8 +51,11 @@ class JobContext:
     moved: bool = False
     in_flight: set[str] = field(default_factory=set)  # steps a previous, killed apply left unfinished
     todo: list[Action] = field(default_factory=list)  # this apply's steps for the job, in order
-    evidence: dict[str, Any] = field(default_factory=dict)  # volume id -> teardown.Evidence
+    evidence: dict[str, Any] = field(default_factory=dict)  # volume id -> teardown_look.Evidence
     replaced: str | None = None  # id of the machine a REPLACE of this apply terminated
+    capabilities: tuple[Capability, ...] | None = (
+        None  # None: the installed ones  # what plugs into the steps (gpujob.plan.capability)
+    )
     # Ids of every resource seen owned by the job during this apply (gpujob.naming): an IP or snapshot
     # stays the job's after this apply destroyed the machine it was owned through.
     owned_ids: set[str] = field(default_factory=set)

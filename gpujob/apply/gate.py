@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.apply.localfiles import local_sha256
-from gpujob.apply.records import PullRecord, load_pull_record, load_pull_records
 from gpujob.errors import GateError
 from gpujob.jobfile.model import JobSpec
 from gpujob.plan.model import Action
+from gpujob.plan.records import PullRecord, load_pull_record, load_pull_records
 
 __all__ = [
     "PullRecord",
@@ -25,21 +25,10 @@ __all__ = [
     "checkpoint_tier",
     "load_pull_record",
     "load_pull_records",
-    "quiesce_grace_s",
     "require_approvals",
     "require_approved",
     "unsafe_files",
 ]
-
-
-QUIESCE_GRACE_S = 30.0  # at least; checkpoint.write_time stretches it (a big final save takes long)
-
-
-def quiesce_grace_s(spec: JobSpec) -> float:
-    """How long the gate waits, after SIGTERM, for the run's final save before SIGKILL."""
-    ck = spec.checkpoint
-    write = ck.write_time.total_seconds() if ck is not None and ck.write_time is not None else 0.0
-    return max(QUIESCE_GRACE_S, 2 * write + 5)
 
 
 def checkpoint_tier(spec: JobSpec) -> str | None:
@@ -67,7 +56,7 @@ def require_approvals(
 ) -> None:
     """Refuse up front, before any step runs, when a gated action lacks its explicit approval.
 
-    `command` is the command line that repeats this one (gpujob.apply.session.rerun_command). Approvals
+    `command` is the command line that repeats this one (gpujob.cli.session.rerun_command). Approvals
     are not remembered between runs, so the hint approves every gated action, the ones given included."""
     gated = [a.id for a in actions if a.gated]
     missing = [i for i in gated if i not in approvals]
@@ -93,8 +82,8 @@ def require_approved(
 
 
 def _plain(approvals: set[str]) -> set[str]:
-    """Approvals a hint may repeat: never the unverified override (gpujob.reach.unreachable)."""
-    from gpujob.reach.unreachable import without_overrides
+    """Approvals a hint may repeat: never the unverified override (gpujob.apply.unreachable)."""
+    from gpujob.apply.unreachable import without_overrides
 
     return without_overrides(approvals)
 

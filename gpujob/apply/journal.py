@@ -13,7 +13,7 @@ import json
 import os
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -83,3 +83,10 @@ def crashpoint(where: Literal["before", "after"], action_id: str) -> None:
     wanted = os.environ.get(CRASHPOINT_ENV)
     if wanted and wanted == f"{where}:{action_id}":
         os._exit(137)
+
+
+def journal_of(ls: Any) -> Journal:
+    """The journal of a loaded job file's job, in its project's store."""
+    from gpujob.state import open_store
+
+    return Journal(open_store(ls.path), ls.spec.name)

@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpujob.apply.records import PullRecord, current_record, load_pull_record
 from gpujob.apply.runtime import Target
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
+from gpujob.plan.capability import installed
+from gpujob.plan.records import PullRecord, current_record, load_pull_record
 from gpujob.state import StateRef, Store, as_store, open_store
 
 
@@ -49,13 +50,15 @@ class JobView:
 @contextlib.asynccontextmanager
 async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
     """One list_resources per platform, each job's machine and volume picked by deterministic name."""
-    from gpujob.failover.entries import platforms_read
     from gpujob.naming import machines, owned, volume_name
     from gpujob.project import with_projects
     from gpujob.providers.registry import open_providers
 
     placed = with_projects(loaded, create=False)  # where each runs now, and what its record names
-    async with open_providers(platforms_read(placed)) as providers:
+    platforms = {ls.spec.platform for ls in placed}
+    for cap in installed():  # e.g. fallback entries, strays (gpujob.failover)
+        platforms |= cap.platforms_read(placed)
+    async with open_providers(platforms) as providers:
         listed: dict[str, list[LiveResource]] = {}
         for platform, provider in providers.items():
             listed[platform] = await provider.list_resources()

@@ -164,15 +164,6 @@ def want_rich(no_color: bool = False, env: dict[str, str] | None = None) -> bool
     return sys.stdout.isatty() and sys.stderr.isatty()
 
 
-def choose_hooks(no_color: bool, write_line: Callable[[str], None]) -> Any:
-    """RichHooks on a terminal, LineHooks (through `write_line`) everywhere else."""
-    if want_rich(no_color):
-        from gpujob.apply.progress_rich import RichHooks
-
-        return RichHooks()
-    return LineHooks(write_line)
-
-
 class JobReporter:
     """One job's view of the hooks. Calling it writes a note, so it is what `note` callables get."""
 

@@ -1,6 +1,6 @@
 """Let the run save before gpujob takes its machine away: SIGTERM to every process of the job (the
 run's tree, gpujob.ssh.launcher, then every other process carrying its GPUJOB_JOB marker: a helper in
-its own session, a double-forked writer, gpujob.ssh.workload), up to gate.quiesce_grace_s for their
+its own session, a double-forked writer, gpujob.ssh.workload), up to plan.cadence.quiesce_grace_s for their
 last save, SIGKILL after, all confirmed gone.
 
 The teardown gate quiesces before it looks at a disk it may erase (strict: a process it cannot stop
@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from gpujob.apply import gate
 from gpujob.apply.context import JobContext
 from gpujob.apply.runtime.remote import Target, open_remote
 from gpujob.apply.sshapi import SSHApi
@@ -26,6 +25,7 @@ from gpujob.clock import Clock
 from gpujob.errors import GateError, GpujobError
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
+from gpujob.plan.cadence import quiesce_grace_s
 from gpujob.plan.model import Action
 
 # The id of the machine whose stop is going through `stop` right now (in this task): what a test's
@@ -58,7 +58,7 @@ async def _on_open(
     label: str,
     strict: bool,
 ) -> str:
-    grace = gate.quiesce_grace_s(spec)
+    grace = quiesce_grace_s(spec)
     q = await ssh.quiesce_run(remote, spec, grace_s=grace)
     state = getattr(q, "state", "not-running")
     if state == "stuck":

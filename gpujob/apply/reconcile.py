@@ -1,13 +1,13 @@
 """The journal's side of the run facts (pure readers), and the two lines apply writes about the run.
 
-Reading (gpujob.plan.runfacts puts these into LiveState.runs for the planner):
+Reading (gpujob.apply.runfacts puts these into LiveState.runs for the planner):
 - launch_pending: a machine was created or started and no launch finished since (a killed apply);
 - finished_marker: the run was marked finished (exit 0) for this exact job file, so it is not
   started again until the job file changes;
 - launched_digest: the job file digest the last launch was made from;
 - push_pending: a replace's checkpoints not yet pushed onto its successor.
 
-Writing (gpujob.apply.session, around apply_plan): the finished mark, when a plan carries the
+Writing (gpujob.cli.session, around apply_plan): the finished mark, when a plan carries the
 teardown.on_finish of a run that exited 0; the launch digest, after a launch step is done.
 """
 

@@ -16,7 +16,9 @@ from typing import Any
 
 from gpujob.errors import PlanMismatchError
 from gpujob.live import LiveState
+from gpujob.plan.capability import Capability, chosen
 from gpujob.plan.model import Action, JobPlan, Plan
+from gpujob.plan.planner import build_plan
 
 _FIELDS = ("kind", "resource_kind", "resource_name", "resource_id")
 
@@ -30,12 +32,13 @@ def rederive(
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
+    capabilities: Sequence[Capability] | None = None,
 ) -> Plan:
     """The plan derived now for the saved plan's jobs; PlanMismatchError listing every difference when
     it is not the saved one."""
     fresh = derive(
         saved.origin, loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
-        replace=saved.replace, fresh=saved.fresh, release_left=saved.release_left,
+        replace=saved.replace, fresh=saved.fresh, release_left=saved.release_left, capabilities=capabilities,
     )  # fmt: skip
     problems = differences(saved, fresh)
     if problems:
@@ -65,28 +68,17 @@ def derive(
     replace: Sequence[str] = (),
     fresh: bool = False,
     release_left: bool = False,
+    capabilities: Sequence[Capability] | None = None,
 ) -> Plan:
-    if origin == "audit-fix":
-        from gpujob.audit.account import fix_jobs
-        from gpujob.audit.classify import classify
-        from gpujob.audit.fix import build_fix_plan
-        from gpujob.profile import load_profile
-
-        jobs = fix_jobs(loaded)
-        report = classify(
-            live,
-            local_jobs={j.name: j.project for j in jobs},
-            now=now,
-            idle_threshold_s=0.0,  # what the fix plan targets does not depend on the threshold
-            profiles=load_profile,
-            platforms=sorted({j.platform for j in jobs}),
-        )
-        return build_fix_plan(report, live, jobs, now=now, profiles=load_profile)
-    from gpujob.plan.planner import build_plan
-
+    """The plan its origin makes: a capability's (e.g. "audit-fix", gpujob.audit), else `gpujob plan`'s."""
+    caps = chosen(capabilities)
+    for cap in caps:
+        plan = cap.derive_plan(origin, loaded, live, now=now)
+        if plan is not None:
+            return plan
     return build_plan(
         loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
-        replace=replace, fresh=fresh, release_left=release_left,
+        replace=replace, fresh=fresh, release_left=release_left, capabilities=caps,
     )  # fmt: skip
 
 

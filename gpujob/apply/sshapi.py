@@ -44,10 +44,12 @@ class SSHApi:
 
     @classmethod
     def default(cls) -> SSHApi:
-        from gpujob.disks.usage import read_disks
-        from gpujob.preflight.probe import read_gpu_host
+        from gpujob.plan.capability import installed
         from gpujob.ssh import carry, keys, launcher, listing, pull, session, sync, workload
 
+        extra: dict[str, Any] = {}  # e.g. the preflight's host read, disk usage (gpujob.plan.capability)
+        for cap in installed():
+            extra |= cap.ssh_functions()
         return cls(
             ensure_project_key=keys.ensure_project_key,
             connect=session.connect,
@@ -62,8 +64,7 @@ class SSHApi:
             move_checkpoints=carry.move_checkpoints,
             quiesce_workload=workload.quiesce_workload,
             file_state=listing.remote_state,
-            read_gpu_host=read_gpu_host,
-            read_disks=read_disks,
+            **extra,
         )
 
     def open(

@@ -22,8 +22,8 @@ from gpujob.live import LiveResource
 def _pulled_here(view: Any, machine: LiveResource | None) -> tuple[Any, Any] | None:
     """The latest (checkpoint, outputs) records when they are about `machine` (or, with None, about
     whatever machine they name), complete, and every local copy is present at its size; else None."""
-    from gpujob.apply.records import load_pull_record
-    from gpujob.outputs.record import load_outputs_record
+    from gpujob.plan.outputs_record import load_outputs_record
+    from gpujob.plan.records import load_pull_record
 
     spec = view.spec
     ck = out = None

@@ -14,6 +14,7 @@ from gpujob.config import API_KEY_ENV
 from gpujob.errors import ConfigError, GpujobError
 from gpujob.live import LiveResource, LiveState
 from gpujob.model import PLATFORMS, Platform
+from gpujob.plan.costs import read_error_text
 
 
 def configured_platforms(env: Mapping[str, str] | None = None) -> list[Platform]:
@@ -63,13 +64,6 @@ def fix_jobs(loaded: Iterable[Any]) -> list[FixJob]:
             )
         )
     return out
-
-
-def read_error_text(platform: str, exc: GpujobError) -> str:
-    """One line for a platform that could not be read: the error, prefixed by the platform once, and
-    what to do (e.g. which API key variable to fix)."""
-    text = str(exc) if str(exc).startswith(f"{platform} ") else f"{platform}: {exc}"
-    return f"{text} (hint: {exc.hint})" if exc.hint else text
 
 
 # What only the audit reads (providers' audit_resources); a plan's read never has them.

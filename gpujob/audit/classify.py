@@ -8,9 +8,9 @@ from datetime import datetime
 from gpujob import naming
 from gpujob.audit.model import AuditItem, AuditReport, Owner, PlatformTotal, RateSource
 from gpujob.cost.live import Pricing, resource_meters, resource_note
+from gpujob.cost.model import MeterLine
 from gpujob.live import LiveResource, LiveState
 from gpujob.model import PLATFORMS, Platform
-from gpujob.plan.model import MeterLine
 from gpujob.profile import HOURS_PER_MONTH, Profile
 
 ProfileLoader = Callable[[str], Profile]

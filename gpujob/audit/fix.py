@@ -10,9 +10,10 @@ from pydantic import Field
 
 from gpujob import __version__
 from gpujob.audit.model import AuditItem, AuditReport
+from gpujob.cost.model import Billing, MeterLine
 from gpujob.live import LiveState
 from gpujob.model import Model, Platform
-from gpujob.plan.model import Action, ActionKind, Billing, DataEffect, Finding, JobPlan, MeterLine, Plan
+from gpujob.plan.model import Action, ActionKind, DataEffect, Finding, JobPlan, Plan
 from gpujob.profile import Profile
 
 
@@ -187,6 +188,6 @@ def build_fix_plan(
 
 
 def _ago(seconds: float | None) -> str:
-    from gpujob.audit.render import ago
+    from gpujob.plan.costs import ago
 
     return ago(seconds)

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from gpujob.cost.model import MeterLine
 from gpujob.live import ResourceKind, Status
 from gpujob.model import Model, Platform
-from gpujob.plan.model import MeterLine
 
 # this-repo: a job file in this repository names it; other-gpujob: gpujob-* name but no local job file
 # (another checkout or a deleted job); foreign: made by something else (console, SkyPilot, runpodctl).

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Literal
 
 from gpujob.audit.model import AuditItem, AuditReport
+from gpujob.plan.costs import ago
 
 Format = Literal["text", "markdown", "json"]
 
@@ -18,20 +19,6 @@ def usd_h(v: float) -> str:
 
 def usd_m(v: float) -> str:
     return f"${v:,.2f}/mo"
-
-
-def ago(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = max(int(seconds), 0)
-    d, rem = divmod(s, 86400)
-    h, rem = divmod(rem, 3600)
-    m = rem // 60
-    if d:
-        return f"{d}d{h}h" if h else f"{d}d"
-    if h:
-        return f"{h}h{m}m" if m else f"{h}h"
-    return f"{m}m"
 
 
 def when(t: datetime | None) -> str:

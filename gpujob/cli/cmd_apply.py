@@ -120,7 +120,7 @@ def run(
 ) -> int:
     import asyncio
 
-    from gpujob.apply import session
+    from gpujob.cli import session
     from gpujob.render import render_plan
     from gpujob.spec.load import load_specs
 
@@ -212,7 +212,7 @@ def run_adopt(targets: tuple[Path, ...], platform: str, lock_timeout: float) -> 
     import asyncio
     from datetime import UTC, datetime
 
-    from gpujob.apply import session
+    from gpujob.cli import session
     from gpujob.failover.adopt import adopt_live
     from gpujob.failover.entries import platforms_read
     from gpujob.project import with_projects
@@ -234,7 +234,7 @@ def run_adopt(targets: tuple[Path, ...], platform: str, lock_timeout: float) -> 
 
 
 def _hooks(color: bool):  # type: ignore[no-untyped-def]
-    from gpujob.apply.progress import choose_hooks
+    from gpujob.cli.progress import choose_hooks
 
     return choose_hooks(not color, lambda line: click.echo(line, err=True))
 

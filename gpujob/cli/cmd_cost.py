@@ -43,8 +43,8 @@ def command(jobfiles: tuple[Path, ...], fmt: str, no_color: bool) -> None:
 def _run(jobfiles: list[Path], fmt: str, no_color: bool = False) -> int:
     import asyncio
 
-    from gpujob.cost.report import render_cost
     from gpujob.errors import ConfigError
+    from gpujob.plan.costs import render_cost
     from gpujob.providers.registry import open_providers
     from gpujob.spec.load import discover_job_files, load_specs
 
@@ -86,7 +86,7 @@ def _with_goodput(report: Any, loaded: Any) -> tuple[Any, dict[str, Any]]:
     """Goodput next to the money, and the steps and money over time (gpujob.chart.jobs.series), for the
     jobs `gpujob watch` kept a ledger of."""
     from gpujob.chart.jobs import series
-    from gpujob.cost.report import with_goodput
+    from gpujob.plan.costs import with_goodput
     from gpujob.state import open_store
     from gpujob.watch.ledger import read_ledger
 

@@ -37,8 +37,8 @@ def command(job: str, resource_id: str, files: tuple[Path, ...], lock_timeout: f
 
 
 def _import(job: str, resource_id: str, files: tuple[Path, ...], lock_timeout: float) -> None:
-    from gpujob.apply.session import locked
     from gpujob.cli.cmd_state_ops import load_jobs
+    from gpujob.cli.session import locked
     from gpujob.errors import GpujobError
     from gpujob.redact import from_machine
 

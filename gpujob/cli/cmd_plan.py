@@ -132,7 +132,7 @@ def _plan(
     loaded = fit_queues(loaded, live, now=now, env=os.environ)  # a sweep's queue count under its cap
     # The project id is made only now: a plan that could not read the platforms writes nothing.
     loaded = with_projects(loaded, create=True)
-    from gpujob.apply.records import job_launch_records, job_pull_records
+    from gpujob.plan.records import job_launch_records, job_pull_records
     from gpujob.plan.replace import check_addresses
 
     plan = build_plan(
@@ -167,7 +167,7 @@ def read_live(specs: list[Any], *, runs_for: list[Any] | None = None, refresh_ru
     (over SSH unless refresh_runs is False). Tests monkeypatch this."""
     import asyncio
 
-    from gpujob.plan.refresh import read_live_state
+    from gpujob.apply.refresh import read_live_state
     from gpujob.providers.registry import open_providers
 
     async def go() -> Any:

@@ -34,7 +34,7 @@ def command(targets: tuple[Path, ...], no_color: bool, lock_timeout: float) -> N
 def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float = 0.0) -> int:
     import asyncio
 
-    from gpujob.apply.session import locked
+    from gpujob.cli.session import locked
     from gpujob.spec.load import load_specs, resolve_job_files
 
     loaded = [
@@ -45,7 +45,7 @@ def _pull(targets: tuple[Path, ...], no_color: bool = False, lock_timeout: float
     if not loaded:
         click.echo("No job with a checkpoint section or outputs: nothing to pull.")
         return 0
-    from gpujob.apply.progress import choose_hooks
+    from gpujob.cli.progress import choose_hooks
 
     # Bars and spinners on a terminal; piped, a few plain lines per transfer on stderr.
     hooks = choose_hooks(no_color, lambda line: click.echo(line, err=True))

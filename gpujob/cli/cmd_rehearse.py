@@ -37,7 +37,7 @@ def _rehearse(targets: tuple[Path, ...], yes: bool, timeout: str) -> int:
     import asyncio
     import os
 
-    from gpujob.apply.session import interactive, job_files, locked
+    from gpujob.cli.session import interactive, job_files, locked
     from gpujob.errors import ConfigError, GpujobError
     from gpujob.jobfile.rules import parse_duration
     from gpujob.rehearse import drill

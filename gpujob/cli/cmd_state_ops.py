@@ -73,7 +73,7 @@ Examples:
 @accepts_no_color
 def rm_command(target: str, files: tuple[Path, ...], lock_timeout: float) -> None:
     def go() -> None:
-        from gpujob.apply.session import locked
+        from gpujob.cli.session import locked
         from gpujob.stateops import forgetting, listing
 
         loaded = load_jobs(files, "state rm")

@@ -116,7 +116,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
             row.update(elsewhere_rows([j for j in others if j.job == v.spec.name]))
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
-            from gpujob.apply.records import load_destroyed
+            from gpujob.plan.records import load_destroyed
 
             destroyed = load_destroyed(v.state_dir, v.spec.name)
             if destroyed is not None:
@@ -169,7 +169,7 @@ EVENTS_SHOWN = 5
 def stopped_run(loaded: Any, machine: Any) -> dict | None:
     """The run of a machine that is not running, when it is known finished (so `gpujob apply` would
     not start it: saying it would is wrong); None when it is not known."""
-    from gpujob.plan.runfacts import journal_facts
+    from gpujob.apply.runfacts import journal_facts
     from gpujob.sweep.isolation import queue_drained
 
     state = machine.raw_status or machine.status
@@ -251,7 +251,7 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         how = (
             "estimate from metered time" if row.get("cost_source") == "estimate" else "billed by the platform"
         )
-        from gpujob.cost.report import usd2
+        from gpujob.plan.costs import usd2
 
         where = f" on {row['platform']}" if row.get("elsewhere") or row.get("spent_elsewhere") else ""
         lines.append(
@@ -263,14 +263,14 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
             parts = [f"{x['what']} {usd2(x['usd_per_hour'])}/h" for x in row["billing_now"]]
             lines.append(f"  billing:   {'; '.join(parts)}")
     for e in row.get("elsewhere") or []:
-        from gpujob.cost.report import usd2
+        from gpujob.plan.costs import usd2
 
         lines.append(
             f"  also on:   {e['platform']}: {', '.join(e['resources'])}; {usd2(e['cost_usd'])} spent, "
             f"{usd2(e['usd_per_hour'])}/h now; to delete it: gpujob apply --release-left (gated)"
         )
     for e in row.get("spent_elsewhere") or []:
-        from gpujob.cost.report import usd2
+        from gpujob.plan.costs import usd2
 
         lines.append(
             f"  also spent: {e['platform']}: {usd2(e['cost_usd'])} before the job left it (nothing of it is "

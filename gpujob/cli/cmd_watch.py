@@ -127,9 +127,9 @@ def _watch(
     import shlex
     import signal
 
-    from gpujob.apply import session
+    from gpujob.cli import session
     from gpujob.spec.load import load_specs, resolve_job_files
-    from gpujob.watch.loop import Options
+    from gpujob.watch.jobs import Options
 
     opts = Options(
         interval_s=_seconds("interval", interval),
@@ -169,6 +169,7 @@ def _watch(
 
 async def _run(jobs, platforms, opts, notify, env):  # type: ignore[no-untyped-def]
     from gpujob.apply.sshapi import SSHApi
+    from gpujob.cli.wiring import capabilities
     from gpujob.clock import SystemClock
     from gpujob.providers.registry import open_providers
     from gpujob.watch.events import append_event
@@ -186,9 +187,8 @@ async def _run(jobs, platforms, opts, notify, env):  # type: ignore[no-untyped-d
 
     try:
         async with open_providers(platforms) as providers:
-            watcher = Watcher(
-                jobs, providers, clock=clock, ssh=SSHApi.default(), env=env, emit=emit, options=opts
-            )
+            watcher = Watcher(jobs, providers, clock=clock, ssh=SSHApi.default(), env=env, emit=emit,
+                              options=opts, capabilities=capabilities())  # fmt: skip
             try:
                 return await watcher.run()
             finally:

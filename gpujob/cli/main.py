@@ -127,8 +127,10 @@ def main() -> None:
 
 def run_command(func, *args, **kwargs):  # type: ignore[no-untyped-def]
     """Run a command body; turn expected failures into one clear message and an exit code."""
+    from gpujob.cli.wiring import wire
     from gpujob.errors import GpujobError
 
+    wire()  # the composition root: what plugs into plan, apply and watch (gpujob.plan.capability)
     try:
         return func(*args, **kwargs)
     except GpujobError as exc:

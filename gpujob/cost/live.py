@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from gpujob.cost import rates as cost
+from gpujob.cost.model import MeterLine
 from gpujob.live import LiveResource, PriceQuote
-from gpujob.plan.model import MeterLine
 from gpujob.profile import HOURS_PER_MONTH, Profile
 
 MACHINE_KINDS = ("pod", "machine")

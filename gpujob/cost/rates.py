@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Literal
 
+from gpujob.cost.model import Billing, MeterLine
 from gpujob.gpus import matching_quote
 from gpujob.live import PriceQuote
-from gpujob.plan.model import Billing, MeterLine
 from gpujob.profile import HOURS_PER_MONTH, GpuOffer, Profile, StorageTier
 
 MachineStatus = Literal["running", "stopped"]

@@ -17,10 +17,10 @@ from pydantic import Field
 
 from gpujob.cost import rates
 from gpujob.cost.live import MACHINE_KINDS, Pricing, footprint
+from gpujob.cost.model import MeterLine
 from gpujob.cost.seen import Seen
 from gpujob.live import LiveResource, Metering, Span
 from gpujob.model import Model, Platform
-from gpujob.plan.model import MeterLine
 from gpujob.profile import HOURS_PER_MONTH, Profile, billed_hours
 
 SpendSource = Literal["billing", "estimate"]

@@ -85,8 +85,8 @@ def adopt(loaded: Sequence[Any], live: Any, platform: str, *, now: datetime) -> 
 async def adopt_live(
     loaded: Sequence[Any], providers: Mapping[str, Any], platform: str, *, now: datetime
 ) -> list[str]:
+    from gpujob.apply.refresh import read_live_state
     from gpujob.failover.entries import strays_read
-    from gpujob.plan.refresh import read_live_state
 
     also = (strays_read(loaded) | {platform}) & set(providers)
     live = await read_live_state([ls.spec for ls in loaded], providers, also=also)

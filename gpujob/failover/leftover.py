@@ -141,6 +141,7 @@ def with_left(
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
     release: bool = False,
+    capabilities: Sequence[Any] | None = None,
 ) -> list[JobPlan]:
     """Each job with fallback entries, with the deletes of what it holds on its other platforms when
     `release` (--release-left) or its state is absent (destroy); the others as they are."""
@@ -158,7 +159,8 @@ def with_left(
         for platform in platforms_left(ls, live):
             jp = _with_platform(jp, ls, platform, live, now=now, env=env,
                                 pull=(pull_records or {}).get(declared.name),
-                                launched=(launch_records or {}).get(declared.name))  # fmt: skip
+                                launched=(launch_records or {}).get(declared.name),
+                                capabilities=capabilities)  # fmt: skip
         out.append(jp)
     return out
 
@@ -179,13 +181,13 @@ def _not_while_moving(jp: JobPlan, ls: Any, live: LiveState) -> JobPlan:
 
 def _with_platform(
     jp: JobPlan, ls: Any, platform: str, live: LiveState, *, now: datetime, env: Mapping[str, str], pull: Any,
-    launched: Any,
+    launched: Any, capabilities: Sequence[Any] | None = None,
 ) -> JobPlan:  # fmt: skip
     from gpujob.naming import action_prefix
     from gpujob.plan.planner import plan_one
 
     variant = left_loaded(ls, platform, live=live)
-    there = plan_one(variant, live, now=now, env=env, pull=pull, launched=launched)
+    there = plan_one(variant, live, now=now, env=env, pull=pull, launched=launched, capabilities=capabilities)
     todo = [a for a in there.actions if a.kind is not K.NOOP]
     if not todo:
         return jp
@@ -327,9 +329,9 @@ def borrowed_records(store: Any, job: str) -> Iterator[None]:
     its teardown gate borrows them, and they are put back after. Only under the job's lock: `gpujob
     watch` holds it for its whole run, so its continuous pull never writes them in between (what is
     put back would overwrite it)."""
-    from gpujob.apply.records import pulls_name
     from gpujob.errors import GpujobError
-    from gpujob.outputs.record import outputs_name
+    from gpujob.plan.outputs_record import outputs_name
+    from gpujob.plan.records import pulls_name
 
     if not store.lock_held(job):
         raise GpujobError(

@@ -36,7 +36,7 @@ def elsewhere(loaded: Sequence[Any]) -> list[Any]:
 async def read_costs_anywhere(loaded: Sequence[Any], providers: Mapping[str, Any]) -> Any:
     """read_costs of the jobs where they run, plus what they hold on their other platforms (a job
     appears once per platform it has anything on); the totals sum both."""
-    from gpujob.cost.report import read_costs
+    from gpujob.plan.costs import read_costs
 
     report = await read_costs(loaded, providers)
     others = [o for o in elsewhere(loaded) if o.spec.platform in providers]  # (a stray without its key)

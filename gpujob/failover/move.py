@@ -81,9 +81,8 @@ def carried_file(ls: Any) -> tuple[str | None, int | None, int]:
     """(name, step, size) of the newest checkpoint whose local copy is verified and still the bytes the
     pull checked; (None, None, 0) when there is none."""
     from gpujob.apply.localfiles import local_sha256
-    from gpujob.apply.records import load_pull_record
     from gpujob.apply.runtime import pull_dir
-    from gpujob.rehearse.drill import step_of
+    from gpujob.plan.records import load_pull_record, step_of
     from gpujob.state import open_store
 
     spec = ls.spec
@@ -124,9 +123,9 @@ async def _apply(
 async def _plan(
     ls: Any, providers: Mapping[str, Any], clock: Clock, env: Mapping[str, str], *, runs: bool
 ) -> Any:
-    from gpujob.apply.records import job_launch_records, job_pull_records
+    from gpujob.apply.refresh import read_live_state
     from gpujob.plan.planner import build_plan
-    from gpujob.plan.refresh import read_live_state
+    from gpujob.plan.records import job_launch_records, job_pull_records
 
     live = await read_live_state([ls.spec], providers, now=clock.now(), runs_for=[ls] if runs else None)
     plan = build_plan(

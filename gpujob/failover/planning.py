@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from gpujob.cost.model import Billing, MeterLine
 from gpujob.cost.rates import usd
 from gpujob.failover.choice import Choice, choose
 from gpujob.invariant import present
 from gpujob.live import LiveResource, LiveState
-from gpujob.plan.model import Action, ActionKind, Billing, DataEffect, Finding, JobPlan, MeterLine
+from gpujob.plan.model import Action, ActionKind, DataEffect, Finding, JobPlan
 
 K = ActionKind
 
@@ -27,7 +28,7 @@ def move_id(job: str) -> str:
 
 def newest_verified(record: Any) -> tuple[str | None, int | None]:
     """(file, step) of the newest checkpoint pulled here, verified by load and by checksum."""
-    from gpujob.rehearse.drill import step_of
+    from gpujob.plan.records import step_of
 
     if record is None:
         return None, None
@@ -75,6 +76,7 @@ def with_moves(
     *,
     now: datetime | None = None,
     env: Mapping[str, str] | None = None,
+    capabilities: Sequence[Any] | None = None,
 ) -> list[JobPlan]:
     """Each job with fallback entries planned across its platforms (the others as they are)."""
     out = []
@@ -95,7 +97,9 @@ def with_moves(
 
         when = now or live.read_at
         choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
-        out.append(moved_plan(jp, ls, choice, live, record, now=when, env=env or {}))
+        out.append(
+            moved_plan(jp, ls, choice, live, record, now=when, env=env or {}, capabilities=capabilities)
+        )
     return out
 
 
@@ -108,17 +112,24 @@ def moved_plan(
     *,
     now: datetime,
     env: Mapping[str, str],
+    capabilities: Sequence[Any] | None = None,
 ) -> JobPlan:
     """The job's plan under `choice`: its move, priced as the plan there plus what it keeps here, or
     where it stays (the plan's rate check, gpujob.plan.rate, reads the result)."""
     moved = _with_choice(jp, ls, choice, live, record)
     if choice.move_to is not None:
-        moved = _with_money_there(moved, ls, choice, live, now, env)
+        moved = _with_money_there(moved, ls, choice, live, now, env, capabilities)
     return moved
 
 
 def _with_money_there(
-    jp: JobPlan, ls: Any, choice: Choice, live: LiveState, now: datetime, env: Mapping[str, str]
+    jp: JobPlan,
+    ls: Any,
+    choice: Choice,
+    live: LiveState,
+    now: datetime,
+    env: Mapping[str, str],
+    capabilities: Sequence[Any] | None = None,
 ) -> JobPlan:
     """The moving job's running, parked and after-apply rates: the platform it moves to, planned from
     the same read (its machine, storage and IP, not only the GPU offer), plus what it keeps where it
@@ -132,7 +143,7 @@ def _with_money_there(
     to = choice.move_to
     to = present(to, "the move's target")
     there = dataclasses.replace(ls, spec=placed_spec(declared, to.entry), entry=to.entry, declared=declared)
-    target = plan_one(there, live, now=now, env=env)
+    target = plan_one(there, live, now=now, env=env, capabilities=capabilities)
     (move,) = jp.actions
     kept = move.billing.keeps if move.billing is not None else []
     kept_hour = sum(m.usd_per_hour for m in kept)

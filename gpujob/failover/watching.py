@@ -21,12 +21,12 @@ from gpujob.project.placement import placed_spec
 
 RETRY_S = 600.0
 FAILBACK_FRESH_S = 60.0  # failback: auto moves within this long of a verified pull
-HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3  # gpujob.watch.loop's codes
+HEALTHY, ERROR, RECOVERED, HUMAN = 0, 1, 2, 3  # gpujob.watch.jobs's codes
 _next_try: dict[tuple[int, str], datetime] = {}
 
 
 def _just_pulled(ls: Any, now: datetime) -> bool:
-    from gpujob.apply.records import load_pull_record
+    from gpujob.plan.records import load_pull_record
     from gpujob.state import open_store
 
     record = load_pull_record(open_store(ls.path), ls.spec.name)

@@ -33,7 +33,7 @@ def marker(key: str = "") -> str:
 
 def approvals_in(text: str) -> list[str]:
     """Action ids approved by `gpujob-approve:` lines, in order, once each. Never an `<id>.unverified`
-    override (gpujob.reach.unreachable): destroying a machine nobody could look at is typed by hand."""
+    override (gpujob.apply.unreachable): destroying a machine nobody could look at is typed by hand."""
     ids: list[str] = []
     for match in APPROVE_RE.finditer(text or ""):
         ids += [

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from gpujob.errors import GpujobError
-from gpujob.outputs.record import OutputsRecord
 from gpujob.outputs.remote import pull, resolve
 from gpujob.outputs.roots import output_roots, pull_to
+from gpujob.plan.outputs_record import OutputsRecord
 
 
 async def pull_outputs(target: Any, ssh: Any, clock: Any, note: Callable[[str], None]) -> OutputsRecord:

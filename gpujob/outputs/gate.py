@@ -55,6 +55,6 @@ async def protect(
         )
     files = sum(len(x.listing.files) for x in final)
     size = sum(x.listing.total_bytes for x in final)
-    from gpujob.plan.actions import human_bytes
+    from gpujob.plan.checkpoint_actions import human_bytes
 
     return f"{files} output and run-log file(s) ({human_bytes(size)}) listed again and each matched a local copy in {local}"

@@ -9,7 +9,7 @@ from typing import Any
 
 def _record(loaded: Any) -> Any:
     try:
-        from gpujob.outputs.record import load_outputs_record
+        from gpujob.plan.outputs_record import load_outputs_record
         from gpujob.state import open_store
 
         return load_outputs_record(open_store(loaded.path), loaded.spec.name)
@@ -19,7 +19,7 @@ def _record(loaded: Any) -> Any:
 
 def outputs_line(ctx: Any, survives: Any, now: datetime) -> str:
     """'' without outputs; else '; outputs A, B on the volume disk: LOST unless pulled (last pull: …)'."""
-    from gpujob.plan.actions import human_bytes
+    from gpujob.plan.checkpoint_actions import human_bytes
     from gpujob.plan.context import path_tier, tier_title
 
     spec = ctx.spec

@@ -11,8 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpujob.outputs.record import OutputFile, OutputsRecord, save_outputs_record
 from gpujob.outputs.roots import Root, file_root
+from gpujob.plan.outputs_record import OutputFile, OutputsRecord, save_outputs_record
 from gpujob.ssh.listing import RemoteFile, RemoteListing
 
 

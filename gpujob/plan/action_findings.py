@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpujob.live import LiveResource
-from gpujob.plan.context import JobContext, path_tier
+from gpujob.plan.cadence import quiesce_grace_s
+from gpujob.plan.context import JobContext, live_ck_tier, path_tier
 from gpujob.plan.model import FieldChange, Finding
 
 
@@ -15,26 +16,8 @@ def ckpts_on_machine(ctx: JobContext, m: LiveResource) -> bool:
     return ck_lost_by(ctx, "terminate") or (ctx.spec.platform == "runpod" and m.network_volume_id is None)
 
 
-def live_ck_tier(ctx: JobContext) -> str | None:
-    """The tier checkpoint.dir is on for the machine that exists now (the spec may already describe
-    the machine that replaces it: a new network volume holds nothing yet)."""
-    ck, m = ctx.spec.checkpoint, ctx.machine
-    if ck is None:
-        return None
-    tier = path_tier(ctx.spec, ck.dir)
-    if m is None or ctx.spec.platform != "runpod" or tier == "container_disk":
-        return tier
-    if tier.startswith("network_volume") and m.network_volume_id is None:
-        return "volume_disk" if m.volume_gb else "container_disk"
-    if not tier.startswith("network_volume") and m.network_volume_id is not None:
-        return "network_volume"
-    return tier
-
-
 def gate_reason(ctx: JobContext, m: LiveResource, *, volume_goes: bool) -> str:
     """What the teardown gate does right before this terminate / replace (it looks at the disk)."""
-    from gpujob.apply.gate import quiesce_grace_s
-
     stop = f"the run is stopped first (SIGTERM, up to {quiesce_grace_s(ctx.spec):.0f}s for its final save)"
     ck = ctx.spec.checkpoint
     if ck is None:
@@ -56,8 +39,6 @@ def gate_reason(ctx: JobContext, m: LiveResource, *, volume_goes: bool) -> str:
 
 def stop_reason(ctx: JobContext) -> list[str]:
     """What every stop gpujob makes does first (gpujob.apply.quiesce.stop), for a stop's lines."""
-    from gpujob.apply.gate import quiesce_grace_s
-
     if ctx.spec.run is None:
         return []
     return [
@@ -144,7 +125,6 @@ def start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
 
 def work_at_risk(ctx: JobContext) -> str | None:
     """When the run alive has no recent checkpoint: what a stop of it may lose (said on the stop)."""
-    from gpujob.apply.gate import quiesce_grace_s
     from gpujob.ssh.launcher import checkpoint_interval_s
 
     fact = ctx.live.runs.get(ctx.job)
@@ -162,7 +142,7 @@ def work_at_risk(ctx: JobContext) -> str | None:
 
 
 def stop_findings(ctx: JobContext, aid: str) -> list[Finding]:
-    from gpujob.plan.trap_findings import stop_leaves_unpulled  # it reads live_ck_tier from here
+    from gpujob.plan.trap_findings import stop_leaves_unpulled
 
     out = stop_leaves_unpulled(ctx, aid)
     risk = work_at_risk(ctx)

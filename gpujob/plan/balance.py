@@ -21,7 +21,7 @@ from gpujob.plan.findings import by_severity
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Severity
 
 PLATFORM = "runpod"
-NOTE_PREFIX = f"{PLATFORM}: balance not read: "  # gpujob.plan.refresh writes the notes so
+NOTE_PREFIX = f"{PLATFORM}: balance not read: "  # gpujob.apply.refresh writes the notes so
 WARN_HOURS = 72.0  # under 3 days of credit a weekend away empties it
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpujob.cost.rates import Footprint, billing
-from gpujob.plan.action_findings import live_ck_tier
-from gpujob.plan.context import JobContext, path_tier, tier_title, tiers_in_use
+from gpujob.plan import capability
+from gpujob.plan.context import JobContext, live_ck_tier, path_tier, tier_title, tiers_in_use
 from gpujob.plan.findings import by_severity
 from gpujob.plan.model import GATED, Action, ActionKind, DataEffect, FieldChange, Finding
 
@@ -83,10 +83,13 @@ def noop_reason(ctx: JobContext) -> str:
 def _outputs_on_volume(ctx: JobContext) -> str:
     if ctx.spec.outputs is None:
         return ""
-    from gpujob.outputs.plan import outputs_line
-
-    line = outputs_line(ctx, lambda tier: not tier.startswith("network_volume"), ctx.now)
+    line = _effect_lines(ctx, lambda tier: not tier.startswith("network_volume"))
     return "" if line.endswith("survive") else line
+
+
+def _effect_lines(ctx: JobContext, survives: Callable[[str], bool]) -> str:
+    """What the capabilities add to a data effect (e.g. gpujob.outputs: outputs lost unless pulled)."""
+    return "".join(cap.data_effect_line(ctx, survives) for cap in capability.of(ctx))
 
 
 def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEffect:
@@ -108,9 +111,7 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
                 "survives" if safe else "LOST unless pulled"
             )
         if spec.outputs is not None:
-            from gpujob.outputs.plan import outputs_line
-
-            text += outputs_line(ctx, lambda t: profile.survives(t, verb), ctx.now)
+            text += _effect_lines(ctx, lambda t: profile.survives(t, verb))
         return DataEffect(wipes=names, irreversible=kind is not K.STOP, checkpoint_safe=safe, summary=text)
     if kind is K.DELETE_VOLUME:
         on_it = ck_tier is not None and ck_tier.startswith("network_volume")

@@ -8,8 +8,18 @@ from __future__ import annotations
 
 import math
 
-from gpujob.jobfile.model import CheckpointSpec
+from gpujob.jobfile.model import CheckpointSpec, JobSpec
 from gpujob.plan.model import Cadence
+
+QUIESCE_GRACE_S = 30.0  # at least; checkpoint.write_time stretches it (a big final save takes long)
+
+
+def quiesce_grace_s(spec: JobSpec) -> float:
+    """How long the teardown gate (and a stop) waits, after SIGTERM, for the run's final save before
+    SIGKILL: the plan says it, gpujob.apply.quiesce waits it."""
+    ck = spec.checkpoint
+    write = ck.write_time.total_seconds() if ck is not None and ck.write_time is not None else 0.0
+    return max(QUIESCE_GRACE_S, 2 * write + 5)
 
 
 def young_daly(mtbf_s: float, write_time_s: float) -> float:

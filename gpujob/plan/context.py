@@ -19,6 +19,7 @@ from gpujob.cost.live import gpu_rate as live_gpu_rate
 from gpujob.cost.rates import Footprint, GpuRate, gpu_rate, offer_for, quote_available
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource, LiveState
+from gpujob.plan.capability import Capability
 from gpujob.plan.model import Action, Finding, Severity, SourceRef
 from gpujob.profile import Profile
 
@@ -61,6 +62,9 @@ class JobContext:
     desired_gpu: GpuRate | None = None
     desired_gpu_alias: str | None = None
     template: Any = None  # machine.template resolved at plan time (gpujob.plan.template_findings)
+    capabilities: tuple[Capability, ...] | None = (
+        None  # None: the installed ones  # what plugs into this plan (gpujob.plan.capability)
+    )
 
     @property
     def spec(self) -> JobSpec:
@@ -216,3 +220,28 @@ def tier_title(profile: Profile, tier_id: str) -> str:
         return profile.tier(tier_id).title.split(" (")[0].lower()
     except KeyError:
         return tier_id.replace("_", " ")
+
+
+def live_ck_tier(ctx: JobContext) -> str | None:
+    """The tier checkpoint.dir is on for the machine that exists now (the spec may already describe
+    the machine that replaces it: a new network volume holds nothing yet)."""
+    ck, m = ctx.spec.checkpoint, ctx.machine
+    if ck is None:
+        return None
+    tier = path_tier(ctx.spec, ck.dir)
+    if m is None or ctx.spec.platform != "runpod" or tier == "container_disk":
+        return tier
+    if tier.startswith("network_volume") and m.network_volume_id is None:
+        return "volume_disk" if m.volume_gb else "container_disk"
+    if not tier.startswith("network_volume") and m.network_volume_id is not None:
+        return "network_volume"
+    return tier
+
+
+def run_record(ctx: JobContext) -> Any:
+    """The record of the run launched on the job's machine, or None (launched before gpujob kept one,
+    by hand, or on another machine)."""
+    rec, m = ctx.launch_record, ctx.machine
+    if rec is None or m is None or rec.resource_id != m.id:
+        return None
+    return getattr(rec, "run", None)

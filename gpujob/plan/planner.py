@@ -14,20 +14,22 @@ from datetime import datetime
 from typing import Any
 
 from gpujob import __version__, naming
-from gpujob.apply.records import current_record
-from gpujob.cost.live import footprint
-from gpujob.cost.rates import Footprint, GpuRate, hourly_total, meters, monthly_total
+from gpujob.cost.rates import hourly_total, meters, monthly_total
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan import actions as act
-from gpujob.plan import run_actions
+from gpujob.plan import capability, run_actions
 from gpujob.plan.balance import with_balance
+from gpujob.plan.builder import noop, noop_reason
 from gpujob.plan.cadence import cadence
+from gpujob.plan.capability import AFTER_BALANCE, BEFORE_BALANCE, Capability, PlanRound, chosen
 from gpujob.plan.context import JobContext, SpecSource
 from gpujob.plan.findings import by_severity, spec_findings
+from gpujob.plan.footprints import current_footprint, desired_footprint, parked_footprint
 from gpujob.plan.model import ActionKind, Finding, JobPlan, Plan
+from gpujob.plan.ownership_findings import ownership_findings
+from gpujob.plan.records import current_record
 from gpujob.plan.trap_findings import trap_findings
 from gpujob.profile import load_profile
-from gpujob.project import ENV as PROJECT_ENV
 
 
 def build_plan(
@@ -41,13 +43,16 @@ def build_plan(
     fresh: bool = False,
     replace: Sequence[str] = (),
     release_left: bool = False,
+    capabilities: Sequence[Capability] | None = None,
 ) -> Plan:
     """The plan for every job file, in the order given. `env` is only asked whether secret names are set.
     `launch_records` (apply.records.LaunchRecord per job) say what a machine was created with where the
     platform does not report it (Paperspace template and disk size). Each loaded job carries its
     project id (gpujob.project.with_projects): it owns what is named for it. `release_left`: also
     delete, gated, what a job with fallback entries holds on the platforms it no longer runs on
-    (gpujob.failover.leftover; a job with state: absent always does)."""
+    (gpujob.failover.leftover; a job with state: absent always does). `capabilities` plug in
+    (gpujob.plan.capability; None: the ones the composition root installed)."""
+    caps = chosen(capabilities)
     projects = job_projects(loaded)
     owners = naming.claims(live.resources, projects)
     jobs = [
@@ -61,23 +66,16 @@ def build_plan(
             launched=(launch_records or {}).get(ls.spec.name),
             fresh=fresh,
             replace=set(replace),
+            capabilities=caps,
         )
         for ls in loaded
     ]
-    if any(ls.spec.fallback for ls in loaded):
-        from gpujob.failover.entries import entry_fixes
-        from gpujob.failover.planning import with_moves
-
-        jobs = [entry_fixes(ls, jp) for ls, jp in zip(loaded, jobs, strict=True)]
-        jobs = with_moves(loaded, jobs, live, pull_records, now=now, env=env)
+    rnd = PlanRound(loaded=loaded, jobs=jobs, live=live, now=now, env=env, pull_records=pull_records,
+                    launch_records=launch_records, release_left=release_left, capabilities=caps)  # fmt: skip
+    jobs = _round(rnd, BEFORE_BALANCE)  # e.g. a job moving to another platform (gpujob.failover)
     jobs = with_balance(loaded, jobs, live)  # RP8: account-wide, so judged once every job is planned (moved)
-    # A job whose failover record names a platform its file no longer lists has no fallback left,
-    # but may have left resources there all the same.
-    if any(ls.spec.fallback or getattr(ls, "strays", ()) for ls in loaded):
-        from gpujob.failover.leftover import with_left
-
-        jobs = with_left(loaded, jobs, live, now=now, env=env, pull_records=pull_records,
-                         launch_records=launch_records, release=release_left)  # fmt: skip
+    rnd.jobs = jobs
+    jobs = _round(rnd, AFTER_BALANCE)  # e.g. what a moved job left on the platforms it no longer runs on
     from gpujob.plan.one_run import with_one_run
     from gpujob.plan.rate import with_caps
 
@@ -96,6 +94,16 @@ def build_plan(
     )
 
 
+def _round(rnd: PlanRound, stage: str) -> list[JobPlan]:
+    """Every capability's pass of `stage` over the job plans, in the order the capabilities were given."""
+    jobs = rnd.jobs
+    for cap in rnd.capabilities:
+        step = cap.rounds().get(stage)
+        if step is not None:
+            rnd.jobs = jobs = step(rnd)
+    return jobs
+
+
 def plan_one(
     loaded: SpecSource,
     live: LiveState,
@@ -104,10 +112,12 @@ def plan_one(
     env: Mapping[str, str],
     pull: Any = None,
     launched: Any = None,
+    capabilities: Sequence[Capability] | None = None,
 ) -> JobPlan:
     """One job's plan from what it owns in `live` (no account-wide or cross-platform judgement)."""
     owned = naming.claims(live.resources, job_projects([loaded])).get(loaded.spec.name, [])
-    return _plan_job(loaded, live, owned, now=now, env=env, pull=pull, launched=launched)
+    return _plan_job(loaded, live, owned, now=now, env=env, pull=pull, launched=launched,
+                     capabilities=chosen(capabilities))  # fmt: skip
 
 
 def job_projects(loaded: Sequence[SpecSource]) -> dict[str, str | None]:
@@ -154,6 +164,7 @@ def _plan_job(
     launched: Any = None,
     fresh: bool = False,
     replace: set[str] | None = None,
+    capabilities: Sequence[Capability] = (),
 ) -> JobPlan:
     spec = loaded.spec
     ctx = JobContext(
@@ -164,6 +175,7 @@ def _plan_job(
         env=env,
         pull_record=pull,
         launch_record=launched,
+        capabilities=tuple(capabilities),
     )
     # A job plans only the platform it runs on now: what it left on another (a stopped machine, a kept
     # volume, after a move or with its fallback entry removed) is never this plan's to change
@@ -196,7 +208,7 @@ def _plan_job(
     else:
         act.plan_absent(ctx)
     if not ctx.actions:
-        act.noop(ctx, run_actions.noop_reason(ctx, fact) or act.noop_reason(ctx))
+        noop(ctx, run_actions.noop_reason(ctx, fact) or noop_reason(ctx))
 
     desired = desired_footprint(ctx)
     running_meters = meters(desired, ctx.profile) if spec.state != "absent" else {}
@@ -214,8 +226,10 @@ def _plan_job(
         )
         + trap_findings(ctx)
     )
-    from gpujob.sweep.plan import sweep_plan
-
+    fields: dict[str, Any] = {}
+    if spec.state == "running":  # e.g. a sweep queue's cells, estimated at the running rate (gpujob.sweep)
+        for cap in capability.of(ctx):
+            fields |= cap.job_plan_fields(loaded, running)
     return JobPlan(
         job=spec.name,
         platform=spec.platform,
@@ -231,8 +245,7 @@ def _plan_job(
         current_usd_per_hour=current,
         after_usd_per_hour=hourly_total(meters(ctx.fp, ctx.profile)),
         run=fact,
-        # the cells' estimate at the running rate: only where they run (a destroy priced them at $0.00)
-        sweep=sweep_plan(loaded, running) if spec.state == "running" else None,
+        **fields,
     )
 
 
@@ -289,82 +302,6 @@ def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
     ctx.findings += ownership_findings(ctx)
 
 
-def ownership_findings(ctx: JobContext) -> list[Finding]:
-    """Another project's resources under this job's name are never touched; a running machine of
-    theirs blocks starting a second copy of the run here. Names of an older gpujob are pointed out."""
-    out: list[Finding] = []
-    theirs = naming.others(ctx.live.resources, ctx.job, ctx.project)
-    busy = [r for r in theirs if r.kind == ctx.machine_kind and r.status in ("running", "pending")]
-    ours_runs = ctx.machine is not None and ctx.machine.status in ("running", "pending")
-    if busy and ctx.spec.state == "running" and not ours_runs:  # this plan would create or start one
-        r = busy[0]
-        their = naming.parse(r.name)
-        out.append(
-            ctx.finding(
-                "owner",
-                "error",
-                f"job '{ctx.job}' already runs in another checkout: {ctx.machine_kind} {r.name} ({r.id}) "
-                f"of {naming.describe_owner(r)}; this checkout is project {ctx.project}",
-                detail="Two copies of one job would train twice and bill twice. gpujob never adopts, "
-                "stops or deletes another project's resources.",
-                fix=_owner_fix(ctx, their.project if their else "?"),
-                key="name",
-            )
-        )
-    elif theirs:
-        out.append(
-            ctx.finding(
-                "owner",
-                "warning",
-                f"another checkout has resources for a job named '{ctx.job}': "
-                + ", ".join(f"{r.name} ({r.id}, {r.status})" for r in theirs[:4])
-                + f"; they are not this project's ({ctx.project}) and are left alone",
-                fix="manage them from the checkout that owns them (gpujob audit lists what they cost)",
-                key="name",
-            )
-        )
-    legacy = {naming.PREFIX + ctx.job}
-    nv = ctx.spec.storage.network_volume
-    if nv is not None:
-        legacy.add(f"{naming.PREFIX}{ctx.job}-{nv.name}")
-    old = [r for r in ctx.live.resources if r.name in legacy and naming.parse(r.name) is None]
-    if old:
-        out.append(
-            ctx.finding(
-                "owner",
-                "warning",
-                "named like this job by a gpujob without project markers: "
-                + ", ".join(f"{r.kind} {r.name} ({r.id})" for r in old)
-                + "; not adopted",
-                detail="Names without a project id cannot prove which checkout made them.",
-                fix="pull what it holds (gpujob ssh / the console), then terminate or delete it in the console",
-            )
-        )
-    return out
-
-
-def _owner_fix(ctx: JobContext, their_project: str) -> str:
-    """What to do about another project's running copy of this job. A teammate whose checkout keeps
-    its state locally, while the team's lives in a database, is that other project: the fix is the
-    team's state store (its project id comes with it), not a hand-set project id."""
-    from gpujob.state.config import URL_ENV, Local, resolve
-
-    try:
-        local = isinstance(resolve(ctx.loaded.path, dict(ctx.env)), Local)
-    except Exception:  # a broken state setting is reported where the store is opened
-        local = False
-    usual = (
-        "stop or destroy it from the checkout that owns it, or rename this job; if it is this checkout's and "
-        f"its state was lost, set {PROJECT_ENV}={their_project} (or restore .gpujob/project.json)"
-    )
-    if local:
-        return (
-            f"if your team keeps gpujob's state in a database, set {URL_ENV}=postgresql://… (or `state:` in "
-            f"gpujob.yaml) as your teammates do: this checkout then shares their project. Otherwise {usual}"
-        )
-    return usual
-
-
 def _read_error_findings(ctx: JobContext) -> list[Finding]:
     return [
         ctx.finding(
@@ -376,71 +313,3 @@ def _read_error_findings(ctx: JobContext) -> list[Finding]:
         for err in ctx.live.read_errors
         if ctx.spec.platform in err or not any(p in err for p in ("runpod", "paperspace"))
     ]
-
-
-def current_footprint(ctx: JobContext) -> Footprint:
-    """What the job's live resources bill now, priced by the cost engine exactly as status, cost and
-    audit price them (the GPU it really runs, its state, snapshot sizes from the machine's disk)."""
-    resources = [r for r in (ctx.machine, ctx.volume) if r is not None]
-    resources += ctx.stale_volumes + ctx.ips + ctx.snapshots
-    nv = ctx.spec.storage.network_volume
-    label = nv.name if nv and ctx.volume and ctx.volume.name == ctx.volume_name else None
-    if ctx.volume is not None and label is None:
-        label = nv_label(ctx, ctx.volume)
-    volume = ctx.volume.name if ctx.volume is not None else None
-    return footprint(ctx.pricing(), resources, volume=volume, label=label)
-
-
-def desired_footprint(ctx: JobContext) -> Footprint:
-    """The job as the spec wants it, running (snapshots are never created by gpujob, so live ones stay)."""
-    spec = ctx.spec
-    from gpujob.sweep.storage import holds_volume
-
-    holds = holds_volume(spec, getattr(ctx.loaded, "sweep", None))
-    nv = spec.storage.network_volume if holds else None  # a sweep's volume bills once, on its holder
-    size = spec.storage.volume_gb
-    if (
-        ctx.machine is not None
-        and size is not None
-        and ctx.machine.volume_gb
-        and ctx.machine.volume_gb > size
-    ):
-        size = ctx.machine.volume_gb  # grow-only: a larger live volume stays larger
-    return Footprint(
-        machine="running",
-        gpu=running_gpu(ctx),
-        container_disk_gb=spec.machine.container_disk_gb,
-        volume_gb=size,
-        network_volume=(nv.name, max(nv.size_gb, (ctx.volume.volume_gb or 0) if ctx.volume else 0), nv.tier)
-        if nv
-        else None,
-        static_ip=spec.machine.public_ip == "static",
-        dynamic_ip=spec.platform == "paperspace" and spec.machine.public_ip in (None, "dynamic"),
-        snapshots=ctx.fp.snapshots,
-    )
-
-
-def parked_footprint(ctx: JobContext, desired: Footprint) -> Footprint:
-    """What the job bills while it waits: stopped, or parked (on RunPod: the network volume alone)."""
-    if ctx.spec.state == "absent":
-        return ctx.fp
-    if ctx.spec.state == "parked" and ctx.spec.platform == "runpod":
-        return desired.with_(machine=None, gpu=None, container_disk_gb=None, volume_gb=None)
-    return desired.with_(machine="stopped")
-
-
-def running_gpu(ctx: JobContext) -> GpuRate | None:
-    """The GPU the job runs on once the plan is applied: the live machine's own when the plan keeps it
-    (a fallback candidate that is running stays; its rate, not the first choice's, is what bills)."""
-    m = ctx.machine
-    replaced = any(a.kind in (ActionKind.REPLACE, ActionKind.CREATE) and a.resource_kind == ctx.machine_kind
-                   for a in ctx.actions)  # fmt: skip
-    if m is None or replaced or m.status == "terminating":
-        return ctx.desired_gpu
-    live = ctx.live_gpu_rate(m)
-    return live if live is not None else ctx.desired_gpu
-
-
-def nv_label(ctx: JobContext, volume: LiveResource) -> str:
-    owner = naming.parse(volume.name)
-    return owner.volume if owner is not None and owner.volume else volume.name

@@ -1,6 +1,6 @@
 """Planning from the run facts (LiveState.runs): relaunch a lost run, finish a launch a killed apply
 left undone, apply teardown.on_finish to a run that exited 0, and never restart a run already marked
-finished for this job file. Pure: the facts were read during refresh (gpujob.plan.runfacts).
+finished for this job file. Pure: the facts were read during refresh (gpujob.apply.runfacts).
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from gpujob.invariant import present
 from gpujob.live import RunFact
 from gpujob.plan import action_findings as af
-from gpujob.plan.actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.builder import add
+from gpujob.plan.checkpoint_actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
 from gpujob.plan.replace import run_address, run_forced

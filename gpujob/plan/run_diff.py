@@ -10,7 +10,7 @@ from typing import Any
 from gpujob.invariant import present
 from gpujob.jobfile.model import JobSpec
 from gpujob.plan.builder import add
-from gpujob.plan.context import JobContext
+from gpujob.plan.context import JobContext, run_record
 from gpujob.plan.model import ActionKind, DataEffect, FieldChange
 from gpujob.plan.replace import run_address
 
@@ -21,7 +21,7 @@ def run_changes(record: Any, spec: JobSpec) -> list[FieldChange]:
     """Every key of the run that differs, job-file order. Env values are shown (the job file holds
     them in the clear), the old one only as 'a different value' (the record keeps a digest); secrets
     by name only."""
-    from gpujob.apply.records import run_record_of
+    from gpujob.plan.records import run_record_of
 
     now = run_record_of(spec, record.at)
     out: list[FieldChange] = []
@@ -107,15 +107,6 @@ def plan_queue_update(ctx: JobContext, changes: list[FieldChange], queue: tuple[
 
 def _secs(s: int | None) -> str | None:
     return None if s is None else f"{s}s"
-
-
-def run_record(ctx: JobContext) -> Any:
-    """The record of the run launched on the job's machine, or None (launched before gpujob kept one,
-    by hand, or on another machine)."""
-    rec, m = ctx.launch_record, ctx.machine
-    if rec is None or m is None or rec.resource_id != m.id:
-        return None
-    return getattr(rec, "run", None)
 
 
 def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gpujob.plan.actions import human_bytes
 from gpujob.plan.builder import add
+from gpujob.plan.checkpoint_actions import human_bytes
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
 

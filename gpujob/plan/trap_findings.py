@@ -13,10 +13,8 @@ from typing import Any
 from gpujob.cost.rates import Footprint, meters, monthly_total, tier_line, usd
 from gpujob.live import LiveResource
 from gpujob.plan import run_evidence
-from gpujob.plan.action_findings import live_ck_tier
-from gpujob.plan.context import JobContext, path_tier, tier_title
+from gpujob.plan.context import JobContext, live_ck_tier, path_tier, run_record, tier_title
 from gpujob.plan.model import Finding
-from gpujob.plan.run_diff import run_record
 
 # RunPod removes stopped pods after about this many days unused (profiles/runpod.yaml, RP8).
 STOPPED_POD_DAYS = 30

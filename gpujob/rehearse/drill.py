@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gpujob.errors import GpujobError
+from gpujob.plan.records import step_of
 from gpujob.rehearse.record import Rehearsal
 
 TIMEOUT_S = 900.0
@@ -74,12 +75,6 @@ def _sim_preempt(base: str, pod_id: str) -> None:
         preempted = json.loads(resp.read()).get("preempted", [])
     if pod_id not in preempted:
         raise GpujobError(f"the simulator did not preempt {pod_id} (preempted: {preempted})")
-
-
-def step_of(name: str) -> int | None:
-    """The step a checkpoint's file name carries: its last number (step_00000120.pt -> 120)."""
-    found = re.findall(r"\d+", name.rsplit("/", 1)[-1])
-    return int(found[-1]) if found else None
 
 
 def refuse_unless_drillable(spec: Any, machine: Any) -> None:
@@ -232,7 +227,7 @@ async def _recover(
 ) -> _Seen | None:  # fmt: skip
     """Watch's own loop, tick by tick, until a new run reports its first step (or the time is up)."""
     from gpujob.watch.events import append_event
-    from gpujob.watch.loop import Options as WatchOptions
+    from gpujob.watch.jobs import Options as WatchOptions
     from gpujob.watch.loop import Watcher
 
     def emit(event: Any, store: Any) -> None:

@@ -13,8 +13,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpujob.cost.model import MeterLine
 from gpujob.cost.rates import rate, usd
-from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, MeterLine, Plan
+from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
 from gpujob.profile import HOURS_PER_MONTH
 from gpujob.render import summary as S
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 import click
 
+from gpujob.cost.model import MeterLine
 from gpujob.cost.rates import rate, usd
-from gpujob.plan.model import Action, ActionKind, FieldChange, Finding, JobPlan, MeterLine, Plan
+from gpujob.plan.model import Action, ActionKind, FieldChange, Finding, JobPlan, Plan
 from gpujob.render import summary as S
 from gpujob.render.sweep_text import SeenFindings, split_summary
 from gpujob.safe import for_terminal as T  # every string a pod, an API or a job file chose

@@ -121,7 +121,7 @@ def isolation(spec: Any, queue: Any, rows: list[dict]) -> dict[str, list[str]]:
 
 
 def table(rows: list[dict]) -> list[str]:
-    from gpujob.cost.report import usd2
+    from gpujob.plan.costs import usd2
 
     lines = [
         f"  {'cell':<34} {'state':<8} {'machine':<34} {'step':>5} {'starts':>6} {'time':>7} {'cost':>8}  version"

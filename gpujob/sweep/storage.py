@@ -143,7 +143,7 @@ def data_center_note(spec: Any, region: str | None, queues: int) -> str:
     )
 
 
-# --- what a plan says (gpujob.plan.actions calls these; each is empty for any other job) ---------------
+# --- what a plan says (gpujob.plan.actions and volume_actions call these; each is empty for any other job) ---
 
 
 def _live_volume(ctx: Any) -> Any:

@@ -76,23 +76,23 @@ def _say(watcher: Any) -> Say:
 
 
 def _watch(watcher: Any, path: Any, store: Any, name: str) -> Any:
+    from gpujob.watch.jobs import JobWatch
     from gpujob.watch.ledger import load_ledger
-    from gpujob.watch.loop import JobWatch
 
     ledger = load_ledger(store, name, watcher.clock.now())  # read under the lock just taken
     j = watcher.jobs[name] = JobWatch(path, name, store, ledger)
     return j
 
 
-def admit(watcher: Any) -> None:
+def admit(watcher: Any, landed: LandedQueues) -> None:
     """At the start of a tick: each queue whose lock was refused before and is free now is watched
     from this tick on (its job file, whose placement record has its cells now, defines it)."""
-    for name, (path, store) in list(watcher.landed.waiting.items()):
-        if watcher.landed.take(store, name, path, _say(watcher)):
+    for name, (path, store) in list(landed.waiting.items()):
+        if landed.take(store, name, path, _say(watcher)):
             _watch(watcher, path, store, name)
 
 
-async def settle_watched(watcher: Any, loaded: list[Any], live: Any) -> list[Any]:
+async def settle_watched(watcher: Any, landed: LandedQueues, loaded: list[Any], live: Any) -> list[Any]:
     """The watch tick's settle (gpujob.sweep.transit.settle, outcomes kept at once): a queue that
     gets its first cells that way is watched from now on, under its own lock; a queue whose lock
     another gpujob holds is left out of this tick."""
@@ -113,7 +113,7 @@ async def settle_watched(watcher: Any, loaded: list[Any], live: Any) -> list[Any
         j = watcher.jobs.get(name)
         if j is None:
             sib = next(o for o in watcher.jobs.values() if o.path == ls.path)
-            if not watcher.landed.take(sib.state_dir, name, ls.path, _say(watcher)):
+            if not landed.take(sib.state_dir, name, ls.path, _say(watcher)):
                 continue
             j = _watch(watcher, ls.path, sib.state_dir, name)
         j.loaded = ls

@@ -58,8 +58,8 @@ async def apply_decisions(
 ) -> dict[str, tuple[bool, str]]:
     """Apply each job's allowed actions; job name -> (ok, what happened, one line)."""
     from gpujob.apply.applier import apply_plan
+    from gpujob.apply.journal import journal_of
     from gpujob.apply.reconcile import mark_finished, record_launches
-    from gpujob.apply.session import journal_of
 
     sub = plan.model_copy(
         update={"jobs": [jp.model_copy(update={"actions": d.actions}) for _, jp, d in todo]}
@@ -123,8 +123,8 @@ async def park(
     """Stop (or, when teardown.on_finish is terminate, terminate through the gate) the job's machine.
     Planned like any other change: the same spec with state stopped / absent, machine actions only."""
     from gpujob.apply.applier import apply_plan
-    from gpujob.apply.records import job_pull_records
     from gpujob.plan.planner import build_plan
+    from gpujob.plan.records import job_pull_records
 
     spec = loaded.spec.model_copy(update={"state": "stopped" if verb == "stop" else "absent"})
     as_parked = dataclasses.replace(loaded, spec=spec)

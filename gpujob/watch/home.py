@@ -52,8 +52,8 @@ def hold_stop(watcher: Any, job: Any, machine: LiveResource) -> bool:
 def is_home(job: Any, machine: LiveResource | None) -> bool:
     """Whether the latest pull records of `job` are about `machine` and complete: every checkpoint
     pulled and verified, every output pulled (checked by sha256), nothing unpullable."""
-    from gpujob.apply.records import load_pull_record
-    from gpujob.outputs.record import load_outputs_record
+    from gpujob.plan.outputs_record import load_outputs_record
+    from gpujob.plan.records import load_pull_record
 
     if machine is None:
         return False

@@ -7,7 +7,7 @@ from typing import Any
 
 def destroyed_on_purpose(loaded: Any) -> str | None:
     """`gpujob destroy` tore the job down: watch never creates it again (apply --recreate does)."""
-    from gpujob.apply.records import load_destroyed
+    from gpujob.plan.records import load_destroyed
     from gpujob.state import open_store
 
     if loaded.spec.state == "absent":

@@ -21,12 +21,15 @@ just to pull would bill its GPU while nobody approves the rest).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpujob.apply.gate import checkpoint_tier
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
+from gpujob.plan.capability import installed
 from gpujob.plan.model import Action, ActionKind, JobPlan
+from gpujob.watch.hooks import WatchHooks, held_for_people, watch_hooks
 
 K = ActionKind
 
@@ -66,7 +69,7 @@ def replace_keeps_data(spec: JobSpec, machine: LiveResource | None) -> bool:
 
 def _spot_gone(a: Action, spec: JobSpec) -> bool:
     """The replace exists only because a `prefer` job's stopped spot pod cannot resume as spot any more
-    (the planner turns spot off for it, gpujob.plan.actions): the platform forced it, not an edit."""
+    (the planner turns spot off for it, gpujob.plan.machine_actions): the platform forced it, not an edit."""
     forcing = [c for c in a.changes if c.forces_replacement]
     return (
         spec.machine.spot == "prefer"
@@ -100,21 +103,18 @@ def decide(
     *,
     approved: set[str],
     rerun: str = "gpujob watch",
+    hooks: Sequence[WatchHooks] | None = None,
 ) -> Decision:
     """What watch may do alone for one job now. `rerun` is the watch command line as given, for the
-    approval line: watch is restarted with every approval, the ones it already had included."""
+    approval line: watch is restarted with every approval, the ones it already had included. `hooks`:
+    the capabilities' (gpujob.watch.hooks; None: the installed capabilities')."""
     out = Decision(finishing=_finishing(jp))
     todo = [a for a in jp.actions if a.kind is not K.NOOP]
-    from gpujob.failover.leftover import left_platform
-
-    left = [a for a in todo if left_platform(a) is not None]
-    if left:  # what a job holds on a platform it does not run on: a person's action, never watch's
+    left, said = held_for_people(watch_hooks(installed(), None) if hooks is None else hooks, todo)
+    if left:  # e.g. what a job holds on a platform it does not run on (gpujob.failover): a person's action
         todo = [a for a in todo if a not in left]
         out.held += left
-        out.human.append(
-            f"{len(left)} action(s) on {', '.join(sorted({a.platform for a in left}))} (what the job holds where it "
-            "does not run) wait for a person: gpujob destroy, or gpujob apply --release-left"
-        )
+        out.human += said
     errors = [f for f in jp.findings + [f for a in jp.actions for f in a.findings] if f.severity == "error"]
     if errors:
         out.held += todo

@@ -69,8 +69,8 @@ class Puller:
     async def pull(
         self, job: Any, machine: LiveResource, provider: Any, *, reason: str = "", newest: str | None = None
     ) -> bool:
-        from gpujob.apply.records import load_pull_record
         from gpujob.apply.runtime import pull
+        from gpujob.plan.records import load_pull_record
 
         before = load_pull_record(job.state_dir, job.loaded.spec.name)
         known = {f.name: f.sha256 for f in before.files if f.verified} if before is not None else {}

@@ -4,13 +4,13 @@ import asyncio
 
 import pytest
 
-from gpujob.apply import steps
+from gpujob.apply import machine_steps, stepbase, volume_steps
 from gpujob.apply.applier import apply_plan
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import RecordingHooks
-from gpujob.apply.records import load_pull_record
 from gpujob.errors import GateError, GpujobError
 from gpujob.plan.model import ActionKind
+from gpujob.plan.records import load_pull_record
 from tests.apply.fakes import FakeClock, FakeLoaded, FakeProvider, FakeSSH, action, make_plan, make_spec
 from tests.owners import machine, pin_project
 from tests.owners import volume as owned_volume
@@ -110,7 +110,7 @@ def test_in_flight_create_is_looked_up_again_before_creating(tmp_path):
     journal.append("intent", w.clock.now(), action_id="toy.network_volume.create", kind="create")
     res = w.apply(create_plan())
     assert res.ok
-    assert w.clock.slept.count(3.0) == steps.ABSENCE_READS  # absence needed several reads
+    assert w.clock.slept.count(3.0) == stepbase.ABSENCE_READS  # absence needed several reads
     assert w.prov.creates[owned_volume("toy", "ckpts")] == 1
 
 
@@ -124,7 +124,7 @@ def test_capacity_falls_back_to_next_candidate(tmp_path):
 
 
 def test_capacity_waits_with_backoff_then_gives_up(tmp_path, monkeypatch):
-    monkeypatch.setattr(steps, "CAPACITY_WAIT_S", 100.0)
+    monkeypatch.setattr(machine_steps, "CAPACITY_WAIT_S", 100.0)
     w = World(tmp_path)
     w.prov.no_capacity = {"NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000"}
     res = w.apply(create_plan())
@@ -191,7 +191,7 @@ def test_destroy_with_pull_verify_and_approval_removes_everything(tmp_path):
 
 
 def test_volume_delete_waits_for_pod_to_release_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(steps, "DETACH_WAIT_S", 10.0)
+    monkeypatch.setattr(volume_steps, "DETACH_WAIT_S", 10.0)
     w = World(tmp_path)
     w.apply(create_plan())
     w.ssh.remote_files = {"a.ckpt": b"a"}
@@ -229,7 +229,7 @@ def test_stop_then_start_relaunches_on_new_endpoint(tmp_path):
 
 
 def test_two_jobs_run_concurrently_and_one_failure_does_not_stop_the_other(tmp_path, monkeypatch):
-    monkeypatch.setattr(steps, "CAPACITY_WAIT_S", 1.0)
+    monkeypatch.setattr(machine_steps, "CAPACITY_WAIT_S", 1.0)
     w = World(tmp_path)
     w.loaded.append(FakeLoaded(make_spec(name="other"), tmp_path / "job.yaml"))
     w.prov.no_capacity = {"NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000"}

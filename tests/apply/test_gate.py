@@ -16,10 +16,10 @@ from gpujob.apply.context import JobContext
 from gpujob.apply.gate import checkpoint_tier, require_approvals, require_approved, unsafe_files
 from gpujob.apply.journal import Journal
 from gpujob.apply.progress import RecordingHooks
-from gpujob.apply.records import PulledFile, PullRecord, load_pull_records, save_pull_record
 from gpujob.errors import GateError
 from gpujob.live import LiveResource, SSHEndpoint
 from gpujob.plan.model import ActionKind
+from gpujob.plan.records import PulledFile, PullRecord, load_pull_records, save_pull_record
 from gpujob.ssh.listing import RemoteFile
 from tests.apply.fakes import FakeClock, FakeProvider, FakeSSH, action, make_spec
 from tests.owners import PROJECT, machine, marker

@@ -1,7 +1,7 @@
 """Issue 23 at the gate, against fakes: no start of a stopped machine that certainly holds nothing
-(gpujob.reach.evidence), a machine started for a look is stopped again when the look fails, an
+(gpujob.apply.reach_evidence), a machine started for a look is stopped again when the look fails, an
 unreachable machine is refused with the risk, and the `.unverified` override only past a failed reach
-(gpujob.reach.unreachable)."""
+(gpujob.apply.unreachable)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pytest
 
 from gpujob.apply import teardown
 from gpujob.apply.gate import require_approved
-from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
+from gpujob.apply.reach_evidence import nothing_to_protect
+from gpujob.apply.unreachable import risk, without_overrides
 from gpujob.errors import GateError, SSHConnectError
 from gpujob.plan.model import ActionKind
-from gpujob.reach.evidence import nothing_to_protect
-from gpujob.reach.unreachable import risk, without_overrides
+from gpujob.plan.records import PulledFile, PullRecord, save_pull_record
 from tests.apply.fakes import action
 from tests.apply.test_gate import VOLUME_DISK, world
 

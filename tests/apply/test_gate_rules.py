@@ -1,5 +1,5 @@
 """The teardown gate's pure rules, one by one (gpujob.apply.gate, the pull records it decides on,
-gpujob.apply.localfiles, gpujob.reach.unreachable): what each refuses, with which words, and what it
+gpujob.apply.localfiles, gpujob.apply.unreachable): what each refuses, with which words, and what it
 lets through. The same rules in their order against fakes: tests/apply/test_gate.py."""
 
 from __future__ import annotations
@@ -15,23 +15,23 @@ import pytest
 from gpujob.apply.gate import (
     approve_flags,
     checkpoint_tier,
-    quiesce_grace_s,
     require_approvals,
     require_approved,
     unsafe_files,
 )
 from gpujob.apply.localfiles import local_sha256
-from gpujob.apply.records import (
+from gpujob.apply.unreachable import _age, approved_unverified, hint, mark_plan, risk
+from gpujob.errors import GateError
+from gpujob.plan.cadence import quiesce_grace_s
+from gpujob.plan.model import ActionKind, DataEffect, JobPlan, Plan
+from gpujob.plan.outputs_record import OutputFile, OutputsRecord
+from gpujob.plan.records import (
     PulledFile,
     PullRecord,
     current_record,
     load_pull_records,
     save_pull_record,
 )
-from gpujob.errors import GateError
-from gpujob.outputs.record import OutputFile, OutputsRecord
-from gpujob.plan.model import ActionKind, DataEffect, JobPlan, Plan
-from gpujob.reach.unreachable import _age, approved_unverified, hint, mark_plan, risk
 from gpujob.state import as_store
 from tests.apply.fakes import action, make_spec
 

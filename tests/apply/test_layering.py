@@ -13,16 +13,32 @@ APPLY = Path(gpujob.apply.__file__).parent
 # Bottom up. A module's rank is the index of its layer; a module not listed fails the test, so a new
 # one is placed deliberately.
 LAYERS: list[set[str]] = [
-    # progress picks its terminal renderer (progress_rich) lazily, so rich loads only for a terminal.
-    {"journal", "records", "sshapi", "progress", "progress_rich", "localfiles", "reconcile"},
+    # gpujob.cli.progress picks the terminal renderer (progress_rich) lazily, so rich loads only there.
+    {
+        "journal",
+        "records",
+        "sshapi",
+        "progress",
+        "progress_rich",
+        "localfiles",
+        "reconcile",
+        "unreachable",
+        "reach_evidence",
+    },
     {"context", "gate"},
     {"runtime.transfer", "runtime.remote"},
     {"runtime.launch", "runtime.pulling"},
-    {"runtime", "ownership", "capacity", "observe", "quiesce"},
-    {"carry", "teardown", "stopped_pull", "volume_stays"},
+    {"runtime", "ownership", "capacity", "observe", "quiesce", "reach_gate"},
+    {"runfacts"},
+    {"refresh"},
+    {"carry", "teardown_look", "stopped_pull", "volume_stays"},
+    {"teardown_helper"},
+    {"teardown"},
+    # the steps by resource: stepbase < volume_steps < machine_steps < run_steps < change_steps
+    {"stepbase", "volume_steps", "machine_steps", "run_steps", "change_steps"},
     {"steps"},
     {"applier"},
-    {"rederive", "session"},
+    {"rederive"},
 ]
 
 

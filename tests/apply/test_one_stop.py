@@ -100,7 +100,7 @@ def test_a_preflight_refused_host_is_quiesced_before_its_stop(tmp_path: Path) ->
 
 
 def test_a_machine_started_only_for_the_gates_look_is_stopped_without_a_quiesce(tmp_path: Path) -> None:
-    from gpujob.reach.gate import stop_again
+    from gpujob.apply.reach_gate import stop_again
 
     ctx, prov, _ssh, seen = _ctx(tmp_path)
     asyncio.run(stop_again(ctx, ctx.machine, True))

@@ -13,6 +13,7 @@ from gpujob.apply import applier, progress
 from gpujob.apply.capacity import backoff_message, candidates
 from gpujob.apply.progress import JobReporter, LineHooks, NullHooks, RecordingHooks, want_rich
 from gpujob.apply.progress_rich import RichHooks
+from gpujob.cli.progress import choose_hooks
 from gpujob.plan.model import ActionKind
 from tests.apply.fakes import FakeProvider, action, make_spec
 
@@ -201,5 +202,5 @@ def test_rich_is_chosen_only_for_a_terminal_with_colour():
     assert want_rich(env={"NO_COLOR": "1"}) is False
     assert want_rich(env={"TERM": "dumb"}) is False
     assert want_rich(env={}) is False  # pytest captures: not a terminal
-    assert isinstance(progress.choose_hooks(False, print), LineHooks)
+    assert isinstance(choose_hooks(False, print), LineHooks)
     NullHooks().transfer("toy", "sync", 1, 1)  # the null hooks take every event

@@ -18,12 +18,12 @@ from gpujob.apply.reconcile import (
     mark_finished,
     record_launches,
 )
+from gpujob.apply.refresh import read_live_state
+from gpujob.apply.runfacts import read_run_facts
 from gpujob.apply.sshapi import SSHApi
 from gpujob.errors import SSHConnectError
 from gpujob.live import LiveResource, LiveState, RunFact, SSHEndpoint
 from gpujob.plan.model import ActionKind
-from gpujob.plan.refresh import read_live_state
-from gpujob.plan.runfacts import read_run_facts
 from gpujob.ssh.launcher import RunStatus
 from tests.apply.fakes import FakeProvider, action, make_plan, make_spec
 from tests.owners import PROJECT, machine, marker

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
 from gpujob.apply.stopped_pull import pull_view
 from gpujob.errors import GpujobError
+from gpujob.plan.records import PulledFile, PullRecord, save_pull_record
 from tests.plan.conftest import write_job
 
 __all__ = ["write_job"]  # the fixture

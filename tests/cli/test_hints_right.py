@@ -40,7 +40,7 @@ def test_another_projects_running_copy_points_a_local_checkout_at_the_team_state
     that is not the answer, and the hint keeps to the project id."""
     from types import SimpleNamespace
 
-    from gpujob.plan.planner import _owner_fix
+    from gpujob.plan.ownership_findings import _owner_fix
 
     job = tmp_path / "job.yaml"
     local = _owner_fix(SimpleNamespace(loaded=SimpleNamespace(path=job), env={}), "p-theirs")  # type: ignore[arg-type]

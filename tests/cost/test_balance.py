@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from gpujob.cost.model import Billing, MeterLine
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import Account, LiveState
 from gpujob.model import SourceRef
 from gpujob.plan.balance import balance_finding, billed_after, lasts, planned_rate, with_balance
-from gpujob.plan.model import Action, ActionKind, Billing, Finding, JobPlan, MeterLine
+from gpujob.plan.model import Action, ActionKind, Finding, JobPlan
 from tests.apply.fakes import make_spec
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from gpujob.cost.model import MeterLine
 from gpujob.cost.rates import (
     Footprint,
     GpuRate,
@@ -24,7 +25,6 @@ from gpujob.cost.rates import (
     usd,
 )
 from gpujob.live import PriceQuote
-from gpujob.plan.model import MeterLine
 from gpujob.profile import load_profile
 
 RP = load_profile("runpod")

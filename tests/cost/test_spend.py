@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gpujob.cost.live import Pricing
+from gpujob.cost.model import MeterLine
 from gpujob.cost.seen import Seen
 from gpujob.cost.spend import (
     _timeline,
@@ -19,7 +20,6 @@ from gpujob.cost.spend import (
     resource_spend,
 )
 from gpujob.live import LiveResource, Metering, Span
-from gpujob.plan.model import MeterLine
 from gpujob.profile import load_profile
 
 RP = load_profile("runpod")

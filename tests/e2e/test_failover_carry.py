@@ -50,12 +50,12 @@ class Counting:
 
 
 async def _move(job_file: Path, env: dict[str, str], ssh: Any) -> Any:
+    from gpujob.apply.refresh import read_live_state
     from gpujob.clock import SystemClock
     from gpujob.failover.choice import choose
     from gpujob.failover.entries import platforms_of
     from gpujob.failover.move import move_job
     from gpujob.failover.planning import running_here
-    from gpujob.plan.refresh import read_live_state
     from gpujob.project import with_projects
     from gpujob.providers.registry import open_providers
     from gpujob.spec.load import load_specs

@@ -159,8 +159,8 @@ def test_spot_retired_on_its_own_platform_moves_and_no_longer_blocks(loaded) -> 
 def test_failback_waits_for_a_fresh_verified_pull(loaded) -> None:  # type: ignore[no-untyped-def]
     from datetime import timedelta
 
-    from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
     from gpujob.failover.watching import FAILBACK_FRESH_S, _just_pulled
+    from gpujob.plan.records import PulledFile, PullRecord, save_pull_record
     from gpujob.state import open_store
 
     assert not _just_pulled(loaded, NOW)  # nothing pulled yet

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gpujob.cost.report import CostReport, JobCost, render_cost, with_goodput
+from gpujob.plan.costs import CostReport, JobCost, render_cost, with_goodput
 from gpujob.watch.ledger import Goodput
 
 NOW = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)

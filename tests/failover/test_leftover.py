@@ -186,8 +186,8 @@ def test_no_release_while_the_job_moves(tmp_path: Path) -> None:
 def test_the_run_log_of_another_platform_lands_aside_and_proves_nothing_away(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
+    from gpujob.apply.reach_evidence import nothing_to_protect
     from gpujob.outputs.roots import output_roots, pull_to
-    from gpujob.reach.evidence import nothing_to_protect
 
     ls = _loaded(tmp_path, job_text())
     bare = ls.spec.model_copy(update={"checkpoint": None, "outputs": None})
@@ -274,8 +274,8 @@ def test_status_of_a_moved_job_names_only_what_is_left_and_what_was_spent_elsewh
     resources with the same names as the ones it holds there now: `also on` lists what is there, and
     once nothing is, `also spent` keeps the job's money whole."""
     from gpujob.cli.cmd_status import _lines, elsewhere_rows
-    from gpujob.cost.report import JobCost
     from gpujob.cost.spend import SpendLine
+    from gpujob.plan.costs import JobCost
 
     def line(kind: str, state: str, usd: float) -> SpendLine:
         return SpendLine(platform="runpod", kind=kind, id=f"{kind}-{state}", name=f"gpujob-bert--{kind}",

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import respx
 
-from gpujob.apply.records import LaunchRecord
 from gpujob.errors import ProviderError
 from gpujob.live import LiveState
 from gpujob.plan.model import ActionKind, Plan
 from gpujob.plan.planner import build_plan
+from gpujob.plan.records import LaunchRecord
 from gpujob.providers.base import LaunchRequest
 from gpujob.providers.paperspace import wire
 from gpujob.providers.paperspace.normalize import machine_to_live
@@ -227,8 +227,8 @@ async def test_apply_grows_a_running_machine_stop_put_start_and_records_the_size
     from gpujob.apply.context import JobContext
     from gpujob.apply.journal import Journal
     from gpujob.apply.progress import RecordingHooks
-    from gpujob.apply.records import load_launch_record, note_launch
     from gpujob.plan.model import FieldChange
+    from gpujob.plan.records import load_launch_record, note_launch
     from tests.apply.fakes import FakeSSH, action, make_spec
 
     fake = PaperspaceFake(router)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from gpujob import __version__
-from gpujob.apply.records import PullRecord
 from gpujob.live import LiveState
 from gpujob.plan.model import Plan
 from gpujob.plan.planner import build_plan
+from gpujob.plan.records import PullRecord
 from gpujob.render import render_plan
 from gpujob.spec.load import discover_job_files, load_specs
 from tests.owners import PROJECT

@@ -99,7 +99,7 @@ def test_the_plan_data_line_names_the_outputs_an_action_erases_with_the_bytes_la
     from types import SimpleNamespace
 
     from gpujob.outputs.plan import outputs_line
-    from gpujob.outputs.record import OutputFile, OutputsRecord, save_outputs_record
+    from gpujob.plan.outputs_record import OutputFile, OutputsRecord, save_outputs_record
     from gpujob.profile import load_profile
     from gpujob.state import open_store
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from gpujob import naming
+from gpujob.cost.model import Billing, MeterLine
 from gpujob.live import LiveResource, LiveState
-from gpujob.plan.model import Action, ActionKind, Billing, JobPlan, MeterLine
+from gpujob.plan.model import Action, ActionKind, JobPlan
 from gpujob.plan.planner import build_plan
 from gpujob.spec.load import load_spec, load_specs
 from tests.failover import test_choice as fc

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpujob.apply.records import PullRecord, current_record
 from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
+from gpujob.plan.records import PullRecord, current_record
 from tests.plan.plan_helpers import NOW, live, pod, volume
 
 ABSENT = {"state:__running": "state: absent"}

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from gpujob.apply.records import LaunchRecord, PulledFile, PullRecord, run_record_of
 from gpujob.live import RunFact
 from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
+from gpujob.plan.records import LaunchRecord, PulledFile, PullRecord, run_record_of
 from gpujob.render import render_plan
 from tests.plan.plan_helpers import NOW, RUNPOD_JOB, live, pod, volume
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
-from gpujob.apply.records import PulledFile, PullRecord
 from gpujob.live import Account, RunFact
 from gpujob.plan.balance import lasts
 from gpujob.plan.model import ActionKind, Finding, Plan
 from gpujob.plan.planner import build_plan
+from gpujob.plan.records import PulledFile, PullRecord
 from tests.owners import machine
 from tests.plan.plan_helpers import DIGEST, NOW, RUNPOD_JOB, ago, live, owned_volume, pod, volume
 
@@ -411,7 +411,7 @@ def test_traps_leave_no_finding_on_a_quiet_job(write_job: Write) -> None:
 
 def test_the_journal_says_when_gpujob_stopped_the_pod_and_whether_the_run_finished(write_job: Write) -> None:
     from gpujob.apply.journal import Journal
-    from gpujob.plan.runfacts import journal_machine_facts
+    from gpujob.apply.runfacts import journal_machine_facts
     from gpujob.state import open_store
 
     loaded = write_job(DISK_JOB)

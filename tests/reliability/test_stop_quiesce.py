@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gpujob.apply.gate import QUIESCE_GRACE_S
+from gpujob.plan.cadence import QUIESCE_GRACE_S
 from gpujob.sim import podproc, rp_engine
 from gpujob.sim.testing import Sim, running_simulator
 from tests.reliability.teardown_kit import HERE, Project, job_text, make_project, poll, steps_on

@@ -8,14 +8,8 @@ import re
 
 from markdown_it import MarkdownIt
 
-from gpujob.plan.model import (
-    ActionKind,
-    Billing,
-    DataEffect,
-    FieldChange,
-    Finding,
-    SourceRef,
-)
+from gpujob.cost.model import Billing
+from gpujob.plan.model import ActionKind, DataEffect, FieldChange, Finding, SourceRef
 from gpujob.render import render_plan
 from gpujob.render.markdown import code, fenced, md
 from tests.render.test_render import action, job, plan_of

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gpujob.plan.model import Action, ActionKind, Billing, Finding, JobPlan, MeterLine, Plan
+from gpujob.cost.model import Billing, MeterLine
+from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
 from gpujob.render import render_plan
 from gpujob.render.markdown import cell
 from gpujob.render.summary import SYMBOL, VERB, counts, summary_line

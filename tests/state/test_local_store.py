@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpujob.apply.journal import Journal
-from gpujob.apply.records import PullRecord, load_pull_record, save_pull_record
+from gpujob.plan.records import PullRecord, load_pull_record, save_pull_record
 from gpujob.state.local import LocalStore
 
 
@@ -103,7 +103,7 @@ def test_callers_write_the_layout_they_always_did(tmp_path: Path) -> None:
 
 
 def test_a_typed_document_round_trips_and_an_unreadable_one_reads_as_none(tmp_path: Path) -> None:
-    from gpujob.outputs.record import OutputFile, OutputsRecord, load_outputs_record, save_outputs_record
+    from gpujob.plan.outputs_record import OutputFile, OutputsRecord, load_outputs_record, save_outputs_record
     from gpujob.state import read_model, write_model
 
     root = tmp_path / ".gpujob"

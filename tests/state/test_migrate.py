@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpujob.apply.journal import Journal
-from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
 from gpujob.errors import GpujobError, LockError
+from gpujob.plan.records import PulledFile, PullRecord, save_pull_record
 from gpujob.ssh.keys import ensure_project_key
 from gpujob.state.local import LocalStore
 from gpujob.state.migrate import migrate

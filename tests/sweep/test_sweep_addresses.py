@@ -50,10 +50,10 @@ def test_replace_takes_the_address_the_plan_prints_and_the_old_one(tmp_path: Pat
 def test_the_plans_hint_prints_an_address_replace_accepts_and_it_relaunches_that_queue(
     tmp_path: Path,
 ) -> None:
-    from gpujob.apply.records import LaunchRecord, run_record_of
     from gpujob.live import RunFact
     from gpujob.plan.model import ActionKind
     from gpujob.plan.planner import build_plan
+    from gpujob.plan.records import LaunchRecord, run_record_of
     from gpujob.plan.replace import check_addresses
     from tests.plan.plan_helpers import NOW, live, pod
 

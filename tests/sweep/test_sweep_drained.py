@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gpujob.apply.runfacts import read_run_facts
 from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
-from gpujob.plan.runfacts import read_run_facts
 from gpujob.render import render_plan
 from gpujob.spec.load import load_specs
 from tests.owners import PROJECT, machine

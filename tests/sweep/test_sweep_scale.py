@@ -17,7 +17,7 @@ pytestmark = pytest.mark.sim
 
 
 async def _calls(specs: list, env: dict[str, str]) -> list[str]:  # type: ignore[type-arg]
-    from gpujob.plan.refresh import read_live_state
+    from gpujob.apply.refresh import read_live_state
     from gpujob.providers.registry import provider_for
 
     seen: list[str] = []

@@ -367,10 +367,10 @@ def test_a_changed_sweep_updates_the_queues_run_from_its_next_cell_and_never_rel
 ) -> None:
     import dataclasses
 
-    from gpujob.apply.records import LaunchRecord, run_record_of
     from gpujob.live import RunFact
     from gpujob.plan.model import ActionKind
     from gpujob.plan.planner import build_plan
+    from gpujob.plan.records import LaunchRecord, run_record_of
     from gpujob.render import render_plan
     from tests.owners import PROJECT, machine
     from tests.plan.plan_helpers import NOW, live, pod

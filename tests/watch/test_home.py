@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from gpujob.apply.records import PulledFile, PullRecord, save_pull_record
 from gpujob.live import LiveResource
+from gpujob.plan.records import PulledFile, PullRecord, save_pull_record
 from gpujob.watch import home
 
 AT = datetime(2026, 12, 6, tzinfo=UTC)

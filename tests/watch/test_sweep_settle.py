@@ -14,7 +14,8 @@ import pytest
 from gpujob.apply.sshapi import SSHApi
 from gpujob.live import LiveState
 from gpujob.state.local import LocalStore
-from gpujob.watch.loop import Options, Watcher
+from gpujob.watch.jobs import Options
+from gpujob.watch.loop import Watcher
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

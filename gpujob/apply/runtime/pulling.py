@@ -12,13 +12,6 @@ from typing import Any
 
 from gpujob.apply.gate import checkpoint_tier
 from gpujob.apply.localfiles import local_sha256
-from gpujob.apply.records import (
-    PulledFile,
-    PullRecord,
-    current_record,
-    load_pull_record,
-    save_pull_record,
-)
 from gpujob.apply.runtime.remote import ATTEMPT_S, Target, open_remote
 from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.apply.sshapi import SSHApi
@@ -27,6 +20,13 @@ from gpujob.errors import GpujobError, SSHConnectError
 from gpujob.invariant import present
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import SSHEndpoint
+from gpujob.plan.records import (
+    PulledFile,
+    PullRecord,
+    current_record,
+    load_pull_record,
+    save_pull_record,
+)
 from gpujob.state import as_store
 
 

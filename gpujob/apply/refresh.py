@@ -101,7 +101,7 @@ async def read_live_state(
     )
     if runs_for is None:
         return live
-    from gpujob.plan.runfacts import RUN_READ_TIMEOUT_S, journal_machine_facts, read_run_facts
+    from gpujob.apply.runfacts import RUN_READ_TIMEOUT_S, journal_machine_facts, read_run_facts
 
     live = journal_machine_facts(runs_for, live)
     runs = await read_run_facts(

@@ -9,6 +9,7 @@ was created with that the platform does not report back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -335,3 +336,9 @@ def clear_destroyed(state: StateRef, job: str, at: datetime) -> None:
     if rec is not None:
         rec = rec.model_copy(update={"recreated_at": at})
         as_store(state).write(destroyed_name(job), rec.model_dump_json(indent=2).encode())
+
+
+def step_of(name: str) -> int | None:
+    """The step a checkpoint's file name carries: its last number (step_00000120.pt -> 120)."""
+    found = re.findall(r"\d+", name.rsplit("/", 1)[-1])
+    return int(found[-1]) if found else None

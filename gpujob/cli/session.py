@@ -1,5 +1,7 @@
 """What `apply` and `destroy` share on the command-line side: find and load job files, hold the job
-locks, read live state, plan (or check a saved plan is still current), confirm, execute.
+locks, read live state, plan (or check a saved plan is still current), confirm, execute. Part of the
+composition root: the capabilities' own steps around the applier (a sweep's cells settled, the smoke
+test, failover's moves and what moved jobs left) are called from here.
 
 Prompts go through the injected `ask` callable so this module never touches the terminal itself.
 """
@@ -15,19 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.apply.applier import ApplyResult, apply_plan
-from gpujob.apply.journal import Journal
+from gpujob.apply.journal import journal_of
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
-from gpujob.apply.records import job_launch_records, job_pull_records
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan, plan_problem
+from gpujob.plan.records import job_launch_records, job_pull_records
 from gpujob.state import Store
 
 Ask = Callable[[str], str]
-
-
-def journal_of(ls: Any) -> Journal:
-    return Journal(state_dir_of(ls.path), ls.spec.name)
 
 
 def interactive() -> bool:
@@ -161,8 +159,8 @@ async def plan_and_apply(
     """Plan (or check the saved plan), show it, confirm, then apply. Returns (plan, None) when nothing
     was applied because nothing changes."""
     from gpujob.apply.rederive import rederive
+    from gpujob.apply.refresh import read_live_state
     from gpujob.plan.planner import build_plan
-    from gpujob.plan.refresh import read_live_state
     from gpujob.plan.replace import check_addresses
 
     refuse_destroyed(loaded, opts)
@@ -207,7 +205,7 @@ async def plan_and_apply(
             replace=check_addresses(opts.replace, loaded),
             release_left=opts.release_left,
         )
-    from gpujob.reach.unreachable import mark_plan
+    from gpujob.apply.unreachable import mark_plan
 
     plan = mark_plan(plan, set(opts.approvals))
     show(plan)
@@ -245,7 +243,7 @@ async def plan_and_apply(
         auto_approve=opts.auto_approve,
         hooks=hooks,
         command=rerun,
-        allow_unverified=True,  # typed by the user on this very command line (gpujob.reach.unreachable)
+        allow_unverified=True,  # typed by the user on this very command line (gpujob.apply.unreachable)
     )
     if movers:
         moved, failed = await apply_moves(movers, loaded, live, providers, hooks=hooks, env=os.environ)
@@ -264,7 +262,7 @@ async def plan_and_apply(
 def refuse_destroyed(loaded: Sequence[Any], opts: Options) -> None:
     """A job `gpujob destroy` tore down is not created again by an apply, whatever its file now says,
     unless --recreate says so (a comment edited back must not bring a GPU back)."""
-    from gpujob.apply.records import load_destroyed
+    from gpujob.plan.records import load_destroyed
 
     if opts.destroy or opts.recreate:
         return
@@ -284,7 +282,7 @@ def refuse_destroyed(loaded: Sequence[Any], opts: Options) -> None:
 def remember_intent(loaded: Sequence[Any], opts: Options, *, ok: bool) -> None:
     """After a destroy that finished: the jobs are destroyed on purpose. Before a --recreate applies:
     that mark is lifted."""
-    from gpujob.apply.records import clear_destroyed, note_destroyed
+    from gpujob.plan.records import clear_destroyed, note_destroyed
 
     now = datetime.now(UTC)
     for ls in loaded:

@@ -47,7 +47,7 @@ def _age(at: datetime | None, now: datetime) -> str:
 
 
 def _bytes(n: int) -> str:
-    from gpujob.plan.actions import human_bytes
+    from gpujob.plan.checkpoint_actions import human_bytes
 
     return human_bytes(n)
 

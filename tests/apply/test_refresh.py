@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from gpujob.apply.refresh import read_live_state
 from gpujob.errors import ProviderUnavailable
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource, PriceQuote
-from gpujob.plan.refresh import read_live_state
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 

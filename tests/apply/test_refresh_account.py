@@ -3,10 +3,10 @@ balance read is a note in the live state, never an error."""
 
 from __future__ import annotations
 
+from gpujob.apply.refresh import read_live_state
 from gpujob.errors import ProviderUnavailable
 from gpujob.live import Account
-from gpujob.plan.refresh import read_live_state
-from tests.plan.test_refresh import NOW, FakeProvider, Gate, run, spec
+from tests.apply.test_refresh import NOW, FakeProvider, Gate, run, spec
 
 
 class WithAccount(FakeProvider):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpujob.apply import session
-from gpujob.apply.records import load_destroyed, note_destroyed
+from gpujob.cli import session
 from gpujob.errors import GpujobError
 from gpujob.jobfile.model import JobSpec
+from gpujob.plan.records import load_destroyed, note_destroyed
 from gpujob.watch.intent import destroyed_on_purpose
 from tests.apply.fakes import make_spec
 

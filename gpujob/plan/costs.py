@@ -16,11 +16,13 @@ from typing import Any
 from pydantic import Field
 
 from gpujob.cost.live import Pricing, resource_meters
+from gpujob.cost.model import MeterLine
 from gpujob.cost.seen import Seen
 from gpujob.cost.spend import SpendLine, job_spend, more_until
+from gpujob.errors import GpujobError
 from gpujob.live import LiveResource, Metering, ResourceRef
 from gpujob.model import Model, Platform
-from gpujob.plan.model import Finding, MeterLine
+from gpujob.plan.model import Finding
 
 
 class JobCost(Model):
@@ -195,7 +197,6 @@ async def read_costs(
     """Read what every job (loaded job files) has spent and burns now. With `record`, what was seen is
     written to each job's seen record (gpujob.cost.seen), so a resource that goes later is still counted."""
     from gpujob.cost import seen as seen_store
-    from gpujob.errors import GpujobError
     from gpujob.naming import claims
     from gpujob.profile import load_profile
 
@@ -209,8 +210,6 @@ async def read_costs(
     listed: dict[str, list[LiveResource]] = {}
     for p, result in zip(platforms, listings, strict=True):
         if isinstance(result, GpujobError):
-            from gpujob.audit.account import read_error_text
-
             errors.append(read_error_text(p, result))
         elif isinstance(result, BaseException):
             raise result
@@ -301,8 +300,6 @@ def usd2(v: float) -> str:
 def render_cost(report: CostReport, fmt: str = "text") -> str:
     if fmt == "json":
         return report.model_dump_json(indent=2) + "\n"
-    from gpujob.audit.render import ago
-
     out: list[str] = []
     for j in report.jobs:
         how = "estimate from metered time" if j.estimate else "billed by the platform"
@@ -341,3 +338,24 @@ def render_cost(report: CostReport, fmt: str = "text") -> str:
     from gpujob.safe import for_terminal
 
     return "\n".join(for_terminal(line) for line in out) + "\n"  # names and errors from the APIs
+
+
+def read_error_text(platform: str, exc: GpujobError) -> str:
+    """One line for a platform that could not be read: the error, prefixed by the platform once, and
+    what to do (e.g. which API key variable to fix)."""
+    text = str(exc) if str(exc).startswith(f"{platform} ") else f"{platform}: {exc}"
+    return f"{text} (hint: {exc.hint})" if exc.hint else text
+
+
+def ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = max(int(seconds), 0)
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m = rem // 60
+    if d:
+        return f"{d}d{h}h" if h else f"{d}d"
+    if h:
+        return f"{h}h{m}m" if m else f"{h}h"
+    return f"{m}m"

@@ -4,13 +4,13 @@ look started, and the refusal (or the .unverified override) when a machine canno
 
 from __future__ import annotations
 
+from gpujob.apply import unreachable
 from gpujob.apply.context import JobContext
-from gpujob.apply.records import load_pull_record
 from gpujob.apply.runtime.remote import MachineNotRunning, Unreachable
 from gpujob.errors import GateError, GpujobError
 from gpujob.live import LiveResource
 from gpujob.plan.model import Action, ActionKind
-from gpujob.reach import unreachable
+from gpujob.plan.records import load_pull_record
 
 
 async def stop_again(ctx: JobContext, machine: LiveResource, own: bool) -> None:
@@ -57,7 +57,7 @@ def unreached(ctx: JobContext, action: Action, machine: LiveResource, exc: Excep
 
 
 def refusal(ctx: JobContext, action: Action, machine: LiveResource, exc: Exception) -> GateError:
-    from gpujob.outputs.record import load_outputs_record
+    from gpujob.plan.outputs_record import load_outputs_record
 
     if ctx.spec.platform == "paperspace":
         erases = f"{machine.name}'s disk (all of it)"
@@ -79,8 +79,8 @@ def refusal(ctx: JobContext, action: Action, machine: LiveResource, exc: Excepti
 
 
 def nothing_to_protect_here(ctx: JobContext, machine: LiveResource) -> str | None:
-    from gpujob.outputs.record import load_outputs_record
-    from gpujob.reach.evidence import nothing_to_protect
+    from gpujob.apply.reach_evidence import nothing_to_protect
+    from gpujob.plan.outputs_record import load_outputs_record
 
     return nothing_to_protect(
         ctx.spec,
