@@ -34,7 +34,7 @@ test-fast:          ## unit tests only, no simulator or sshd (under a minute)
 	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --durations=10
 
 lint:               ## the floor contracts (.importlinter, docs/architecture.md) + ruff + mypy
-	$(if $(filter /%,$(PY)),$(dir $(PY)))lint-imports
+	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'  # lint-imports, from the right Python
 	$(PY) -m ruff check gpujob tests bench
 	$(PY) -m ruff format --check gpujob tests bench
 	$(PY) -m mypy gpujob
