@@ -1,0 +1,33 @@
+"""Adopt a migrated RunPod pod in the state (gpujob.plan.migration says when a pod is one): the launch
+record (launches/<job>.json) is rewritten to the new pod id, keeping what it says about the run, the
+template and the disk, so every later plan, status, cost and audit reads the new pod as the job's. The
+caller (status, apply, watch) writes the event; this module returns what to say."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gpujob.live import LiveResource
+from gpujob.naming import machines, owned, volume_name
+from gpujob.plan.migration import Migration, migrated
+from gpujob.plan.records import load_launch_record, save_launch_record
+from gpujob.state import StateRef
+
+
+def follow(state: StateRef, loaded: Any, resources: Sequence[LiveResource]) -> Migration | None:
+    """Adopt the job's migrated pod, if its pod is one; returns the migration (None: nothing to adopt)."""
+    spec, project = loaded.spec, loaded.project
+    if spec.platform != "runpod" or project is None:
+        return None
+    mine = owned(resources, spec.name, project)
+    machine = next((r for r in machines(mine, spec.name, project) if r.kind == "pod"), None)
+    nv = spec.storage.network_volume
+    vname = volume_name(spec.name, nv.name, project) if nv else None
+    volume = next((r for r in mine if r.kind == "network_volume" and r.name == vname), None)
+    record = load_launch_record(state, spec.name)
+    found = migrated(record, machine, resources, volume)
+    if found is None or record is None:
+        return None
+    save_launch_record(state, record.model_copy(update={"resource_id": found.new.id}))
+    return found
