@@ -53,3 +53,41 @@ def test_a_migrated_pod_is_followed_and_the_run_resumes_on_it(project: Project) 
     audit = json.loads(p.gj("audit", "--platform", "runpod", "--format", "json").stdout)
     (item,) = [i for i in audit["items"] if i["kind"] == "pod"]
     assert item["id"] == moved["to"] and item["owner"] == "this-repo"  # followed, never "foreign"
+
+
+def edit(p: Project, old: str, new: str) -> None:
+    path = p.dir / "job.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_a_waiting_create_queues_at_zero_cost_and_is_placed_once_capacity_returns(project: Project) -> None:
+    p = project
+    edit(p, "  spot: true\n", "  spot: false\n  when_unavailable: wait\n  wait_up_to: 10m\n")
+    p.sim.inject("capacity", platform="runpod", count=1_000_000)  # no stock anywhere until cleared
+    code, plan = plan_json(p)
+    assert code == 0, plan
+    (job,) = plan["jobs"]
+    (create,) = [a for a in job["actions"] if a["kind"] == "create" and a["resource_kind"] == "pod"]
+    assert any("RunPod's queue" in r and "$0.00/h" in r for r in create["reasons"]), create["reasons"]
+    wait = {f["code"]: f for f in job["findings"]}["capacity-wait"]
+    assert "no candidate reports stock now" in wait["summary"] and "$0.00/h" in wait["summary"]
+    proc = p.popen("apply", "--auto-approve", extra_env={"GPUJOB_QUEUE_POLL_S": "0.1"})
+    try:
+        queued = poll(
+            "the create to wait in RunPod's queue",
+            lambda: [q for q in p.sim.control("state")["queued"].values() if q["status"] == "QUEUED"],
+        )
+        assert p.live("pods") == []  # a queued pod is not a pod: nothing bills while it waits
+        p.sim.inject("clear")
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "waiting in RunPod's queue (Deploy When Available)" in out and "billing $0.00/h" in out, out
+    (pod,) = p.live("pods")
+    assert p.sim.control("state")["queued"][queued[0]["id"]]["pod_id"] == pod["id"]
+    assert f"RunPod placed the queued pod {pod['id']}" in out
+    poll("the run to checkpoint on the placed pod", lambda: last_step(p) > 0)
