@@ -91,3 +91,24 @@ def test_a_waiting_create_queues_at_zero_cost_and_is_placed_once_capacity_return
     assert p.sim.control("state")["queued"][queued[0]["id"]]["pod_id"] == pod["id"]
     assert f"RunPod placed the queued pod {pod['id']}" in out
     poll("the run to checkpoint on the placed pod", lambda: last_step(p) > 0)
+
+
+def test_spot_withdrawn_while_graphql_answers_plans_on_demand_or_refuses(project: Project) -> None:
+    p = project
+    p.sim.engine.options.runpod_spot = "withdrawn"  # as `gpujob sim up --runpod-spot withdrawn`
+    code, plan = plan_json(p)  # the quickstart says spot: true
+    assert code == 1, plan
+    err = {f["code"]: f for j in plan["jobs"] for f in j["findings"]}["spot-withdrawn"]
+    assert err["severity"] == "error" and "needs a spot create" in err["summary"]
+    assert "RTX4090 ×1 $0.69/h" in err["summary"] and "A6000 ×1" in err["summary"], err["summary"]
+    edit(p, "  spot: true\n", "  spot: prefer\n")
+    code, plan = plan_json(p)
+    assert code == 0, plan
+    (job,) = plan["jobs"]
+    note = {f["code"]: f for f in job["findings"]}["spot-prefer"]
+    assert "offers no spot" in note["summary"] and "8e5aebdb" in note["summary"]  # the reason and its source
+    assert "on-demand $0.69/h, within max_price_per_hour $1.00/h" in note["summary"], note["summary"]
+    assert job["running_usd_per_hour"] <= 1.0  # under budget.max_hourly_usd
+    p.gj("apply", "--auto-approve")
+    (pod,) = p.live("pods")
+    assert pod["interruptible"] is False

@@ -103,6 +103,11 @@ class RunPodProvider:
         """Why spot pods cannot be created or resumed now, once a GraphQL call found out (else None)."""
         return self.client.spot_gone
 
+    async def spot_offer(self) -> bool:
+        """Whether RunPod still offers spot pods (GraphQL may answer and yet offer none); sets
+        spot_unavailable() when it does not."""
+        return await self.client.spot_offer()
+
     async def create_machine(self, request: LaunchRequest) -> LiveResource:
         async def create() -> str:
             if request.spot is True:
