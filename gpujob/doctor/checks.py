@@ -153,9 +153,7 @@ def spot_state(bodies: list[Any]) -> str:
     from gpujob.providers.runpod.client import SPOT_WITHDRAWN_SOURCE
 
     types = [t for b in bodies if isinstance(b, list) for t in b if isinstance(t, dict)]
-    priced = [
-        t for t in types if any(_positive(t.get(k)) for k in ("secureSpotPrice", "communitySpotPrice"))
-    ]
+    priced = [t for t in types if any(_positive(t.get(k)) for k in ("secureSpotPrice", "communitySpotPrice"))]
     if priced:
         return f"spot offered: {len(priced)} of {len(types)} GPU types have a spot price"
     return (

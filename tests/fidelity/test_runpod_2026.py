@@ -108,15 +108,14 @@ def test_a_queued_pod_expires_and_can_be_cancelled(sim: Sim) -> None:
 def test_spot_withdrawn_prices_no_spot_and_refuses_a_rent_while_graphql_answers(sim: Sim) -> None:
     sim.engine.options.runpod_spot = "withdrawn"
     prices = "query { gpuTypes { id secureSpotPrice communitySpotPrice securePrice } }"
-    rent = (
-        'mutation { podRentInterruptable(input: {bidPerGpu: 0.5, gpuTypeId: "%s", gpuCount: 1, '
-        'cloudType: SECURE, name: "x", imageName: "img"}) { id } }' % RTX
-    )
+    rent = "mutation Rent($input: PodRentInterruptableInput!) { podRentInterruptable(input: $input) { id } }"
+    rent_input = {"bidPerGpu": 0.5, "gpuTypeId": RTX, "gpuCount": 1, "cloudType": "SECURE", "name": "x",
+                  "imageName": "img"}  # fmt: skip
     with api(sim) as c:
         types = c.post("/graphql", json={"query": prices}).json()["data"]["gpuTypes"]
         assert types and all(t["secureSpotPrice"] is None and t["communitySpotPrice"] is None for t in types)
         assert all(t["securePrice"] for t in types)  # on-demand is priced as before
-        refused = c.post("/graphql", json={"query": rent})
+        refused = c.post("/graphql", json={"query": rent, "variables": {"input": rent_input}})
         assert refused.status_code == 200  # GraphQL errors come as HTTP 200 (REFERENCE §1.1)
         (err,) = refused.json()["errors"]
         assert "no longer offered" in err["message"] and c.get("/v2/pods").json()["pods"] == []
