@@ -67,7 +67,7 @@ def wait_up_to(spec: object) -> float | None:
     m = getattr(spec, "machine", None)
     if m is None or getattr(m, "when_unavailable", "fail") != "wait":
         return None
-    return float(m.wait_up_to.total_seconds())
+    return float(m.wait_for.total_seconds())
 
 
 def need_machine(ctx: JobContext, action: Action) -> LiveResource:

@@ -110,10 +110,14 @@ class MachineSpec(Model):
         description="No capacity on any candidate: `fail` (retry a while, then the next platform or fail) or "
         "`wait` (RunPod: queue the create, Deploy When Available, billing nothing until placed).",
     )
-    wait_up_to: Duration = Field(
-        timedelta(hours=2),
-        description="`when_unavailable: wait`: how long to wait for capacity before the next fallback or failing.",
+    wait_up_to: Duration | None = Field(
+        None,
+        description="`when_unavailable: wait`: how long to wait for capacity, then fall back or fail (unset: 2h).",
     )
+
+    @property
+    def wait_for(self) -> timedelta:
+        return self.wait_up_to or timedelta(hours=2)  # machine.wait_up_to, or its default
 
     @field_validator("gpu", mode="before")
     @classmethod

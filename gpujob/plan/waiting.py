@@ -30,7 +30,7 @@ def create_reasons(ctx: JobContext) -> list[str]:
     m = ctx.spec.machine
     if m.when_unavailable != "wait":
         return []
-    up_to = format_duration(m.wait_up_to)
+    up_to = format_duration(m.wait_for)
     how = "it waits in RunPod's queue (Deploy When Available)" if queued(ctx) else "gpujob keeps retrying it"
     return [
         f"when_unavailable: wait: if no candidate has capacity, {how} for up to {up_to}; the wait bills "
@@ -49,7 +49,7 @@ def finding(ctx: JobContext, create_planned: bool) -> list[Finding]:
         for g in m.gpu
     ]
     none_now = bool(stock) and all(s is False for s in stock)
-    up_to = format_duration(m.wait_up_to)
+    up_to = format_duration(m.wait_for)
     where = "in RunPod's queue" if queued(ctx) else "in gpujob's retries"
     summary = (
         f"no candidate reports stock now: the create will wait {where} for up to {up_to}, billing $0.00/h until placed"
