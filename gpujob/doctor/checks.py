@@ -152,8 +152,12 @@ def spot_state(bodies: list[Any]) -> str:
     withdrawn (GraphQL answers, no GPU type priced; a 410 is reported as RETIRED, a 429 as an error)."""
     from gpujob.providers.runpod.client import SPOT_WITHDRAWN_SOURCE
 
+    fields = ("secureSpotPrice", "communitySpotPrice")
     types = [t for b in bodies if isinstance(b, list) for t in b if isinstance(t, dict)]
-    priced = [t for t in types if any(_positive(t.get(k)) for k in ("secureSpotPrice", "communitySpotPrice"))]
+    types = [t for t in types if any(k in t for k in fields)]  # answered the fields selected
+    priced = [t for t in types if any(_positive(t.get(k)) for k in fields)]
+    if not types:
+        return "spot state unknown: the answer carries no spot price fields"
     if priced:
         return f"spot offered: {len(priced)} of {len(types)} GPU types have a spot price"
     return (

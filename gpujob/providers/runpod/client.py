@@ -199,13 +199,12 @@ class RunPodClient:
             return False
         data = await self._graphql(SPOT_PROBE, {}, idempotent=True, what="reading spot prices")
         types = (data or {}).get("gpuTypes") if isinstance(data, dict) else None
-        if not isinstance(types, list) or not types:
-            return True  # no answer to judge by: nothing is concluded
-        priced = any(
-            isinstance(t, dict)
-            and any(_positive(t.get(k)) for k in ("secureSpotPrice", "communitySpotPrice"))
-            for t in types
-        )
+        fields = ("secureSpotPrice", "communitySpotPrice")
+        # GraphQL answers every field selected (null when unset); an answer without them judges nothing
+        judged = [t for t in types or [] if isinstance(t, dict) and any(k in t for k in fields)]
+        if not judged:
+            return True
+        priced = any(any(_positive(t.get(k)) for k in fields) for t in judged)
         if not priced:
             self.spot_gone = SPOT_WITHDRAWN
         return priced
