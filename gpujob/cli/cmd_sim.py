@@ -174,11 +174,11 @@ def up(
             click.echo(f"simulator already running (pid {info['pid']})", err=True)
         click.echo(f"# pods:       {_mode_line(info)}", err=True)
         gql = info.get("runpod_graphql", "live")
-        spot = info.get("runpod_spot", "offered")
         click.echo(
-            f"# RunPod:     {info['runpod_url']}/v2  (GraphQL {info['runpod_url']}/graphql: {gql}; spot {spot})",
-            err=True,
+            f"# RunPod:     {info['runpod_url']}/v2  (GraphQL {info['runpod_url']}/graphql: {gql})", err=True
         )
+        if info.get("runpod_spot", "offered") != "offered":
+            click.echo("# RunPod spot: withdrawn (GraphQL answers, no spot is offered)", err=True)
         if info.get("runpod_graphql", "live") != runpod_graphql:
             click.echo(
                 f"# (already running with --runpod-graphql {gql}: `gpujob sim down` to change it)", err=True
@@ -346,7 +346,7 @@ def _inject_help() -> str:
             "Examples:",
             "  gpujob sim inject capacity --count 2 --gpu A40",
             "  gpujob sim inject preempt --pod-id ID --grace 5",
-            "  gpujob sim inject migrate --pod-id ID   (RunPod pod migration: a new id and IP, same volume)",
+            "  gpujob sim inject migrate --pod-id ID   (a stopped pod moves: new id and IP, same volume)",
             "  gpujob sim inject gpu_fault --kind xid --count 1   (the next pod logs Xid 79)",
             "  gpujob sim inject http_error --status 403 --path /v2/pods --method POST   (a 403 on create)",
         ]

@@ -86,7 +86,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
     "migrate": (
         ("pod_id",),
-        "RunPod's pod migration: stopped pod --pod-id comes back as a new pod (new id, IP) with its volume",
+        "RunPod's pod migration: stopped pod --pod-id comes back with a new id and IP, same volume",
     ),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),
 }

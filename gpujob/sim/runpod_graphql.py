@@ -352,7 +352,7 @@ def _gpu_type(sim: Simulator, g: Any) -> dict[str, Any]:
         offered = secure or g.community is not None
         out_of_stock = sim.faults.peek("capacity", platform="runpod", gpu=g.id, cloud=cloud) or count > 8
         return {
-            "minimumBidPrice": spot_floor(sim, g.id) if offered and spot is not None else None,
+            "minimumBidPrice": spot_floor(sim, g.id) if offered and not withdrawn(sim) else None,
             "uninterruptablePrice": (g.secure if secure else g.community),
             "stockStatus": "None" if out_of_stock or not offered else "High",
         }
