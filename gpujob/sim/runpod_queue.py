@@ -17,6 +17,7 @@ capacity`) holds it back for as many attempts as its --count, or until `gpujob s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +26,7 @@ from gpujob.sim.clock import iso
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Request, Response
 from gpujob.sim.runpod_validate import check_create, rule_problems
-from gpujob.sim.state import RpQueued, new_id
+from gpujob.sim.state import RpPod, RpQueued, new_id
 
 STATUSES = ("QUEUED", "DEPLOYED", "FAILED", "EXPIRED", "CANCELLED")
 
@@ -55,10 +56,8 @@ def _expiry(raw: Any) -> float | None:
         raise SimError(422, f"$.queue.expiresAt: not a date-time: {raw!r}", "bad_request") from exc
 
 
-def place(sim: Simulator, q: RpQueued) -> None:
+def place(sim: Simulator, q: RpQueued, pod_from_create: Callable[[Simulator, dict[str, Any]], RpPod]) -> None:
     """One placement attempt of a waiting queued pod (the pod_from_create/create of POST /v2/pods)."""
-    from gpujob.sim.runpod_rest import pod_from_create
-
     if q.status != "QUEUED":
         return
     if q.expires_at is not None and sim.now() >= q.expires_at:
@@ -74,7 +73,8 @@ def place(sim: Simulator, q: RpQueued) -> None:
     q.status, q.pod_id = "DEPLOYED", pod.id
 
 
-def add_routes(api: Any) -> None:
+def add_routes(api: Any, pod_from_create: Callable[[Simulator, dict[str, Any]], RpPod]) -> None:
+    """The queued-pod routes; `pod_from_create` reads a POST /v2/pods body (gpujob.sim.runpod_rest)."""
     sim: Simulator = api.sim
 
     def one(qid: str) -> RpQueued:
@@ -100,14 +100,14 @@ def add_routes(api: Any) -> None:
         q.expires_at = _expiry(queue.get("expiresAt") if isinstance(queue, dict) else None)
         with sim.lock:
             sim.state.queued[q.id] = q
-        place(sim, q)
+        place(sim, q, pod_from_create)
         with sim.lock:
             sim.save()
             return Response(201, queued_json(q))
 
     def get(req: Request) -> Response:
         q = one(req.params["id"])
-        place(sim, q)
+        place(sim, q, pod_from_create)
         with sim.lock:
             sim.save()
             return Response(200, queued_json(q))
@@ -116,7 +116,7 @@ def add_routes(api: Any) -> None:
         from gpujob.sim.wire import v2_page
 
         for q in list(sim.state.queued.values()):
-            place(sim, q)
+            place(sim, q, pod_from_create)
         with sim.lock:
             sim.save()
             return v2_page(req, "queuedPods", [queued_json(q) for q in sim.state.queued.values()])

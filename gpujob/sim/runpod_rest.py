@@ -122,7 +122,7 @@ class RunPodRest(Api):
         runpod_clusters.add_routes(self)
         from gpujob.sim import runpod_queue
 
-        runpod_queue.add_routes(self)
+        runpod_queue.add_routes(self, pod_from_create)
 
     # --- plumbing
     def error(
