@@ -26,6 +26,7 @@ class JobView:
     pull: PullRecord | None
     # Every provider opened (a job with fallback entries may hold resources on another platform).
     providers: Mapping[str, Any] = field(default_factory=dict)
+    listed: Sequence[LiveResource] = ()  # everything its platform listed (a migrated pod's old id: gone)
 
     @property
     def spec(self) -> Any:
@@ -74,7 +75,18 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
             sdir = open_store(ls.path)
             # The last pull is shown only for the machine or volume it came from, never for a replacement.
             pulled = current_record(load_pull_record(sdir, spec.name), machine, [volume])
-            views.append(JobView(ls, sdir, providers[spec.platform], machine, volume, pulled, providers))
+            views.append(
+                JobView(
+                    ls,
+                    sdir,
+                    providers[spec.platform],
+                    machine,
+                    volume,
+                    pulled,
+                    providers,
+                    listed[spec.platform],
+                )
+            )
         yield views
 
 

@@ -8,21 +8,23 @@ against the platform profile by `gpujob.spec.checks`, not here, so the profile s
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from gpujob.jobfile.durations import Duration as Duration
+from gpujob.jobfile.durations import MeasuredDuration as MeasuredDuration
 
 # The rules themselves need no pydantic (gpujob.jobfile.rules); they are importable from here too.
 from gpujob.jobfile.rules import _MAX_DURATION_S as _MAX_DURATION_S
 from gpujob.jobfile.rules import _UNIT_SECONDS as _UNIT_SECONDS
+from gpujob.jobfile.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 from gpujob.jobfile.rules import (
-    DURATION_PATTERN,
     NAME_MAX,
     NAME_PATTERN,
     auto_interval_problem,
     parked_problem,
 )
-from gpujob.jobfile.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 from gpujob.jobfile.rules import checked_path as _checked_path
 from gpujob.jobfile.rules import deny_patterns as _deny
 from gpujob.jobfile.rules import env_names as _env
@@ -39,20 +41,6 @@ from gpujob.jobfile.rules import sync_src as _src
 from gpujob.jobfile.rules import verify_command as _verify
 from gpujob.jobfile.sweep import SweepSpec
 from gpujob.model import Model, Platform
-
-Duration = Annotated[
-    timedelta,
-    BeforeValidator(parse_duration),
-    PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["15m", "48h", "1w"]}),
-]
-# A measured time, not a cadence or a timeout: it may be under a second (rules.parse_measured).
-MeasuredDuration = Annotated[
-    timedelta,
-    BeforeValidator(parse_measured),
-    PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["0.5s", "30s", "2m"]}),
-]
 
 
 class NetworkVolumeSpec(Model):
@@ -117,6 +105,19 @@ class MachineSpec(Model):
         le=1000,
         description="Refuse offers above this many USD/h for the machine (a finite number, at most 1000).",
     )
+    when_unavailable: Literal["fail", "wait"] = Field(
+        "fail",
+        description="No capacity on any candidate: `fail` (retry a while, then the next platform or fail) or "
+        "`wait` (RunPod: queue the create, Deploy When Available, billing nothing until placed).",
+    )
+    wait_up_to: Duration | None = Field(
+        None,
+        description="`when_unavailable: wait`: how long to wait for capacity, then fall back or fail (unset: 2h).",
+    )
+
+    @property
+    def wait_for(self) -> timedelta:
+        return self.wait_up_to or timedelta(hours=2)  # machine.wait_up_to, or its default
 
     @field_validator("gpu", mode="before")
     @classmethod
