@@ -9,7 +9,10 @@ else
 PY ?= $(PYTHON)
 endif
 export PY
-export PYTHONDONTWRITEBYTECODE=1
+# Compiled bytecode is kept, out of the checkout (under the temporary directory), not switched off: the
+# suite starts thousands of `python -m gpujob` processes, and each would compile gpujob afresh.
+export PYTHONPYCACHEPREFIX ?= $(or $(TMPDIR),/tmp)/gpujob-pycache-$(shell id -u)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-pinned constraints deps test test-fast lint mutation schemas demo bench golden clean
 
