@@ -34,7 +34,7 @@ deps:               ## only check the system packages; prints what to install
 	PYTHON=$(PYTHON) scripts/system-deps.sh check
 
 test-fast:          ## unit tests only, no simulator or sshd (under a minute)
-	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --durations=10
+	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --hypothesis-profile=fast --durations=10
 
 lint:               ## the floor contracts (.importlinter, scripts/floor_check.py, docs/architecture.md) + ruff + mypy
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'  # lint-imports, from the right Python

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 if TYPE_CHECKING:
     from gpujob.state.pgtesting import PgServer
@@ -30,6 +31,11 @@ def _cache_bytecode() -> None:
 
 
 _cache_bytecode()
+
+# `make test-fast` loads `fast` (tests/examples.py scales the explicit counts with it); everything else
+# runs `full`, hypothesis's defaults.
+hypothesis_settings.register_profile("full")
+hypothesis_settings.register_profile("fast", max_examples=25)
 
 # What `-m "not sim and not ssh"` (make test-fast) leaves out, found for every test rather than by hand:
 # a test is `sim` when it lives where every test runs the simulator, asks for a simulator fixture (or
