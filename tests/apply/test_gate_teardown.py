@@ -93,6 +93,18 @@ def test_the_approval_is_checked_before_any_look(tmp_path: Path, looks: Looks) -
 # --- terminate / replace -------------------------------------------------------------------------------
 
 
+def test_a_terminate_without_its_machine_is_an_internal_error_naming_it(tmp_path: Path, looks: Looks) -> None:
+    from gpujob.invariant import InvariantError
+
+    ctx, _, _ = world(tmp_path)
+    ctx.machine = None
+    with pytest.raises(InvariantError) as err:
+        guard(ctx, action(*TERM, resource_id="pod1"))
+    assert (
+        str(err.value) == "internal error: the machine the gate guards is not set here (please report this)"
+    )
+
+
 @pytest.mark.parametrize("kind", [ActionKind.TERMINATE, ActionKind.REPLACE])
 def test_a_running_pod_without_a_volume_is_looked_at_and_its_whole_disk_is_erased(
     tmp_path: Path, looks: Looks, kind: ActionKind
@@ -308,7 +320,12 @@ def test_a_shared_volume_is_looked_at_for_every_cell_once_no_queue_pod_holds_it(
     delete = action("toy", ActionKind.DELETE_VOLUME, "network_volume", resource_id="vol1")
     assert guard(ctx, delete) == "every cell of the sweep's 3 queues: through a temporary pod"
     (seen,) = looks.helper
-    assert seen[0].spec.name == "every-cell" and seen[0] is not ctx and seen[2].id == "vol1"
+    assert (
+        seen[0].spec.name == "every-cell"
+        and seen[0] is not ctx
+        and seen[1] is delete
+        and seen[2].id == "vol1"
+    )
     assert specs == [(ctx.spec, ctx.extra[teardown.SWEEP_QUEUE])]
     assert ctx.clock.slept == []
 
