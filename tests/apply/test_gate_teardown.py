@@ -58,7 +58,7 @@ def looks(monkeypatch: pytest.MonkeyPatch) -> Looks:
 
 
 def _shared(monkeypatch: pytest.MonkeyPatch, value: bool) -> None:
-    import gpujob.sweep.storage as storage
+    import gpujob.layout.storage as storage
 
     monkeypatch.setattr(storage, "shared", lambda spec: value)
 
@@ -290,7 +290,7 @@ def _holder(pid: str, vol: str = "vol1", kind: str = "pod", status: str = "runni
 
 
 def _sweep_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, list[Any]]:
-    import gpujob.sweep.storage as storage
+    import gpujob.layout.storage as storage
 
     _shared(monkeypatch, True)
     specs: list[Any] = []
