@@ -43,6 +43,9 @@ class AuditItem(Model):
     since_basis: str = Field("", description="What `since` is: created, started, last status change, ...")
     idle: bool = Field(False, description="Billing without doing work (stopped, unattached, orphaned).")
     idle_seconds: float | None = None
+    idle_at_most_s: float | None = Field(
+        None, description="When it went idle is unknown: its age, which its idle time cannot exceed."
+    )
     over_threshold: bool = Field(False, description="Idle for longer than --idle-threshold.")
     gotcha: str | None = Field(None, description="Profile gotcha id explaining the trap (RP4, PS1, ...).")
     gotcha_title: str = ""

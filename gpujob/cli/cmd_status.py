@@ -261,8 +261,8 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         money = row.get("money") or {}
         spent = f"{usd2(row['cost_usd'])} spent so far"
         if money.get("parts"):  # one total, its parts labelled: the figure gpujob cost's TOTAL sums
-            parts = " + ".join(f"{usd2(x['usd'])} on {x['platform']}" for x in money["parts"])
-            spent = f"{usd2(money['spent_usd'])} spent so far in all ({parts})"
+            each = " + ".join(f"{usd2(x['usd'])} on {x['platform']}" for x in money["parts"])
+            spent = f"{usd2(money['spent_usd'])} spent so far in all ({each})"
         lines.append(
             f"  cost:      {usd2(row['usd_per_hour'])}/h now (every resource of the job{where}), "
             f"{spent} ({how}; details: gpujob cost)"
