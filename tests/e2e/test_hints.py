@@ -126,7 +126,7 @@ def test_every_hint_of_the_lifecycle_runs_as_printed(project: Project) -> None:
     (whole,) = printed_hints(bare)
     assert printed_hints(partial) == [whole] and whole == f"gpujob destroy --auto-approve {EVERY_ID}"
     assert len(p.live("pods")) == 1 and len(p.live("volumes")) == 1  # neither touched anything
-    assert "Destroy finished: 3 done, 0 failed" in run(whole).stdout
+    assert "Destroy finished: 3 done, 0 failed" in run(whole).stderr
     assert p.live("pods") == [] and p.live("volumes") == []
 
     # A destroy stopped by a failed verify: its step's hints, then its Re-run line, finish the job.
