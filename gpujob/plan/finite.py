@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from gpujob.plan.model import JobPlan
+from gpujob.plan.model import JobPlan, RunEstimate
 from gpujob.plan.rate import running_rate
 from gpujob.plan.sweep_model import SweepPlan
 
@@ -52,9 +53,35 @@ def sweep_totals(jobs: Sequence[JobPlan]) -> list[SweepTotal]:
     return out
 
 
+def run_estimate(spec: Any, usd_per_hour: float, *, queue: Any = None) -> RunEstimate | None:
+    """A job (no sweep queue: its sweep has its own estimate) to run with run.max_runtime: the most it
+    costs by then at its running rate."""
+    runtime = spec.run.max_runtime if spec.run is not None else None
+    if runtime is None or queue is not None:
+        return None
+    hours = runtime.total_seconds() / 3600
+    return RunEstimate(usd=round(usd_per_hour * hours, 6), hours=hours, usd_per_hour=usd_per_hour,
+                       on_finish=spec.teardown.on_finish)  # fmt: skip
+
+
+def endless(job: JobPlan) -> bool:
+    """A job whose machine runs on after its run: no sweep queue, and no run.max_runtime, or
+    teardown.on_finish: keep."""
+    if job.desired_state != "running" or job.sweep is not None:
+        return False
+    return job.run_estimate is None or job.run_estimate.on_finish == "keep"
+
+
+def finite(jobs: Sequence[JobPlan]) -> bool:
+    """The plan runs something that ends: a sweep, or a job with run.max_runtime."""
+    return any(s.running for s in sweep_totals(jobs)) or any(
+        j.run_estimate is not None and j.desired_state == "running" for j in jobs
+    )
+
+
 def left_running_per_hour(jobs: Sequence[JobPlan]) -> float:
-    """What the plan leaves billing per hour after every finite run has ended: each job that is no sweep
-    queue at its running rate, and each queue whose machine is kept when its cells are done."""
-    endless = [j for j in jobs if j.desired_state == "running" and j.sweep is None]
+    """What the plan leaves billing per hour after every finite run has ended: each endless job at its
+    running rate, and each queue whose machine is kept when its cells are done."""
+    endless_jobs = [j for j in jobs if endless(j)]
     kept = sum(t.kept_usd_per_hour for t in sweep_totals(jobs))
-    return round(running_rate(endless).usd_per_hour + kept, 9)
+    return round(running_rate(endless_jobs).usd_per_hour + kept, 9)

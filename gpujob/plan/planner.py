@@ -242,6 +242,9 @@ def _plan_job(
     if spec.state == "running":  # e.g. a sweep queue's cells, estimated at the running rate (gpujob.sweep)
         for cap in capability.of(ctx):
             fields |= cap.job_plan_fields(loaded, running)
+        from gpujob.plan.finite import run_estimate
+
+        fields.setdefault("run_estimate", run_estimate(spec, running, queue=getattr(loaded, "sweep", None)))
     return JobPlan(
         job=spec.name,
         platform=spec.platform,

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpujob.cost.model import MeterLine
 from gpujob.cost.rates import rate, usd
-from gpujob.plan.finite import left_running_per_hour, sweep_totals
+from gpujob.plan.finite import endless, finite, left_running_per_hour, sweep_totals
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
 from gpujob.profile import HOURS_PER_MONTH
 from gpujob.render import summary as S
@@ -118,11 +118,11 @@ def _signed(amount: float, unit: str) -> str:
 
 def money_line(plan: Plan) -> str:
     """'Billing now $3.00/h (≈ $2,160.00/mo if left running), after apply $0.00/h (≈ $0.00/mo):
-    -$3.00/h, ≈ -$2,160.00/mo.' A plan that runs a sweep ends when its cells are done: its rates are
-    said while the runs go, and a $/mo only of what is left running after them."""
+    -$3.00/h, ≈ -$2,160.00/mo.' A plan that runs something that ends (a sweep, a job with
+    run.max_runtime) says its rates while the runs go, and a $/mo only of what runs on after them."""
     t = S.totals(plan)
     now, after = t.now_per_hour, t.after_per_hour
-    if not any(s.running for s in sweep_totals(plan.jobs)):
+    if not finite(plan.jobs):
         text = (
             f"Billing now {usd(now)}/h (≈ {usd(per_month(now))}/mo if left running), "
             f"after apply {usd(after)}/h (≈ {usd(per_month(after))}/mo if left running)"
@@ -148,9 +148,29 @@ AFTER_CELLS = {
 }
 
 
+AFTER_RUN = {
+    "terminate": "its machine is terminated when the run ends",
+    "stop": "its machine stops when the run ends",
+    "keep": "its machine keeps running after the run",
+}
+
+
 def headline_lines(plan: Plan) -> list[str]:
-    """The lines a PR comment leads with: each sweep's estimated total, first (escaped)."""
+    """The lines a PR comment leads with: each finite run's estimated total, first (escaped): a sweep's,
+    and the most a job with run.max_runtime costs by then."""
     out = []
+    for j in plan.jobs:
+        e = j.run_estimate
+        if e is None or j.desired_state != "running":
+            continue
+        after = AFTER_RUN.get(e.on_finish, f"teardown.on_finish is {e.on_finish}")
+        if e.on_finish == "keep":
+            after += f" ({usd(e.usd_per_hour)}/h, ≈ {usd(per_month(e.usd_per_hour))}/mo if left running)"
+        out.append(
+            f"**Estimated total at most {usd(e.usd)}** · job {code(j.job)}: "
+            + md(f"run.max_runtime {e.hours:g} h at {usd(e.usd_per_hour)}/h (gpujob watch parks it then)")
+            + f" · {md(after)}"
+        )
     for s in sweep_totals(plan.jobs):
         if not s.running:
             continue
@@ -172,23 +192,24 @@ def billing_chart(plan: Plan) -> str:
     """A Mermaid flowchart of what bills now -> after apply, per job and in total ($/h, and ≈ $/mo of
     what runs until stopped: a sweep queue's machine ends with its cells)."""
 
-    def node(key: str, title: str, per_hour: float, endless: bool) -> str:
-        monthly = f" ≈ {usd(per_month(per_hour))}/mo" if endless else ""
+    def node(key: str, title: str, per_hour: float, runs_on: bool) -> str:
+        monthly = f" ≈ {usd(per_month(per_hour))}/mo" if runs_on else ""
         return f'{key}["{mermaid_label(f"{title}: {usd(per_hour)}/h{monthly}")}"]'
 
     lines = ["flowchart LR"]
     rows: list[tuple[str, float, float, bool]] = [
-        (j.job, j.current_usd_per_hour, j.after_usd_per_hour, j.sweep is None) for j in plan.jobs
+        (j.job, j.current_usd_per_hour, j.after_usd_per_hour, endless(j) or j.desired_state != "running")
+        for j in plan.jobs
     ]
     if len(rows) != 1:
         t = S.totals(plan)
         rows.append(("all jobs", t.now_per_hour, t.after_per_hour, all(r[3] for r in rows)))
-    for i, (name, now, after, endless) in enumerate(rows):
+    for i, (name, now, after, runs_on) in enumerate(rows):
         delta = round(after - now, 6)
         edge = mermaid_label(_signed(delta, "h") if delta else "no change")
         lines.append(
-            f'    {node(f"now{i}", f"{name} now", now, endless)} -->|"{edge}"| '
-            f"{node(f'after{i}', f'{name} after apply', after, endless)}"
+            f'    {node(f"now{i}", f"{name} now", now, runs_on)} -->|"{edge}"| '
+            f"{node(f'after{i}', f'{name} after apply', after, runs_on)}"
         )
     return fenced(lines, "mermaid")
 

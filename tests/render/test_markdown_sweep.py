@@ -60,3 +60,21 @@ def test_a_machine_kept_after_its_cells_is_the_one_rate_per_month() -> None:
     plain = render_plan(plan_of(endless), "markdown")  # no sweep: the headline as before
     assert "**Estimated total" not in plain
     assert "Billing now $0.00/h (≈ $0.00/mo if left running), after apply $1.00/h (≈ $720.00/mo" in plain
+
+
+def test_a_job_with_max_runtime_leads_with_the_most_it_costs_and_a_month_only_if_kept() -> None:
+    from gpujob.plan.model import RunEstimate
+
+    def capped(on_finish: str):  # type: ignore[no-untyped-def]
+        e = RunEstimate(usd=36.0, hours=12, usd_per_hour=3.0, on_finish=on_finish)
+        return job("bert", "running", [action(ActionKind.CREATE, "bert")], running_usd_per_hour=3.0,
+                   after_usd_per_hour=3.0, run_estimate=e)  # fmt: skip
+
+    ends = render_plan(plan_of(capped("terminate")), "markdown")
+    assert ends.splitlines()[2] == (
+        "**Estimated total at most $36.00** · job `bert`: run.max\\_runtime 12 h at $3.00/h (gpujob watch "
+        "parks it then) · its machine is terminated when the run ends"
+    ), ends
+    assert "left running" not in ends and "then no machine runs" in ends
+    kept = render_plan(plan_of(capped("keep")), "markdown")
+    assert "its machine keeps running after the run ($3.00/h, ≈ $2,160.00/mo if left running)" in kept
