@@ -121,8 +121,8 @@ def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool, named: Iter
             if any(naming.volume_job(n) == job for n in names):  # a sweep's volume, shared by its queues
                 return f"{verb}: it is sweep '{job}''s shared volume; gpujob destroy deletes it with the sweep (gated)"
             return (
-                f"{verb}: no job file here names job '{job}' any more (renamed, or turned into a sweep); "
-                "gpujob plan shows it and gpujob apply ends it (gated)"
+                f"{verb}: no job file read here names job '{job}' (renamed, or turned into a sweep?); "
+                "gpujob plan shows what such a job left and gpujob apply ends it (gated)"
             )
         return f"{verb}: gpujob audit --fix -o fix.json && gpujob apply fix.json"
     if owner == "other-gpujob":

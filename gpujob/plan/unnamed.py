@@ -30,7 +30,9 @@ def with_unnamed(loaded: Sequence[Any], live: LiveState) -> list[Any]:
     """`loaded`, then one absent LoadedSpec per job of these files' projects that owns a live machine or
     volume no loaded job claims."""
     named = [ls for ls in loaded if not is_unnamed(ls)]
-    names = {ls.spec.name for ls in named}
+    names = checkout_names(named)
+    if names is None:
+        return list(named)  # a job file of the checkout does not load: what it names is unknown
     volume_jobs = {naming.volume_job(n) for n in names}
     projects = {ls.project for ls in named if ls.project}
     machines = naming.machines_by_id(live.resources)
@@ -55,6 +57,32 @@ def with_unnamed(loaded: Sequence[Any], live: LiveState) -> list[Any]:
         out.append(dataclasses.replace(base, spec=gone, sweep=None, entry=-1, declared=None, strays=(),
                                        unnamed=why))  # fmt: skip
     return out
+
+
+def checkout_names(loaded: Sequence[Any]) -> set[str] | None:
+    """Every job the checkout's job files name, not only the files given (`gpujob plan jobs/a.yaml`
+    must never take jobs/b.yaml's running pod for a job no file names): the loaded jobs and those of
+    every job file beside them, in their checkout's root and in the current directory. None when one of
+    them does not load."""
+    from pathlib import Path
+
+    from gpujob.errors import GpujobError
+    from gpujob.spec.files import discover_job_files
+    from gpujob.spec.load import load_specs
+
+    names = {ls.spec.name for ls in loaded}
+    have = {Path(ls.path).resolve() for ls in loaded}
+    roots = {Path.cwd()}
+    for ls in loaded:
+        d = Path(ls.path).resolve().parent
+        roots |= {d, d.parent} if d.name == "jobs" else {d}
+    others = sorted({p.resolve() for r in roots for p in discover_job_files(r)} - have)
+    if others:
+        try:
+            names |= {ls.spec.name for ls in load_specs(others)}
+        except (GpujobError, ValueError, OSError):
+            return None
+    return names
 
 
 def _spec_of(ls: Any) -> Any:

@@ -262,8 +262,8 @@ def test_a_job_changed_in_place_is_this_checkouts_and_says_what_ends_it() -> Non
     report = classify(live, local_jobs=jobs, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
     old, shared = item(report, machine("llm")), item(report, owned_volume("abl", "data"))
     assert (old.owner, old.job, shared.owner, shared.job) == ("this-repo", "llm", "this-repo", "abl")
-    assert "no job file here names job 'llm' any more" in old.fix and "checkout (project)" not in old.fix
-    assert "gpujob plan shows it and gpujob apply ends it (gated)" in old.fix
+    assert "no job file read here names job 'llm'" in old.fix and "checkout (project)" not in old.fix
+    assert "gpujob plan shows what such a job left and gpujob apply ends it (gated)" in old.fix
     assert "it is sweep 'abl''s shared volume" in shared.fix, shared.fix
     assert shared.idle and shared.idle_seconds is None and shared.idle_at_most_s == 240
     assert report.flagged == []  # four minutes old: idle at most four minutes

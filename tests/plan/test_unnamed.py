@@ -78,3 +78,18 @@ def test_a_queue_never_created_is_not_called_parked_or_deleted_outside_gpujob(tm
     (create,) = [a for a in plan.jobs[0].actions if a.kind is ActionKind.CREATE]
     assert create.reasons[0] == "pod gpujob-llama--q1--testproj does not exist", create.reasons
     assert not create.drift
+
+
+def test_a_job_file_not_given_on_the_command_line_still_names_its_job(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`gpujob plan jobs/bert.yaml` while jobs/llama.yaml's pod runs: llama is named, never ended."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "llama.yaml").write_text(job_yaml())
+    (tmp_path / "jobs" / "bert.yaml").write_text(job_yaml().replace("name: llama", "name: bert"))
+    live = LiveState.model_validate_json((CASE / "live.json").read_text())
+    given = [dataclasses.replace(ls, project=PROJECT) for ls in load_specs([tmp_path / "jobs" / "bert.yaml"])]
+    assert [ls.spec.name for ls in with_unnamed(given, live)] == ["bert"]
+    (tmp_path / "jobs" / "llama.yaml").write_text("version: 1\nname: [broken\n")  # unreadable: unknown
+    assert [ls.spec.name for ls in with_unnamed(given, live)] == ["bert"]
+    (tmp_path / "jobs" / "llama.yaml").unlink()  # no file names it any more
+    assert [ls.spec.name for ls in with_unnamed(given, live)] == ["bert", "llama"]
