@@ -50,7 +50,7 @@ def test_apply_killed_when_step_starts_then_rerun_converges(project: Project, st
     assert started(p, step), proc.stdout.read() if proc.stdout else ""
     assert not any(e.get("action_id") == step and e.get("phase") == "done" for e in p.journal())
     out = p.gj("apply", "--auto-approve")
-    assert "Apply finished" in out.stdout and "0 failed" in out.stdout, (
+    assert "Apply finished" in out.stderr and "0 failed" in out.stderr, (
         p.journal(),
         out.stdout[-1500:],
         p.status(),

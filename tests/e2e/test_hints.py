@@ -150,7 +150,7 @@ def test_every_hint_of_the_lifecycle_runs_as_printed(project: Project) -> None:
     assert "step_999999.json" in run(look).stdout
     p.gj("ssh", "--", "rm", "-f", "/workspace/ckpt/step_999999.json")
     run(again)
-    assert "Destroy finished" in run(rerun).stdout
+    assert "Destroy finished" in run(rerun).stderr
     assert p.live("pods") == [] and p.live("volumes") == []
     assert len(ran) == 10, ran  # every hint above ran, the kill included
 
