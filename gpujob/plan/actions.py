@@ -38,7 +38,7 @@ def plan_running(ctx: JobContext) -> None:
         dynamic_ip=spec.platform == "paperspace" and spec.machine.public_ip in (None, "dynamic"),
     )
     if m is None:
-        from gpujob.sweep.storage import shared
+        from gpujob.layout.storage import shared
 
         # a sweep's shared volume is the sweep's: it proves nothing of this queue's machine (never created)
         volume = [ctx.volume] if ctx.volume is not None and not shared(spec) else []
