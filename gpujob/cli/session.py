@@ -20,6 +20,7 @@ from gpujob.apply.applier import ApplyResult, apply_plan
 from gpujob.apply.journal import journal_of
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
+from gpujob.cost.history import job_histories
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan, plan_problem
 from gpujob.plan.records import job_launch_records, job_pull_records
@@ -197,6 +198,7 @@ async def plan_and_apply(
             env=os.environ,
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
+            histories=job_histories(loaded),
         )
     else:
         plan = build_plan(
@@ -206,6 +208,7 @@ async def plan_and_apply(
             env=os.environ,
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
+            histories=job_histories(loaded),
             fresh=opts.fresh,
             replace=check_addresses(opts.replace, loaded),
             release_left=opts.release_left,

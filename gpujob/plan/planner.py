@@ -40,6 +40,7 @@ def build_plan(
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
+    histories: Mapping[str, Any] | None = None,
     fresh: bool = False,
     replace: Sequence[str] = (),
     release_left: bool = False,
@@ -51,7 +52,8 @@ def build_plan(
     project id (gpujob.project.with_projects): it owns what is named for it. `release_left`: also
     delete, gated, what a job with fallback entries holds on the platforms it no longer runs on
     (gpujob.failover.leftover; a job with state: absent always does). `capabilities` plug in
-    (gpujob.plan.capability; None: the ones the composition root installed)."""
+    (gpujob.plan.capability; None: the ones the composition root installed). `histories`
+    (gpujob.cost.history.History per job, from gpujob.cost.history.job_histories) feed the forecast."""
     caps = chosen(capabilities)
     projects = job_projects(loaded)
     owners = naming.claims(live.resources, projects)
@@ -69,6 +71,7 @@ def build_plan(
             env=env,
             pull=(pull_records or {}).get(ls.spec.name),
             launched=(launch_records or {}).get(ls.spec.name),
+            history=(histories or {}).get(ls.spec.name),
             fresh=fresh,
             replace=set(replace),
             capabilities=caps,
@@ -170,6 +173,7 @@ def _plan_job(
     env: Mapping[str, str],
     pull: Any,
     launched: Any = None,
+    history: Any = None,
     fresh: bool = False,
     replace: set[str] | None = None,
     capabilities: Sequence[Capability] = (),
@@ -238,7 +242,12 @@ def _plan_job(
         )
         + trap_findings(ctx)
     )
-    fields: dict[str, Any] = {}
+    from gpujob.plan.forecasting import budget_findings, plan_forecast, without_projection
+
+    forecast = plan_forecast(ctx, running, history) if spec.state == "running" else None
+    if forecast is not None:
+        findings = by_severity(without_projection(findings) + budget_findings(ctx, forecast))
+    fields: dict[str, Any] = {"forecast": forecast} if forecast is not None else {}
     if spec.state == "running":  # e.g. a sweep queue's cells, estimated at the running rate (gpujob.sweep)
         for cap in capability.of(ctx):
             fields |= cap.job_plan_fields(loaded, running)
