@@ -123,6 +123,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
 
             counted = row["watch"]["goodput"]["usd"] if "watch" in row else None
             row["money"] = one_total(cost, [j for j in others if j.job == v.spec.name], counted)
+            row.update(forecast_row(v, row, cost, now))
             from gpujob.plan.records import load_destroyed
 
             destroyed = load_destroyed(v.state_dir, v.spec.name)
@@ -171,6 +172,25 @@ def _watch_rows(state_dir, job, now):  # type: ignore[no-untyped-def]
 
 
 EVENTS_SHOWN = 5
+
+
+def forecast_row(view: Any, row: dict, cost: Any, now: Any) -> dict:
+    """The forecast (run.total_steps) updated from what status read: the run's newest step, the spend
+    so far and the rate now; the pace is watch's (its ledger), else the job file's."""
+    from gpujob.cost.history import read_history
+    from gpujob.cost.job_forecast import Now, job_forecast
+    from gpujob.profile import load_profile
+
+    m = view.machine
+    if cost is None or m is None or m.status != "running":
+        return {}
+    offer = load_profile(view.spec.platform).gpu(m.gpu_id) if m.gpu_id else None
+    step = (row.get("run") or {}).get("progress_step")
+    live = Now(at=now, usd_per_hour=cost.burn_usd_per_hour, gpu=offer.alias if offer else None,
+               spot=m.spot, spent_usd=cost.spent_usd, steps_done=step,
+               rate_source="the rate billing now (gpujob cost)", spent_source="gpujob cost")  # fmt: skip
+    f = job_forecast(view.spec, live, read_history(view.state_dir, view.spec.name))
+    return {"forecast": f.model_dump(mode="json")} if f is not None else {}
 
 
 def stopped_run(loaded: Any, machine: Any) -> dict | None:
@@ -351,6 +371,17 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
             from gpujob.chart.jobs import charts
 
             lines += [_Drawn(line) for line in charts(watch["series"], style)]
+    if row.get("forecast"):
+        from gpujob.cost.forecast import Forecast
+
+        fc = Forecast.model_validate(row["forecast"])
+        done = (
+            f"step {fc.steps_done:,} of {fc.total_steps:,}, "
+            if fc.steps_done is not None and fc.total_steps
+            else ""
+        )
+        lines.append(f"  forecast:  {done}{fc.line()}")
+        lines += [f"             {line}" for line in fc.input_lines()]
     if row.get("events"):
         from gpujob.watch.events import Event
 

@@ -32,6 +32,8 @@ class Now:
     spent_usd: float | None = None  # None: the history's
     steps_done: int | None = None  # None: the history's
     step_rate: float | None = None  # steps per second read live; None: the history's
+    rate_source: str = "the plan's running rate"
+    spent_source: str = "watch's ledger"
 
 
 def job_forecast(spec: JobSpec, now: Now, history: History | None = None) -> Forecast | None:
@@ -52,9 +54,9 @@ def job_forecast(spec: JobSpec, now: Now, history: History | None = None) -> For
     interval, write = _checkpoints(spec, inputs)
     per_h = _interruptions(spec, now, h, inputs)
     recovery = _recovery(spec, h, inputs)
-    inputs.append(Input(name="rate", value=f"${now.usd_per_hour:,.4f}/h", source="the plan's running rate"))
-    inputs.append(Input(name="spent so far", value=f"${spent:,.2f}",
-                        source="watch's ledger" if history is not None or now.spent_usd else "nothing yet"))  # fmt: skip
+    inputs.append(Input(name="rate", value=f"${now.usd_per_hour:,.4f}/h", source=now.rate_source))
+    spent_from = now.spent_source if history is not None or now.spent_usd is not None else "nothing yet"
+    inputs.append(Input(name="spent so far", value=f"${spent:,.2f}", source=spent_from))
     w = Work(work_s=work_s, interval_s=interval, write_s=write, per_s=per_h / 3600, recovery_s=recovery)
     return forecast(w, now=now.at, usd_per_hour=now.usd_per_hour, spent_usd=spent, inputs=inputs,
                     steps_done=done, total_steps=run.total_steps)  # fmt: skip
@@ -89,7 +91,7 @@ def _work_s(spec: JobSpec, now: Now, h: History, left: int, inputs: list[Input])
 
 
 def _checkpoints(spec: JobSpec, inputs: list[Input]) -> tuple[float | None, float]:
-    from gpujob.ssh.launcher import checkpoint_interval_s
+    from gpujob.layout.machine import checkpoint_interval_s
 
     ck = spec.checkpoint
     if ck is None:

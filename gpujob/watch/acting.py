@@ -67,7 +67,7 @@ class Acting(WatcherBase):
         if reason is not None:
             await self._park(j, jp, machine, live, reason)
             return HUMAN
-        warning = limits.projection_warning(spec, j.ledger, now, jp.current_usd_per_hour)
+        warning = limits.projection_warning(spec, j.ledger, now, jp.current_usd_per_hour, jp.forecast)
         if warning and "projection" not in j.ledger.warned:
             j.ledger.warned.append("projection")
             self.say(j, "budget", warning, level="warning")
