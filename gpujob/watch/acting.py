@@ -64,6 +64,10 @@ class Acting(WatcherBase):
             spec, j.ledger, now, burn_usd_per_hour=burn, interval_s=self.opt.interval_s,
             max_recoveries_per_hour=self.opt.max_recoveries_per_hour, recovering=recovering,
         )  # fmt: skip
+        status = self.spy.statuses.get(j.name)
+        if reason is None and machine is not None and not decision.actions:
+            reason = limits.stall_reason(spec, j.ledger, now, alive=bool(getattr(status, "alive", False)),
+                                         billing=machine.status == "running")  # fmt: skip
         if reason is not None:
             await self._park(j, jp, machine, live, reason)
             return HUMAN

@@ -59,6 +59,25 @@ def limit_reached(
     return None
 
 
+def stall_reason(spec: JobSpec, ledger: Ledger, now: datetime, *, alive: bool, billing: bool) -> str | None:
+    """run.stall_after: the run is alive and its machine bills, yet no new step, checkpoint or log line
+    came for that long; the reason names the last step, how long and what it cost meanwhile."""
+    run = spec.run
+    if run is None or run.stall_after is None or not (alive and billing):
+        return None
+    quiet = ledger.stalled_for(now)
+    if quiet is None or quiet < run.stall_after.total_seconds():
+        return None
+    steps = [s.last_step for s in ledger.segments if s.last_step is not None]
+    last = f"last step {steps[-1]}" if steps else "no step reported"
+    cost = max(0.0, ledger.money(now) - ledger.activity_usd)
+    return (
+        f"run.stall_after {format_duration(run.stall_after)}: the run is alive but wrote no new step, "
+        f"checkpoint or log line for {format_duration(timedelta(seconds=int(quiet)))} ({last}); "
+        f"${cost:,.2f} billed while it stalled"
+    )
+
+
 def projection_warning(
     spec: JobSpec, ledger: Ledger, now: datetime, burn_usd_per_hour: float, forecast: Forecast | None = None
 ) -> str | None:
