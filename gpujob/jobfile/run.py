@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AwareDatetime, Field, field_validator
 
 from gpujob.jobfile.durations import Duration, MeasuredDuration
 from gpujob.jobfile.rules import checked_path as _checked_path
@@ -115,6 +115,13 @@ class RunSpec(Model):
         "the forecast's step rate until the run reports its own; other GPU types are scaled by "
         "profiles/throughput.yaml (an estimate, said so wherever it is used).",
         examples=["0.8s"],
+    )
+    deadline: AwareDatetime | None = Field(
+        None,
+        description="When the run must be done (ISO 8601 with a zone, e.g. 2026-12-09T18:00:00Z): plan picks, "
+        "among the GPU types in machine.gpu and, with machine.spot: prefer, spot or on-demand, the cheapest "
+        "whose P90 finish meets it (run.total_steps needed), and says why the others were not chosen.",
+        examples=["2026-12-09T18:00:00Z"],
     )
     stall_after: Duration | None = Field(
         None,

@@ -202,6 +202,9 @@ def _plan_job(
     # The record is kept per job; it speaks only for the machine or volume it was pulled from.
     ctx.pull_record = current_record(pull, ctx.machine, [ctx.volume, *ctx.stale_volumes])
     ctx.choose_gpu()
+    from gpujob.plan import deadline
+
+    chosen_for_deadline = deadline.choose(ctx, history)  # run.deadline: the GPU and spot that meet it
     ctx.fp = current_footprint(ctx)
     current = hourly_total(meters(ctx.fp, ctx.profile))
 
@@ -246,7 +249,10 @@ def _plan_job(
 
     forecast = plan_forecast(ctx, running, history) if spec.state == "running" else None
     if forecast is not None:
-        findings = by_severity(without_projection(findings) + budget_findings(ctx, forecast))
+        findings = (
+            without_projection(findings) + budget_findings(ctx, forecast) + deadline.slipped(ctx, forecast)
+        )
+    findings = by_severity(findings + chosen_for_deadline)
     fields: dict[str, Any] = {"forecast": forecast} if forecast is not None else {}
     if spec.state == "running":  # e.g. a sweep queue's cells, estimated at the running rate (gpujob.sweep)
         for cap in capability.of(ctx):

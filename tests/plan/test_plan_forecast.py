@@ -93,3 +93,36 @@ def test_history_replaces_the_estimates_and_adds_the_spend(write_job: Write) -> 
     assert "this job" in by["interruptions"].source and not by["interruptions"].estimate
     assert by["recovery"].value == "240 s" and not by["recovery"].estimate
     assert by["step time"].value == "0.5 s"
+
+
+def _deadline(hours: float) -> str:
+    from datetime import timedelta
+
+    at = (NOW + timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # spot: prefer allows both; one interruption an hour (checkpoint.mtbf) slows spot down
+    job = JOB.replace("spot: true", "spot: prefer").replace("interval: 30m", "interval: 30m\n  mtbf: 1h")
+    return job.replace("  step_time: 1s", f"  step_time: 1s\n  deadline: {at}")
+
+
+def test_a_deadline_only_on_demand_meets_plans_on_demand_and_says_why(write_job: Write) -> None:
+    plan = build_plan([write_job(_deadline(12))], live(), now=NOW, env={})
+    (chosen,) = [f for f in plan.jobs[0].findings if f.code == "deadline"]
+    assert chosen.severity == "info" and "A100-80GB on-demand chosen" in chosen.summary
+    assert "A100-80GB spot: P90 finish" in chosen.detail and "past the deadline" in chosen.detail
+    create = next(a for a in plan.jobs[0].actions if a.id == "job.pod.create")
+    assert any(
+        "on-demand" in m.what or "spot" not in m.what for m in create.billing.starts if "GPU" in m.what
+    )
+    f = plan.jobs[0].forecast
+    assert f is not None and f.p90_hours <= 12
+    assert {i.name: i.value for i in f.inputs}["interruptions"] == "0/h"
+
+
+def test_a_deadline_nothing_meets_is_an_error_naming_the_best_p90(write_job: Write) -> None:
+    plan = build_plan([write_job(_deadline(9))], live(), now=NOW, env={})
+    (err,) = [f for f in plan.jobs[0].findings if f.code == "deadline"]
+    assert (
+        err.severity == "error"
+        and "the best is A100-80GB on-demand, P90 finish 2026-11-29 22:00 UTC" in err.summary
+    )
+    assert plan.blocked
