@@ -29,11 +29,12 @@ Examples:
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @no_color_option(help="Plain output: no colour, ASCII charts (also with NO_COLOR set, or piped).")
-def command(targets: tuple[Path, ...], fmt: str, no_color: bool) -> None:
-    sys.exit(run_command(_status, targets, fmt, no_color))
+@click.option("--chart", is_flag=True, help="Steps and spend over time against the forecast's P50-P90 band.")
+def command(targets: tuple[Path, ...], fmt: str, no_color: bool, chart: bool) -> None:
+    sys.exit(run_command(_status, targets, fmt, no_color, chart))
 
 
-def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
+def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False, chart: bool = False) -> int:
     import asyncio
     import json
 
@@ -51,7 +52,7 @@ def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
 
         style = terminal_style(color_wanted(no_color))
         for row in rows:
-            click.echo(_text(row, style))
+            click.echo(_text(row, style, chart=chart))
         from gpujob.sweep.status import roster
 
         for line in roster(rows):
@@ -255,16 +256,18 @@ class _Drawn(str):
     """A line gpujob drew itself (a chart, with its colours): not escaped."""
 
 
-def _text(row: dict, style: Style | None = None) -> str:
+def _text(row: dict, style: Style | None = None, *, chart: bool = False) -> str:
     """The row as lines; every value in it may come from a pod, an API or a job file, so each line goes
     through the output boundary (gpujob.safe) whole: a name cannot clear the screen, write the
     clipboard or start a line of its own. Only the charts gpujob draws keep their escapes."""
     from gpujob.safe import for_terminal
 
-    return "\n".join(line if isinstance(line, _Drawn) else for_terminal(line) for line in _lines(row, style))
+    return "\n".join(
+        line if isinstance(line, _Drawn) else for_terminal(line) for line in _lines(row, style, chart=chart)
+    )
 
 
-def _lines(row: dict, style: Style | None = None) -> list[str]:
+def _lines(row: dict, style: Style | None = None, *, chart: bool = False) -> list[str]:
     lines = [f"{row['job']} ({row['platform']}, wants {row['desired']})"]
     m = row.get("machine")
     if m is None:
@@ -370,7 +373,8 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         if style is not None and watch.get("series"):
             from gpujob.chart.jobs import charts
 
-            lines += [_Drawn(line) for line in charts(watch["series"], style)]
+            band = row.get("forecast") if chart else None
+            lines += [_Drawn(line) for line in charts(watch["series"], style, band)]
     if row.get("forecast"):
         from gpujob.cost.forecast import Forecast
 
