@@ -30,6 +30,13 @@ class _Segment(Model):
     exit_code: int | None = None
 
 
+class _Point(Model):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    at: datetime
+    value: float
+
+
 class History(Model):
     """The subset of the ledger the forecast reads (the rest of the document is ignored)."""
 
@@ -41,6 +48,12 @@ class History(Model):
     gpu_seconds: float = 0.0
     rates: list[float] = Field(default_factory=list)
     segments: list[_Segment] = Field(default_factory=list)
+    usd_trail: list[_Point] = Field(default_factory=list)
+
+    def spent_since(self, since: datetime) -> float:
+        """Money spent since `since`: now's figure less the trail's last point before it (0 before any)."""
+        before = [p.value for p in self.usd_trail if p.at <= since]
+        return max(0.0, self.spent_usd - (before[-1] if before else 0.0))
 
     @property
     def spent_usd(self) -> float:

@@ -6,12 +6,14 @@ running is warned about either way (watch parks it before the meter crosses the 
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpujob.cost.forecast import Forecast
 from gpujob.cost.history import History
 from gpujob.cost.job_forecast import Now, job_forecast
 from gpujob.cost.rates import usd
 from gpujob.plan.context import JobContext
-from gpujob.plan.model import ActionKind, Finding
+from gpujob.plan.model import ActionKind, Finding, JobPlan
 
 KEY = "budget.max_total_usd"
 STARTS = {ActionKind.CREATE, ActionKind.START, ActionKind.REPLACE, ActionKind.LAUNCH, ActionKind.RELAUNCH,
@@ -50,3 +52,34 @@ def without_projection(findings: list[Finding]) -> list[Finding]:
     """The findings less the run.max_runtime projection against the budget (gpujob.plan.findings), which
     the forecast replaces."""
     return [f for f in findings if not (f.code == "budget" and f.source is not None and f.source.key == KEY)]
+
+
+def with_monthly(jobs: list[JobPlan], monthly: Any) -> list[JobPlan]:
+    """The project's budget.max_monthly_usd (gpujob.cost.monthly): a plan that starts jobs whose P50 still
+    to come, added to the month's spend of every job in the project, crosses it is refused (an error on
+    the first job it starts)."""
+    cap = getattr(monthly, "cap", None)
+    if cap is None:
+        return jobs
+    starting = [jp for jp in jobs if any(a.kind in STARTS for a in jp.actions)]
+    if not starting:
+        return jobs
+    coming = sum(max(0.0, jp.forecast.p50_usd - jp.forecast.spent_usd) for jp in starting if jp.forecast)
+    total = monthly.total + coming
+    if total <= cap:
+        return jobs
+    first = starting[0]
+    finding = Finding(
+        code="budget", severity="error", job=first.job,
+        summary=f"the month's spend {usd(monthly.total)} (every job in the project) plus the P50 still to come "
+        f"{usd(coming)} of what this plan starts is {usd(total)}, over the project's {MONTHLY_KEY} {usd(cap)} "
+        f"({monthly.source}): the start is refused",
+        fix="gpujob budget shows each job's part; raise the budget or start less",
+    )  # fmt: skip
+    from gpujob.plan.findings import by_severity
+
+    return [jp.model_copy(update={"findings": by_severity([*jp.findings, finding])}) if jp is first else jp
+            for jp in jobs]  # fmt: skip
+
+
+MONTHLY_KEY = "budget.max_monthly_usd"

@@ -41,6 +41,7 @@ def build_plan(
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
     histories: Mapping[str, Any] | None = None,
+    monthly: Any = None,
     fresh: bool = False,
     replace: Sequence[str] = (),
     release_left: bool = False,
@@ -93,6 +94,9 @@ def build_plan(
     from gpujob.plan.unnamed import explain_writers
 
     jobs = explain_writers(jobs)  # another writer of a volume is a job the file no longer names
+    from gpujob.plan.forecasting import with_monthly
+
+    jobs = with_monthly(jobs, monthly)  # the project's budget.max_monthly_usd (gpujob.cost.monthly)
     return Plan(
         created_at=now,
         gpujob_version=__version__,

@@ -54,3 +54,11 @@ def test_forecast_in_plan_and_status_and_the_budget_parks_the_job(frozen: Sim, t
     assert p.record("pulls/money.json")["files"], "parked without pulling"
     spent = json.loads(p.gj("cost", "--format", "json").stdout)["jobs"][0]["spent_usd"]
     assert spent <= CAP + rate * INTERVAL_S / 3600, (spent, CAP)
+
+    # the project-wide budget counts the month's spend of every job in the state (watch's ledger)
+    (p.dir / "gpujob.yaml").write_text("budget: {max_monthly_usd: 2}\n")
+    out = p.gj("budget", "--format", "json", check=False)
+    report = json.loads(out.stdout)
+    assert out.returncode == 1 and report["over"] and report["max_monthly_usd"] == 2.0, report
+    (row,) = report["jobs"]
+    assert row["job"] == "money" and abs(row["spent_this_month_usd"] - spent) < 0.05, (row, spent)

@@ -126,3 +126,30 @@ def test_a_deadline_nothing_meets_is_an_error_naming_the_best_p90(write_job: Wri
         and "the best is A100-80GB on-demand, P90 finish 2026-11-29 22:00 UTC" in err.summary
     )
     assert plan.blocked
+
+
+def test_a_plan_crossing_the_projects_monthly_budget_is_refused(write_job: Write, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from gpujob.cost.monthly import Monthly, month_start, read_cap
+
+    plan = build_plan([write_job(JOB)], live(), now=NOW, env={})
+    f = plan.jobs[0].forecast
+    assert f is not None
+    spent = {"other": 50.0, "job": 0.0}
+    ok = Monthly(cap=50.0 + f.p50_usd + 1, source="gpujob.yaml", month_start=month_start(NOW), spent=spent)
+    assert not build_plan([write_job(JOB)], live(), now=NOW, env={}, monthly=ok).blocked
+    tight = Monthly(cap=50.0 + f.p50_usd - 1, source="gpujob.yaml", month_start=month_start(NOW), spent=spent)
+    refused = build_plan([write_job(JOB)], live(), now=NOW, env={}, monthly=tight)
+    (err,) = [x for x in refused.jobs[0].findings if x.code == "budget" and x.severity == "error"]
+    assert "the month's spend $50.00" in err.summary and "budget.max_monthly_usd" in err.summary
+    assert refused.blocked
+    (tmp_path / "gpujob.yaml").write_text("budget: {max_monthly_usd: 500}\n")
+    assert read_cap(tmp_path) == (500.0, str(tmp_path / "gpujob.yaml"))
+
+
+def test_the_months_spend_is_the_ledgers_figure_less_its_trail_before_the_month() -> None:
+    h = History.model_validate(
+        {"usd": 30.0, "usd_trail": [{"at": "2026-10-30T00:00:00Z", "value": 10.0},
+                                    {"at": "2026-11-02T00:00:00Z", "value": 12.0}]}
+    )  # fmt: skip
+    assert h.spent_since(datetime(2026, 11, 1, tzinfo=UTC)) == 20.0
+    assert h.spent_since(datetime(2026, 10, 1, tzinfo=UTC)) == 30.0
