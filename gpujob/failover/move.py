@@ -198,6 +198,24 @@ async def _quiesce_and_pull(
         )
 
 
+async def _stop_what_it_started(
+    there: Any, platform: str, providers: Mapping[str, Any], before: list[str], clock: Clock,
+    note: Callable[[str], None],
+) -> None:  # fmt: skip
+    """A failed move leaves nothing billing by the hour where it failed: what it created or started
+    there and left running or starting is stopped (gpujob.failover.failback.stop_half_started)."""
+    from gpujob.apply.refresh import read_live_state
+    from gpujob.failover.failback import stop_half_started
+
+    try:
+        live = await read_live_state([there.spec], providers, now=clock.now())
+        await stop_half_started(
+            live, there.spec.name, there.project, platform, providers[platform], before, note
+        )
+    except Exception as exc:  # said: what the move started there may still bill
+        note(f"could not check {platform} for a machine the failed move started: {str(exc).splitlines()[0]}")
+
+
 async def move_job(
     ls: Any,
     choice: Choice,
@@ -224,7 +242,10 @@ async def move_job(
     out = MoveOutcome(False, "", here.name, to.name, choice.why, name, step)
 
     # 1. the old machine: stopped if it runs (its storage is kept, nothing is deleted)
+    from gpujob.failover.failback import alive_ids
     from gpujob.failover.planning import left_behind
+
+    billing_there = alive_ids(live, declared.name, ls.project, to.platform)  # what a failure leaves running
 
     old = [
         r for r in left_behind(live, ls.spec.name, ls.project, here.platform) if r.kind in ("pod", "machine")
@@ -297,6 +318,7 @@ async def move_job(
             if str(exc)
             else f"{to.platform} did not provide a machine in {wait_s:.0f} s"
         )
+        await _stop_what_it_started(there, to.platform, providers, billing_there, clock, note)
         finish(f"failed: {why}", here.entry, here.platform)
         out.detail = (
             f"move failed: {why}; the job stays parked on {here.name} (its storage and checkpoints kept)"
