@@ -91,7 +91,7 @@ def land(loaded: Sequence[Any], live: Any, addresses: Sequence[str], *, now: dat
     from gpujob.state import open_store
     from gpujob.sweep.assign import read_record, update_assignment
 
-    files = {}
+    files: dict[str, Any] = {}
     for ls in loaded:
         q = getattr(ls, "sweep", None)
         if q is not None:

@@ -130,7 +130,9 @@ def _say_stranded(watcher: Any, settled: list[Any]) -> None:
     seen: set[tuple[str, str]] = set()
     for ls in settled:
         q = getattr(ls, "sweep", None)
-        for m in q.moves if q is not None else ():
+        if q is None:
+            continue
+        for m in q.moves:
             if m.state != STRANDED or (q.sweep_job, m.cell) in seen:
                 continue
             seen.add((q.sweep_job, m.cell))
