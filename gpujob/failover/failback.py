@@ -102,12 +102,12 @@ def refused_event(declared: Any, entry: int, record: Any, now: datetime) -> tupl
 
 
 async def stop_half_started(
-    live: Any, job: str, project: str | None, platform: str, provider: Any, before: Sequence[str],
-    note: Any,
-) -> list[str]:  # fmt: skip
-    """Stop every machine of the job on `platform` that is running or starting now and was not running
-    before the move (`before`: the ids that were): the failed move started it, and it would bill by the
-    hour for nothing. A direct platform stop: no run of the job was launched on it. Returns what it did."""
+    live: Any, job: str, project: str | None, platform: str, before: Sequence[str], stop: Any, note: Any
+) -> list[str]:
+    """Stop every machine of the job on `platform` that is running or starting now and was not before
+    the move (`before`: the ids that were): the failed move started it, and it would bill by the hour
+    for nothing. `stop(machine)`: the one stop (gpujob.apply.quiesce.stop: its processes get their
+    grace first). Returns what it did, each line noted too."""
     from gpujob import naming
 
     done: list[str] = []
@@ -115,7 +115,7 @@ async def stop_half_started(
         if r.platform != platform or r.id in before or r.status not in BILLING:
             continue
         try:
-            await provider.stop(r)
+            await stop(r)
         except Exception as exc:  # said, never hidden: it may still bill
             done.append(
                 f"could not stop {r.kind} {r.name} ({r.id}) on {platform}: {str(exc).splitlines()[0]}"

@@ -199,19 +199,25 @@ async def _quiesce_and_pull(
 
 
 async def _stop_what_it_started(
-    there: Any, platform: str, providers: Mapping[str, Any], before: list[str], clock: Clock,
+    there: Any, platform: str, providers: Mapping[str, Any], before: list[str], *, ssh: Any, clock: Clock,
     note: Callable[[str], None],
 ) -> None:  # fmt: skip
     """A failed move leaves nothing billing by the hour where it failed: what it created or started
     there and left running or starting is stopped (gpujob.failover.failback.stop_half_started)."""
+    from gpujob.apply.quiesce import stop
     from gpujob.apply.refresh import read_live_state
+    from gpujob.apply.runtime import Target
     from gpujob.failover.failback import stop_half_started
+    from gpujob.state import open_store
+
+    async def stop_one(machine: Any) -> None:
+        target = Target(spec=there.spec, spec_path=there.path, provider=providers[platform], resource=machine,
+                        state_dir=open_store(there.path), moved=True)  # fmt: skip
+        await stop(target, ssh, clock, note, before="stop after a failed move")
 
     try:
         live = await read_live_state([there.spec], providers, now=clock.now())
-        await stop_half_started(
-            live, there.spec.name, there.project, platform, providers[platform], before, note
-        )
+        await stop_half_started(live, there.spec.name, there.project, platform, before, stop_one, note)
     except Exception as exc:  # said: what the move started there may still bill
         note(f"could not check {platform} for a machine the failed move started: {str(exc).splitlines()[0]}")
 
@@ -318,7 +324,9 @@ async def move_job(
             if str(exc)
             else f"{to.platform} did not provide a machine in {wait_s:.0f} s"
         )
-        await _stop_what_it_started(there, to.platform, providers, billing_there, clock, note)
+        await _stop_what_it_started(
+            there, to.platform, providers, billing_there, ssh=ssh, clock=clock, note=note
+        )
         finish(f"failed: {why}", here.entry, here.platform)
         out.detail = (
             f"move failed: {why}; the job stays parked on {here.name} (its storage and checkpoints kept)"

@@ -108,15 +108,6 @@ def _reload(ls: Any) -> list[Any]:
     return with_projects(load_specs([ls.path]), create=True)
 
 
-class _Provider:
-    def __init__(self) -> None:
-        self.stopped: list[str] = []
-
-    async def stop(self, r: LiveResource) -> LiveResource:
-        self.stopped.append(r.id)
-        return r
-
-
 def test_a_failed_move_stops_what_it_started_where_it_failed(tmp_path: Path) -> None:
     """No half-started home billing: a pod the failed move created (running or starting) is stopped; one
     that ran before the move, or a stopped one, is left as it is."""
@@ -138,9 +129,14 @@ def test_a_failed_move_stops_what_it_started_where_it_failed(tmp_path: Path) -> 
         for i, s in [("new", "running"), ("booting", "pending"), ("old", "running"), ("off", "stopped")]
     ]
     live = LiveState(read_at=NOW, resources=pods, quotes=[])
-    prov, said = _Provider(), []
-    done = asyncio.run(stop_half_started(live, "bert", ls.project, "runpod", prov, ["old"], said.append))
-    assert prov.stopped == ["new", "booting"], prov.stopped
+    stopped: list[str] = []
+    said: list[str] = []
+
+    async def stop(r: LiveResource) -> None:  # the one stop, gpujob.apply.quiesce.stop, in move.py
+        stopped.append(r.id)
+
+    done = asyncio.run(stop_half_started(live, "bert", ls.project, "runpod", ["old"], stop, said.append))
+    assert stopped == ["new", "booting"], stopped
     assert done == said and "which the failed move had started" in said[0], said
 
 
