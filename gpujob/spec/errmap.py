@@ -23,6 +23,7 @@ MODEL_HINTS = {
     "checkpoint.interval": "set checkpoint.mtbf and checkpoint.write_time, or a fixed interval such as 15m",
 }
 PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+(?:\.[A-Za-z_][A-Za-z0-9_]*)?): (.+)$")  # sweep.matrix.LR
+_TOP_PREFIX = re.compile(r"^([a-z_]+): (.+)$")  # fallback: ... (only a top-level key of the model)
 # A field validator of a mapping names the entry it refuses as "[KEY] ...": placed at that key.
 _CHILD_PREFIX = re.compile(r"^\[([A-Za-z_][A-Za-z0-9_]*)\] (.+)$")
 
@@ -217,8 +218,8 @@ def validation_problems(
             hint = f"{hint}; or {', '.join(extra)}"
         key_path = path
         if not path and err["type"] == "value_error":
-            match = PATH_PREFIX.match(message)
-            if match:
+            match = PATH_PREFIX.match(message) or _TOP_PREFIX.match(message)
+            if match and (match.re is PATH_PREFIX or match.group(1) in root.model_fields):
                 key_path, message = match.group(1), match.group(2)
                 hint = MODEL_HINTS.get(key_path)
         child = _CHILD_PREFIX.match(message) if path and err["type"] == "value_error" else None
