@@ -104,3 +104,19 @@ def prefer_findings(loaded: Sequence[Any], group: Sequence[JobPlan], cap: float 
             )
         )
     return out
+
+
+def with_prefer(loaded: Sequence[Any], jobs: list[JobPlan]) -> list[JobPlan]:
+    """After the cap check (gpujob.plan.rate.with_caps): each job file under its cap gets prefer_findings."""
+    from gpujob.plan.rate import file_groups, over_cap, running_rate
+
+    out = list(jobs)
+    for first, idx in file_groups(loaded, jobs):
+        cap = first.spec.budget.max_hourly_usd
+        group = [out[i] for i in idx]
+        if cap is None or first.spec.state == "absent" or over_cap(running_rate(group), cap):
+            continue
+        for f in prefer_findings([loaded[i] for i in idx], group, cap):
+            i = next(i for i in idx if out[i].job == f.job)
+            out[i] = out[i].model_copy(update={"findings": [*out[i].findings, f]})
+    return out

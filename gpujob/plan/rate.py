@@ -122,12 +122,6 @@ def with_caps(loaded: Sequence[Any], jobs: list[JobPlan]) -> list[JobPlan]:
 
             pos = at if at is not None else len(kept[0])
             kept[0] = by_severity([*kept[0][:pos], finding, *kept[0][pos:]])
-        elif cap is not None:  # under the cap: what apply's choosers may take stays under it too
-            from gpujob.plan.ceiling import prefer_findings
-
-            for f in prefer_findings([loaded[i] for i in idx], group, cap):
-                k = next(k for k, jp in enumerate(group) if jp.job == f.job)
-                kept[k] = [*kept[k], f]
         fitted = getattr(getattr(first, "sweep", None), "fitted", "")
         if fitted:  # gpujob.sweep.fit ran fewer queues than sweep.machines to stay under the cap
             kept[0] = [
