@@ -77,5 +77,5 @@ async def pull_newest(
     save_pull_record(target.state_dir, record.model_copy(update={"before_stop": True}))
     size = sum(f.size for f in files)
     how = "verified" if verify else "sha256 matched (checkpoint.verify is not set, so not load-checked)"
-    note(f"{spec.name}: before the stop: newest checkpoint {top} pulled and {how}")
+    note(f"before the stop: newest checkpoint {top} pulled and {how}")
     return f"; newest checkpoint {top} ({len(files)} file(s), {human_bytes(size)}) pulled and {how} first"

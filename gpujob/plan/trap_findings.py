@@ -54,7 +54,9 @@ def unpulled_reason(rec: object, m: LiveResource) -> str | None:
             f"({m.started_at:%Y-%m-%d %H:%M} UTC): what the run wrote since is on its disk only"
         )
     finished = _stamp(m.attributes.get("run_finished_at"))
-    if at is not None and (finished is None or finished > at) and not _get(rec, "before_stop"):
+    launched = _stamp(m.attributes.get("run_launched_at"))
+    stop_pulled = _get(rec, "before_stop") and (launched is None or (at is not None and launched < at))
+    if at is not None and (finished is None or finished > at) and not stop_pulled:
         # RunPod does not report when a pod stopped: only a run that had finished before the pull wrote
         # nothing after it.
         stopped = _stamp(m.attributes.get("stopped_at"))

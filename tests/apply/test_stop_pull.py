@@ -52,7 +52,9 @@ def test_a_newest_checkpoint_that_does_not_come_home_refuses_the_stop(tmp_path: 
 
 def test_a_failed_verify_of_the_newest_refuses_the_stop(tmp_path: Path) -> None:
     ctx, prov, ssh, seen = _ctx(
-        tmp_path, storage=VOLUME_DISK, checkpoint={"dir": "/workspace/ckpt", "interval": "1m", "verify": "false {file}"}
+        tmp_path,
+        storage=VOLUME_DISK,
+        checkpoint={"dir": "/workspace/ckpt", "interval": "1m", "verify": "false {file}"},
     )
     ssh.remote_files.update(FILES)
     with pytest.raises(GateError, match="failed checkpoint.verify"):

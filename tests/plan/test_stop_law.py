@@ -31,7 +31,11 @@ def test_on_finish_stop_with_checkpoints_on_the_pods_disk_plans_as_an_error(writ
     assert f.severity == "error" and plan.blocked
     assert f.summary.startswith("teardown.on_finish: stop is done on the pod itself, which cannot pull first")
     assert "bills 2× while stopped (RP4)" in f.summary and "about 30 days" in f.summary
-    assert "--approve job.pod.self-stop" in f.fix and f.source is not None and f.source.key == "teardown.on_finish"
+    assert (
+        "--approve job.pod.self-stop" in f.fix
+        and f.source is not None
+        and f.source.key == "teardown.on_finish"
+    )
 
 
 def test_its_approval_turns_the_error_into_a_warning_that_says_so(write_job: Write) -> None:
@@ -44,7 +48,9 @@ def test_its_approval_turns_the_error_into_a_warning_that_says_so(write_job: Wri
 
 
 def test_a_network_volume_or_a_kept_pod_needs_no_approval(write_job: Write) -> None:
-    nv = build_plan([write_job(RUNPOD_JOB + "teardown: {on_finish: stop}\n")], live(volume()), now=NOW, env={})
+    nv = build_plan(
+        [write_job(RUNPOD_JOB + "teardown: {on_finish: stop}\n")], live(volume()), now=NOW, env={}
+    )
     assert _coded(nv) == []
     assert _coded(_plan(write_job, DISK_JOB)) == []  # teardown keep: no on-box stop
 

@@ -439,7 +439,9 @@ def test_stopping_a_pod_whose_checkpoints_are_only_on_its_disk_says_it_pulls_fir
     text = DISK_JOB.replace("state: running", "state: stopped")
     running = pod(volume_gb=50, started_at=ago(3))
     (f,) = stop_findings_of(plan_for(write_job, live(running), text))
-    assert f.severity == "info" and "before this stop, the checkpoints (/workspace/ckpt) are pulled" in f.summary
+    assert (
+        f.severity == "info" and "before this stop, the checkpoints (/workspace/ckpt) are pulled" in f.summary
+    )
     assert "no pull on record" in f.summary and "refused if it does not come home" in f.summary
     assert "network_volume" in f.fix and "twice the running rate (RP4)" in f.detail
     assert f.action_id == "job.pod.stop" and f.source is not None and f.source.key == "checkpoint.dir"
@@ -459,9 +461,20 @@ def test_a_pull_the_stop_took_after_the_run_stopped_holds_everything(write_job: 
     text = DISK_JOB.replace("state: running", "state: stopped")
     parked = pod(status="stopped", volume_gb=50, started_at=ago(3))
     late = record(parked.id, at=ago(1))
-    assert [f.code for f in coded(plan_for(write_job, live(parked), text, pulls={"job": late}), "RP8")] == ["RP8"]
+    assert [f.code for f in coded(plan_for(write_job, live(parked), text, pulls={"job": late}), "RP8")] == [
+        "RP8"
+    ]
     ours = late.model_copy(update={"before_stop": True})
     assert coded(plan_for(write_job, live(parked), text, pulls={"job": ours}), "RP8") == []
+    # a run launched after that pull (and the pod stopped by something else since): not current any more
+    relaunched = pod(
+        status="stopped",
+        volume_gb=50,
+        started_at=ago(3),
+        attributes={"run_launched_at": ago(0.5).isoformat()},
+    )
+    (f,) = coded(plan_for(write_job, live(relaunched), text, pulls={"job": ours}), "RP8")
+    assert "taken while the run could still write" in f.summary
 
 
 def test_stopping_a_pod_on_a_network_volume_says_nothing_of_rp8(write_job: Write) -> None:
