@@ -27,7 +27,7 @@ def _stop(ctx):  # type: ignore[no-untyped-def]
 
 
 def test_a_stop_pulls_and_verifies_the_newest_checkpoint_after_the_quiesce(tmp_path: Path) -> None:
-    ctx, prov, ssh, seen = _ctx(tmp_path, storage=VOLUME_DISK)
+    ctx, _prov, ssh, seen = _ctx(tmp_path, storage=VOLUME_DISK)
     ssh.remote_files.update(FILES)
     out = _stop(ctx)
     assert seen == ["run", "workload", "stop"] and ctx.machine.status == "stopped"
@@ -43,7 +43,7 @@ def test_a_newest_checkpoint_that_does_not_come_home_refuses_the_stop(tmp_path: 
     ctx, prov, ssh, seen = _ctx(tmp_path, storage=VOLUME_DISK)
     ssh.remote_files.update(FILES)
     ssh.corrupt.add("step_2/optim.pt")
-    with pytest.raises(GateError, match="the stop of .* is refused: the newest checkpoint 'step_2'") as err:
+    with pytest.raises(GateError, match=r"the stop of .* is refused: the newest checkpoint 'step_2'") as err:
         _stop(ctx)
     text = err.value.render()
     assert "sha256 differs" in text and "bills 2× while stopped (RP4)" in text and "RP8" in text
@@ -51,13 +51,13 @@ def test_a_newest_checkpoint_that_does_not_come_home_refuses_the_stop(tmp_path: 
 
 
 def test_a_failed_verify_of_the_newest_refuses_the_stop(tmp_path: Path) -> None:
-    ctx, prov, ssh, seen = _ctx(
+    ctx, _prov, ssh, seen = _ctx(
         tmp_path,
         storage=VOLUME_DISK,
         checkpoint={"dir": "/workspace/ckpt", "interval": "1m", "verify": "false {file}"},
     )
     ssh.remote_files.update(FILES)
-    with pytest.raises(GateError, match="failed checkpoint.verify"):
+    with pytest.raises(GateError, match=r"failed checkpoint\.verify"):
         _stop(ctx)
     assert "stop" not in seen
 
