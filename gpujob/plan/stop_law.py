@@ -19,7 +19,7 @@ from gpujob.live import LiveResource
 from gpujob.plan.context import path_tier
 
 CODE = "self-stop-unpulled"
-STOPPED_POD_DAYS = 30  # RunPod removes stopped pods after about this many days (profiles/runpod.yaml, RP8)
+from gpujob.plan.trap_findings import STOPPED_POD_DAYS  # RunPod removes stopped pods after ~30 days (RP8)
 
 
 def live_tier(spec: JobSpec, machine: LiveResource | None) -> str | None:

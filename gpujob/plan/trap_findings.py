@@ -77,6 +77,17 @@ def _stamp(value: object) -> datetime | None:
         return None
 
 
+def holds_unpulled(f: Finding) -> bool:
+    """Whether `f` is the warning below (a stopped pod holding un-pulled checkpoints): gpujob.plan.balance
+    raises an unread balance to a warning next to it."""
+    return (
+        f.code == "RP8"
+        and f.severity == "warning"
+        and f.summary.startswith("stopped pod ")
+        and (" holds un-pulled checkpoints " in f.summary)
+    )
+
+
 def _stopped_pod_unpulled(ctx: JobContext) -> list[Finding]:
     m, ck = ctx.machine, ctx.spec.checkpoint
     if ctx.spec.platform != "runpod" or m is None or ck is None:

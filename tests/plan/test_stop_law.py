@@ -64,3 +64,48 @@ def test_which_stops_are_on_box_and_what_a_stop_does_to_each_tier(write_job: Wri
     assert stop_risk(rp, spec, "network_volume") is None
     assert "wipes" in (stop_risk(rp, spec, "container_disk") or "")
     assert stop_risk(ps, spec.model_copy(update={"platform": "paperspace"}), "block_storage") is None
+
+
+def test_an_unread_balance_is_a_warning_where_a_stopped_pod_holds_unpulled_checkpoints(
+    write_job: Write,
+) -> None:
+    """RP8 without GraphQL: nothing can see the balance run low, so a stopped pod holding un-pulled
+    checkpoints turns the unread-balance note into a warning naming the deletion clock."""
+    from tests.plan.plan_helpers import ago, pod
+
+    gone = ["runpod: balance not read: RunPod's GraphQL API is gone (HTTP 404)"]
+    text = DISK_JOB.replace("state: running", "state: stopped")
+    parked = pod(status="stopped", raw_status="EXITED", volume_gb=50, started_at=ago(3))
+    plan = build_plan([write_job(text)], live(parked, account_notes=gone), now=NOW, env={})
+    (bal,) = [f for f in plan.all_findings() if f.code == "RP8" and "balance" in f.summary]
+    assert bal.severity == "warning" and "no longer reports the balance" in bal.summary
+    assert (
+        "holds un-pulled checkpoints, and RunPod deletes a stopped pod when the balance runs low"
+        in bal.summary
+    )
+    assert "about 30 days" in bal.summary and "Auto-Pay" in bal.fix and "gpujob doctor" in bal.fix
+    # everything home: the note stays a note
+    running = pod(volume_gb=50, started_at=ago(3))
+    quiet = build_plan([write_job(DISK_JOB)], live(running, account_notes=gone), now=NOW, env={})
+    (note,) = [f for f in quiet.all_findings() if f.code == "RP8" and "balance" in f.summary]
+    assert note.severity == "info"
+
+
+def test_doctor_says_what_it_can_of_auto_pay() -> None:
+    from types import SimpleNamespace
+
+    from gpujob.doctor.autopay import autopay_line
+
+    def res(outcome: str, detail: str = "") -> SimpleNamespace:
+        return SimpleNamespace(
+            platform="runpod", call="POST /graphql query myself", outcome=outcome, detail=detail
+        )
+
+    ok = autopay_line([res("ok")])
+    assert ok is not None and ok.outcome == "ok" and "balance is readable" in ok.detail
+    bad = autopay_line([res("error", "HTTP 404: gone")])
+    assert (
+        bad is not None and bad.outcome == "warn" and "cannot be read either (HTTP 404: gone)" in bad.detail
+    )
+    assert bad.fix is not None and "Auto-Pay" in bad.fix
+    assert autopay_line([]) is None
