@@ -17,9 +17,9 @@ from typing import Any
 from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveResource
 from gpujob.plan.context import path_tier
+from gpujob.plan.trap_findings import STOPPED_POD_DAYS  # RunPod removes stopped pods after ~30 days (RP8)
 
 CODE = "self-stop-unpulled"
-from gpujob.plan.trap_findings import STOPPED_POD_DAYS  # RunPod removes stopped pods after ~30 days (RP8)
 
 
 def live_tier(spec: JobSpec, machine: LiveResource | None) -> str | None:
