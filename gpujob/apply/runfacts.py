@@ -165,6 +165,8 @@ async def _read_one(ls: Any, machine: LiveResource, provider: Any, ssh: Any, tim
         last_checkpoint=status.last_checkpoint,
         last_checkpoint_age_s=status.last_checkpoint_age_s,
         checkpoint_dir=status.checkpoint_dir,
+        ended=getattr(status, "ended", None),
+        earlier_ooms=getattr(status, "earlier_ooms", 0),
         **run_evidence.progress_facts(status),
     )
 
