@@ -28,7 +28,7 @@ def autopay_line(results: Sequence[Any]) -> Line | None:
             "says how long it lasts and errs when a run cannot finish on it",
             CONSOLE,
         )
-    why = (myself.detail or myself.outcome).splitlines()[0][:160]
+    why = f"GraphQL myself: {myself.outcome}, as above"  # its text is the API's: shown once, made safe, above
     return Line(
         "warn",
         WHAT,
