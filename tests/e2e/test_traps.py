@@ -61,13 +61,12 @@ def test_plan_says_how_long_the_balance_lasts_and_a_failed_read_only_notes_it(pr
     assert "the RunPod balance was not read" in quiet.stdout
 
 
-def test_state_stopped_pulls_and_verifies_the_newest_checkpoint_first_and_a_pod_stopped_elsewhere_warns(
+def test_state_stopped_pulls_and_verifies_the_newest_checkpoint_first_and_a_self_stop_needs_approval(
     project: Project,
 ) -> None:
     """Issue 42, the Iron Law: checkpoints only on the pod's volume disk, `state: stopped` pulls them after
     the run's last save and verifies the newest before the stop; on_finish: stop (the pod's own stop,
-    which cannot pull) plans as an error until its approval is given. A pod stopped outside gpujob still
-    gets RP8's warning, and its printed fix brings the checkpoints home."""
+    which cannot pull) plans as an error until its approval is given."""
     p = project
     edit(p, ON_VOLUME_DISK)
     p.gj("apply", "--auto-approve")
@@ -99,20 +98,24 @@ def test_state_stopped_pulls_and_verifies_the_newest_checkpoint_first_and_a_pod_
     accepted = p.gj("plan", "--approve", "quickstart.pod.self-stop", check=False)
     assert accepted.returncode == 0 and "risk accepted: quickstart.pod.self-stop approved" in accepted.stdout
 
-    # stopped outside gpujob (the console, a low balance): RP8 warns, and its printed fix works
+
+def test_a_pod_stopped_outside_gpujob_with_unpulled_checkpoints_warns_and_the_printed_fix_brings_them_home(
+    project: Project,
+) -> None:
+    """RP8: a stop gpujob did not make (the console, a low balance) leaves what the run wrote on the pod's
+    disk; the plan warns, and its printed fix brings it home."""
     from gpujob.sim import rp_engine
 
-    edit(p, ("on_finish: stop", "on_finish: keep"))
+    p = project
+    edit(p, ON_VOLUME_DISK)
     p.gj("apply", "--auto-approve")
-    pod_id = p.status()["machine"]["id"]
-    pulled_step = int(newest["name"].removeprefix("step_").removesuffix(".json"))
-    poll("a checkpoint after the pull", lambda: last_step(p) > pulled_step)
-    rp_engine.stop(p.sim.engine, pod_id)
+    poll("a few checkpoints", lambda: last_step(p) >= 5)
+    rp_engine.stop(p.sim.engine, p.status()["machine"]["id"])
     edit(p, ("state: running", "state: stopped"))
     (f,) = [x for x in findings(p, "RP8") if "un-pulled" in x["summary"]]
     assert f["severity"] == "warning" and "holds un-pulled checkpoints (/workspace/ckpt)" in f["summary"]
-    assert "about 30 days" in f["detail"] and f["source"]["key"] == "state"
-    assert f["fix"].startswith("set state: running and `gpujob apply`")
+    assert "no pull on record" in f["summary"] and "about 30 days" in f["detail"]
+    assert f["source"]["key"] == "state" and f["fix"].startswith("set state: running and `gpujob apply`")
     edit(p, ("state: stopped", "state: running"))
     p.gj("apply", "--auto-approve")
     assert "all verified" in p.gj("pull").stdout
