@@ -192,6 +192,16 @@ class RunFact(Model):
     earlier_span_s: float | None = Field(
         None, description="How long the run before this one kept reporting steps (its first to its last)."
     )
+    # Left out of a dump when not read, so a plan of a run that says nothing of them keeps its shape.
+    ended: str | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="What ended the run, read inside the machine (U3, gpujob.ssh.cgroup): killed: out of "
+        "memory (limit X), machine rebooted, killed by a signal.",
+    )
+    earlier_ooms: int = Field(
+        0, exclude_if=lambda v: not v, description="Consecutive runs before this one the cgroup OOM-killed."
+    )
 
 
 class LiveState(Model):

@@ -49,7 +49,7 @@ async def grow_disk(ctx: JobContext, action: Action, size: int) -> Outcome:
         ctx.note(
             f"stopping {machine.name} to grow its disk (Paperspace resizes a machine only while it is off)"
         )
-        machine, saved = await quiesce.stop_for(ctx, machine, before="disk grow")
+        machine, saved = await quiesce.stop_for(ctx, machine, before="disk grow", lasting=False)
     elif was_running:
         saved = await quiesce.before_restart(ctx, action, machine)
         machine = ctx.machine or machine
@@ -123,7 +123,7 @@ async def static_ip(ctx: JobContext, action: Action) -> Outcome:
     was_running = machine.status == "running"
     if was_running:
         ctx.note(f"stopping {machine.name} to assign static IP {ip.id}")
-        machine, _saved = await quiesce.stop_for(ctx, machine, before="static IP switch")
+        machine, _saved = await quiesce.stop_for(ctx, machine, before="static IP switch", lasting=False)
     await assign(ip.id, machine.id)
     ctx.machine = await ctx.provider.get(machine.kind, machine.id) or machine
     detail = f"claimed static IP {ip.id} and assigned it to {machine.name}"

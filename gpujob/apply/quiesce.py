@@ -111,22 +111,42 @@ async def _workload(
 
 
 async def let_save(
-    target: Target, ssh: SSHApi, clock: Clock, note: Callable[[str], None], before: str
+    target: Target,
+    ssh: SSHApi,
+    clock: Clock,
+    note: Callable[[str], None],
+    before: str,
+    *,
+    risk: str | None = None,
 ) -> str:
     """Quiesce the job's processes on its running machine, best effort (a stop follows either way):
     what happened, one line ("" when the job has no run or the machine does not run). `target.resource`
-    is refreshed by the connection."""
+    is refreshed by the connection. `risk`: what the stop would do to the checkpoints left on the
+    machine's disk (gpujob.apply.stop_pull): they are then pulled and the newest verified on the same
+    connection, and one that does not come home refuses the stop (GateError)."""
     machine = target.resource
-    if target.spec.run is None or machine.status != "running":
+    if (target.spec.run is None and risk is None) or machine.status != "running":
         return ""
     try:
         async with open_remote(target, ssh, clock, note) as remote:
-            return await _on_open(
-                remote, target.spec, ssh, note, machine.name, before, label=target.spec.name, strict=False
-            )
+            said = ""
+            if target.spec.run is not None:
+                said = await _on_open(
+                    remote, target.spec, ssh, note, machine.name, before, label=target.spec.name, strict=False
+                )
+            if risk is not None:
+                from gpujob.apply.stop_pull import pull_newest
+
+                said += await pull_newest(remote, target, ssh, clock, note, risk)
+            return said.lstrip("; ")
+    except GateError:
+        raise
     except GpujobError as exc:
         first = str(exc).splitlines()[0]
         note(f"could not reach the run on {machine.name} to let it save first ({first}); stopping anyway")
+        if risk is not None:
+            note(f"NOT PULLED: the newest checkpoint stays only on {machine.name}, where {risk}")
+            return "the machine could not be reached to save and pull first: NOT PULLED"
         return "the run could not be reached to save first"
 
 
@@ -138,12 +158,23 @@ async def stop(
     *,
     before: str = "stop",
     fresh: str | None = None,
+    lasting: bool = True,
 ) -> tuple[LiveResource, str]:
     """THE stop gpujob makes of a job's machine: its processes get SIGTERM and their grace (let_save),
-    then the provider's stop. `fresh`: why nothing of the job can run on it (gpujob started it moments
-    ago only for a look or a pull), so no quiesce. Returns (the machine as the stop left it, what
-    happened to the job's processes)."""
-    said = fresh or await let_save(target, ssh, clock, note, before)
+    then, when the machine stays stopped (`lasting`) and its disk is one a stop wipes, bills at 2× or
+    deletes on a clock, the checkpoints are pulled and the newest verified (the Iron Law,
+    gpujob.apply.stop_pull; a newest checkpoint that does not come home refuses the stop), then the
+    provider's stop. `fresh`: why nothing of the job can run on it (gpujob started it moments ago only
+    for a look or a pull), so no quiesce. `lasting` False: the machine is started again by the same
+    step (a disk grow, an IP switch, the drill). Returns (the machine as the stop left it, what happened
+    to the job's processes and checkpoints)."""
+    if fresh:
+        said = fresh
+    else:
+        from gpujob.apply.stop_pull import risk_of
+
+        risk = risk_of(target) if lasting else None
+        said = await let_save(target, ssh, clock, note, before, risk=risk)
     with _through_quiesce(target.resource.id):
         stopped = await target.provider.stop(target.resource)
     target.resource = stopped
@@ -171,10 +202,17 @@ def target_of(ctx: JobContext, machine: LiveResource) -> Target:
 
 
 async def stop_for(
-    ctx: JobContext, machine: LiveResource, *, before: str = "stop", fresh: str | None = None
+    ctx: JobContext,
+    machine: LiveResource,
+    *,
+    before: str = "stop",
+    fresh: str | None = None,
+    lasting: bool = True,
 ) -> tuple[LiveResource, str]:
     """`stop` for a step of apply or a hook given its context."""
-    return await stop(target_of(ctx, machine), ctx.ssh, ctx.clock, ctx.note, before=before, fresh=fresh)
+    return await stop(
+        target_of(ctx, machine), ctx.ssh, ctx.clock, ctx.note, before=before, fresh=fresh, lasting=lasting
+    )
 
 
 async def before_restart(ctx: JobContext, action: Action, machine: LiveResource) -> str:

@@ -62,7 +62,7 @@ def journal_facts(loaded: Any) -> dict[str, Any]:
 def journal_machine_facts(loaded: Sequence[Any], live: LiveState) -> LiveState:
     """What only the journal knows about a job's machine, as attributes on its live resource so the
     planner reads it next to what the platform reports, on stopped machines: `host_lost_gpu` (RP1) when
-    the last start found no GPU on its host; `host_faulty` (the finding) when the preflight stopped it; `stopped_at` when gpujob stopped it; `run_finished_at`
+    the last start found no GPU on its host; `host_faulty` (the finding) when the preflight stopped it; `stopped_at` when gpujob stopped it; `run_launched_at` when a run was last launched; `run_finished_at`
     when its last run was marked finished (exit 0) after its last launch."""
     from gpujob.apply.journal import Journal
     from gpujob.apply.reconcile import host_faulty, host_lost_gpu
@@ -108,6 +108,7 @@ def _stop_marks(entries: Sequence[Any], resource_id: str) -> dict[str, str | boo
             out["stopped_at"] = e.at.isoformat()
         elif aid.endswith(".run.launch"):
             finished = None
+            out["run_launched_at"] = e.at.isoformat()  # a pull the stop took before it is not current
         elif aid.endswith("." + FINISHED):
             finished = e.at
     if finished is not None:
@@ -164,6 +165,8 @@ async def _read_one(ls: Any, machine: LiveResource, provider: Any, ssh: Any, tim
         last_checkpoint=status.last_checkpoint,
         last_checkpoint_age_s=status.last_checkpoint_age_s,
         checkpoint_dir=status.checkpoint_dir,
+        ended=getattr(status, "ended", None),
+        earlier_ooms=getattr(status, "earlier_ooms", 0),
         **run_evidence.progress_facts(status),
     )
 

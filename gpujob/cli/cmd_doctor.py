@@ -76,13 +76,18 @@ def command(platforms: tuple[str, ...], fmt: str, no_api: bool, job_file: Path |
         results, bases = asyncio.run(_check(wanted))
         now = datetime.now(UTC)
         code = max(code, report.exit_code(results))
+        from gpujob.doctor.autopay import autopay_line
+
+        money = [line for line in [autopay_line(results)] if line is not None]
         if fmt == "json":
             doc = json.loads(report.as_json(results, now=now, version=__version__, bases=bases))
-            doc["setup"] = setup.as_json(lines)
+            doc["setup"] = setup.as_json(lines + money)
             doc["exit_code"] = code
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             sys.stdout.write("\n" + report.text(results, now=now, version=__version__, bases=bases))
+            if money:
+                sys.stdout.write("\n" + setup.text(money, title="Money (what no API reports):"))
         return code
 
     code = run_command(body)

@@ -74,6 +74,14 @@ most): a lost run is relaunched, a finished one gets its teardown.on_finish, exa
     "<job>.left.<platform>.…).",
 )
 @click.option(
+    "--approve",
+    "approvals",
+    multiple=True,
+    metavar="ID",
+    help="Show the plan as with this approval (repeatable): an accepted risk (e.g. <job>.pod.self-stop) "
+    "is then a warning. Approvals are not saved with -o: give them to apply too.",
+)
+@click.option(
     "--live-state",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     hidden=True,
@@ -89,11 +97,12 @@ def command(
     replace: tuple[str, ...],
     fresh: bool,
     release_left: bool,
+    approvals: tuple[str, ...],
     live_state: Path | None,
 ) -> None:
     code = run_command(
         _plan, jobfiles, fmt, out, no_color, live_state, not no_refresh_runs, replace=replace, fresh=fresh,
-        release_left=release_left,
+        release_left=release_left, approvals=approvals,
     )  # fmt: skip
     if code == 1:
         sys.exit(1)
@@ -112,6 +121,7 @@ def _plan(
     replace: tuple[str, ...] = (),
     fresh: bool = False,
     release_left: bool = False,
+    approvals: tuple[str, ...] = (),
 ) -> int:
     from gpujob.plan.planner import build_plan
     from gpujob.project import with_projects
@@ -154,13 +164,15 @@ def _plan(
         release_left=release_left,
     )
     from gpujob.cli.options import color_wanted
+    from gpujob.plan.stop_law import accept_risks
 
+    saved, plan = plan, accept_risks(plan, set(approvals))  # approvals are given to apply, never saved
     color = fmt == "text" and color_wanted(no_color)
     click.echo(render_plan(plan, fmt, color=color), nl=False)
     if out is not None:
         from gpujob.cli.private_file import write_private
 
-        write_private(out, render_plan(plan, "json"))
+        write_private(out, render_plan(saved, "json"))
         click.echo(f"Saved the plan to {out}. Apply exactly this plan with: gpujob apply {out}", err=True)
     if plan.blocked:
         n = sum(1 for f in plan.all_findings() if f.severity == "error")

@@ -240,6 +240,9 @@ async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped
         "state": st.state,
         "alive": st.alive,
         "exit_code": st.exit_code,
+        # what ended it, from inside the machine (U3/U41): out of memory, a reboot, a signal
+        "ended": getattr(st, "ended", None),
+        "memory_limit": getattr(st, "memory_limit", None),
         "started_at": st.started_at,
         "last_checkpoint": st.last_checkpoint,
         "last_checkpoint_age_s": st.last_checkpoint_age_s,
@@ -325,7 +328,8 @@ def _lines(row: dict, style: Style | None = None, *, chart: bool = False) -> lis
         else:
             code = f", exit code {run['exit_code']}" if run.get("exit_code") is not None else ""
             note = f" ({run['note']})" if run.get("note") else ""
-            lines.append(f"  run:       {run['state']}{code}{note}")
+            ended = f": {run['ended']}" if run.get("ended") else ""
+            lines.append(f"  run:       {run['state']}{code}{ended}{note}")
             if run.get("last_checkpoint"):
                 age = run.get("last_checkpoint_age_s")
                 lines.append(

@@ -217,8 +217,9 @@ async def plan_and_apply(
             release_left=opts.release_left,
         )
     from gpujob.apply.unreachable import mark_plan
+    from gpujob.plan.stop_law import accept_risks
 
-    plan = mark_plan(plan, set(opts.approvals))
+    plan = accept_risks(mark_plan(plan, set(opts.approvals)), set(opts.approvals))
     show(plan)
     rerun = rerun_command(opts, can_ask=ask is not None)
     if plan.blocked:

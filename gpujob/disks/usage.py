@@ -23,6 +23,7 @@ class DiskUsage:
     total_bytes: int
     used_inodes: int | None  # None: the filesystem has no inode count (df -i shows 0 or -)
     total_inodes: int | None
+    caches: tuple[tuple[str, int], ...] = ()  # (dir, bytes) of the caches on it, read once it fills (LC0.4)
 
     @property
     def byte_fraction(self) -> float:
@@ -92,11 +93,54 @@ def _rows(text: str) -> list[list[str]]:
     return [cells for cells in lines if len(cells) >= 5 and cells[0] != "Filesystem"]
 
 
+def cache_dirs(spec: Any) -> list[str]:
+    """Where pip, Hugging Face, apt and the rest put their caches (gpujob.ssh.launcher points HF_HOME and
+    PIP_CACHE_DIR under <mount>/.cache when run.caches is durable)."""
+    mount = spec.storage.mount.rstrip("/") or ""
+    return [f"{mount}/.cache", "/root/.cache", "/tmp", "/var/cache/apt", "/var/lib/apt/lists"]
+
+
+def du_command(dirs: list[str]) -> str:
+    """`du` of each cache dir that exists, on its own filesystem only, bounded in time (LC0.4)."""
+    args = " ".join(q(d) for d in dirs)
+    return f'for d in {args}; do [ -d "$d" ] && timeout 20 du -sx -B1 "$d" 2>/dev/null; done; true'
+
+
+def parse_du(text: str) -> list[tuple[str, int]]:
+    out = []
+    for line in text.splitlines():
+        size, _, path = line.partition("\t")
+        if size.strip().isdigit() and path.startswith("/"):
+            out.append((path.strip()[:200], int(size)))
+    return sorted(out, key=lambda kv: -kv[1])
+
+
+def _on(path: str, disk: str) -> bool:
+    return disk == "/" or path == disk or path.startswith(disk.rstrip("/") + "/")
+
+
 async def read_disks(remote: Any, spec: Any) -> list[DiskUsage]:
-    """One df round trip on an open connection (gpujob.ssh.session.Remote)."""
+    """One df round trip on an open connection (gpujob.ssh.session.Remote); when a disk fills, one more
+    for the `du` of the caches (LC0.4: what to prune, before guessing)."""
     paths = paths_of(spec)
     result = await remote.run(command(paths), check=False, timeout=30.0, what="df (disk and inode use)")
-    return parse(str(result.stdout), paths)
+    usages = parse(str(result.stdout), paths)
+    if not any(u.fullest[1] >= WARN_AT for u in usages):
+        return usages
+    du = await remote.run(du_command(cache_dirs(spec)), check=False, timeout=60.0, what="du of the caches")
+    sizes = parse_du(str(du.stdout))
+    mount = paths[0]
+    out = []
+    for u in usages:
+        if u.fullest[1] >= WARN_AT:
+            mine = [
+                (d, n)
+                for d, n in sizes
+                if _on(d, u.path) and (u.path != "/" or mount == "/" or not _on(d, mount))
+            ]
+            u = DiskUsage(u.path, u.used_bytes, u.total_bytes, u.used_inodes, u.total_inodes, tuple(mine[:4]))
+        out.append(u)
+    return out
 
 
 def warnings(usages: list[DiskUsage], at: float = WARN_AT) -> list[str]:
@@ -110,5 +154,7 @@ def warnings(usages: list[DiskUsage], at: float = WARN_AT) -> list[str]:
             )
             if u.path == "/":
                 hint += "; / is the container disk: caches and pip installs land there (RP11)"
+            if u.caches:
+                hint += "; caches on it: " + ", ".join(f"{d} {n / 1e9:.1f} GB" for d, n in u.caches)
             out.append(f"{u.path} is {frac:.0%} full ({what}): {hint}")
     return out

@@ -318,11 +318,13 @@ def _sbin(name: str) -> str | None:
 # --- rendering ---------------------------------------------------------------------------------------
 
 
-def text(lines: list[Line]) -> str:
+def text(
+    lines: list[Line], *, title: str = "Setup (read-only: nothing is written, no table is made):"
+) -> str:
     from gpujob.redact import redact
 
     width = max(len(line.what) for line in lines)
-    out = ["Setup (read-only: nothing is written, no table is made):"]
+    out = [title]
     for line in lines:
         out.append(f"  {LABEL[line.outcome]:<5} {line.what:<{width}}  {line.detail}")
         if line.fix and line.outcome != "ok":

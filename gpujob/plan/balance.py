@@ -41,8 +41,36 @@ def with_balance(loaded: Sequence[SpecSource], jobs: list[JobPlan], live: LiveSt
         found = None
         if j.platform == PLATFORM and ls is not None and ls.spec.state != "absent":
             found = balance_finding(ls, account, rate, notes, kept=kept)
+            if (
+                found is not None
+                and found.severity == "info"
+                and (account is None or account.balance_usd is None)
+            ):
+                found = _unread_with_stranded(found, j)
         out.append(j.model_copy(update={"findings": by_severity([*j.findings, found])}) if found else j)
     return out
+
+
+def _unread_with_stranded(found: Finding, j: JobPlan) -> Finding:
+    """The balance cannot be read and a stopped pod of the job holds un-pulled checkpoints (RP8's own
+    warning on it, gpujob.plan.trap_findings): what would have warned of a low balance is gone, so the
+    unread balance is a warning naming the clock that deletes that pod."""
+    from gpujob.plan.trap_findings import STOPPED_POD_DAYS, holds_unpulled
+
+    stranded = [f for f in j.findings if holds_unpulled(f)]
+    if not stranded:
+        return found
+    pods = ", ".join(f.summary.split(" ", 3)[2] for f in stranded)
+    return found.model_copy(
+        update={
+            "severity": "warning",
+            "summary": found.summary
+            + f"; stopped pod {pods} holds un-pulled checkpoints, and RunPod deletes a stopped pod when the "
+            f"balance runs low (and after about {STOPPED_POD_DAYS} days stopped), with no backup",
+            "fix": "pull them now (state: running, `gpujob apply`, then `gpujob pull`), and turn on Auto-Pay in "
+            "the console (Billing; `gpujob doctor` says what it can of it)",
+        }
+    )
 
 
 def planned_rate(account: Account | None, jobs: Sequence[JobPlan]) -> float:

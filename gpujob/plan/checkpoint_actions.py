@@ -43,6 +43,9 @@ def launch_run(
             "starts (only into an empty dir; each copy read back before the original goes), so training "
             "continues from its step"
         )
+    fed = _fed_env(run.env)
+    if fed:
+        reasons.append(fed)
     if run.secrets:
         reasons.append(f"secrets passed over SSH by name: {', '.join(run.secrets)}")
     m = ctx.machine if machine_action is None else None  # launched on the machine there is now
@@ -68,6 +71,17 @@ def launch_run(
         reasons=reasons,
         depends_on=[machine_action],
     )
+
+
+def _fed_env(env: dict[str, str]) -> str:
+    """What the launcher sets so the GPU is fed (gpujob.ssh.launcher), each only where run.env does not."""
+    parts = []
+    threads = [n for n in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if n not in env]
+    if threads:
+        parts.append(f"{'/'.join(threads)} = the cgroup's CPU quota (U40: not the host's cores)")
+    if "PYTHONUNBUFFERED" not in env:
+        parts.append("PYTHONUNBUFFERED=1 (U43: the log is not held back in a buffer)")
+    return ("environment: " + "; ".join(parts)) if parts else ""
 
 
 def previous_ck_dir(ctx: JobContext) -> str | None:

@@ -59,6 +59,9 @@ def spec_findings(
     out += waiting.finding(ctx, creates)
     out += _budget(ctx, running_usd_per_hour, running_meters)
     out += _secrets(ctx, launch_planned)
+    from gpujob.plan.setup_findings import setup_findings
+
+    out += setup_findings(ctx)  # U29: run.setup installs without pins
     return out
 
 
@@ -91,10 +94,10 @@ def _image(ctx: JobContext) -> list[Finding]:
     image = spec.machine.image
     if image is None or "@sha256:" in image or spec.state == "absent":
         return []
-    code = "PS12" if spec.platform == "paperspace" else "image-digest"
+    # machine.image is a RunPod option (spec.checks refuses it on Paperspace, which runs templates)
     return [
         ctx.finding(
-            code,
+            "image-digest",
             "warning",
             f"image {image} is not pinned by digest",
             detail="A tag can point at different layers tomorrow; a replaced or restarted machine may run other code.",

@@ -62,6 +62,11 @@ class PullRecord(Model):
     )
     verify_command: str | None = None
     at: datetime
+    before_stop: bool = Field(
+        False,
+        description="Taken by a stop of gpujob's after the run was stopped (gpujob.apply.stop_pull): "
+        "nothing of the run was written after it.",
+    )
 
     def file(self, name: str) -> PulledFile | None:
         return next((f for f in self.files if f.name == name), None)

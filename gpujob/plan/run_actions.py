@@ -67,6 +67,9 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
     if fact.state == "running":
         plan_relaunch(ctx, fact, forced=run_forced(ctx))
         return
+    if fact.state in ("lost", "exited") and (fact.ended or "").startswith(OOM) and not changed:
+        _after_oom(ctx, fact)
+        return
     if fact.state == "lost":
         since = f" at {fact.started_at}" if fact.started_at else ""
         launch_run(
@@ -99,6 +102,34 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
     verb = ctx.spec.teardown.on_finish
     if fact.state == "exited" and fact.exit_code == 0 and verb != "keep":
         _on_finish(ctx, _finished_why(ctx, verb))
+
+
+OOM = "killed: out of memory"  # gpujob.ssh.cgroup.OOM: how a run's end says the cgroup OOM-killed it
+
+
+def _after_oom(ctx: JobContext, fact: RunFact) -> None:
+    """U41: the cgroup's oom_kill counter rose while the run went. Relaunched once (a spike, a leak the
+    resume skips past); a second OOM kill in a row is not relaunched into the same wall again."""
+    if fact.earlier_ooms < 1:
+        launch_run(
+            ctx,
+            None,
+            first=f"the run was {fact.ended}: relaunched once (a second out-of-memory kill in a row is not)",
+            resume=_resume_from(fact),
+        )
+        return
+    ctx.findings.append(
+        ctx.finding(
+            "run-oom",
+            "warning",
+            f"the run was {fact.ended}, again after its one relaunch: it is not relaunched for the same job file",
+            detail="The cgroup's own oom_kill counter says so (U41), not the host's free or dmesg. A second "
+            "kill in a row is the job's memory need, not a fluke.",
+            fix="lower the batch size or the dataloader's num_workers × prefetch (U9), or pick a machine "
+            "with more memory; then edit the job file (a new version is launched again)",
+            key="run.command",
+        )
+    )
 
 
 def _resume_from(fact: RunFact) -> str | None:
@@ -179,6 +210,8 @@ def _fact_findings(ctx: JobContext, fact: RunFact, changed: bool) -> None:
         )
     elif changed:
         return
+    elif (fact.ended or "").startswith(OOM):
+        return  # _after_oom says what happens
     elif fact.state in ("exited", "setup_failed") and not (fact.exit_code == 0 and fact.state == "exited"):
         what = "failed in setup" if fact.state == "setup_failed" else f"exited with code {fact.exit_code}"
         ctx.findings.append(

@@ -161,6 +161,38 @@ def progress_facts(status: object) -> dict[str, Any]:
     return out
 
 
+FAST_FINISH = 0.1  # of run.max_runtime: a run done in under a tenth of it is asked about (LC4.3)
+
+
+def fast_finish(
+    spec: JobSpec, *, exit_code: int | None, started_at: str | None, finished_at: str | None
+) -> RunWarning | None:
+    """LC4.3: a run that exited 0 far sooner than the job file expects (run.max_runtime) may have done
+    nothing (a config that skipped training, an empty dataset, a resume past the last step)."""
+    runtime = spec.run.max_runtime if spec.run is not None else None
+    if exit_code != 0 or runtime is None or not started_at or not finished_at:
+        return None
+    try:
+        took = (
+            datetime.fromisoformat(finished_at.replace("Z", "+00:00"))
+            - datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+        ).total_seconds()
+    except ValueError:
+        return None
+    if took < 0 or took >= FAST_FINISH * runtime.total_seconds():
+        return None
+    return RunWarning(
+        "fast-finish",
+        f"the run exited 0 after {took / 60:.0f} min, under a tenth of run.max_runtime "
+        f"({runtime.total_seconds() / 3600:g} h): did it train?",
+        "A run that ends far sooner than expected is more often a failure that exits 0 (nothing to do, a "
+        "wrong config, a resume past the last step) than a fast one.",
+        "read `gpujob logs` and the last checkpoint before trusting the result; set run.max_runtime to what "
+        "the run really takes",
+        "run.max_runtime",
+    )
+
+
 def status_warnings(
     spec: JobSpec, status: object, pull_record: object, now: datetime
 ) -> list[dict[str, str]]:
@@ -182,6 +214,12 @@ def status_warnings(
             earlier_last_step=facts.get("earlier_last_step"),
             earlier_span_s=facts.get("earlier_span_s"),
             pulled_before_start=pulled_before(pull_record, None, started_at),
+        ),
+        fast_finish(
+            spec,
+            exit_code=getattr(status, "exit_code", None) if not getattr(status, "alive", False) else None,
+            started_at=started_at,
+            finished_at=getattr(status, "finished_at", None),
         ),
     ]
     return [{"code": w.code, "summary": w.summary, "fix": w.fix} for w in found if w is not None]

@@ -12,7 +12,7 @@ teardown stop there is done by gpujob apply / watch only, and the plan says what
 from __future__ import annotations
 
 from gpujob.cost.rates import usd
-from gpujob.plan.context import JobContext
+from gpujob.plan.context import JobContext, path_tier
 from gpujob.plan.model import ActionKind, Finding
 
 RUNPODCTL_IMAGES = ("runpod/",)  # RunPod's own images ship runpodctl (seeds/runpod.md)
@@ -62,7 +62,39 @@ def self_stop_findings(ctx: JobContext, running_usd_per_hour: float) -> list[Fin
                 key="machine.image",
             )
         )
+    out += _strands(ctx, creates)
     return out
+
+
+def _strands(ctx: JobContext, creates: bool) -> list[Finding]:
+    """The Iron Law on the pod's own stop (gpujob.plan.stop_law): it cannot pull first, so it is an error
+    where checkpoint.dir is on a disk a stop bills at 2× or deletes, unless its approval is given."""
+    from gpujob.plan import stop_law
+
+    spec, ck = ctx.spec, ctx.spec.checkpoint
+    keys = stop_law.self_stops(spec)
+    launches = creates or any(a.kind in (ActionKind.LAUNCH, ActionKind.RELAUNCH) for a in ctx.actions)
+    if ck is None or not keys or not launches:
+        return []
+    risk = stop_law.stop_risk(ctx.profile, spec, path_tier(spec, ck.dir))
+    if risk is None:
+        return []
+    aid = stop_law.approval_id(spec.name)
+    return [
+        ctx.finding(
+            stop_law.CODE,
+            "error",
+            f"teardown.{keys[0]}: stop is done on the pod itself, which cannot pull first: the newest "
+            f"checkpoint in {ck.dir} would stay only on the stopped pod, where {risk}",
+            detail="gpujob's own stops (state: stopped, gpujob watch) pull and verify the checkpoints "
+            "first; the pod's stop at the end of the run has no way to (the Iron Law: no stop before a "
+            "verified pull).",
+            fix="put checkpoint.dir on a storage.network_volume (a stop keeps it as it is); or set "
+            f"teardown.{keys[0]}: keep and stop with state: stopped (gpujob apply pulls and verifies "
+            f"first); or accept the risk: --approve {aid}",
+            key=f"teardown.{keys[0]}",
+        )
+    ]
 
 
 def _paperspace(ctx: JobContext, running_usd_per_hour: float) -> list[Finding]:

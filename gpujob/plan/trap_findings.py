@@ -54,7 +54,9 @@ def unpulled_reason(rec: object, m: LiveResource) -> str | None:
             f"({m.started_at:%Y-%m-%d %H:%M} UTC): what the run wrote since is on its disk only"
         )
     finished = _stamp(m.attributes.get("run_finished_at"))
-    if at is not None and (finished is None or finished > at):
+    launched = _stamp(m.attributes.get("run_launched_at"))
+    stop_pulled = _get(rec, "before_stop") and (launched is None or (at is not None and launched < at))
+    if at is not None and (finished is None or finished > at) and not stop_pulled:
         # RunPod does not report when a pod stopped: only a run that had finished before the pull wrote
         # nothing after it.
         stopped = _stamp(m.attributes.get("stopped_at"))
@@ -73,6 +75,17 @@ def _stamp(value: object) -> datetime | None:
         return datetime.fromisoformat(value)
     except ValueError:
         return None
+
+
+def holds_unpulled(f: Finding) -> bool:
+    """Whether `f` is the warning below (a stopped pod holding un-pulled checkpoints): gpujob.plan.balance
+    raises an unread balance to a warning next to it."""
+    return (
+        f.code == "RP8"
+        and f.severity == "warning"
+        and f.summary.startswith("stopped pod ")
+        and (" holds un-pulled checkpoints " in f.summary)
+    )
 
 
 def _stopped_pod_unpulled(ctx: JobContext) -> list[Finding]:
@@ -110,9 +123,9 @@ def _stopped_pod_unpulled(ctx: JobContext) -> list[Finding]:
 
 
 def stop_leaves_unpulled(ctx: JobContext, aid: str) -> list[Finding]:
-    """On a stop action: the pod it stops keeps checkpoints only on its volume disk, and the last pull
-    does not hold them all. A warning when no current pull exists; a note when one does but the run
-    keeps writing until the stop."""
+    """On a stop action: the pod it stops keeps checkpoints on its volume disk that the last pull does not
+    hold. The stop pulls them and verifies the newest first (gpujob.apply.stop_pull, the Iron Law), and is
+    refused when it does not come home: a note of that, with why the last pull is not enough."""
     m, ck = ctx.machine, ctx.spec.checkpoint
     if ctx.spec.platform != "runpod" or m is None or ck is None or m.status != "running":
         return []
@@ -120,38 +133,22 @@ def stop_leaves_unpulled(ctx: JobContext, aid: str) -> list[Finding]:
         return []
     fact = ctx.live.runs.get(ctx.job)
     why = unpulled_reason(ctx.pull_record, m)
-    detail = (
-        f"RunPod stops pods when the balance runs low and then deletes them, and removes stopped pods "
-        f"after about {STOPPED_POD_DAYS} days; a stopped pod has no SSH to pull from."
-    )
-    if why is not None and "could still write" in why:
+    if why is None:
+        return []
+    if "could still write" in why and fact is not None and fact.state == "exited":
         # The pod runs now and was pulled since its last start: that pull holds everything when the run
         # had already exited when the plan read it (the fact has no exit time, so this is the best read).
-        if fact is not None and fact.state == "exited":
-            return []
-        at = _get(ctx.pull_record, "at")
-        return [
-            ctx.finding(
-                "RP8",
-                "info",
-                f"the run writes until this stop: checkpoints after the last pull ({at:%Y-%m-%d %H:%M} UTC) "
-                f"stay only on {m.name}'s volume disk",
-                detail=detail,
-                fix="put checkpoint.dir on a storage.network_volume (it outlives the pod), or pull again "
-                "once the pod runs",
-                key="checkpoint.dir",
-                action_id=aid,
-            )
-        ]
-    if why is None:
         return []
     return [
         ctx.finding(
             "RP8",
-            "warning",
-            f"after this stop, {m.name} keeps checkpoints ({ck.dir}) only on its volume disk: {why}",
-            detail=detail,
-            fix="run `gpujob pull` first, while the pod still runs, then apply",
+            "info",
+            f"before this stop, the checkpoints ({ck.dir}) are pulled and the newest verified ({why}); "
+            f"the stop is refused if it does not come home",
+            detail=f"A stopped pod's volume disk bills at twice the running rate (RP4), and RunPod deletes "
+            f"stopped pods when the balance runs low or after about {STOPPED_POD_DAYS} days; a stopped pod "
+            "has no SSH to pull from.",
+            fix="put checkpoint.dir on a storage.network_volume (it outlives the pod and needs no pull)",
             key="checkpoint.dir",
             action_id=aid,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpujob.preflight.probe import HostReport, xid_codes
+from gpujob.preflight.probe import Gpu, HostReport, xid_codes
 
 SLOWDOWNS = {
     "hw_slowdown": "hardware slowdown",
@@ -16,7 +16,7 @@ SLOWDOWNS = {
 
 @dataclass(frozen=True)
 class Problem:
-    code: str  # the gotcha id: RP1, U31, U22, U23, RP9, gpu-model
+    code: str  # the gotcha id: RP1, U31, U22, U23, U11, RP9, gpu-model
     message: str
 
 
@@ -40,6 +40,23 @@ def model_token(gpu_id: str) -> str | None:
         if re.search(r"\d{2,}", w) and not re.fullmatch(r"\d+GB?", w):
             return w
     return None
+
+
+BUSY_MIB = 1024  # more than a driver and a display hold: someone's CUDA context (U11)
+
+
+def memory_in_use(g: Gpu) -> str | None:
+    """U11: memory already in use before gpujob launched anything, with the numbers (a zombie or
+    another tenant's process holds it, often one nvidia-smi's process list does not show)."""
+    used, total = g.memory_mib("used"), g.memory_mib("total")
+    if used is None or used <= BUSY_MIB or (total and used * 20 <= total):
+        return None
+    of = f" of {total} MiB" if total else ""
+    return (
+        f"GPU {g.index} ({g.name}) already has {used} MiB{of} in use before the launch: a process holds "
+        "it, often one nvidia-smi's process list cannot see (a zombie of a killed run, U11); the run "
+        "would fail with CUDA out of memory"
+    )
 
 
 def assess(report: HostReport, billed_model: str | None, billed_count: int) -> Verdict:
@@ -70,6 +87,9 @@ def assess(report: HostReport, billed_model: str | None, billed_count: int) -> V
                 problems.append(
                     Problem("U23", f"GPU {g.index} ({g.name}) is throttled: {' and '.join(active)} active")
                 )
+            busy = memory_in_use(g)
+            if busy:
+                problems.append(Problem("U11", busy))
             if g.uncorrected_ecc():
                 problems.append(
                     Problem("U22", f"GPU {g.index} reports {g.uncorrected_ecc()} uncorrected ECC error(s)")

@@ -13,6 +13,8 @@ FIELDS = (
     "clocks_throttle_reasons.hw_thermal_slowdown",
     "clocks_throttle_reasons.sw_thermal_slowdown",
     "ecc.errors.uncorrected.volatile.total",
+    "memory.used",
+    "memory.total",
 )
 _TORCH = (
     "import importlib.util as u\n"
@@ -51,6 +53,11 @@ class Gpu:
 
     def active(self, reason: str) -> bool:
         return self.values.get(f"clocks_throttle_reasons.{reason}", "").strip().lower() == "active"
+
+    def memory_mib(self, which: str) -> int | None:
+        """memory.used / memory.total in MiB ("18432 MiB" or a bare number), None when not reported."""
+        raw = self.values.get(f"memory.{which}", "").strip().split(" ")[0]
+        return int(raw) if raw.isdigit() else None
 
     def uncorrected_ecc(self) -> int:
         raw = self.values.get("ecc.errors.uncorrected.volatile.total", "").strip()
@@ -91,8 +98,9 @@ def parse(text: str) -> HostReport:
     if rc == 0:
         for row in lines["smi"]:
             cells = [c.strip() for c in row.split(",")]
-            if len(cells) == len(FIELDS) and cells[0].isdigit():
-                report.gpus.append(Gpu(cells[0], cells[1], dict(zip(FIELDS, cells, strict=True))))
+            # the memory fields came last and later (U11): a row without them is read as before
+            if len(FIELDS) - 2 <= len(cells) <= len(FIELDS) and cells[0].isdigit():
+                report.gpus.append(Gpu(cells[0], cells[1], dict(zip(FIELDS, cells, strict=False))))
     if not torch:
         last = [ln.strip() for ln in lines["torch"] if ln.strip()][-1:]
         torch = f"error: {last[0]}" if last else "none"

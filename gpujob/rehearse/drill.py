@@ -162,7 +162,7 @@ async def drill(
 
         # The stop gpujob makes everywhere: the job's processes get SIGTERM and their grace first.
         how = f"a stop through the {spec.platform} API"
-        _stopped, said = await stop(view.target(), ssh, clock, say, before="drill's stop")
+        _stopped, said = await stop(view.target(), ssh, clock, say, before="drill's stop", lasting=False)
         how += f" ({said})" if said else ""
     say(
         f"interrupted {machine.name} ({machine.id}) with {how}; newest verified checkpoint: {ck_name} (step {ck_step})"

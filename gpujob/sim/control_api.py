@@ -25,8 +25,8 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
             sim.options.balance = float(params.get("balance", max(sim.options.balance, 1_000_000.0)))
             sim.save()
         return {"fault": "clear", "active": []}
-    if kind == "gpu_fault" and params.get("kind") not in ("xid", "throttle"):
-        raise SimError(400, "gpu_fault needs --kind xid or --kind throttle")
+    if kind == "gpu_fault" and params.get("kind") not in ("xid", "throttle", "busy"):
+        raise SimError(400, "gpu_fault needs --kind xid, throttle or busy")
     fault = Fault.model_validate(params)
     if fault.gpu:
         fault.for_gpus(_gpu_ids(sim, fault))
@@ -61,6 +61,8 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
         return {"fault": kind, "stopped": stopped}
     if kind == "migrate":
         return {"fault": kind, "migrated": rp_migrate.migrate(sim, fault.pod_id)}
+    if kind == "oom":
+        return {"fault": kind, "killed": rp_engine.oom_kill(sim, fault.pod_id)}
     if kind == "disk_fill":
         return {"fault": kind, "filled": _fill_disks(sim, fault.pod_id, fault.percent)}
     if kind == "auto_shutdown":

@@ -22,6 +22,7 @@ FAULTS = (
     "bid_too_low",
     "spot_floor",
     "gpu_fault",
+    "oom",
     "disk_fill",
     "migrate",
     "clear",
@@ -81,8 +82,9 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "gpu_fault": (
         ("kind", "count", "platform", "gpu", "pod_id"),
-        "the next N pods (default 1; or --pod-id's host) get a faulty GPU: --kind xid|throttle",
+        "the next N pods (default 1; or --pod-id's host) get a faulty GPU: --kind xid|throttle|busy",
     ),
+    "oom": (("pod_id",), "the pod's cgroup OOM-kills its largest process (memory.events oom_kill + 1)"),
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
     "migrate": (
         ("pod_id",),

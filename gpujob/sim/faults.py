@@ -35,8 +35,10 @@ class Fault(BaseModel):
     machine_id: str | None = Field(None, description="auto_shutdown: only this Paperspace machine.")
     balance: float | None = Field(None, description="clear: the account balance afterwards.")
     percent: float | None = Field(None, ge=0, le=100, description="disk_fill: how full df says each disk is.")
-    kind: Literal["xid", "throttle"] | None = Field(
-        None, description="gpu_fault: an Xid error in the kernel log, or a hardware/thermal slowdown."
+    kind: Literal["xid", "throttle", "busy"] | None = Field(
+        None,
+        description="gpu_fault: an Xid error in the kernel log, a hardware/thermal slowdown, or GPU memory "
+        "already held by a process nvidia-smi does not list (U11).",
     )
     # The platform ids `gpu` stands for (gpujob.sim.fault_gpus, set at inject); None: match by substring.
     _gpu_ids: frozenset[str] | None = PrivateAttr(None)

@@ -14,7 +14,11 @@ from pathlib import Path
 
 from gpujob.sim.podisks import DF
 
-KINDS = ("xid", "throttle")
+KINDS = ("xid", "throttle", "busy")
+BUSY_MIB = 18432  # what a zombie holds on a "busy" host (U11): nvidia-smi lists no process for it
+# The container's cgroup (gpujob.ssh.cgroup reads it through GPUJOB_CGROUP_DIR): 32 GiB, 4 vCPUs.
+MEMORY_MAX = 32 * 1024**3
+CPU_MAX = "400000 100000"
 DRIVER = "550.54.15"
 CUDA = "12.4"
 BIN = "gpu/bin"  # under the pod's control dir
@@ -40,6 +44,8 @@ class GpuHost:
             "driver_version": DRIVER,
             "memory.total [MiB]": "24564 MiB",
             "memory.total": "24564 MiB",
+            "memory.used": f"{BUSY_MIB if self.fault == 'busy' else 1} MiB",
+            "memory.used [MiB]": f"{BUSY_MIB if self.fault == 'busy' else 1} MiB",
             "temperature.gpu": "91" if throttled else "34",
             "clocks_throttle_reasons.active": f"0x{active:016X}",
             "clocks_throttle_reasons.gpu_idle": "Active",
@@ -110,10 +116,31 @@ def fill_disks(ctl_dir: Path, percent: float | None) -> None:
         marker.write_text(f"{percent:g}")
 
 
+def oom_kill(ctl_dir: Path) -> int:
+    """The kernel's OOM kill in the pod's cgroup: its memory.events oom_kill counter rises by one (the
+    simulator then kills the pod's largest process). Returns the counter."""
+    events = ctl_dir / "gpu" / "cgroup" / "memory.events"
+    counts = dict(line.split() for line in events.read_text().splitlines() if line.strip())
+    counts["oom"] = str(int(counts.get("oom", "0")) + 1)
+    counts["oom_kill"] = str(int(counts.get("oom_kill", "0")) + 1)
+    events.write_text("".join(f"{k} {v}\n" for k, v in counts.items()))
+    return int(counts["oom_kill"])
+
+
+def _cgroup(d: Path) -> None:
+    cg = d / "cgroup"
+    cg.mkdir(exist_ok=True)
+    (cg / "memory.max").write_text(f"{MEMORY_MAX}\n")
+    (cg / "cpu.max").write_text(CPU_MAX + "\n")
+    if not (cg / "memory.events").exists():  # the counter outlives a restart of the container
+        (cg / "memory.events").write_text("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n")
+
+
 def install(ctl_dir: Path, host: GpuHost) -> None:
-    """Write the host's answers and its two commands under <ctl>/gpu."""
+    """Write the host's answers and its two commands under <ctl>/gpu, and the container's cgroup."""
     d = ctl_dir / "gpu"
     (d / "bin").mkdir(parents=True, exist_ok=True)
+    _cgroup(d)
     for old in d.glob("gpu.*"):
         old.unlink()
     (d / "count").write_text(str(host.count))

@@ -78,6 +78,8 @@ def sshd_config(launch: PodLaunch, ctl: str, extra: list[str] | None = None) -> 
     if launch.gpu is not None or tools:
         path = path_for(ctl) if launch.gpu is not None else path_for(ctl).split(":", 1)[1]
         safe["PATH"] = f"{ctl}/bin:{path}" if tools else path  # the host's nvidia-smi and dmesg next
+    if launch.gpu is not None:
+        safe["GPUJOB_CGROUP_DIR"] = f"{ctl}/gpu/cgroup"  # the container's cgroup (gpujob.sim.gpuhost)
     if safe:
         lines.append("SetEnv " + " ".join(f"{k}={v}" for k, v in sorted(safe.items())))
     return "\n".join(lines + (extra or [])) + "\n"

@@ -280,6 +280,28 @@ def members(pid1: int, key: str) -> list[int]:
     return sorted(found - {pid1, os.getpid(), top or -1})
 
 
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def largest(pid1: int, key: str) -> int | None:
+    """The pod's process with the largest resident memory (the OOM killer's pick), its sshd and the
+    sshd's sessions spared."""
+    procs = [p for p in members(pid1, key) if b"sshd" not in b"".join(_argv(p)[:1])]
+    return max(procs, key=_rss_kb, default=None)
+
+
+def kill_one(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
 def is_pod_sshd(pid: int, key: str) -> bool:
     """Guard against pid reuse: a namespace pod's sshd sees our control dir with our pod key; a plain
     pod's sshd is the child of a podinit carrying our key."""

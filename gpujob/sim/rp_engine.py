@@ -277,6 +277,25 @@ def preempt(sim: Simulator, pod_id: str | None, grace: float | None) -> list[str
     return ids
 
 
+def oom_kill(sim: Simulator, pod_id: str | None) -> list[str]:
+    """The pod's cgroup runs out of memory: its oom_kill counter rises and the kernel SIGKILLs its
+    largest process (the training run, not the sshd), as the OOM killer does (U41)."""
+    from gpujob.sim.gpuhost import oom_kill as count_it
+
+    if not pod_id:
+        raise SimError(400, "oom needs --pod-id")
+    with sim.lock:
+        pod = get_pod(sim, pod_id)
+        if pod.status != "RUNNING" or not pod.sshd_pid:
+            raise SimError(409, f"pod {pod_id} is not running", "conflict")
+        pid1, key = pod.sshd_pid, sim.pod_key("runpod", pod_id)
+    count_it(pod_dir(sim, pod_id) / "ctl")
+    victim = podproc.largest(pid1, key)
+    if victim is not None:
+        podproc.kill_one(victim)
+    return [pod_id]
+
+
 def on_tick(sim: Simulator, exhausted: bool) -> None:
     """Each tick (gpujob.sim.engine): an exhausted balance stops every running pod."""
     if exhausted:

@@ -24,6 +24,7 @@ from gpujob.layout.machine import (
 from gpujob.model import Model
 from gpujob.naming import SEP, run_session
 from gpujob.quote import env_name, q, remote_path, session_name
+from gpujob.ssh import cgroup
 from gpujob.ssh.guard import GUARD_EVERY_S as GUARD_EVERY_S
 from gpujob.ssh.guard import SELF_STOP as SELF_STOP
 from gpujob.ssh.guard import Guard, guard_of
@@ -68,6 +69,18 @@ class RunStatus(Model):
     history: list[PastRun] = Field(
         default_factory=list
     )  # earlier runs, oldest first (the launcher's $JOBDIR/runs)
+    memory_limit: int | None = None  # the cgroup's memory limit, bytes (gpujob.ssh.cgroup)
+    oom_kills: int | None = None  # how far the cgroup's oom_kill counter rose since this run started
+    earlier_ooms: int = 0  # consecutive OOM-killed runs before this one
+    rebooted: bool = False  # the boot id changed since this run started
+
+    @property
+    def ended(self) -> str | None:
+        """What ended the run, from inside the machine (U3): out of memory, a reboot, a signal."""
+        return cgroup.ended_how(
+            alive=self.alive, exit_code=self.exit_code, started=bool(self.started_at),
+            oom_kills=self.oom_kills, memory_limit=self.memory_limit, rebooted=self.rebooted,
+        )  # fmt: skip
 
     @property
     def state(self) -> Literal["running", "exited", "setup_failed", "lost", "not_started"]:
@@ -123,6 +136,9 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT, guard: G
         kind="pod" if spec.platform == "runpod" else "machine",
         self_stop=SELF_STOP.get(spec.platform, ""),
         guard=held,
+        cgroup=cgroup.FUNCTIONS.rstrip(),
+        threads=[n for n in cgroup.THREAD_VARS if n not in run.env],
+        unbuffered="PYTHONUNBUFFERED" not in run.env,
     )
 
 
@@ -219,7 +235,7 @@ for f in progress progress.first; do
   [ -s "$J/$f" ] && echo "$f=$(head -c 64 "$J/$f" | head -n 1 | cut -d ' ' -f 1) $(date -r "$J/$f" +%s.%N)"
 done
 tail -n 50 "$J/runs" 2>/dev/null | sed 's/^/run=/'
-echo "now=$(date +%s.%N)"
+{cgroup.status_lines()}echo "now=$(date +%s.%N)"
 echo "--log--"
 {tail_command(job_dir(spec) + "/run.log", LOG_TAIL_LINES, call_cap=STATUS_CAP)}
 true"""
@@ -336,6 +352,7 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
         detach=kv.get("detach") or None,
         checkpoint_dir=_clean_dir(kv.get("checkpoint_dir") or ""),
         stopped_itself=kv.get("stopped_itself") or None,
+        **cgroup.readings(kv),  # type: ignore[arg-type]
     )
 
 

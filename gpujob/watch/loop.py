@@ -144,6 +144,9 @@ class Watcher(Acting):
 
         plan = build_plan(loaded, live, now=now, env=self.env, pull_records=job_pull_records(loaded),
                           histories=job_histories(loaded))  # fmt: skip
+        from gpujob.plan.stop_law import accept_risks
+
+        plan = accept_risks(plan, set(self.opt.approvals))  # e.g. <job>.pod.self-stop (gpujob.plan.stop_law)
         for jp in plan.jobs:
             self._observe(self.jobs[jp.job], jp, live, now)
         await self._refresh_costs(active, now)

@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"context", "gate"},
     {"runtime.transfer", "runtime.remote"},
     {"runtime.launch", "runtime.pulling"},
+    {"stop_pull"},  # the Iron Law's pull before a stop: quiesce.stop calls it
     {"runtime", "ownership", "capacity", "observe", "quiesce", "reach_gate"},
     {"runfacts"},
     {"refresh"},

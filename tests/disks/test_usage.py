@@ -30,3 +30,38 @@ def test_warnings_at_90_percent_name_what_fills_first() -> None:
 
 def test_an_unreadable_df_gives_no_rows() -> None:
     assert parse("df: /workspace: No such file or directory\n@@inodes\n", ["/workspace", "/"]) == []
+
+
+def test_a_filling_disk_gets_the_du_of_its_caches_lc04() -> None:
+    """LC0.4: once a disk is past the warning line, the caches on it are measured (`du`), biggest first,
+    each on the disk it fills; a roomy disk costs no second round trip."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from gpujob.disks.usage import read_disks
+    from tests.apply.fakes import make_spec
+
+    du = "12000000000\t/workspace/.cache\n3000000000\t/root/.cache\n500\t/tmp\n"
+    calls: list[str] = []
+
+    class Remote:
+        async def run(self, cmd: str, **_: object) -> SimpleNamespace:
+            calls.append(cmd)
+            return SimpleNamespace(stdout=DF if cmd.startswith("df") else du)
+
+    ws, root = asyncio.run(read_disks(Remote(), make_spec()))
+    assert ws.caches == (("/workspace/.cache", 12000000000),)
+    assert root.caches == (("/root/.cache", 3000000000), ("/tmp", 500))
+    said = warnings([ws, root])
+    assert "caches on it: /workspace/.cache 12.0 GB" in said[0] and "/root/.cache 3.0 GB" in said[1]
+    assert "du -sx" in calls[1] and len(calls) == 2
+    roomy = DF.replace("9771221811", "1000").replace("320000", "100")
+    calls.clear()
+    DFroomy = roomy
+
+    class Quiet(Remote):
+        async def run(self, cmd: str, **_: object) -> SimpleNamespace:
+            calls.append(cmd)
+            return SimpleNamespace(stdout=DFroomy)
+
+    assert all(u.caches == () for u in asyncio.run(read_disks(Quiet(), make_spec()))) and len(calls) == 1

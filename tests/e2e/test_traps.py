@@ -61,42 +61,65 @@ def test_plan_says_how_long_the_balance_lasts_and_a_failed_read_only_notes_it(pr
     assert "the RunPod balance was not read" in quiet.stdout
 
 
-def test_stopped_pod_with_unpulled_checkpoints_warns_and_the_printed_fix_brings_them_home(
+def test_state_stopped_pulls_and_verifies_the_newest_checkpoint_first_and_a_self_stop_needs_approval(
     project: Project,
 ) -> None:
+    """Issue 42, the Iron Law: checkpoints only on the pod's volume disk, `state: stopped` pulls them after
+    the run's last save and verifies the newest before the stop; on_finish: stop (the pod's own stop,
+    which cannot pull) plans as an error until its approval is given."""
     p = project
     edit(p, ON_VOLUME_DISK)
     p.gj("apply", "--auto-approve")
     poll("a few checkpoints", lambda: last_step(p) >= 20)
     edit(p, ("state: running", "state: stopped"))
-    (before,) = [x for x in findings(p, "RP8") if "after this stop" in x["summary"]]
-    assert before["action_id"] == "quickstart.pod.stop" and "no pull on record" in before["summary"]
-    p.gj("apply", "--auto-approve")
+    (before,) = [x for x in findings(p, "RP8") if x.get("action_id") == "quickstart.pod.stop"]
+    assert (
+        before["severity"] == "info"
+        and "are pulled and the newest verified (no pull on record)" in before["summary"]
+    )
+    stopped = p.gj("apply", "--auto-approve")
     assert p.status()["machine"]["status"] == "EXITED"
+    out = stopped.stdout + stopped.stderr
+    assert re.search(
+        r"newest checkpoint step_\d+\.json \(1 file\(s\), [^)]*\) pulled and verified first", out
+    ), out
+    rec = p.record("pulls/quickstart.json")
+    assert rec["before_stop"] and rec["files"] and all(x["verified"] for x in rec["files"])
+    newest = max(rec["files"], key=lambda x: x["name"])
+    assert (p.dir / "checkpoints" / newest["name"]).stat().st_size == newest["size"]
+    assert not [x for x in findings(p, "RP8") if "un-pulled" in x["summary"]]  # everything is home
 
+    # the pod's own stop cannot pull: an error until approved
+    edit(p, ("state: stopped", "state: running"))
+    edit(p, ("on_finish: keep", "on_finish: stop"))
+    refused = p.gj("plan", check=False)
+    assert refused.returncode == 1 and "[self-stop-unpulled]" in refused.stdout, refused.stdout
+    assert "--approve quickstart.pod.self-stop" in refused.stdout
+    accepted = p.gj("plan", "--approve", "quickstart.pod.self-stop", check=False)
+    assert accepted.returncode == 0 and "risk accepted: quickstart.pod.self-stop approved" in accepted.stdout
+
+
+def test_a_pod_stopped_outside_gpujob_with_unpulled_checkpoints_warns_and_the_printed_fix_brings_them_home(
+    project: Project,
+) -> None:
+    """RP8: a stop gpujob did not make (the console, a low balance) leaves what the run wrote on the pod's
+    disk; the plan warns, and its printed fix brings it home."""
+    from gpujob.sim import rp_engine
+
+    p = project
+    edit(p, ON_VOLUME_DISK)
+    p.gj("apply", "--auto-approve")
+    poll("a few checkpoints", lambda: last_step(p) >= 5)
+    rp_engine.stop(p.sim.engine, p.status()["machine"]["id"])
+    edit(p, ("state: running", "state: stopped"))
     (f,) = [x for x in findings(p, "RP8") if "un-pulled" in x["summary"]]
     assert f["severity"] == "warning" and "holds un-pulled checkpoints (/workspace/ckpt)" in f["summary"]
     assert "no pull on record" in f["summary"] and "about 30 days" in f["detail"]
-    assert f["source"]["key"] == "state" and f["source"]["line"] == 9
-
-    # The fix, as printed: state: running and apply, then gpujob pull
-    assert f["fix"].startswith("set state: running and `gpujob apply`")
+    assert f["source"]["key"] == "state" and f["fix"].startswith("set state: running and `gpujob apply`")
     edit(p, ("state: stopped", "state: running"))
     p.gj("apply", "--auto-approve")
-    pulled = p.gj("pull")
-    assert "all verified" in pulled.stdout
+    assert "all verified" in p.gj("pull").stdout
     assert not [x for x in findings(p, "RP8") if "un-pulled" in x["summary"]]
-    rec = p.record("pulls/quickstart.json")
-    assert rec["files"] and all(x["verified"] for x in rec["files"])
-
-    # Stopped again: the pull was taken while the run could still write, and the warning says so
-    edit(p, ("state: running", "state: stopped"))
-    (note,) = [x for x in findings(p, "RP8") if x.get("action_id") == "quickstart.pod.stop"]
-    assert note["severity"] == "info" and "the run writes until this stop" in note["summary"]
-    p.gj("apply", "--auto-approve")
-    (again,) = [x for x in findings(p, "RP8") if "un-pulled" in x["summary"]]
-    assert "taken while the run could still write" in again["summary"]
-    assert "until gpujob stopped it" in again["summary"]
 
 
 def test_rp1_fix_as_printed_a_start_without_gpu_leads_to_a_replace_on_a_fresh_host(project: Project) -> None:

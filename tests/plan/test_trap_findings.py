@@ -433,21 +433,48 @@ def stop_findings_of(plan: Plan) -> list[Finding]:
     return [f for f in stop.findings if f.code == "RP8"]
 
 
-def test_stopping_a_pod_whose_checkpoints_are_only_on_its_disk_says_pull_first(write_job: Write) -> None:
+def test_stopping_a_pod_whose_checkpoints_are_only_on_its_disk_says_it_pulls_first(write_job: Write) -> None:
+    """The stop pulls and verifies the newest checkpoint itself (gpujob.apply.stop_pull): the plan says
+    so, with why the last pull is not enough, and that the stop is refused when it does not come home."""
     text = DISK_JOB.replace("state: running", "state: stopped")
     running = pod(volume_gb=50, started_at=ago(3))
     (f,) = stop_findings_of(plan_for(write_job, live(running), text))
-    assert f.severity == "warning" and "after this stop" in f.summary and "no pull on record" in f.summary
-    assert f.fix == "run `gpujob pull` first, while the pod still runs, then apply"
+    assert (
+        f.severity == "info" and "before this stop, the checkpoints (/workspace/ckpt) are pulled" in f.summary
+    )
+    assert "no pull on record" in f.summary and "refused if it does not come home" in f.summary
+    assert "network_volume" in f.fix and "twice the running rate (RP4)" in f.detail
     assert f.action_id == "job.pod.stop" and f.source is not None and f.source.key == "checkpoint.dir"
-    # pulled since its start, the run still going: a note that it writes until the stop
+    # pulled since its start, the run still going: the same note, saying the run writes after that pull
     pulled = {"job": record(running.id, at=ago(1))}
     alive = run_fact(resource_id=running.id, last_checkpoint="s.pt", last_checkpoint_age_s=5)
     (note,) = stop_findings_of(plan_for(write_job, live(running, runs=alive), text, pulls=pulled))
-    assert note.severity == "info" and "the run writes until this stop" in note.summary
+    assert note.severity == "info" and "taken while the run could still write" in note.summary
     # the run had exited when read: that pull holds everything
     done = run_fact(state="exited", exit_code=0, resource_id=running.id)
     assert stop_findings_of(plan_for(write_job, live(running, runs=done), text, pulls=pulled)) == []
+
+
+def test_a_pull_the_stop_took_after_the_run_stopped_holds_everything(write_job: Write) -> None:
+    """A stopped pod whose last pull is the stop's own (before_stop: after the quiesce) is not said to
+    hold un-pulled checkpoints, though no run finished before the pull."""
+    text = DISK_JOB.replace("state: running", "state: stopped")
+    parked = pod(status="stopped", volume_gb=50, started_at=ago(3))
+    late = record(parked.id, at=ago(1))
+    assert [f.code for f in coded(plan_for(write_job, live(parked), text, pulls={"job": late}), "RP8")] == [
+        "RP8"
+    ]
+    ours = late.model_copy(update={"before_stop": True})
+    assert coded(plan_for(write_job, live(parked), text, pulls={"job": ours}), "RP8") == []
+    # a run launched after that pull (and the pod stopped by something else since): not current any more
+    relaunched = pod(
+        status="stopped",
+        volume_gb=50,
+        started_at=ago(3),
+        attributes={"run_launched_at": ago(0.5).isoformat()},
+    )
+    (f,) = coded(plan_for(write_job, live(relaunched), text, pulls={"job": ours}), "RP8")
+    assert "taken while the run could still write" in f.summary
 
 
 def test_stopping_a_pod_on_a_network_volume_says_nothing_of_rp8(write_job: Write) -> None:

@@ -123,3 +123,21 @@ def test_a_driver_that_does_not_know_a_field_is_a_note_not_a_failure() -> None:
     smi = 'Field "ecc.errors.uncorrected.volatile.total" is not a valid field to query.'
     v = assess(parse(probe_output(smi, rc=2)), "NVIDIA GeForce RTX 4090", 1)
     assert v.ok and "not checked" in v.notes[0]
+
+
+def test_gpu_memory_already_in_use_is_u11_with_the_numbers() -> None:
+    """U11: a zombie holds 18 GiB that nvidia-smi's process list does not show: refused, with the numbers."""
+    busy = HEALTHY + ", 18432 MiB, 24564 MiB"
+    v = assess(parse(probe_output(busy)), "NVIDIA GeForce RTX 4090", 1)
+    assert [p.code for p in v.problems] == ["U11"]
+    assert "already has 18432 MiB of 24564 MiB in use before the launch" in v.problems[0].message
+    idle = HEALTHY + ", 1 MiB, 24564 MiB"
+    assert assess(parse(probe_output(idle)), "NVIDIA GeForce RTX 4090", 1).ok
+    small = HEALTHY + ", 1100 MiB, 81920 MiB"  # a little over the driver's, under 5% of a large card
+    assert assess(parse(probe_output(small)), "NVIDIA A100 80GB PCIe".replace("A100", "4090"), 1).ok
+
+
+def test_the_simulated_busy_host_reports_the_memory_a_zombie_holds() -> None:
+    host = GpuHost(model="NVIDIA GeForce RTX 4090", count=1, fault="busy")
+    assert host.fields(0)["memory.used"] == "18432 MiB"
+    assert GpuHost(model="x", count=1).fields(0)["memory.used"] == "1 MiB"
