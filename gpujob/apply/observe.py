@@ -10,7 +10,7 @@ from typing import Any
 
 from gpujob.apply.runtime import Target
 from gpujob.errors import GpujobError
-from gpujob.live import LiveResource
+from gpujob.live import LiveNode, LiveResource
 from gpujob.plan.capability import installed
 from gpujob.plan.records import PullRecord, current_record, load_pull_record
 from gpujob.state import StateRef, Store, as_store, open_store
@@ -26,6 +26,8 @@ class JobView:
     pull: PullRecord | None
     # Every provider opened (a job with fallback entries may hold resources on another platform).
     providers: Mapping[str, Any] = field(default_factory=dict)
+    # A multi-node job's members in rank order (gpujob.live.LiveNode); empty for a one-machine job.
+    nodes: list[LiveNode] = field(default_factory=list)
 
     @property
     def spec(self) -> Any:

@@ -7,46 +7,38 @@ against the platform profile by `gpujob.spec.checks`, not here, so the profile s
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from gpujob.jobfile.durations import Duration as Duration
+from gpujob.jobfile.durations import MeasuredDuration as MeasuredDuration
+from gpujob.jobfile.machine import MachineSpec as MachineSpec
 
 # The rules themselves need no pydantic (gpujob.jobfile.rules); they are importable from here too.
 from gpujob.jobfile.rules import _MAX_DURATION_S as _MAX_DURATION_S
 from gpujob.jobfile.rules import _UNIT_SECONDS as _UNIT_SECONDS
+from gpujob.jobfile.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 from gpujob.jobfile.rules import (
-    DURATION_PATTERN,
     NAME_MAX,
     NAME_PATTERN,
     auto_interval_problem,
     launcher_problem,
     parked_problem,
 )
-from gpujob.jobfile.rules import ENV_NAME_PATTERN as ENV_NAME_PATTERN
 from gpujob.jobfile.rules import checked_path as _checked_path
 from gpujob.jobfile.rules import env_value_problem as env_value_problem
 from gpujob.jobfile.rules import format_duration as format_duration
-from gpujob.jobfile.rules import one_or_many as _one
 from gpujob.jobfile.rules import output_paths as _output_paths
 from gpujob.jobfile.rules import parse_duration as parse_duration
 from gpujob.jobfile.rules import parse_measured as parse_measured
 from gpujob.jobfile.rules import path_problem as path_problem
 from gpujob.jobfile.rules import secret_name_problem as secret_name_problem
 from gpujob.jobfile.rules import verify_command as _verify
-from gpujob.jobfile.run import Duration as Duration
 from gpujob.jobfile.run import RunSpec as RunSpec
 from gpujob.jobfile.run import SyncSpec as SyncSpec
 from gpujob.jobfile.sweep import SweepSpec
 from gpujob.model import Model, Platform
-
-# A measured time, not a cadence or a timeout: it may be under a second (rules.parse_measured).
-MeasuredDuration = Annotated[
-    timedelta,
-    BeforeValidator(parse_measured),
-    PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["0.5s", "30s", "2m"]}),
-]
 
 
 class NetworkVolumeSpec(Model):
@@ -62,60 +54,6 @@ class NetworkVolumeSpec(Model):
         "standard",
         description="standard ($0.07/GB/mo) or high-performance (~3× throughput, $0.14/GB/mo). Fixed at create.",
     )
-
-
-class MachineSpec(Model):
-    """The GPU machine wanted. gpujob maps the GPU names onto each platform's identifiers."""
-
-    gpu: list[str] = Field(
-        min_length=1,
-        description="GPU alias or preference-ordered list of aliases (H100-80GB, A100-80GB, A6000, RTX4090, ...).",
-    )
-    gpu_count: int = Field(1, ge=1, le=8, description="GPUs per machine.")
-    spot: bool | Literal["prefer"] = Field(
-        False,
-        description="RunPod interruptible (spot) pricing; ~5 s SIGTERM grace. `prefer`: spot where the "
-        "platform still offers it, on-demand where it does not (decided at each create or resume, within "
-        "max_price_per_hour; never replaces a running pod; on Paperspace always on-demand). `true` on RunPod "
-        "after its spot API is retired is an error wherever a spot create or resume is needed.",
-    )
-    cloud: Literal["secure", "community"] | None = Field(
-        None, description="RunPod cloud: secure (default) or community. Not on Paperspace."
-    )
-    regions: list[str] = Field(
-        default_factory=list,
-        description="RunPod data centers or Paperspace regions, in preference order. Empty = any.",
-    )
-    image: str | None = Field(
-        None, description="RunPod container image; pin by @sha256 digest for reproducibility."
-    )
-    template: str | None = Field(
-        None,
-        description="Paperspace Core template: an OS or custom template id (t0nspur5) or its name "
-        "(exactly, or lower-case with hyphens for spaces: ml-in-a-box).",
-    )
-    container_disk_gb: int | None = Field(
-        None, ge=1, le=1000, description="RunPod container disk (wiped on stop)."
-    )
-    public_ip: Literal["static", "dynamic", "none"] | None = Field(
-        None,
-        description="Paperspace public IP: static (bills until released), dynamic (new IP each start), none.",
-    )
-    auto_shutdown: Duration | None = Field(
-        None,
-        description="Paperspace Core auto-shutdown in whole hours (wall clock on Linux, 1h–1w). Unset = disabled.",
-    )
-    max_price_per_hour: float | None = Field(
-        None,
-        gt=0,
-        le=1000,
-        description="Refuse offers above this many USD/h for the machine (a finite number, at most 1000).",
-    )
-
-    @field_validator("gpu", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return _one(value)
 
 
 class StorageSpec(Model):

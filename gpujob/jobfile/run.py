@@ -3,25 +3,17 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer, WithJsonSchema, field_validator
+from pydantic import Field, field_validator
 
-from gpujob.jobfile.rules import DURATION_PATTERN, format_duration, parse_duration
+from gpujob.jobfile.durations import Duration
 from gpujob.jobfile.rules import checked_path as _checked_path
 from gpujob.jobfile.rules import deny_patterns as _deny
 from gpujob.jobfile.rules import env_names as _env
 from gpujob.jobfile.rules import secret_names as _secrets
 from gpujob.jobfile.rules import sync_src as _src
 from gpujob.model import Model
-
-Duration = Annotated[
-    timedelta,
-    BeforeValidator(parse_duration),
-    PlainSerializer(format_duration, return_type=str),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "examples": ["15m", "48h", "1w"]}),
-]
 
 
 class SyncSpec(Model):
