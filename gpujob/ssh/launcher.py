@@ -8,6 +8,7 @@ reads once: never into a file, argv, or the log."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -140,11 +141,19 @@ IS_RUN = r"""tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -A1 -xF -- "
 SELF_STOP = {"runpod": 'runpodctl stop pod "$RUNPOD_POD_ID"'}
 
 
-def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
+def render_launcher(
+    spec: JobSpec,
+    *,
+    scratch_root: str = SCRATCH_ROOT,
+    command: str | None = None,
+    extra_env: Sequence[tuple[str, str]] = (),
+) -> str:
+    """`command` / `extra_env`: one node's start of a multi-node job (gpujob.jobfile.nodes), in place of
+    run.command and after the run's own environment."""
     import jinja2
 
     run = _run(spec)
-    env = run_env(spec)
+    env = run_env(spec) + [(env_name(k), v) for k, v in extra_env]
     mkdirs = [v for k, v in env if k in ("HF_HOME", "PIP_CACHE_DIR", "GPUJOB_CHECKPOINT_DIR")]
     tpl_env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
@@ -164,7 +173,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
         env=env,
         mkdirs=mkdirs,
         setup=run.setup or "",
-        command=run.command,
+        command=run.command if command is None else command,
         ckdir=remote_path(spec.checkpoint.dir) if spec.checkpoint else "",
         # A sweep queue's machine is stopped by gpujob, not by itself: the cells' results are pulled
         # first (docs/sweeps.md), which an on-box stop would leave on the stopped disk.
@@ -197,15 +206,21 @@ def _secret_blob(spec: JobSpec, secrets: dict[str, str]) -> bytes:
 
 
 async def launch_run(
-    remote: Remote, spec: JobSpec, *, secrets: dict[str, str], scratch_root: str = SCRATCH_ROOT
+    remote: Remote,
+    spec: JobSpec,
+    *,
+    secrets: dict[str, str],
+    scratch_root: str = SCRATCH_ROOT,
+    command: str | None = None,
+    extra_env: Sequence[tuple[str, str]] = (),
 ) -> bool:
     """Start the run detached unless it is already alive (idempotent); True when it was started.
-    Only the names in `spec.run.secrets` are sent, over this SSH channel's stdin."""
+    Only the names in `spec.run.secrets` are sent, over this SSH channel's stdin. `command` and
+    `extra_env`: one node's start of a multi-node job (render_launcher)."""
     blob = _secret_blob(spec, secrets)
     jobdir = job_dir(spec)
-    await remote.put_bytes(
-        render_launcher(spec, scratch_root=scratch_root).encode(), f"{jobdir}/launcher.sh", 0o700
-    )
+    script = render_launcher(spec, scratch_root=scratch_root, command=command, extra_env=extra_env)
+    await remote.put_bytes(script.encode(), f"{jobdir}/launcher.sh", 0o700)
     try:
         # Silent while it may install tmux (up to 6 min of apt): idle and overall bounds are the same,
         # twice a command's (10 min by default).
