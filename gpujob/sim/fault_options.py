@@ -23,6 +23,7 @@ FAULTS = (
     "spot_floor",
     "gpu_fault",
     "disk_fill",
+    "partition",
     "clear",
 )
 # Consumed at a matching event later (the others act when injected).
@@ -38,6 +39,7 @@ QUEUED = {
     "bid_too_low",
     "spot_floor",
     "gpu_fault",
+    "partition",
 }
 # Each fault's options, and what it does (the help of `gpujob sim inject` is made from this).
 OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -83,6 +85,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
         "the next N pods (default 1; or --pod-id's host) get a faulty GPU: --kind xid|throttle",
     ),
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
+    "partition": (
+        ("pod_id",),
+        "a cluster member (or every one) is cut off its private network: its private address answers "
+        "nothing, its SSH still works (until cleared)",
+    ),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),
 }
 holds(set(OPTIONS) == set(FAULTS), "every simulator fault has its options")

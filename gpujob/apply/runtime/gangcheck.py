@@ -37,8 +37,12 @@ def listen_script(jobdir: str, addr: str, port: int) -> str:
 
 
 def stop_script(jobdir: str) -> str:
+    """End the listener and wait until it is gone: the run binds the same port right after."""
     pidfile = q(f"{jobdir}/preflight.pid")
-    return f"kill $(cat {pidfile} 2>/dev/null) 2>/dev/null; rm -f {pidfile}; true"
+    return (
+        f"p=$(cat {pidfile} 2>/dev/null); rm -f {pidfile}; [ -n \"$p\" ] || exit 0; kill \"$p\" 2>/dev/null; "
+        'for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; true'
+    )
 
 
 def check_script(peers: Sequence[tuple[int, str]], port: int, checkpoint_dir: str | None) -> str:

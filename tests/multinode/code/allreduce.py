@@ -21,9 +21,9 @@ os.makedirs(ckdir, exist_ok=True)
 have = sorted(int(n[5:-3]) for n in os.listdir(ckdir) if n.startswith("step-") and n.endswith(".pt"))
 start = torch.tensor([have[-1] if have else 0])
 dist.all_reduce(start, op=dist.ReduceOp.MIN)  # every node resumes from a step all of them have
-step = int(start.item())
-print(f"node {node} rank {rank}/{world} resumes at step {step}", flush=True)
-for step in range(step + 1, int(os.environ.get("STEPS", "3")) + 1):
+first = int(start.item())
+print(f"node {node} rank {rank}/{world} resumes at step {first}", flush=True)
+for step in range(first + 1, int(os.environ.get("STEPS", "3")) + 1):
     t = torch.tensor([float(rank + 1)])
     dist.all_reduce(t)
     if writes:
