@@ -192,6 +192,8 @@ class RunPodRest(Api):
         sim = self.sim
         with sim.lock:
             pod = rp_engine.get_pod(sim, req.params["id"])
+            if pod.cluster:  # REFERENCE 1.0: a cluster's pods are changed through their cluster
+                raise SimError(409, "cluster pods cannot be updated", "conflict")
             mounts = body.get("mounts") or {}
             kind_now = (
                 "persistent"

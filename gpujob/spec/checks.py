@@ -295,7 +295,9 @@ def platform_problems(
     out += region_problems + _gpus(profile, machine, regions)
     out += _sizes(profile, machine, storage) + _auto_shutdown(profile, machine) + _required(profile, machine)
     out += _outputs(profile, data, storage)
-    return out
+    from gpujob.spec.nodes import node_problems  # it imports CheckProblem from here
+
+    return out + node_problems(profile, data)
 
 
 def check_spec(spec: JobSpec) -> list[CheckProblem]:

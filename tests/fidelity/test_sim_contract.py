@@ -135,6 +135,7 @@ def _scenario(c: httpx.Client, sim: Sim) -> None:
     ).json()
     c.get("/v2/clusters")
     c.get(f"/v2/clusters/{cl['id']}")
+    c.get(f"/v2/clusters/{cl['id']}/pods")
     members = [
         p for p in c.get("/v2/pods", params={"includeClusterPods": "true"}).json()["pods"] if "cluster" in p
     ]
