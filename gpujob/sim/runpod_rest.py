@@ -80,8 +80,18 @@ def pod_json(sim: Simulator, pod: RpPod) -> dict[str, Any]:
         "runtime": runtime,
         "createdAt": iso(pod.created_at),
         "startedAt": iso(pod.started_at),
-        **({"cluster": pod.cluster} if pod.cluster else {}),
+        **({"cluster": _member(sim, pod)} if pod.cluster else {}),
     }
+
+
+def _member(sim: Simulator, pod: RpPod) -> dict[str, Any]:
+    """The pod's cluster block; a partitioned member reports an address that answers nothing."""
+    from gpujob.sim.partition import reachable_ip
+
+    block = dict(pod.cluster or {})
+    if block.get("ip"):
+        block["ip"] = reachable_ip(sim, pod.id, str(block["ip"]))
+    return block
 
 
 def volume_json(vol: RpVolume) -> dict[str, Any]:
