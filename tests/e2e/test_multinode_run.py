@@ -5,7 +5,7 @@ preflight across the nodes, then each node's run detached (tmux, else nohup).
   * launcher: none: the command prints NODE_RANK and WORLD_SIZE on each node and the nodes exchange a
     message over MASTER_ADDR:MASTER_PORT;
   * launcher: torchrun: a real torchrun (gloo, CPU) on both nodes, an all-reduce and a checkpoint per
-    step; node 1 preempted, the gang restarts whole and both nodes resume from the same step > 0;
+    step; node 1 lost under the run, the gang restarts whole and both nodes resume from the same step > 0;
   * a node cut off the private network (gpujob sim inject partition) fails the preflight by name and
     nothing is launched.
 
@@ -155,9 +155,10 @@ def test_launcher_none_runs_on_both_nodes_and_they_talk_over_master_addr(gang) -
     assert "NODE_RANK=1 WORLD_SIZE=2" in log1
 
 
-def test_torchrun_gang_all_reduces_and_a_preempted_node_restarts_both_from_the_same_step(
-    sim: Sim, gang
-) -> None:
+@pytest.mark.timeout(300)  # two torch starts per node on a loaded machine
+def test_torchrun_gang_all_reduces_and_a_lost_node_restarts_both_from_the_same_step(sim: Sim, gang) -> None:
+    from gpujob.sim import rp_engine
+
     resource, key, state = gang
     spec = _spec("torchrun", "python3 allreduce.py", STEPS="400", STEP_SECONDS="0.2", GANG_WRITERS="all")
     notes: list[str] = []
@@ -167,12 +168,13 @@ def test_torchrun_gang_all_reduces_and_a_preempted_node_restarts_both_from_the_s
     poll(
         "a few steps on both nodes",
         lambda: all(int(_on(key, n, steps) or 0) >= 3 for n in (n0, n1)),
-        deadline_s=120,
+        deadline_s=150,
     )
     assert "rank 0/2 step 1 sum 3" in _log(key, n0) and "rank 1/2 step 1 sum 3" in _log(key, n1)
 
-    assert sim.inject("preempt", pod_id=n1.machine_id)["preempted"] == [n1.machine_id]
-    # (the member comes back under the same id; the watch loop's part is nodes-infra's restart of it)
+    # Node 1 is lost under the run: its container goes down and comes back (an on-demand member has no
+    # spot preemption; the platform's host failure does this), node 0's run is left half a gang.
+    rp_engine.restart(sim.engine, n1.machine_id)
     fresh = _resource(sim, resource.id)
     notes.clear()
     out = _launch(_target(spec, fresh, state), notes)
