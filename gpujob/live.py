@@ -57,6 +57,17 @@ class LiveNode(Model):
     cost_per_hour: float | None = None
 
 
+def group_status(statuses: list[Status]) -> Status:
+    """A multi-node job's one status from its members': running only when every node runs; any node on its
+    way down or stopped makes the group so (a start makes it whole), any pending one makes it pending."""
+    if not statuses:
+        return "terminating"
+    for word in ("terminating", "stopped", "pending", "unknown"):
+        if word in statuses:
+            return word  # type: ignore[return-value]
+    return "running"
+
+
 class LiveResource(Model):
     """One billable object as the platform reports it now."""
 

@@ -18,7 +18,7 @@ from pydantic import Field
 from gpujob.errors import RemoteCommandError
 from gpujob.jobfile.model import JobSpec, RunSpec
 from gpujob.model import Model
-from gpujob.naming import SEP, run_session
+from gpujob.naming import SEP, machine_kind_of, run_session
 from gpujob.quote import env_name, q, remote_path, session_name
 from gpujob.ssh.logread import STATUS_CAP, expand, tail_command
 from gpujob.ssh.session import Remote
@@ -181,7 +181,7 @@ def render_launcher(
         and spec.platform in SELF_STOP
         and SEP not in spec.name,
         stop_on_failure=spec.teardown.on_failure == "stop" and spec.platform in SELF_STOP,
-        kind="pod" if spec.platform == "runpod" else "machine",
+        kind=machine_kind_of(spec.platform, spec.machine.nodes),
         self_stop=SELF_STOP.get(spec.platform, ""),
     )
 

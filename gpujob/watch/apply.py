@@ -12,6 +12,7 @@ from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource, LiveState
+from gpujob.naming import machine_kind_of
 from gpujob.plan.model import Action, ActionKind, JobPlan, Plan
 from gpujob.watch.policy import Decision
 
@@ -129,7 +130,7 @@ async def park(
     spec = loaded.spec.model_copy(update={"state": "stopped" if verb == "stop" else "absent"})
     as_parked = dataclasses.replace(loaded, spec=spec)
     plan = build_plan([as_parked], live, now=clock.now(), env=env, pull_records=job_pull_records([as_parked]))
-    machine_kind = "pod" if spec.platform == "runpod" else "machine"
+    machine_kind = machine_kind_of(spec.platform, spec.machine.nodes)
     keep = [
         a
         for a in plan.jobs[0].actions
