@@ -15,6 +15,8 @@ apply of a cluster (gpujob apply on machine.nodes: 2) are nodes-infra's half of 
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +34,8 @@ from gpujob.jobfile.model import JobSpec
 from gpujob.live import LiveNode, LiveResource, SSHEndpoint
 from gpujob.sim.testing import Sim
 from gpujob.ssh.keys import ensure_project_key
-from tests.e2e.e2e_support import poll
+from tests.e2e.e2e_support import Project, poll
+from tests.e2e.test_multinode_infra import JOB
 
 CODE = Path(__file__).resolve().parents[1] / "multinode" / "code"
 PYBIN = str(Path(sys.prefix).resolve() / "bin")  # the simulated image's Python, with torch (rp_engine)
@@ -139,20 +142,28 @@ def gang(sim: Sim, tmp_path: Path) -> tuple[LiveResource, Path, Path]:
     return _resource(sim, _cluster(sim, pub)), key, state
 
 
-def test_launcher_none_runs_on_both_nodes_and_they_talk_over_master_addr(gang) -> None:
-    resource, key, state = gang
-    notes: list[str] = []
-    out = _launch(_target(_spec("none", "python3 exchange.py"), resource, state), notes)
-    assert out == "run launched on 2 node(s) of gpujob-gang", notes
-    assert any(n.startswith("preflight of 2 node(s) took") and "$" in n for n in notes), notes
-    n0, n1 = resource.nodes
-    poll("node 0 to hear node 1", lambda: "node 0 heard: hello from node 1" in _log(key, n0))
-    assert "NODE_RANK=0 WORLD_SIZE=2" in _log(key, n0)
-    log1 = poll(
-        "node 1 to hear node 0",
-        lambda: (lambda t: t if "heard: hello from node 0" in t else "")(_log(key, n1)),
-    )
-    assert "NODE_RANK=1 WORLD_SIZE=2" in log1
+def test_launcher_none_applied_runs_on_both_nodes_and_they_talk_over_master_addr(project: Project) -> None:
+    """The whole path: gpujob apply on a 2-node job makes the cluster, preflights, launches both nodes."""
+    p = project
+    for f in CODE.iterdir():
+        shutil.copy(f, p.dir / f.name)
+    job = JOB.replace("checkpoint:\n", "checkpoint:\n  writers: rank0\n")
+    (p.dir / "job.yaml").write_text(job + "run:\n  command: python3 exchange.py\n  detach: nohup\n")
+    plan = p.gj("plan").stdout
+    assert "node 1: NODE_RANK=1 WORLD_SIZE=2 MASTER_ADDR=<node 0's private address>" in plan, plan
+    out = p.gj("apply", "--auto-approve")
+    text = out.stdout + out.stderr
+    assert "run launched on 2 node(s)" in text and "preflight of 2 node(s) took" in text, text
+    [status] = json.loads(p.gj("status", "--format", "json").stdout)
+    nodes = status["machine"]["nodes"]
+    for n in nodes:  # each member's run log, read on its volume from the simulator's side
+        log = p.sim.data_dir / "runpod" / "pods" / n["id"] / "volume" / ".gpujob" / "mn" / "run.log"
+        heard = f"heard: hello from node {1 - n['rank']}"
+        poll(
+            f"node {n['rank']} to hear the other",
+            lambda log=log, heard=heard: log.is_file() and heard in log.read_text(),
+        )
+        assert f"NODE_RANK={n['rank']} WORLD_SIZE=2" in log.read_text()
 
 
 @pytest.mark.timeout(300)  # two torch starts per node on a loaded machine

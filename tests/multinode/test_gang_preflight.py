@@ -41,7 +41,14 @@ class Node:
         return SimpleNamespace(stdout=out.stdout, exit_status=out.returncode)
 
 
-def _world(tmp_path: Path, *, gpus: int = 1, cut: int | None = None, alive: set[int] = frozenset()):
+def _world(
+    tmp_path: Path,
+    *,
+    gpus: int = 1,
+    cut: int | None = None,
+    alive: set[int] = frozenset(),
+    iface: str | None = "lo",
+):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     smi = bin_dir / "nvidia-smi"
@@ -52,7 +59,7 @@ def _world(tmp_path: Path, *, gpus: int = 1, cut: int | None = None, alive: set[
     net = 40 + os.getpid() % 200  # addresses of their own, away from other tests' listeners
     nodes = [
         n.model_copy(update={"private_ip": "192.0.2.9" if n.rank == cut else f"127.0.{net}.{n.rank + 1}"})
-        for n in live_nodes(2)
+        for n in live_nodes(2, interface=iface)
     ]
     spec = gang_spec(nodes=2, launcher="torchrun", rendezvous_port=20000 + os.getpid() % 20000)
     spec = spec.model_copy(
@@ -109,11 +116,12 @@ def _launch(w: Any) -> str:
 
 
 def test_preflight_passes_then_every_node_starts_node_zero_first(tmp_path: Path) -> None:
-    w = _world(tmp_path)
+    w = _world(tmp_path, iface=None)  # the platform did not name the interface: the node does
     out = _launch(w)
     assert out == "run launched on 2 node(s) of gpujob-gang"
     assert [r for r, _, _ in w.launched] == [0, 1] and w.synced == [0, 1]
     assert "--node-rank=1" in w.launched[1][1] and w.launched[1][2]["NODE_RANK"] == "1"
+    assert w.launched[1][2]["NCCL_SOCKET_IFNAME"] == w.launched[1][2]["GLOO_SOCKET_IFNAME"] == "lo"
     (spent,) = [n for n in w.notes if n.startswith("preflight of 2 node(s)")]
     assert "took 6.0s" in spent and "about $0.0017 at $1.00/h" in spent  # 6 commands, 2 nodes at $0.50/h
     assert not any(

@@ -99,9 +99,10 @@ def _who(node: LiveNode) -> str:
 
 async def preflight(
     target: Target, nodes: list[LiveNode], ssh: SSHApi, clock: Clock, note: Callable[[str], None]
-) -> str:
+) -> list[LiveNode]:
     """Every node listens on the rendezvous port; every node reaches every other there, sees its GPUs,
-    has the checkpoint dir. Raises PreflightFailed naming the failing nodes; returns the cost line."""
+    has the checkpoint dir. Raises PreflightFailed naming the failing nodes; returns the nodes, each
+    with its private interface (the platform's word, else the one the node named)."""
     spec = target.spec
     run = present(spec.run, "the run block of a job that launches")
     port, jobdir = run.rendezvous_port, _job_dir(target)
@@ -129,7 +130,9 @@ async def preflight(
                     continue
                 peers = [(r, a) for r, a in addrs.items() if r != n.rank]
                 out = await remotes[n.rank].run(
-                    check_script(peers, port, ckdir), check=False, what="the preflight across nodes"
+                    check_script(peers, port, ckdir, addrs[n.rank]),
+                    check=False,
+                    what="the preflight across nodes",
                 )
                 checks[n.rank] = parse_check(n.rank, _who(n), str(out.stdout))
                 checks[n.rank].listening = heard.get(n.rank, "")
@@ -152,7 +155,12 @@ async def preflight(
     if found:
         raise PreflightFailed(spec.name, found, spent)
     note(f"{spent}: every node reaches every other on port {port}, sees its GPUs and has its checkpoint dir")
-    return spent
+    return [
+        n
+        if n.interface or not checks[n.rank].interface
+        else n.model_copy(update={"interface": checks[n.rank].interface})
+        for n in nodes
+    ]
 
 
 async def launch_gang(
@@ -185,7 +193,7 @@ async def launch_gang(
             f"node {n.rank} ({_who(n)}): run stopped ({getattr(q, 'state', q)}) so the whole gang restarts "
             "together"
         )
-    await preflight(target, nodes, ssh, clock, note)
+    nodes = await preflight(target, nodes, ssh, clock, note)
     starts = {s.rank: s for s in gang_launches(spec, nodes)}
     for n in nodes:
         start = starts[n.rank]

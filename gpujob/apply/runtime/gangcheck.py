@@ -40,15 +40,22 @@ def stop_script(jobdir: str) -> str:
     """End the listener and wait until it is gone: the run binds the same port right after."""
     pidfile = q(f"{jobdir}/preflight.pid")
     return (
-        f"p=$(cat {pidfile} 2>/dev/null); rm -f {pidfile}; [ -n \"$p\" ] || exit 0; kill \"$p\" 2>/dev/null; "
+        f'p=$(cat {pidfile} 2>/dev/null); rm -f {pidfile}; [ -n "$p" ] || exit 0; kill "$p" 2>/dev/null; '
         'for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; true'
     )
 
 
-def check_script(peers: Sequence[tuple[int, str]], port: int, checkpoint_dir: str | None) -> str:
+def check_script(
+    peers: Sequence[tuple[int, str]], port: int, checkpoint_dir: str | None, own: str | None = None
+) -> str:
     """From one node: reach every peer (rank, address) on the port, count the GPUs, make sure of the
-    checkpoint dir. One `key=value` line per fact."""
+    checkpoint dir, name the interface its own private address `own` is on (NCCL_SOCKET_IFNAME when the
+    platform does not say). One `key=value` line per fact."""
     lines = []
+    if own:
+        lines.append(
+            f"echo iface=$(ip route get {q(own)} 2>/dev/null | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | head -n 1)"
+        )
     for rank, addr in peers:
         probe = f"exec 3<>/dev/tcp/{addr}/{port} && head -c 17 <&3"
         lines.append(
@@ -76,6 +83,7 @@ class NodeCheck:
     gpus: int | None = None
     gpu_name: str = ""
     ckdir: bool | None = None
+    interface: str = ""  # the interface its private address is on, as `ip route get` names it
     error: str = ""  # SSH failed (the node could not be reached at all)
 
 
@@ -90,6 +98,8 @@ def parse_check(rank: int, name: str, out: str) -> NodeCheck:
     check.gpu_name = kv.get("gpu_name", "").strip()[:80]
     if "ckdir" in kv:
         check.ckdir = kv["ckdir"].strip() == "ok"
+    iface = kv.get("iface", "").strip()
+    check.interface = iface if iface.replace("-", "").replace(".", "").replace("_", "").isalnum() else ""
     return check
 
 
