@@ -147,7 +147,9 @@ def test_launcher_none_applied_runs_on_both_nodes_and_they_talk_over_master_addr
     p = project
     for f in CODE.iterdir():
         shutil.copy(f, p.dir / f.name)
-    job = JOB.replace("checkpoint:\n", "checkpoint:\n  writers: rank0\n")
+    job = JOB.replace(
+        "checkpoint:\n", "checkpoint:\n  writers: all\n  verify: python3 verify_json.py {file}\n"
+    )
     (p.dir / "job.yaml").write_text(job + "run:\n  command: python3 exchange.py\n  detach: nohup\n")
     plan = p.gj("plan").stdout
     assert "node 1: NODE_RANK=1 WORLD_SIZE=2 MASTER_ADDR=<node 0's private address>" in plan, plan
@@ -164,6 +166,13 @@ def test_launcher_none_applied_runs_on_both_nodes_and_they_talk_over_master_addr
             lambda log=log, heard=heard: log.is_file() and heard in log.read_text(),
         )
         assert f"NODE_RANK={n['rank']} WORLD_SIZE=2" in log.read_text()
+    poll("both runs to end", lambda: p.status().get("run", {}).get("exit_code") == 0)
+    # checkpoint.writers: all: the pull takes every writer's step, node 1's into checkpoints/node-1/
+    pulled = p.gj("pull")
+    assert "node 1 (" in pulled.stdout + pulled.stderr, pulled.stdout + pulled.stderr
+    ck = p.dir / "checkpoints"
+    assert json.loads((ck / "step-000001.json").read_text()) == {"node": 0}
+    assert json.loads((ck / "node-1" / "step-000001.json").read_text()) == {"node": 1}
 
 
 @pytest.mark.timeout(300)  # two torch starts per node on a loaded machine

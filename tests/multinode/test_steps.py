@@ -38,3 +38,23 @@ def test_gate_waits_for_the_newest_complete_step_from_every_writer() -> None:
     assert gate_problem({0: [], 1: []}, {}, "all", 2) is None  # nothing to protect
     why = gate_problem({0: ["s10/r0.pt"], 1: []}, {}, "all", 2)
     assert why is not None and "no checkpoint step is complete" in why
+
+
+def test_the_gate_reads_every_writer_from_the_pull_record() -> None:
+    from types import SimpleNamespace
+
+    from gpujob.apply.runtime.gang import writers_problem
+
+    from .specs import gang_spec
+
+    spec = gang_spec(nodes=2, writers="all")
+    f = lambda name, ok=True: SimpleNamespace(name=name, verified=ok)  # noqa: E731
+    record = SimpleNamespace(
+        remote_files={"step-2.pt": "a", "node-1/step-2.pt": "b"},
+        files=[f("step-2.pt"), f("node-1/step-2.pt", ok=False)],
+    )
+    why = writers_problem(spec, record, ["step-2.pt"])
+    assert why is not None and "node 1: step-2.pt" in why
+    record.files[1] = f("node-1/step-2.pt")
+    assert writers_problem(spec, record, ["step-2.pt"]) is None
+    assert writers_problem(gang_spec(nodes=1), record, ["x"]) is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from gpujob.apply.runtime.gangcheck import (
@@ -205,3 +206,67 @@ async def launch_gang(
         note(f"node {n.rank} ({_who(n)}): {start.shown()}")
     again = f" (restarted: it was alive on node(s) {[n.rank for n in alive]} only)" if alive else ""
     return f"run launched on {len(nodes)} node(s) of {target.resource.name}{again}"
+
+
+async def pull_writers(
+    target: Target, ssh: SSHApi, local_dir: Path, progress: Any, note: Callable[[str], None]
+) -> list[tuple[str, list[Any], dict[str, str]]]:
+    """Under checkpoint.writers: all, the checkpoints of every node but node 0 (whose pull is the
+    one-machine pull), each into local_dir/node-<rank>/: (that subdir, the pulled files, the remote
+    names with their sha256). Empty for rank0 writers or one machine."""
+    from gpujob.jobfile.steps import pull_subdir, writer_ranks
+
+    spec = target.spec
+    ck = present(spec.checkpoint, "the checkpoint block of a job that pulls")
+    count = node_count(spec)
+    ranks = [r for r in writer_ranks(ck.writers, count) if r != 0]
+    by_rank = {n.rank: n for n in target.resource.nodes}
+    out = []
+    for rank in ranks:
+        node = by_rank.get(rank)
+        if node is None or node.ssh is None:
+            raise GpujobError(
+                f"{spec.name}: cannot pull node {rank}'s checkpoints: it has no SSH endpoint "
+                f"({node.raw_status or node.status if node else 'not in the cluster'})",
+                hint="checkpoint.writers: all needs every node's shards; start the nodes (gpujob apply), then pull",
+            )
+        sub = pull_subdir(rank, count)
+        (local_dir / sub).mkdir(parents=True, exist_ok=True)
+        async with open_node(target, node, ssh) as remote:
+            outcome = await ssh.pull_checkpoints(
+                remote, ck.dir, local_dir / sub, verify=None, progress=progress
+            )
+        names = {} if outcome.listing is None else {n: f.sha256 for n, f in outcome.listing.files.items()}
+        for gone in outcome.vanished:
+            names.pop(gone, None)
+        note(
+            f"node {rank} ({_who(node)}): pulled {len(outcome.files)} checkpoint file(s) into {local_dir / sub}"
+        )
+        out.append((sub, list(outcome.files), names))
+    return out
+
+
+def writers_problem(spec: Any, record: Any, node0_files: Any) -> str | None:
+    """The gate over the writers (gpujob.jobfile.steps.gate_problem): the newest step every writer has
+    must be pulled and verified from every writer. `record`: the pull record (node R's files named
+    node-<R>/...); `node0_files`: node 0's names, listed again right before the teardown."""
+    from gpujob.jobfile.steps import gate_problem
+
+    ck = spec.checkpoint
+    count = node_count(spec)
+    if ck is None or count == 1:
+        return None
+    listings: dict[int, list[str]] = {0: sorted(node0_files)}
+    verified: dict[int, list[str]] = {0: []}
+    for name in getattr(record, "remote_files", {}) or {}:
+        head, _, rest = name.partition("/")
+        if head.startswith("node-") and head[5:].isdigit() and rest:
+            listings.setdefault(int(head[5:]), []).append(rest)
+    for f in getattr(record, "files", []) or []:
+        head, _, rest = f.name.partition("/")
+        rank, name = (
+            (int(head[5:]), rest) if head.startswith("node-") and head[5:].isdigit() and rest else (0, f.name)
+        )
+        if f.verified:
+            verified.setdefault(rank, []).append(name)
+    return gate_problem(listings, verified, ck.writers, count)

@@ -26,3 +26,10 @@ else:
             time.sleep(0.1)
     c.sendall(f"hello from node {rank}\n".encode())
     print(f"node {rank} heard:", c.makefile().readline().strip(), flush=True)
+
+ckdir = os.environ.get("GPUJOB_CHECKPOINT_DIR")
+if ckdir:  # one checkpoint step per node (checkpoint.writers: all), written atomically
+    os.makedirs(ckdir, exist_ok=True)
+    with open(os.path.join(ckdir, ".step-000001.json.tmp"), "w") as f:
+        f.write(f'{{"node": {rank}}}\n')
+    os.replace(os.path.join(ckdir, ".step-000001.json.tmp"), os.path.join(ckdir, "step-000001.json"))
