@@ -25,6 +25,7 @@ from gpujob.errors import GpujobError, SSHConnectError
 from gpujob.invariant import present
 from gpujob.jobfile.nodes import gang_launches, node_count
 from gpujob.live import LiveNode
+from gpujob.plan.cadence import quiesce_grace_s
 from gpujob.quote import remote_path
 from gpujob.state import as_store
 
@@ -172,7 +173,6 @@ async def launch_gang(
     note: Callable[[str], None],
     *,
     sync: Callable[[Any], Any],
-    grace_s: float = 30.0,
 ) -> str:
     """Preflight, then sync (the caller's `sync(remote)`) and start every node's run, node 0 first.
     The gang runs whole or not at all: alive on every node, it is left alone; alive on some only (a node
@@ -189,7 +189,7 @@ async def launch_gang(
         return f"run already alive on every node of {target.resource.name}: not relaunched"
     for n in alive:
         async with open_node(target, n, ssh) as remote:
-            q = await ssh.quiesce_run(remote, spec, grace_s=grace_s)
+            q = await ssh.quiesce_run(remote, spec, grace_s=quiesce_grace_s(spec))
         note(
             f"node {n.rank} ({_who(n)}): run stopped ({getattr(q, 'state', q)}) so the whole gang restarts "
             "together"
