@@ -84,6 +84,17 @@ def node_problems(profile: Any, data: Mapping[str, Any]) -> list[CheckProblem]:
                 "use state: parked (with a network volume) or absent; pull checkpoints first",
             )
         )
+    teardown = data.get("teardown")
+    for key in ("on_finish", "on_failure"):
+        value = teardown.get(key) if isinstance(teardown, Mapping) else None
+        if not mn.stoppable and value == "stop":
+            out.append(
+                CheckProblem(
+                    f"teardown.{key}",
+                    f"the nodes of one job on {where} cannot be stopped, only deleted",
+                    "use keep, or terminate for on_finish (it passes the teardown gate)",
+                )
+            )
     out += _checkpoint_dir(profile, data)
     return out
 

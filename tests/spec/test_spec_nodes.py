@@ -79,3 +79,8 @@ def test_a_cluster_is_on_demand_in_the_secure_cloud(write) -> None:
     found = problems(write, text)
     assert "no spot pricing" in found["machine.spot"].message
     assert "secure cloud only" in found["machine.cloud"].message
+
+
+def test_a_cluster_cannot_stop_when_its_run_ends(write) -> None:
+    found = problems(write, CLUSTER + "teardown: {on_finish: stop}\n")
+    assert "cannot be stopped" in found["teardown.on_finish"].message
