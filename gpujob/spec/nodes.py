@@ -48,6 +48,14 @@ def node_problems(profile: Any, data: Mapping[str, Any]) -> list[CheckProblem]:
                         f"GPUs that can: {', '.join(mn.gpus)}",
                     )
                 )
+    if mn.kind == "cluster":  # an Instant Cluster is on-demand, in the secure cloud (v2 CreateClusterRequest)
+        if machine.get("spot") not in (None, False):
+            out.append(
+                CheckProblem("machine.spot", f"a cluster on {where} has no spot pricing", "remove spot")
+            )
+        if machine.get("cloud") == "community":
+            out.append(CheckProblem("machine.cloud", f"a cluster on {where} runs in the secure cloud only",
+                                    "remove cloud or set it to secure"))  # fmt: skip
     if data.get("sweep") is not None:
         out.append(
             CheckProblem(
@@ -76,6 +84,17 @@ def node_problems(profile: Any, data: Mapping[str, Any]) -> list[CheckProblem]:
                 "use state: parked (with a network volume) or absent; pull checkpoints first",
             )
         )
+    teardown = data.get("teardown")
+    for key in ("on_finish", "on_failure"):
+        value = teardown.get(key) if isinstance(teardown, Mapping) else None
+        if not mn.stoppable and value == "stop":
+            out.append(
+                CheckProblem(
+                    f"teardown.{key}",
+                    f"the nodes of one job on {where} cannot be stopped, only deleted",
+                    "use keep, or terminate for on_finish (it passes the teardown gate)",
+                )
+            )
     out += _checkpoint_dir(profile, data)
     return out
 

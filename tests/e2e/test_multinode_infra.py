@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from gpujob.sim.rp_engine import pod_dir
 from tests.e2e.e2e_support import Project
 
 JOB = """\
@@ -24,6 +25,7 @@ checkpoint:
   dir: /workspace/ckpt
   interval: 10m
   pull_to: ./checkpoints
+  verify: python3 verify_ckpt.py {file}
 teardown:
   on_finish: keep
 budget:
@@ -58,9 +60,20 @@ def test_two_nodes_planned_applied_shown_and_destroyed_behind_the_gate(project: 
     assert "node 0:" in text and "node 1:" in text
 
     # The rank-0 writer's checkpoint fails its check: destroy is refused and both nodes stay.
-    p.gj("ssh", "--", "sh", "-c", "'mkdir -p /workspace/ckpt && echo garbage > /workspace/ckpt/step_5.json'")
-    refused = p.gj("destroy", "--auto-approve", "--approve", "mn.cluster.terminate", check=False)
-    print(refused.stdout, refused.stderr)
-    assert refused.returncode == 1
+    ckpt = pod_dir(p.sim.engine, nodes[0]["id"]) / "volume" / "ckpt"  # rank 0's /workspace/ckpt
+    ckpt.mkdir(parents=True)
+    (ckpt / "step_5.json").write_text("garbage")
+    term = ["--auto-approve", "--approve", "mn.cluster.terminate"]
+    refused = p.gj("destroy", *term, check=False)
+    assert refused.returncode == 1 and "failed verification: step_5.json" in refused.stdout + refused.stderr
     assert len(p.live("pods")) == 2
-    assert False
+    plan_text = p.gj("destroy", "--auto-approve", check=False).stdout
+    assert "on every one of its 2 nodes" in plan_text  # what the terminate does to every node's data
+
+    # A good checkpoint: pulled and verified first, then the cluster goes, every node with it.
+    (ckpt / "step_5.json").write_text(json.dumps({"format": "toy-v1", "step": 5}))
+    done = p.gj("destroy", *term)
+    assert "Destroy finished: 2 done, 0 failed" in done.stdout
+    assert (p.dir / "checkpoints" / "step_5.json").exists()
+    assert p.live("pods") == [] and p.sim.bill()["items"]
+    assert all(item["rate_per_hour"] == 0 for item in p.sim.bill()["items"])

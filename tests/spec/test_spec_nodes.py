@@ -72,3 +72,15 @@ def test_a_checkpoint_dir_on_the_container_disk_is_refused(write) -> None:
 def test_a_cluster_cannot_be_stopped(write) -> None:
     found = problems(write, CLUSTER + "state: stopped\n")
     assert "cannot be stopped" in found["state"].message
+
+
+def test_a_cluster_is_on_demand_in_the_secure_cloud(write) -> None:
+    text = CLUSTER.replace("  nodes: 2\n", "  nodes: 2\n  spot: true\n  cloud: community\n")
+    found = problems(write, text)
+    assert "no spot pricing" in found["machine.spot"].message
+    assert "secure cloud only" in found["machine.cloud"].message
+
+
+def test_a_cluster_cannot_stop_when_its_run_ends(write) -> None:
+    found = problems(write, CLUSTER + "teardown: {on_finish: stop}\n")
+    assert "cannot be stopped" in found["teardown.on_finish"].message
