@@ -26,8 +26,8 @@ LAYERS: list[set[str]] = [
         "reach_evidence",
     },
     {"context", "gate"},
-    {"runtime.transfer", "runtime.remote"},
-    {"runtime.launch", "runtime.pulling"},
+    {"runtime.transfer", "runtime.remote", "runtime.gangcheck"},
+    {"runtime.launch", "runtime.pulling", "runtime.gang"},  # launch and pulling use gang lazily
     {"runtime", "ownership", "capacity", "observe", "quiesce", "reach_gate"},
     {"runfacts"},
     {"refresh"},
