@@ -35,8 +35,32 @@ from gpujob.live import LiveNode, LiveResource, SSHEndpoint
 from gpujob.sim.testing import Sim
 from gpujob.ssh.keys import ensure_project_key
 from tests.e2e.e2e_support import Project, poll
-from tests.e2e.test_multinode_infra import JOB
 
+# A 2-node job on the simulator's Instant Clusters; each node writes its own checkpoint step.
+JOB = """\
+version: 1
+name: mn
+platform: runpod
+machine:
+  gpu: H100-80GB
+  nodes: 2
+  regions: [EU-RO-1]
+  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
+  container_disk_gb: 20
+storage:
+  volume_gb: 20
+checkpoint:
+  dir: /workspace/ckpt
+  interval: 10m
+  pull_to: ./checkpoints
+  writers: all
+  verify: python3 verify_json.py {file}
+budget:
+  max_hourly_usd: 20
+run:
+  command: python3 exchange.py
+  detach: nohup
+"""
 CODE = Path(__file__).resolve().parents[1] / "multinode" / "code"
 PYBIN = str(Path(sys.prefix).resolve() / "bin")  # the simulated image's Python, with torch (rp_engine)
 
@@ -147,10 +171,7 @@ def test_launcher_none_applied_runs_on_both_nodes_and_they_talk_over_master_addr
     p = project
     for f in CODE.iterdir():
         shutil.copy(f, p.dir / f.name)
-    job = JOB.replace(
-        "checkpoint:\n", "checkpoint:\n  writers: all\n  verify: python3 verify_json.py {file}\n"
-    )
-    (p.dir / "job.yaml").write_text(job + "run:\n  command: python3 exchange.py\n  detach: nohup\n")
+    (p.dir / "job.yaml").write_text(JOB)
     plan = p.gj("plan").stdout
     assert "node 1: NODE_RANK=1 WORLD_SIZE=2 MASTER_ADDR=<node 0's private address>" in plan, plan
     out = p.gj("apply", "--auto-approve")
