@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 
+from gpujob.sim.testing import Sim
 from tests.sim.conftest import ssh, wait_for
 
 COMPUTE = {"gpuTypeId": "NVIDIA H100 80GB HBM3", "gpuCountPerPod": 1, "podCount": 2}
@@ -21,7 +22,7 @@ def _create(rp: httpx.Client, pubkey: str) -> httpx.Response:
 
 
 def test_a_cluster_is_two_sshd_pods_that_reach_each_other(
-    rp: httpx.Client, ssh_key: tuple[Path, str]
+    rp: httpx.Client, sim: Sim, ssh_key: tuple[Path, str]
 ) -> None:
     key, pub = ssh_key
     made = _create(rp, pub)
@@ -55,6 +56,11 @@ def test_a_cluster_is_two_sshd_pods_that_reach_each_other(
     cluster = rp.get(f"/clusters/{cid}").json()
     assert cluster["pods"] == {"total": 2, "byStatus": {"RUNNING": 2}} and cluster["primary"]["sshEndpoint"]
     assert rp.patch(f"/pods/{pods[0]['id']}", json={"name": "x"}).status_code == 409
+    sim.advance(3600)  # an hour of both members: the cluster bills their sum
+    billed = rp.get("/billing/clusters", params={"clusterId": cid, "bucketSize": "day"}).json()
+    one = rp.get("/billing/pods", params={"podId": pods[0]["id"], "bucketSize": "day"}).json()
+    total, each = billed["metadata"]["totals"]["totalAmount"], one["metadata"]["totals"]["totalAmount"]
+    assert each > 0 and abs(total - 2 * each) < 0.01 * total
     assert rp.delete(f"/clusters/{cid}").status_code == 204
     assert rp.get("/pods", params={"includeClusterPods": "true"}).json()["pods"] == []
 
