@@ -1,6 +1,6 @@
 """A tiny gloo training loop for the multi-node tests, run under torchrun on every node: each step one
 all-reduce across every process of every node, then a checkpoint (node 0's, or every node's shard when
-GANG_WRITERS=all), written atomically; on start it resumes from the newest step it has. Prints one
+GANG_WRITERS=all; node 0 is NODE_RANK 0, whatever global rank c10d gave it), written atomically; on start it resumes from the newest step it has. Prints one
 line per step: `rank R/W step S sum X`. STEPS steps (default 3), STEP_SECONDS apart."""
 
 import os
@@ -14,9 +14,9 @@ dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 node = int(os.environ["NODE_RANK"])
 ckdir = os.environ.get("GPUJOB_CHECKPOINT_DIR", "./ckpt")
-writes = rank == 0 or (
-    os.environ.get("GANG_WRITERS") == "all" and int(os.environ.get("LOCAL_RANK", "0")) == 0
-)
+# c10d hands out the global ranks in the order the nodes join: "node 0 writes" is NODE_RANK's, not RANK's.
+first_on_node = int(os.environ.get("LOCAL_RANK", "0")) == 0
+writes = first_on_node and (node == 0 or os.environ.get("GANG_WRITERS") == "all")
 os.makedirs(ckdir, exist_ok=True)
 have = sorted(int(n[5:-3]) for n in os.listdir(ckdir) if n.startswith("step-") and n.endswith(".pt"))
 start = torch.tensor([have[-1] if have else 0])
@@ -31,7 +31,7 @@ for step in range(first + 1, int(os.environ.get("STEPS", "3")) + 1):
         torch.save({"step": step, "sum": t.item()}, tmp)
         os.replace(tmp, os.path.join(ckdir, f"step-{step:06d}.pt"))
     progress = os.environ.get("GPUJOB_PROGRESS_FILE")
-    if progress and rank == 0:
+    if progress and writes:
         with open(progress, "w") as f:
             f.write(f"{step}\n")
     print(f"rank {rank}/{world} step {step} sum {t.item():g}", flush=True)
