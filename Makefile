@@ -33,8 +33,9 @@ deps:               ## only check the system packages; prints what to install
 test-fast:          ## unit tests only, no simulator or sshd (under a minute)
 	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --durations=10
 
-lint:               ## the floor contracts (.importlinter, docs/architecture.md) + ruff + mypy
+lint:               ## the floor contracts (.importlinter, scripts/floor_check.py, docs/architecture.md) + ruff + mypy
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'  # lint-imports, from the right Python
+	$(PY) scripts/floor_check.py
 	$(PY) -m ruff check gpujob tests bench
 	$(PY) -m ruff format --check gpujob tests bench
 	$(PY) -m mypy gpujob

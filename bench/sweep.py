@@ -43,12 +43,14 @@ async def _calls(specs: list, env: dict[str, str]) -> int:  # type: ignore[type-
 
 
 def run(repeat: int, quick: bool = False) -> list[Result]:
+    from gpujob.cli.wiring import wire
     from gpujob.jobfile.cells import expand
     from gpujob.jobfile.sweep import SweepSpec
+    from gpujob.layout.wrapper import place, queue_command
     from gpujob.sim.testing import running_simulator
     from gpujob.spec.load import load_specs
-    from gpujob.sweep.wrapper import place, queue_command
 
+    wire()  # the sweep expands into its queues as the CLI expands it
     calls = Result("sweep: API calls per live read, 100 cells on 8 machines", "one job's", 1.0, unit="calls")
     overhead = Result("sweep: wrapper overhead per cell (100 cells)", "the issue's 1 s", 1.0)
     with tempfile.TemporaryDirectory() as tmp:

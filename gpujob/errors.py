@@ -84,7 +84,7 @@ class SpecError(GpujobError):
 
 class PlanBlockedError(GpujobError):
     """Apply refused a plan with error findings: they are printed above the refusal, in the plan's words
-    (`findings`: the plan's lines, gpujob.render.text.error_lines)."""
+    (`findings`: the plan's lines, gpujob.plan.finding_lines.error_lines)."""
 
     def __init__(self, findings: list[str], *, hint: str | None = None) -> None:
         self.findings = findings

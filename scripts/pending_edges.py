@@ -53,7 +53,9 @@ def main() -> None:
                 groups[(a, b)].append(f"{importer} -> {imported}")
     for (a, b), edges in sorted(groups.items()):
         how = "a face's table" if b in ("render", "chart") else "plugged in through gpujob.plan.capability"
-        print(f"    # pending #35: {a} -> {b} ({'across capabilities' if floor[a] == floor[b] else 'up a floor'}; to be {how if b not in ('render', 'chart') else 'moved below the faces'})")
+        print(
+            f"    # pending #35: {a} -> {b} ({'across capabilities' if floor[a] == floor[b] else 'up a floor'}; to be {how if b not in ('render', 'chart') else 'moved below the faces'})"
+        )
         for e in edges:
             print(f"    {e}")
 

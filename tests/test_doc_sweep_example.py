@@ -76,7 +76,7 @@ def test_the_text_plan_leads_with_the_sweep_and_shows_each_finding_once(tmp_path
 
 
 def test_failover_md_says_a_sweep_with_fallback_is_refused() -> None:
-    from gpujob.sweep.checks import __file__ as checks
+    from gpujob.layout.checks import __file__ as checks
 
     page = (ROOT / "docs" / "failover.md").read_text()
     assert "not on main" not in page

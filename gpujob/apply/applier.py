@@ -126,7 +126,7 @@ async def apply_plan(
     env = os.environ if env is None else env
     if plan.blocked:
         from gpujob.errors import PlanBlockedError
-        from gpujob.render.text import error_lines
+        from gpujob.plan.finding_lines import error_lines
 
         raise PlanBlockedError(error_lines(plan), hint="do what each error's fix: line says, then plan again")
     actions = [a for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
@@ -173,7 +173,7 @@ async def apply_plan(
             digest=getattr(loaded, "digest", ""),
             capabilities=caps,
         )
-        queue = getattr(loaded, "sweep", None)  # a sweep queue (gpujob.sweep.expand.Queue) or None
+        queue = getattr(loaded, "sweep", None)  # a sweep queue (gpujob.layout.queues.Queue) or None
         if queue is not None:
             ctx.extra[SWEEP_QUEUE] = queue
         contexts.append((ctx, todo))

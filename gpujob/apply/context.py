@@ -25,7 +25,7 @@ from gpujob.plan.model import Action
 from gpujob.providers.base import Provider
 from gpujob.state import StateRef
 
-SWEEP_QUEUE = "sweep"  # JobContext.extra: the gpujob.sweep.expand.Queue of a sweep's queue job
+SWEEP_QUEUE = "sweep"  # JobContext.extra: the gpujob.layout.queues.Queue of a sweep's queue job
 
 
 @dataclass

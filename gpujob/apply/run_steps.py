@@ -132,7 +132,7 @@ async def update_queue_run(ctx: JobContext, action: Action) -> Outcome:
     files is placed beside the old one (nothing a live queue reads is rewritten) and the queue's pointer
     names it; the wrapper execs it before its next cell, the cell in flight runs on. A queue that
     drained meanwhile is launched again (a no-op while it is alive)."""
-    from gpujob.sweep.wrapper import place_command
+    from gpujob.layout.wrapper import place_command
 
     queue = ctx.extra.get(SWEEP_QUEUE)
     if queue is None:

@@ -40,8 +40,8 @@ def journal_facts(loaded: Any) -> dict[str, Any]:
     """launch_pending, finished_for_digest, launched_digest and push_from from the job's journal."""
     from gpujob.apply.journal import Journal
     from gpujob.apply.reconcile import finished_marker, launch_pending, launched_digest, push_pending
+    from gpujob.layout.isolation import queue_drained
     from gpujob.state import open_store
-    from gpujob.sweep.isolation import queue_drained
 
     entries = Journal(open_store(loaded.path), loaded.spec.name).entries()
     facts: dict[str, Any] = {}

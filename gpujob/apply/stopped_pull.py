@@ -52,7 +52,7 @@ def _pulled_here(view: Any, machine: LiveResource | None) -> tuple[Any, Any] | N
 def _local_copy(spec: Any, local_dir: Path, path: str) -> Path:
     """Where the outputs pull put the machine's `path` (gpujob.outputs.remote.pull: the root whose
     base holds it lands at pull_to/<root.local>)."""
-    from gpujob.outputs.roots import file_root, output_roots, run_root
+    from gpujob.layout.outputs import file_root, output_roots, run_root
 
     roots = output_roots(spec)
     roots += [run_root(spec)] + [file_root(r.path) for r in roots]

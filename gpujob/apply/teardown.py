@@ -60,7 +60,7 @@ async def _machine_gate(ctx: JobContext, action: Action) -> str:
     machine = ctx.machine
     machine = present(machine, "the machine the gate guards")
     vol_id = machine.network_volume_id if ctx.spec.platform == "runpod" else None
-    from gpujob.sweep.storage import shared
+    from gpujob.layout.storage import shared
 
     # A sweep's shared volume is looked at by its own delete once no queue pod holds it (_volume_gate):
     # through this pod the other queues' cells would still be running.
@@ -97,7 +97,7 @@ async def _volume_gate(ctx: JobContext, action: Action) -> str:
     vol = await volume_of(ctx, action)
     if vol is None:
         return ""
-    from gpujob.sweep.storage import shared
+    from gpujob.layout.storage import shared
 
     if shared(ctx.spec):
         return await _shared_volume_gate(ctx, action, vol)
@@ -128,7 +128,7 @@ async def _shared_volume_gate(ctx: JobContext, action: Action, vol: LiveResource
     terminate has its own gate), a temporary pod looks at it for every cell of every queue."""
     import dataclasses
 
-    from gpujob.sweep.storage import volume_spec
+    from gpujob.layout.storage import volume_spec
 
     queue = ctx.extra.get(SWEEP_QUEUE)
     if queue is None:

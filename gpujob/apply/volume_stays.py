@@ -19,7 +19,7 @@ from gpujob.plan.model import ActionKind
 
 def stays_on_volume(ctx: Any, machine: LiveResource) -> str | None:
     """Why the pull need not start `machine`, or None when it must."""
-    from gpujob.sweep.storage import shared
+    from gpujob.layout.storage import shared
 
     vol_id = machine.network_volume_id if ctx.spec.platform == "runpod" else None
     if machine.status != "stopped" or vol_id is None:

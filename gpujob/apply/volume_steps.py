@@ -56,7 +56,7 @@ async def await_shared_volume(ctx: JobContext) -> None:
     """Queues 2..N of a sweep on a shared network volume: queue 1 creates it, in this same apply (its
     own job, run at the same time), and this queue's pod is made only once it exists (RP7: attached at
     creation, in its data center)."""
-    from gpujob.sweep.storage import holds_volume
+    from gpujob.layout.storage import holds_volume
 
     if holds_volume(ctx.spec, ctx.extra.get(SWEEP_QUEUE)):
         return

@@ -66,18 +66,6 @@ def fix_jobs(loaded: Iterable[Any]) -> list[FixJob]:
     return out
 
 
-# What only the audit reads (providers' audit_resources); a plan's read never has them.
-AUDIT_ONLY_KINDS = frozenset({"cluster", "endpoint", "startup_script"})
-
-
-def plan_view(live: LiveState) -> LiveState:
-    """The audit's read as a plan would have read it: without the audit-only kinds (clusters no listed pod
-    is a member of), so a fingerprint taken from it is the one apply recomputes."""
-    # a plan's read has the clusters of the member pods it lists (with their nodes), and those members
-    kept = [r for r in live.resources if r.kind not in AUDIT_ONLY_KINDS or (r.kind == "cluster" and r.nodes)]
-    return live.model_copy(update={"resources": kept})
-
-
 async def _everything(provider: Any) -> list[LiveResource]:
     """What the audit reads: a provider's audit_resources() where it has more billing kinds than a plan
     needs (RunPod clusters, serverless endpoints), else list_resources()."""

@@ -50,7 +50,7 @@ def spec_digest(jobs: Iterable[FixJob]) -> str:
 def fix_fingerprint(live: LiveState, jobs: Iterable[FixJob]) -> str:
     """The live fingerprint apply recomputes for a saved plan: what the plan's jobs own (the planner's
     own recipe), so a foreign resource changing elsewhere does not stale the fix plan."""
-    from gpujob.audit.account import plan_view
+    from gpujob.audit.views import plan_view
     from gpujob.plan.planner import live_fingerprint
 
     return live_fingerprint(plan_view(live), {j.name: j.project for j in jobs})

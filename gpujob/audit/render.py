@@ -69,7 +69,7 @@ def _markdown(report: AuditReport) -> str:
 
 
 def _text(report: AuditReport, *, color: bool = False, width: int | None = None) -> str:
-    from gpujob.render.table import table
+    from gpujob.table import table
 
     out = [
         f"gpujob audit  {when(report.generated_at)}  idle threshold {ago(report.idle_threshold_s)}  "
@@ -143,4 +143,4 @@ def _text(report: AuditReport, *, color: bool = False, width: int | None = None)
 
 
 class _Drawn(str):
-    """A table line gpujob.render.table drew (its cells escaped, its colours kept)."""
+    """A table line gpujob.table drew (its cells escaped, its colours kept)."""

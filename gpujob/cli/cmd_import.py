@@ -43,7 +43,7 @@ def _import(job: str, resource_id: str, files: tuple[Path, ...], lock_timeout: f
     from gpujob.redact import from_machine
 
     loaded = load_jobs(files, "import")
-    from gpujob.sweep.address import names_job, shown
+    from gpujob.layout.address import names_job, shown
 
     mine = [ls for ls in loaded if names_job(job, ls.spec.name)]
     if not mine:

@@ -32,7 +32,7 @@ Examples:
 @click.option("-f", "--file", "job_file", type=click.Path(path_type=Path, dir_okay=False),
               help="The job file (its directory holds .gpujob/); default: the discovered job of that name.")  # fmt: skip
 def command(job: str, yes: bool, job_file: Path | None) -> None:
-    from gpujob.sweep.address import queue_job_of
+    from gpujob.layout.address import queue_job_of
 
     sys.exit(run_command(_run, queue_job_of(job), yes, job_file))  # a sweep's queue: abl.q1 is abl--q1
 
@@ -43,7 +43,7 @@ def _find_job_file(job: str) -> Path | None:
 
     files = discover_job_files(Path.cwd())
     try:
-        from gpujob.sweep.address import names_job
+        from gpujob.layout.address import names_job
 
         for loaded in load_specs(files):
             if names_job(job, loaded.spec.name):

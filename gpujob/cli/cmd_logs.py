@@ -57,9 +57,9 @@ async def _go(loaded, follow: bool, lines: int, raw: bool) -> None:  # type: ign
     from gpujob.apply.runtime import open_remote
     from gpujob.apply.sshapi import SSHApi
     from gpujob.clock import SystemClock
+    from gpujob.layout.machine import job_dir
     from gpujob.redact import from_machine
     from gpujob.render.frames import LastFrames
-    from gpujob.ssh.launcher import job_dir
 
     ssh, clock = SSHApi.default(), SystemClock()
     async with job_views(loaded) as views:

@@ -271,7 +271,7 @@ def bill(fmt: str) -> None:
             click.echo(json.dumps(data, indent=2))
             return
         from gpujob.cli.options import color_wanted
-        from gpujob.render.table import table
+        from gpujob.table import table
 
         color = color_wanted(False)
         rows = [

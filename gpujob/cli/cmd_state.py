@@ -74,7 +74,7 @@ def render_text(
     header = ["KIND", "NAME", "ID", "STATUS", "GPU", "REGION", "DISK", "SSH", "COST"]
     rows = [_row(r, counts[(r.kind, r.name)] > 1) for r in resources]
     lines = [f"{job} ({platform}): {len(resources)} live resource(s)"]
-    from gpujob.render.table import table
+    from gpujob.table import table
 
     width = shutil.get_terminal_size().columns if color else None
     lines += table(header, rows, color=color, width=width)
@@ -84,7 +84,7 @@ def render_text(
 
         names = ", ".join(dups)  # from the API
         lines.append(for_terminal(f"warning: duplicated names (gpujob never picks one silently): {names}"))
-    return "\n".join(lines)  # the table's cells went through gpujob.safe (gpujob.render.table)
+    return "\n".join(lines)  # the table's cells went through gpujob.safe (gpujob.table)
 
 
 def _state(job_file: str | None, fmt: str, no_color: bool = False) -> None:

@@ -176,7 +176,7 @@ def stopped_run(loaded: Any, machine: Any) -> dict | None:
     """The run of a machine that is not running, when it is known finished (so `gpujob apply` would
     not start it: saying it would is wrong); None when it is not known."""
     from gpujob.apply.runfacts import journal_facts
-    from gpujob.sweep.isolation import queue_drained
+    from gpujob.layout.isolation import queue_drained
 
     state = machine.raw_status or machine.status
     if queue_drained(loaded):

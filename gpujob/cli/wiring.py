@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from gpujob.plan.capability import Capability, install
+from typing import Any
+
+from gpujob.plan.capability import Capability, install, installed
 
 
 def capabilities() -> tuple[Capability, ...]:
@@ -19,6 +21,19 @@ def capabilities() -> tuple[Capability, ...]:
     return (Failover(), Sweep(), Rehearse(), Preflight(), Outputs(), Disks(), Audit())
 
 
+def expand_loaded(loaded: Any) -> list[Any]:
+    """The jobs a loaded job file stands for: the first capability that claims it says (a sweep)."""
+    for cap in installed():
+        jobs = cap.expand_loaded(loaded)
+        if jobs is not None:
+            return jobs
+    return [loaded]
+
+
 def wire() -> None:
-    """Install the list for callers that pass none (a library call plans like the CLI)."""
+    """Install the list for callers that pass none (a library call plans like the CLI), and the loader's
+    expansion of a job file into its jobs."""
+    from gpujob.spec import expansion
+
     install(capabilities)
+    expansion.install(expand_loaded)

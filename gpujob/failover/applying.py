@@ -41,7 +41,7 @@ async def apply_moves(
             running_here=here_up,
             spot_gone=live.spot_unavailable,
         )
-        from gpujob.failover.capped import within_cap
+        from gpujob.failover.planning import within_cap
 
         choice = within_cap(ls, choice, live, now=live.read_at, env=env)  # the plan's own chooser
         mid = move_id(name)

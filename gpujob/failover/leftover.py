@@ -122,7 +122,7 @@ def left_loaded(ls: Any, platform: str, *, applying: bool = False, live: LiveSta
         update["outputs"] = spec.outputs.model_copy(update={"pull_to": aside(spec.outputs.pull_to, platform)})
     elif applying:
         from gpujob.jobfile.model import OutputsSpec
-        from gpujob.outputs.roots import DEFAULT_PULL_TO
+        from gpujob.layout.outputs import DEFAULT_PULL_TO
 
         update["outputs"] = OutputsSpec.model_construct(paths=[], pull_to=aside(DEFAULT_PULL_TO, platform))
     return dataclasses.replace(ls, spec=spec.model_copy(update=update), entry=entry, declared=declared)

@@ -8,6 +8,7 @@ billing; deleting it is a separate gated action like any other.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -93,8 +94,6 @@ def with_moves(
             spot_gone=live.spot_unavailable,
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        from gpujob.failover.capped import within_cap
-
         when = now or live.read_at
         choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
         out.append(
@@ -298,3 +297,43 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
     return jp.model_copy(
         update={"actions": [move], "findings": findings, "after_usd_per_hour": move.billing.hourly_after}
     )
+
+
+# The chooser under budget.max_hourly_usd: a move is proposed only where the whole moved job fits the cap
+# (its machine, storage and IP there, plus what stays billing where it was), judged by the running rate
+# the plan's cap check reads (gpujob.plan.rate), so a plan never promises a move apply would refuse.
+def within_cap(
+    ls: Any,
+    choice: Choice,
+    live: Any,
+    *,
+    now: datetime,
+    env: Mapping[str, str],
+    jp: Any = None,
+    record: Any = None,
+) -> Choice:
+    """`choice` when its move fits the cap (or there is no cap, or no move); else the first other
+    place that can serve within it; else no move, `held` saying what each would bill. `jp`: the job's
+    plan where it runs now (planned here from `live` when not given)."""
+    declared = getattr(ls, "declared", None) or ls.spec
+    cap = declared.budget.max_hourly_usd
+    if choice.move_to is None or cap is None:
+        return choice
+    from gpujob.cost.rates import usd
+    from gpujob.plan.rate import CAP_KEY, over_cap, running_rate
+
+    if jp is None:
+        from gpujob.plan.planner import plan_one
+
+        jp = plan_one(ls, live, now=now, env=env)
+    first = choice.move_to
+    others = [p for p in choice.places if p.serves and p.entry not in (choice.here.entry, first.entry)]
+    refused = []
+    for to in [first, *([] if choice.failback else others)]:
+        option = dataclasses.replace(choice, move_to=to)
+        rate = running_rate([moved_plan(jp, ls, option, live, record, now=now, env=env)])
+        if not over_cap(rate, cap):
+            return option
+        refused.append(f"moved to {to.name} it would bill {usd(rate.usd_per_hour)}/h ({rate.parts_text()})")
+    held = "; ".join(refused) + f", over {CAP_KEY} {usd(cap)}/h"
+    return dataclasses.replace(choice, move_to=None, held=held)

@@ -61,7 +61,7 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails,
         spot_gone=live.spot_unavailable,
     )  # fmt: skip
-    from gpujob.failover.capped import within_cap
+    from gpujob.failover.planning import within_cap
 
     # the plan's chooser: never a move the cap check would refuse (watch would retry it every interval)
     choice = within_cap(ls, choice, live, now=watcher.clock.now(), env=watcher.env, jp=jp)

@@ -1,7 +1,7 @@
 """The cells of a `sweep:` block: the expansion of its matrix or list, each cell's stable readable name
 (GPUJOB_CELL) and its estimate, and where a cell lives on the machine (GPUJOB_CELL_DIR, the sweep's
 own dir, a cell's checkpoints). What the job file means, no behaviour: the split over queues is
-gpujob.sweep.expand's, the wrapper that runs them gpujob.sweep.wrapper's."""
+gpujob.sweep.expand's, the wrapper that runs them gpujob.layout.wrapper's."""
 
 from __future__ import annotations
 

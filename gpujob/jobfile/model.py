@@ -370,12 +370,3 @@ class JobSpec(Model):
         if problem:
             raise ValueError(problem)
         return self
-
-    @model_validator(mode="after")
-    def _sweep_fits(self) -> JobSpec:
-        from gpujob.sweep.checks import sweep_problem
-
-        problem = sweep_problem(self)
-        if problem:
-            raise ValueError(problem)
-        return self

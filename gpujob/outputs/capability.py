@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpujob.outputs.command import pull_outputs
 from gpujob.outputs.gate import protect
 from gpujob.outputs.plan import outputs_line
 from gpujob.plan.capability import Capability
+from gpujob.watch.hooks import WatchHooks
 
 
 class Outputs(Capability):
@@ -34,3 +36,13 @@ class Outputs(Capability):
             action_id=action.id,
             where=f"{machine.name} ({machine.id})",
         )
+
+    def watch_hooks(self, options: Any) -> Any:
+        return OutputsWatch()
+
+
+class OutputsWatch(WatchHooks):
+    """`gpujob watch` brings a job's outputs home with the same pull as `gpujob pull` (its final pull)."""
+
+    def outputs_pull(self) -> Any:
+        return pull_outputs

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gpujob.errors import GpujobError
+from gpujob.layout.outputs import output_roots, pull_to
 from gpujob.outputs.remote import pull, resolve
-from gpujob.outputs.roots import output_roots, pull_to
 from gpujob.plan.outputs_record import OutputsRecord
 
 

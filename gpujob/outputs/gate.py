@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.errors import GateError
+from gpujob.layout.outputs import output_roots, pull_to, run_root
 from gpujob.outputs import remote as out
-from gpujob.outputs.roots import output_roots, pull_to, run_root
 
 
 async def protect(

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpujob.outputs.roots import Root, file_root
+from gpujob.layout.outputs import Root, file_root
 from gpujob.plan.outputs_record import OutputFile, OutputsRecord, save_outputs_record
 from gpujob.ssh.listing import RemoteFile, RemoteListing
 

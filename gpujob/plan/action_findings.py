@@ -125,7 +125,7 @@ def start_findings(ctx: JobContext, aid: str, fired: bool) -> list[Finding]:
 
 def work_at_risk(ctx: JobContext) -> str | None:
     """When the run alive has no recent checkpoint: what a stop of it may lose (said on the stop)."""
-    from gpujob.ssh.launcher import checkpoint_interval_s
+    from gpujob.layout.machine import checkpoint_interval_s
 
     fact = ctx.live.runs.get(ctx.job)
     every = checkpoint_interval_s(ctx.spec)

@@ -54,7 +54,7 @@ def plan_running(ctx: JobContext) -> None:
         cuda = cuda_from_tag(spec.machine.image) if spec.platform == "runpod" else None
         if cuda:
             reasons.append(f"host filter: CUDA {cuda} or newer, read from the image's tag (RP9)")
-        from gpujob.sweep.storage import shared_volume_reason
+        from gpujob.layout.storage import shared_volume_reason
 
         reasons += shared_volume_reason(ctx)
         a = add(
@@ -196,7 +196,7 @@ def plan_absent(ctx: JobContext) -> None:
         pull_checkpoints(ctx, ctx.teardown_verb) if m is not None and spec.checkpoint is not None else None
     )
     term_id = None
-    from gpujob.sweep.storage import shared, shared_volume_gate_reason
+    from gpujob.layout.storage import shared, shared_volume_gate_reason
 
     if m is not None:
         # a sweep's shared volume is looked at by its own delete, once every queue pod is gone

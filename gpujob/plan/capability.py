@@ -9,6 +9,9 @@ the list the composition root installed (`installed()`), so a library call plans
 Nothing here looks a capability up by name.
 
 Hook points, by floor:
+- load (gpujob.spec): `expand_loaded` turns one loaded job file into the jobs plan, apply and watch see
+  (sweep: one job per queue); the composition root plugs the installed capabilities' expansion into
+  the loader (gpujob.spec.expansion), which imports no capability either.
 - plan (gpujob.plan): `rounds` rework every job's plan once each is planned (failover: entry fixes and
   moves, before the account-wide balance; what a job left on other platforms, after it); `disk_findings`
   and `spot_findings` add a section's findings where the planner judges disks and interruptible
@@ -116,6 +119,10 @@ class Capability:
         return ""
 
     # --- watch
+    def expand_loaded(self, loaded: Any) -> list[Any] | None:
+        """The jobs one loaded job file stands for (a sweep: one per queue), or None: not this capability's."""
+        return None
+
     def watch_hooks(self, options: Any) -> Any:
         """A gpujob.watch.hooks.WatchHooks for one watcher (`options`: its gpujob.watch.jobs.Options), or None."""
         return None

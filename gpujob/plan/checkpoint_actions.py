@@ -22,13 +22,13 @@ def launch_run(
     if run is None:
         return
     reasons = [first] if first else []
-    from gpujob.sweep.expand import shown_command
+    from gpujob.layout.queues import shown_command
 
     reasons.append(
         f"sync {run.sync.src} to {run.sync.dest}, then run `{shown_command(ctx.job, run.command)}` "
         f"detached ({run.detach})"
     )
-    from gpujob.sweep.shown import cell_lines
+    from gpujob.layout.shown import cell_lines
 
     cells = cell_lines(getattr(ctx.loaded, "sweep", None))
     reasons += cells  # a sweep queue: each cell's command, values and checkpoint dir

@@ -29,7 +29,7 @@ def current_footprint(ctx: JobContext) -> Footprint:
 def desired_footprint(ctx: JobContext) -> Footprint:
     """The job as the spec wants it, running (snapshots are never created by gpujob, so live ones stay)."""
     spec = ctx.spec
-    from gpujob.sweep.storage import holds_volume
+    from gpujob.layout.storage import holds_volume
 
     holds = holds_volume(spec, getattr(ctx.loaded, "sweep", None))
     nv = spec.storage.network_volume if holds else None  # a sweep's volume bills once, on its holder

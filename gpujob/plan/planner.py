@@ -275,7 +275,7 @@ def _sort_owned(ctx: JobContext, owned: list[LiveResource]) -> None:
             )
         )
     want = ctx.volume_name
-    from gpujob.sweep.storage import holds_volume
+    from gpujob.layout.storage import holds_volume
 
     # a sweep's queues 2..N mount the volume queue 1 holds: theirs to mount, not to bill, grow or delete
     holds = holds_volume(spec, getattr(ctx.loaded, "sweep", None))

@@ -179,7 +179,7 @@ def value_digest(value: str) -> str:
 
 
 def run_record_of(spec: Any, at: datetime) -> RunRecord:
-    from gpujob.ssh.launcher import checkpoint_interval_s
+    from gpujob.layout.machine import checkpoint_interval_s
 
     run, ck = spec.run, spec.checkpoint
     return RunRecord(

@@ -4,7 +4,7 @@ through the teardown gate like any replace. A saved plan keeps its addresses (Pl
 
 A sweep's queue is addressed as the plan prints its actions, `abl.q1.run` (the older `abl--q1.run` is
 read as the same), and the sweep's own name stands for every queue: `abl.run` is `abl.q1.run`,
-`abl.q2.run`, … (gpujob.sweep.address). Addresses are kept in the printed form."""
+`abl.q2.run`, … (gpujob.layout.address). Addresses are kept in the printed form."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ KINDS = {"runpod": ("run", "pod"), "paperspace": ("run", "machine")}
 def check_addresses(addresses: Sequence[str], loaded: Sequence[Any]) -> list[str]:
     """The addresses in the printed form, in order, once each; GpujobError naming the first one that
     names nothing."""
-    from gpujob.sweep.address import jobs_named, shown
+    from gpujob.layout.address import jobs_named, shown
 
     jobs = {ls.spec.name: ls.spec.platform for ls in loaded}
     out: list[str] = []
@@ -40,19 +40,19 @@ def check_addresses(addresses: Sequence[str], loaded: Sequence[Any]) -> list[str
 
 def of_job(addresses: Sequence[str], job: str) -> set[str]:
     """The addresses (printed form, or a saved plan's older `abl--q1.run`) that are job `job`'s."""
-    from gpujob.sweep.address import queue_job_of
+    from gpujob.layout.address import queue_job_of
 
     return {a for a in addresses if queue_job_of(a.rpartition(".")[0]) == job}
 
 
 def _address(ctx: Any, what: str) -> str:
-    from gpujob.sweep.address import shown
+    from gpujob.layout.address import shown
 
     return f"{shown(ctx.job)}.{what}"
 
 
 def _asked(ctx: Any, what: str) -> bool:
-    from gpujob.sweep.address import queue_job_of
+    from gpujob.layout.address import queue_job_of
 
     return any(
         queue_job_of(a.rpartition(".")[0]) == ctx.job and a.rpartition(".")[2] == what for a in ctx.replace
@@ -72,6 +72,6 @@ def run_forced(ctx: Any) -> bool:
 
 def run_address(job: str) -> str:
     """The address that relaunches job `job`'s run, as --replace takes it."""
-    from gpujob.sweep.address import shown
+    from gpujob.layout.address import shown
 
     return f"{shown(job)}.run"

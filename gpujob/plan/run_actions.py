@@ -30,7 +30,7 @@ def plan_finished(ctx: JobContext) -> None:
 def _finished_why(ctx: JobContext, verb: str) -> str:
     q = getattr(ctx.loaded, "sweep", None)
     if q is not None and ctx.spec.teardown.on_finish == "stop":
-        # the user's file may say keep: a sweep reads it as stop (gpujob.sweep.expand.queue_spec)
+        # the user's file may say keep: a sweep reads it as stop (gpujob.layout.queues.queue_spec)
         return (
             f"queue q{q.n} of sweep {q.sweep_job} drained (its run exited 0): a drained queue's machine stops"
         )
@@ -209,7 +209,7 @@ def noop_reason(ctx: JobContext, fact: RunFact | None) -> str | None:
     if fact.finished_for_digest:
         q = getattr(ctx.loaded, "sweep", None)
         if q is not None:
-            from gpujob.sweep.isolation import queue_drained
+            from gpujob.layout.isolation import queue_drained
 
             if queue_drained(ctx.loaded):
                 return (

@@ -49,13 +49,13 @@ def run_changes(record: Any, spec: JobSpec) -> list[FieldChange]:
     return out
 
 
-# What a new version of a sweep's files carries (gpujob.sweep.wrapper), so a queue's wrapper can pick
+# What a new version of a sweep's files carries (gpujob.layout.wrapper), so a queue's wrapper can pick
 # it up between cells: the command and cells, run.env, the checkpoint interval and keep.
 FROM_NEXT_CELL = ("sweep.version", "run.env.", "checkpoint.interval", "checkpoint.keep")
 
 
 def _as_version(change: FieldChange) -> FieldChange:
-    from gpujob.sweep.wrapper import version_of
+    from gpujob.layout.wrapper import version_of
 
     before, after = (version_of(str(v or "")) for v in (change.before, change.after))
     return FieldChange(path="sweep.version", before=before, after=after)
@@ -130,8 +130,8 @@ def plan_relaunch(ctx: JobContext, fact: Any, *, forced: bool = False) -> bool:
     changes = run_changes(record, ctx.spec) if record is not None else []
     if not changes and not forced:
         return False
+    from gpujob.layout.queues import shown_command
     from gpujob.naming import sweep_of
-    from gpujob.sweep.expand import shown_command
 
     queue = sweep_of(ctx.job)
     if queue is not None:

@@ -29,7 +29,7 @@ class RunWarning:
 
 
 def interval_s(spec: JobSpec) -> int | None:
-    from gpujob.ssh.launcher import checkpoint_interval_s
+    from gpujob.layout.machine import checkpoint_interval_s
 
     return checkpoint_interval_s(spec)
 

@@ -167,7 +167,7 @@ def network_volume_findings(ctx: JobContext) -> list[Finding]:
                 )
             )
     if ctx.volume is not None:
-        from gpujob.sweep.storage import sibling_queue
+        from gpujob.layout.storage import sibling_queue
 
         writers = [
             r

@@ -25,7 +25,7 @@ def network_volume_action(ctx: JobContext) -> str | None:
     nv = ctx.spec.storage.network_volume
     if ctx.spec.platform != "runpod" or nv is None:
         return None
-    from gpujob.sweep.storage import holds_volume, shared_volume_findings
+    from gpujob.layout.storage import holds_volume, shared_volume_findings
 
     ctx.findings += shared_volume_findings(ctx)
     if not holds_volume(ctx.spec, getattr(ctx.loaded, "sweep", None)):

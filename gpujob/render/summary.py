@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpujob.cost.rates import usd
 from gpujob.invariant import holds
+from gpujob.plan.finding_lines import where as where
 from gpujob.plan.model import Action, ActionKind, Finding, JobPlan, Plan
 
 K = ActionKind
@@ -165,12 +166,6 @@ def finding_counts(findings: list[Finding]) -> str:
     words.append(f"{n['warning']} warning{'s' if n['warning'] != 1 else ''}")
     words.append(f"{n['info']} info")
     return ", ".join(words)
-
-
-def where(f: Finding) -> str:
-    if f.source is None:
-        return ""
-    return f"{f.source.file}:{f.source.line}:{f.source.column} ({f.source.key})"
 
 
 def run_line(job: JobPlan) -> str | None:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable
 
 import click
 
 from gpujob.cost.model import MeterLine
 from gpujob.cost.rates import rate, usd
-from gpujob.plan.model import Action, ActionKind, FieldChange, Finding, JobPlan, Plan
+from gpujob.plan.finding_lines import finding_lines
+from gpujob.plan.model import Action, ActionKind, FieldChange, JobPlan, Plan
 from gpujob.render import summary as S
 from gpujob.render.sweep_text import SeenFindings, split_summary
 from gpujob.safe import for_terminal as T  # every string a pod, an API or a job file chose
@@ -33,8 +33,6 @@ COLOUR: dict[ActionKind, str] = {
     K.MOVE: "magenta",
     K.NOOP: "bright_black",
 }
-SEVERITY = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("i", "blue")}
-WIDTH = 110
 LEGEND = "+ create   ~ update   -/+ replace   - destroy   ▶ start   ⏸ stop   ⇣ pull   » launch   · no change"
 
 
@@ -82,7 +80,7 @@ def _job(job: JobPlan, style: Style, seen: SeenFindings) -> list[str]:
         out.append("")
         out.append("  findings:")
         for f in shown:
-            out += _finding(f, style, indent="    ")
+            out += finding_lines(f, style, indent="    ")
         for other, count in same.items():
             out.append(T(f"    {'and ' if shown else ''}{count} as for {other} above (the same findings)"))
     run = S.run_line(job)
@@ -118,7 +116,7 @@ def _action(a: Action, style: Style) -> list[str]:
     if a.data.summary:
         out.append(pad + "data: " + T(a.data.summary))
     for f in a.findings:
-        out += _finding(f, style, indent=pad)
+        out += finding_lines(f, style, indent=pad)
     return out
 
 
@@ -158,37 +156,3 @@ def _meters(a: Action, style: Style, pad: str) -> list[str]:
     if b.hourly_before != b.hourly_after:
         out.append(f"{pad}$ rate          {usd(b.hourly_before)}/h -> {usd(b.hourly_after)}/h")
     return out
-
-
-def _finding(f: Finding, style: Style, *, indent: str) -> list[str]:
-    mark, colour = SEVERITY[f.severity]
-    out = [indent + style(f"{mark} {f.severity}", fg=colour, bold=True) + T(f" [{f.code}] {f.summary}")]
-    sub = indent + "    "
-    if f.detail:
-        out += _wrap(f.detail, sub)
-    if f.source is not None:
-        out.append(sub + "at " + T(S.where(f)))
-    if f.fix:
-        out += _wrap("fix: " + f.fix, sub)
-    return out
-
-
-def error_lines(plan: Plan) -> list[str]:
-    """The plan's error findings, each as the plan prints it (under its job's name): what a refusal to
-    apply names above itself."""
-    out: list[str] = []
-    for job in plan.jobs:
-        errors = [
-            f for f in [*job.findings, *(f for a in job.actions for f in a.findings)] if f.severity == "error"
-        ]
-        if errors:
-            out.append(T(f"── {job.job} · {job.platform}"))
-            for f in errors:
-                out += _finding(f, lambda text, **_: text, indent="  ")
-    return out
-
-
-def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(
-        T(text), width=WIDTH, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
-    )

@@ -22,7 +22,7 @@ SENSITIVE = ("run.env", "run.secrets")
 MODEL_HINTS = {
     "checkpoint.interval": "set checkpoint.mtbf and checkpoint.write_time, or a fixed interval such as 15m",
 }
-_PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+(?:\.[A-Za-z_][A-Za-z0-9_]*)?): (.+)$")  # sweep.matrix.LR
+PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+(?:\.[A-Za-z_][A-Za-z0-9_]*)?): (.+)$")  # sweep.matrix.LR
 # A field validator of a mapping names the entry it refuses as "[KEY] ...": placed at that key.
 _CHILD_PREFIX = re.compile(r"^\[([A-Za-z_][A-Za-z0-9_]*)\] (.+)$")
 
@@ -217,7 +217,7 @@ def validation_problems(
             hint = f"{hint}; or {', '.join(extra)}"
         key_path = path
         if not path and err["type"] == "value_error":
-            match = _PATH_PREFIX.match(message)
+            match = PATH_PREFIX.match(message)
             if match:
                 key_path, message = match.group(1), match.group(2)
                 hint = MODEL_HINTS.get(key_path)

@@ -109,7 +109,7 @@ class Rules:
             )
             for key, f in model["fields"].items()
         }
-        cross = [MODEL_VALIDATORS[v["name"]][1] for v in model["validators"]]
+        cross = [MODEL_VALIDATORS[v["name"]][1] for v in model["validators"]] + LOAD_CHECKS.get(name, [])
 
         def check(data: Any) -> bool:
             if type(data) is not dict or not required <= data.keys():
@@ -260,8 +260,8 @@ def _parked_keeps_checkpoints(r: Rules, data: dict[str, Any]) -> bool:
 
 # JobSpec's model validators, as FIELD_VALIDATORS (on the checked mapping, defaults filled in).
 def _no_sweep(r: Rules, data: dict[str, Any]) -> bool:
-    """The fast path vouches only for a job without a sweep (gpujob.sweep.checks judges the rest), and
-    without the {cell} placeholder a job without one refuses."""
+    """The fast path vouches only for a job without a sweep (gpujob.layout.checks judges the rest, at
+    load: gpujob.spec.load), and without the {cell} placeholder a job without one refuses."""
     outputs = r.default("JobSpec", data, "outputs")
     paths = outputs["paths"] if outputs is not None else []
     return r.default("JobSpec", data, "sweep") is None and not any("{cell}" in p for p in paths)
@@ -278,10 +278,12 @@ FIELD_VALIDATORS.update(
     }
 )
 
+# What the full loader checks of a model beyond its validators (gpujob.spec.load), as the fast path must.
+LOAD_CHECKS: dict[str, list[Callable[[Rules, dict[str, Any]], bool]]] = {"JobSpec": [_no_sweep]}
+
 MODEL_VALIDATORS: dict[str, tuple[str, Callable[[Rules, dict[str, Any]], bool]]] = {
     "JobSpec._auto_needs_inputs": ("7da6e40ad889d32d", _auto_needs_inputs),
     "JobSpec._parked_keeps_checkpoints": ("bd8d9f77169ed60f", _parked_keeps_checkpoints),
-    "JobSpec._sweep_fits": ("760d66cca41364d3", _no_sweep),
     "SweepSpec._one_source": ("0c6c406fa8a0087c", lambda r, data: False),
 }
 

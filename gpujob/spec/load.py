@@ -57,7 +57,7 @@ class LoadedSpec:
     # Platforms the job's failover record names that the job file no longer lists (its fallback entry
     # was removed): read only for what the job left there, whose teardown alone is ever planned.
     strays: tuple[str, ...] = ()
-    # A queue of a sweep (gpujob.sweep.expand.Queue) when this spec is one; the file's own spec is not kept.
+    # A queue of a sweep (gpujob.layout.queues.Queue) when this spec is one; the file's own spec is not kept.
     sweep: Any = None
 
     def source(self, key_path: str) -> SourceRef | None:
@@ -99,6 +99,8 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
         problems += validation_problems(exc, JobSpec, parsed.data, parsed.positions, display)
     except Exception as exc:  # a validator bug must still not show a traceback for bad input
         problems.append(SpecProblem(display, 1, 1, "", f"cannot validate this file ({type(exc).__name__})"))
+    if spec is not None:
+        problems += _sweep_problems(spec, parsed.positions, display)
     taken = {p.key_path for p in problems}
     for check in platform_problems(parsed.data) + place_problems(parsed.data, path):
         if _covered(check.key_path, taken):
@@ -115,6 +117,21 @@ def _load_one(path: Path) -> tuple[LoadedSpec | None, list[SpecProblem]]:
     if problems or spec is None:
         return None, problems
     return LoadedSpec(spec=spec, path=path, digest=parsed.digest, positions=parsed.positions), []
+
+
+def _sweep_problems(spec: JobSpec, positions: Any, display: str) -> list[SpecProblem]:
+    """What a job file with `sweep:` (or a {cell} path) must hold beyond its schema (gpujob.layout.checks:
+    the queues its cells make must fit), placed at the key it names, as a model validator's would be."""
+    from gpujob.layout.checks import sweep_problem
+    from gpujob.spec.errmap import MODEL_HINTS, PATH_PREFIX
+
+    problem = sweep_problem(spec)
+    if problem is None:
+        return []
+    match = PATH_PREFIX.match(problem)
+    key_path, message = (match.group(1), match.group(2)) if match else ("", problem)
+    line, col = positions.key(key_path) if key_path else positions.value(key_path)
+    return [SpecProblem(display, line, col, key_path, message, MODEL_HINTS.get(key_path))]
 
 
 def _register_secrets(spec: JobSpec) -> None:
@@ -149,9 +166,9 @@ def load_specs(paths: Iterable[Path]) -> list[LoadedSpec]:
         loaded.append(spec)
     if problems:
         raise SpecError(problems)
-    from gpujob.sweep.expand import expand_loaded
+    from gpujob.spec.expansion import expanded
 
-    return [one for spec in loaded for one in expand_loaded(spec)]
+    return [one for spec in loaded for one in expanded(spec)]
 
 
 def check_files(paths: Iterable[Path]) -> list[SpecProblem]:

@@ -7,22 +7,26 @@ reads once: never into a file, argv, or the log."""
 
 from __future__ import annotations
 
-import math
-from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from gpujob.errors import RemoteCommandError
-from gpujob.jobfile.model import JobSpec, RunSpec
+from gpujob.jobfile.model import JobSpec
+from gpujob.layout.machine import (
+    SCRATCH_ROOT,
+    job_dir,
+    run_env,
+    run_section,
+    scratch_dir,
+)
 from gpujob.model import Model
 from gpujob.naming import SEP, machine_kind_of, run_session
 from gpujob.quote import env_name, q, remote_path, session_name
 from gpujob.ssh.logread import STATUS_CAP, expand, tail_command
 from gpujob.ssh.session import Remote
 
-SCRATCH_ROOT = "/tmp"  # container disk: wiped when the machine stops, so setup runs again
 LOG_TAIL_LINES = 50
 
 
@@ -74,57 +78,6 @@ class RunStatus(Model):
         return "lost" if self.started_at else "not_started"
 
 
-def job_dir(spec: JobSpec) -> str:
-    """<mount>/.gpujob/<job>: launcher, log, pid and exit code of the run (durable)."""
-    return remote_path(f"{spec.storage.mount}/.gpujob/{spec.name}")
-
-
-def scratch_dir(spec: JobSpec, scratch_root: str = SCRATCH_ROOT) -> str:
-    return remote_path(f"{scratch_root}/.gpujob-{spec.name}")
-
-
-def checkpoint_interval_s(spec: JobSpec) -> int | None:
-    """Seconds between checkpoints; `auto` is Young/Daly: sqrt(2 · mtbf · write_time)."""
-    ck = spec.checkpoint
-    if ck is None:
-        return None
-    if isinstance(ck.interval, timedelta):
-        return max(1, int(ck.interval.total_seconds()))
-    if ck.mtbf is None or ck.write_time is None:  # the spec validator refuses this; never trusted to
-        from gpujob.errors import ConfigError
-
-        raise ConfigError(
-            f"{spec.name}: checkpoint.interval: auto needs checkpoint.mtbf and checkpoint.write_time",
-            hint="set both, or give checkpoint.interval a duration",
-        )
-    return max(1, int(math.sqrt(2 * ck.mtbf.total_seconds() * ck.write_time.total_seconds())))
-
-
-def run_env(spec: JobSpec) -> list[tuple[str, str]]:
-    """Plain (non-secret) environment of the run, in export order."""
-    run = _run(spec)
-    env: dict[str, str] = {env_name(k): v for k, v in run.env.items()}
-    env["GPUJOB_JOB"] = spec.name
-    # Optional for the command: write the current step number here (one line, replaced each step);
-    # `gpujob watch` reads it to record goodput and the time from a preemption to the first new step.
-    env["GPUJOB_PROGRESS_FILE"] = f"{job_dir(spec)}/progress"
-    if spec.checkpoint is not None:
-        env["GPUJOB_CHECKPOINT_DIR"] = remote_path(spec.checkpoint.dir)
-        env["GPUJOB_CHECKPOINT_INTERVAL"] = str(checkpoint_interval_s(spec))
-        env["GPUJOB_CHECKPOINT_KEEP"] = str(spec.checkpoint.keep)
-    if run.caches == "durable":
-        mount = remote_path(spec.storage.mount)
-        env["HF_HOME"] = f"{mount}/.cache/huggingface"
-        env["PIP_CACHE_DIR"] = f"{mount}/.cache/pip"
-    return list(env.items())
-
-
-def _run(spec: JobSpec) -> RunSpec:
-    if spec.run is None:
-        raise ValueError(f"job {spec.name} has no run section")
-    return spec.run
-
-
 # Whether "$pid" is this job's run: the pid file lives on the durable mount and outlives the container,
 # and a new container numbers its processes from 1 again, so the pid may now be anything, even the very
 # `launcher.sh start` asking (its argv also holds "$SELF"). Only the run's own process has "$SELF run".
@@ -143,7 +96,7 @@ SELF_STOP = {"runpod": 'runpodctl stop pod "$RUNPOD_POD_ID"'}
 def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
     import jinja2
 
-    run = _run(spec)
+    run = run_section(spec)
     env = run_env(spec)
     mkdirs = [v for k, v in env if k in ("HF_HOME", "PIP_CACHE_DIR", "GPUJOB_CHECKPOINT_DIR")]
     tpl_env = jinja2.Environment(
@@ -178,7 +131,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
 
 
 def _secret_blob(spec: JobSpec, secrets: dict[str, str]) -> bytes:
-    names = _run(spec).secrets
+    names = run_section(spec).secrets
     missing = [n for n in names if n not in secrets]
     if missing:
         from gpujob.errors import ConfigError

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+torch: Any
 try:
     import torch
 except ImportError:

@@ -24,7 +24,7 @@ def targets(
         for ls in loaded
         for r in naming.owned(listed.get(ls.spec.platform, []), ls.spec.name, ls.project)
     ]
-    from gpujob.sweep.address import names_job
+    from gpujob.layout.address import names_job
 
     # a job's name; a sweep's stands for all its queues, a queue is abl.q1 or abl--q1
     jobs = [ls for ls in loaded if names_job(target, ls.spec.name)]

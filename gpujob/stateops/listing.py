@@ -84,7 +84,7 @@ def render_text(
     stores = dict.fromkeys(open_store(ls.path).location for ls in loaded)
     lines.append(f"state: {', '.join(stores)}")
     header = ("JOB", "PLATFORM", "KIND", "NAME", "ID", "STATUS", "REGION", "SSH", "NOTE")
-    from gpujob.render.table import table
+    from gpujob.table import table
 
     rows = [[str(c) for c in asdict(r).values()] for r in found]
     lines += table(header, rows, color=color, width=width)

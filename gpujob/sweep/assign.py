@@ -101,7 +101,7 @@ def update_assignment(store: Any, job: str, change: Any, now: datetime | None = 
 
 def pulled_queues(pull_to: Path, cells: Iterable[str]) -> dict[str, int]:
     """cell -> queue from the records pulled to pull_to/<cell>/ that name their queue."""
-    from gpujob.sweep.isolation import local_records
+    from gpujob.layout.isolation import local_records
 
     out: dict[str, int] = {}
     for cell, rec in local_records(pull_to, list(cells)).items():
@@ -113,7 +113,7 @@ def pulled_queues(pull_to: Path, cells: Iterable[str]) -> dict[str, int]:
 def placed_cells(loaded: Any, cells: Iterable[str]) -> dict[str, int]:
     """Where each cell of a loaded sweep job file was placed: the store's record, and where a pulled
     record says otherwise, the pulled record (it is where the cell ran)."""
-    from gpujob.outputs.roots import pull_to
+    from gpujob.layout.outputs import pull_to
     from gpujob.state import open_store
 
     names = list(cells)

@@ -20,6 +20,13 @@ from gpujob.watch.hooks import WatchHooks
 class Sweep(Capability):
     name = "sweep"
 
+    def expand_loaded(self, loaded: Any) -> list[Any] | None:
+        if getattr(loaded.spec, "sweep", None) is None:
+            return None
+        from gpujob.sweep.expand import expand_loaded
+
+        return expand_loaded(loaded)
+
     def job_plan_fields(self, loaded: Any, running_usd_per_hour: float) -> dict[str, Any]:
         # the cells' estimate at the running rate: only where they run (a destroy priced them at $0.00)
         return {"sweep": sweep_plan(loaded, running_usd_per_hour)}

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gpujob.jobfile.cells import sweep_dir
+from gpujob.layout.wrapper import RUNNING, VERSION_POINTER
 from gpujob.sweep.rebalance import LANDS, STAYS, WAITS
-from gpujob.sweep.wrapper import RUNNING, VERSION_POINTER
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ def sweep_plan(loaded: Any, usd_per_hour: float) -> SweepPlan | None:
         return None
     spec = loaded.spec
     all_cells = q.all_cells
-    from gpujob.outputs.roots import pull_to
-    from gpujob.sweep.isolation import local_records
+    from gpujob.layout.isolation import local_records
+    from gpujob.layout.outputs import pull_to
 
     recs = local_records(pull_to(spec, loaded.path), [c.name for c in all_cells])
     done = {c for c, r in recs.items() if r is not None and r.exit is not None}

@@ -3,7 +3,7 @@ when it is proven it can never start on the queue it leaves (a cell run on two m
 thing a sweep must never do: each queue's "never run again" guard is its own machine's disk).
 
 Phase 1 ("leaves"): the origin queue gets a new version of its files without the cell (placed beside
-the old, picked up by its wrapper between cells: gpujob.sweep.wrapper), and the project's placement
+the old, picked up by its wrapper between cells: gpujob.layout.wrapper), and the project's placement
 record (gpujob.sweep.assign, `leaving`) marks the cell on its way, before that version is placed. The
 cell is then on no queue: no version gpujob computes lists it anywhere.
 
@@ -120,7 +120,7 @@ def arrange(
     machines: int,
     *,
     record: Any,  # gpujob.sweep.assign.Assignment or None
-    pulled: Mapping[str, Any],  # cell -> pulled CellRecord (gpujob.sweep.isolation) or None
+    pulled: Mapping[str, Any],  # cell -> pulled CellRecord (gpujob.layout.isolation) or None
     verdicts: Mapping[str, tuple[str, str]] | None = None,
 ) -> Arrangement:
     """The placements (the record's, a pulled record's queue over it), the cells in transit (the
@@ -161,10 +161,10 @@ def arrange(
 def arrange_loaded(
     loaded: Any, cells: Sequence[Cell], verdicts: Mapping[str, tuple[str, str]] | None = None
 ) -> Arrangement:
-    from gpujob.outputs.roots import pull_to
+    from gpujob.layout.isolation import local_records
+    from gpujob.layout.outputs import pull_to
     from gpujob.state import open_store
     from gpujob.sweep.assign import read_record
-    from gpujob.sweep.isolation import local_records
 
     spec = loaded.spec
     record = read_record(open_store(loaded.path), spec.name)

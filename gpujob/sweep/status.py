@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.jobfile.cells import cell_dir, sweep_dir
-from gpujob.sweep.isolation import judge, local_records, parse_record
-from gpujob.sweep.wrapper import RECORD
+from gpujob.layout.isolation import judge, local_records, parse_record
+from gpujob.layout.wrapper import RECORD
 
 MAX_OUTSIDE = 20
 
@@ -108,7 +108,7 @@ def local_cells(spec: Any, queue: Any, pull_to: Path, machine: str) -> list[dict
 
 def isolation(spec: Any, queue: Any, rows: list[dict]) -> dict[str, list[str]]:
     """Errors (writes into another cell's dir) and warnings (other writes outside a cell's own dirs)."""
-    from gpujob.sweep.isolation import CellRecord
+    from gpujob.layout.isolation import CellRecord
 
     recs = [CellRecord(r["cell"], r["exit_code"], r["starts"], tuple(r["outside"])) for r in rows]
     roots = [cell_dir(spec.storage.mount, queue.sweep_job, "x").rpartition("/")[0]]
@@ -144,7 +144,7 @@ __all__ = ["RECORD", "cells_command", "isolation", "local_cells", "parse_cells",
 async def collect(view: Any, row: dict, open_remote: Any, ssh: Any, clock: Any) -> None:
     """Add 'cells' and 'isolation' to a status row of a sweep queue (nothing for any other job)."""
     from gpujob.errors import GpujobError
-    from gpujob.outputs.roots import pull_to
+    from gpujob.layout.outputs import pull_to
 
     queue = getattr(view.loaded, "sweep", None)
     if queue is None:

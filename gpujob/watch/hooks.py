@@ -47,9 +47,17 @@ class WatchHooks:
     def close(self) -> None:
         """When the watch ends."""
 
+    def outputs_pull(self) -> Any:
+        """The pull of a job's outputs (gpujob.watch.pulls.OutputsPull) this capability offers, or None."""
+        return None
+
 
 def watch_hooks(capabilities: Sequence[Capability], options: Any) -> list[WatchHooks]:
     return [h for cap in capabilities if (h := cap.watch_hooks(options)) is not None]
+
+
+def outputs_pull(hooks: Sequence[WatchHooks]) -> Any:
+    return next((pull for h in hooks if (pull := h.outputs_pull()) is not None), None)
 
 
 def held_for_people(hooks: Sequence[WatchHooks], todo: Sequence[Action]) -> tuple[list[Action], list[str]]:

@@ -19,7 +19,7 @@ from gpujob.plan.capability import Capability, chosen
 from gpujob.plan.model import ActionKind
 from gpujob.state import Store
 from gpujob.watch.events import Event, make_event
-from gpujob.watch.hooks import watch_hooks
+from gpujob.watch.hooks import outputs_pull, watch_hooks
 from gpujob.watch.ledger import Ledger, load_ledger
 from gpujob.watch.policy import Decision
 from gpujob.watch.probe import RunProbe
@@ -101,12 +101,12 @@ class WatcherBase:
         self.env = env
         self._emit = emit
         self.opt = options
-        self.pulls = Puller(clock=clock, ssh=self.spy.api, say=self.say)
         self.probe = RunProbe(self.spy.api)
         self.acted = False  # the last tick applied something
         self.final_failures: dict[str, int] = {}  # final pulls failed in a row (gpujob.watch.home)
         # what the capabilities add to the loop (gpujob.watch.hooks; None: the installed capabilities)
         self.hooks = watch_hooks(chosen(capabilities), options)
+        self.pulls = Puller(clock=clock, ssh=self.spy.api, say=self.say, outputs=outputs_pull(self.hooks))
 
     # --- events
     def say(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gpujob.apply.sshapi import SSHApi
@@ -19,14 +19,19 @@ from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
 
+# (target, ssh, clock, note) -> its OutputsRecord: gpujob.outputs.command.pull_outputs, plugged in
+OutputsPull = Callable[[Any, Any, Any, Callable[[str], None]], Awaitable[Any]]
 CANCEL_S = 10.0  # a cancelled pull closes its channel and its writer thread within this
 
 
 class Puller:
-    def __init__(self, *, clock: Clock, ssh: SSHApi, say: Callable[..., None]) -> None:
+    def __init__(
+        self, *, clock: Clock, ssh: SSHApi, say: Callable[..., None], outputs: OutputsPull | None = None
+    ) -> None:
         self.clock = clock
         self.ssh = ssh
         self.say = say
+        self.outputs = outputs  # the outputs capability's pull (WatchHooks.outputs_pull), when installed
         self.tasks: dict[str, asyncio.Task[bool]] = {}
         self.failed_since_start = 0
 
@@ -51,10 +56,10 @@ class Puller:
     async def pull_outputs(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
         """The job's outputs (gpujob.outputs), each checked by sha256: at the end of a run, as the
         teardown gate would before a destroy."""
-        from gpujob.outputs.command import pull_outputs
-
+        if self.outputs is None:  # never taken for pulled: the machine keeps them
+            return self._failed(job, "outputs pull failed: no outputs capability is installed")
         try:
-            record = await pull_outputs(
+            record = await self.outputs(
                 _target(job, machine, provider), self.ssh, self.clock, lambda _text: None
             )
         except (GpujobError, OSError) as exc:

@@ -100,8 +100,8 @@ def _done_cells(sim: Sim) -> dict[str, list[str]]:
 def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactly_once(
     sim: Sim, tmp_path: Path
 ) -> None:
+    from gpujob.layout.queues import split
     from gpujob.spec.load import load_specs
-    from gpujob.sweep.expand import split
 
     d, env = sweep_project(sim, tmp_path, JOB)
     first = gj(d, env, "apply", "--auto-approve")

@@ -187,7 +187,7 @@ def test_the_run_log_of_another_platform_lands_aside_and_proves_nothing_away(tmp
     from types import SimpleNamespace
 
     from gpujob.apply.reach_evidence import nothing_to_protect
-    from gpujob.outputs.roots import output_roots, pull_to
+    from gpujob.layout.outputs import output_roots, pull_to
 
     ls = _loaded(tmp_path, job_text())
     bare = ls.spec.model_copy(update={"checkpoint": None, "outputs": None})

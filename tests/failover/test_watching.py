@@ -30,7 +30,7 @@ class _Watcher:
         self.said: list[tuple[str, str, str]] = []
         self.clock = SimpleNamespace(now=lambda: NOW)
         self.opt = SimpleNamespace(approvals=set(), rerun="gpujob watch")
-        self.env: dict[str, str] = {}  # the env the cap chooser plans with (gpujob.failover.capped)
+        self.env: dict[str, str] = {}  # the env the cap chooser plans with (gpujob.failover.planning)
 
     def say(self, j: Any, event: str, happened: str, did: str = "", **kw: Any) -> None:
         self.said.append((event, happened, did))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from gpujob.layout.outputs import RUN_FILES, _root, file_root, output_roots, pull_to, run_root
 from gpujob.outputs.remote import Listed, unsafe
-from gpujob.outputs.roots import RUN_FILES, _root, file_root, output_roots, pull_to, run_root
 from gpujob.spec.load import check_files
 from gpujob.ssh.listing import RemoteFile, RemoteListing
 from tests.apply.fakes import make_spec

@@ -92,8 +92,8 @@ AUTO = "  interval: auto\n  mtbf: {mtbf}\n  write_time: {write}\n"
 
 
 def test_a_sub_second_write_time_is_a_measurement_and_valid_both_ways(write) -> None:
+    from gpujob.layout.machine import checkpoint_interval_s
     from gpujob.spec.load import load_specs
-    from gpujob.ssh.launcher import checkpoint_interval_s
 
     path = write(_job(**{"  interval: 15m\n": AUTO.format(mtbf="1h", write="0.5s")}))
     assert check_files([path]) == []

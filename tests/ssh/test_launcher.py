@@ -15,8 +15,9 @@ import pytest
 
 from gpujob.errors import ConfigError
 from gpujob.jobfile.model import JobSpec
+from gpujob.layout.machine import checkpoint_interval_s, job_dir, scratch_dir
 from gpujob.ssh.keys import ensure_project_key
-from gpujob.ssh.launcher import RunStatus, checkpoint_interval_s, job_dir, launch_run, run_status, scratch_dir
+from gpujob.ssh.launcher import RunStatus, launch_run, run_status
 from gpujob.ssh.session import Remote, connect
 from gpujob.ssh.testing import SSHD, running_sshd
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpujob.jobfile.model import JobSpec
-from gpujob.ssh.launcher import _quiesce_command, job_dir, render_launcher
+from gpujob.layout.machine import job_dir
+from gpujob.ssh.launcher import _quiesce_command, render_launcher
 
 
 def spec_of(tmp_path: Path, command: str, *, on_finish: str = "keep", on_failure: str = "keep") -> JobSpec:

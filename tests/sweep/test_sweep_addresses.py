@@ -13,8 +13,8 @@ import respx
 from click.testing import CliRunner
 
 from gpujob.errors import GpujobError
+from gpujob.layout.address import names_job, queue_job_of
 from gpujob.spec.load import load_specs
-from gpujob.sweep.address import names_job, queue_job_of
 from tests.owners import PROJECT, machine, pin_project
 from tests.sweep.test_sweep_unit import IMAGE, JOB, write
 

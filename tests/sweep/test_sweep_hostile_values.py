@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gpujob.layout.wrapper import queue_command
 from gpujob.spec.load import load_specs
-from gpujob.sweep.wrapper import queue_command
 from tests.sweep.test_sweep_unit import JOB
 
 # Every marker the old here-documents used (GPUJOB_SWEEP_EOF_<i>), alone on a line, then shell.

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpujob.layout.shown import cell_lines
 from gpujob.spec.load import load_specs
-from gpujob.sweep.shown import cell_lines
 from tests.sweep.test_sweep_unit import JOB, write
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from gpujob.jobfile.cells import Cell, expand
 from gpujob.jobfile.sweep import SweepSpec
+from gpujob.layout.isolation import CellRecord
+from gpujob.layout.wrapper import place, place_command, queue_command
 from gpujob.sweep.assign import Assignment, Leaving, read_record
 from gpujob.sweep.evidence import Evidence, Seen, decide, evidence_command, parse_evidence
-from gpujob.sweep.isolation import CellRecord
 from gpujob.sweep.rebalance import (
     LANDS,
     LEAVES,
@@ -26,7 +27,6 @@ from gpujob.sweep.rebalance import (
     note_leaving,
     propose,
 )
-from gpujob.sweep.wrapper import place, place_command, queue_command
 from tests.e2e.e2e_support import poll
 from tests.sweep.test_sweep_unit import run
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from gpujob import naming
 from gpujob.jobfile.cells import expand
+from gpujob.layout.wrapper import place, queue_command
 from gpujob.spec.load import load_specs
-from gpujob.sweep.wrapper import place, queue_command
 from tests.e2e.e2e_support import poll
 from tests.owners import PROJECT, machine
 from tests.sweep.test_sweep_unit import IMAGE, JOB, run, sweep, write
@@ -29,7 +29,7 @@ def _loaded(tmp_path: Path) -> list:
 
 
 def test_the_queues_share_the_sweeps_volume_and_each_syncs_its_own_code_tree(tmp_path: Path) -> None:
-    from gpujob.sweep.storage import holds_volume, shared
+    from gpujob.layout.storage import holds_volume, shared
     from tests.plan.plan_helpers import volume
 
     q1, q2 = (ls.spec for ls in _loaded(tmp_path))
@@ -127,7 +127,7 @@ def test_the_first_queue_places_every_file_once_and_a_cell_done_on_one_queue_nev
 def test_a_cell_of_another_queue_running_meanwhile_is_not_an_outside_write_but_a_write_into_a_pending_cell_is(
     tmp_path: Path,
 ) -> None:
-    from gpujob.sweep.isolation import judge, parse_record
+    from gpujob.layout.isolation import judge, parse_record
 
     mount = tmp_path / "volume"
     cells = expand(sweep(matrix={"V": ["a", "b", "d"]}))

@@ -15,12 +15,12 @@ from gpujob import naming
 from gpujob.errors import SpecError
 from gpujob.jobfile.cells import Cell, cell_name, expand
 from gpujob.jobfile.sweep import SweepSpec
+from gpujob.layout.isolation import judge, local_records, parse_record
+from gpujob.layout.queues import split
+from gpujob.layout.wrapper import place, queue_command
 from gpujob.live import LiveResource
 from gpujob.naming import queue_job, sweep_of
 from gpujob.spec.load import load_specs
-from gpujob.sweep.expand import split
-from gpujob.sweep.isolation import judge, local_records, parse_record
-from gpujob.sweep.wrapper import place, queue_command
 
 IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
 JOB = f"""version: 1
@@ -206,7 +206,7 @@ def test_validate_refuses_a_sweep_that_cannot_isolate_its_cells(
 
 
 def test_a_sweep_loads_as_one_queue_job_per_machine_and_the_gate_covers_each_cell(tmp_path: Path) -> None:
-    from gpujob.outputs.roots import output_roots
+    from gpujob.layout.outputs import output_roots
 
     text = JOB.replace(
         "storage: {volume_gb: 10, mount: /workspace}",
@@ -421,7 +421,7 @@ def test_a_changed_sweep_updates_the_queues_run_from_its_next_cell_and_never_rel
 
 
 def test_a_sweep_with_fallback_platforms_is_refused_and_an_empty_list_is_none(tmp_path: Path) -> None:
-    from gpujob.sweep.checks import sweep_problem
+    from gpujob.layout.checks import sweep_problem
 
     spec = load_specs([write(tmp_path, JOB)])[0].spec
     assert sweep_problem(spec) is None  # a queue spec: its sweep is expanded away

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from gpujob.jobfile.cells import Cell, expand
 from gpujob.jobfile.sweep import SweepSpec
+from gpujob.layout.isolation import local_records
+from gpujob.layout.queues import split
+from gpujob.layout.wrapper import place, place_command, queue_command
 from gpujob.spec.load import load_specs
-from gpujob.sweep.expand import split
-from gpujob.sweep.isolation import local_records
-from gpujob.sweep.wrapper import place, place_command, queue_command
 from tests.e2e.e2e_support import poll
 from tests.sweep.test_sweep_unit import JOB, run, write
 

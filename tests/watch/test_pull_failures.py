@@ -90,10 +90,10 @@ def test_an_outputs_pull_that_raises_or_meets_unpullable_files_is_a_warning_and_
     write_job: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     puller, job, said = _setup(write_job, tmp_path)
-    monkeypatch.setattr("gpujob.outputs.command.pull_outputs", _raises(OSError("disk full")))
+    puller.outputs = _raises(OSError("disk full"))
     assert asyncio.run(puller.pull_outputs(job, MACHINE, None, reason="run finished")) is False
     record = SimpleNamespace(unpullable={"results/b": "symlink", "results/a": "fifo"}, files={})
-    monkeypatch.setattr("gpujob.outputs.command.pull_outputs", _returns(record))
+    puller.outputs = _returns(record)
     assert asyncio.run(puller.pull_outputs(job, MACHINE, None, reason="run finished")) is False
     assert puller.failed_since_start == 2
     assert said == [
@@ -112,7 +112,7 @@ def test_a_pulled_outputs_record_is_reported_not_counted(
 ) -> None:
     puller, job, said = _setup(write_job, tmp_path)
     record = SimpleNamespace(unpullable={}, files={"results/a": object()}, local_dir="/tmp/out")
-    monkeypatch.setattr("gpujob.outputs.command.pull_outputs", _returns(record))
+    puller.outputs = _returns(record)
     assert asyncio.run(puller.pull_outputs(job, MACHINE, None, reason="run finished")) is True
     assert puller.failed_since_start == 0
     assert said == [

@@ -70,9 +70,9 @@ def aside_patterns(spec: JobSpec) -> list[str]:
     import re
     from pathlib import PurePosixPath
 
+    from gpujob.layout.outputs import DEFAULT_PULL_TO
     from gpujob.model import PLATFORMS
     from gpujob.naming import aside_dir
-    from gpujob.outputs.roots import DEFAULT_PULL_TO
 
     pulls = [spec.outputs.pull_to if spec.outputs is not None else DEFAULT_PULL_TO]
     if spec.checkpoint is not None:

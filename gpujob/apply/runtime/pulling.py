@@ -106,7 +106,7 @@ async def pull_over(
     ck = present(ck, "the checkpoint block of a job that pulls")
     local_dir = pull_dir(spec, target.spec_path)
     local_dir.mkdir(parents=True, exist_ok=True)
-    from gpujob.sweep.storage import own_checkpoints
+    from gpujob.layout.storage import own_checkpoints
 
     only = own_checkpoints(spec)  # a sweep queue on a shared volume: its own cells' checkpoints
     async with contextlib.AsyncExitStack() as stack:

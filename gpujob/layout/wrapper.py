@@ -227,7 +227,7 @@ def place_command(p: Placement, n: int, *, every: bool = False) -> str:
 
 def queue_command(p: Placement, n: int, *, every: bool = False) -> str:
     """queue N's run.command: place_command, then run the wrapper on queue N. The launcher hands the
-    command to `bash -c`, one process argument: COMMAND_MAX bounds it (gpujob.sweep.checks refuses a
+    command to `bash -c`, one process argument: COMMAND_MAX bounds it (gpujob.layout.checks refuses a
     bigger one)."""
     return place_command(p, n, every=every) + f'exec bash "$V/queue.sh" "$V/q{n}.txt"\n'
 

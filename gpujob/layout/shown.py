@@ -1,6 +1,6 @@
 """What a sweep queue's launch runs, shown cell by cell: the job file's run.command with each cell's
 values (escaped for the terminal and the shell) and the checkpoint dir that cell resumes from. The queue's
-own command only places its files and starts the wrapper (gpujob.sweep.wrapper), so the plan shows this
+own command only places its files and starts the wrapper (gpujob.layout.wrapper), so the plan shows this
 instead of it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from gpujob.layout.wrapper import cell_checkpoint_dir
 from gpujob.safe import for_terminal
-from gpujob.sweep.wrapper import cell_checkpoint_dir
 
 
 def _values(values: tuple[tuple[str, str], ...]) -> str:
@@ -17,7 +17,7 @@ def _values(values: tuple[tuple[str, str], ...]) -> str:
 
 
 def cell_lines(queue: Any) -> list[str]:
-    """One line per cell of `queue` (gpujob.sweep.expand.Queue), in run order; [] without its job file."""
+    """One line per cell of `queue` (gpujob.layout.queues.Queue), in run order; [] without its job file."""
     origin = getattr(queue, "origin", None)
     if origin is None or origin.spec.run is None:
         return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# The run's environment that gpujob sets (gpujob.ssh.launcher.run_env): a cell may not shadow it.
+# The run's environment that gpujob sets (gpujob.layout.machine.run_env): a cell may not shadow it.
 GPUJOB_ENV = frozenset({"HF_HOME", "PIP_CACHE_DIR"})
 
 
@@ -34,8 +34,8 @@ def sweep_problem(spec: Any) -> str | None:
                 f"drop {name} from run.env (the cells set it) or give the sweep's value another name"
             )
         return f"{where}: {name} is gpujob's own in the run's environment (run.caches sets it): give the sweep's value another name"
-    from gpujob.sweep.expand import queues
-    from gpujob.sweep.wrapper import COMMAND_MAX, queue_command
+    from gpujob.layout.queues import queues
+    from gpujob.layout.wrapper import COMMAND_MAX, queue_command
 
     for q in queues(spec):
         size = len(queue_command(q.placement, q.n, every=q.shared).encode())

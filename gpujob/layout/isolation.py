@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpujob.sweep.wrapper import RECORD
+from gpujob.layout.wrapper import RECORD
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class CellRecord:
     exit: int | None
     starts: int
     outside: tuple[str, ...] = ()
-    version: str | None = None  # the run version it ran under (gpujob.sweep.wrapper)
+    version: str | None = None  # the run version it ran under (gpujob.layout.wrapper)
     queue: int | None = None  # the queue it ran on
 
 
@@ -91,7 +91,7 @@ def queue_drained(loaded: object) -> bool:
     q = getattr(loaded, "sweep", None)
     if q is None or not q.cells or q.leaving:
         return False
-    from gpujob.outputs.roots import pull_to
+    from gpujob.layout.outputs import pull_to
 
     recs = local_records(pull_to(loaded.spec, loaded.path), [c.name for c in q.cells])  # type: ignore[attr-defined]
     return all(r is not None and r.exit is not None for r in recs.values())

@@ -79,7 +79,7 @@ def output_roots(spec: JobSpec) -> list[Root]:
     if spec.outputs is None:
         return []
     from gpujob.jobfile.cells import cell_of_dir
-    from gpujob.sweep.storage import queue_of_run_dir
+    from gpujob.layout.storage import queue_of_run_dir
 
     roots = [_root(p) for p in dict.fromkeys(spec.outputs.paths)]
     # A sweep cell's results dir lands at pull_to/<cell>/ (docs/sweeps.md), not under its machine path;
@@ -103,7 +103,7 @@ def file_root(path: str) -> Root:
 
 
 def run_root(spec: JobSpec) -> Root:
-    from gpujob.ssh.launcher import job_dir
+    from gpujob.layout.machine import job_dir
 
     return Root(path=job_dir(spec), base=job_dir(spec), local=f".gpujob/{spec.name}", names=RUN_FILES)
 

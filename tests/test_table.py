@@ -1,8 +1,8 @@
-"""gpujob.render.table (rich): plain and as wide as its content when piped; fitted to a terminal's width."""
+"""gpujob.table (rich): plain and as wide as its content when piped; fitted to a terminal's width."""
 
 from __future__ import annotations
 
-from gpujob.render.table import table
+from gpujob.table import table
 
 
 def test_piped_tables_are_plain_columns_one_row_per_line() -> None:

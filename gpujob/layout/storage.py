@@ -43,7 +43,7 @@ def holder(queue: Any) -> int:
 
 def holds_volume(spec: Any, queue: Any = None) -> bool:
     """Whether this job's plan manages its network volume (every job but a sweep's other queues).
-    `queue`: the job's gpujob.sweep.expand.Queue, when known (else queue 1 is taken to hold it)."""
+    `queue`: the job's gpujob.layout.queues.Queue, when known (else queue 1 is taken to hold it)."""
     q = _queue(spec)
     return not shared(spec) or (q is not None and q[1] == holder(queue))
 
@@ -89,7 +89,7 @@ def own_checkpoints(spec: Any) -> Callable[[str], bool] | None:
 
 def volume_outputs(spec: Any, queue: Any) -> list[str]:
     """Every cell's results dir and `{cell}` output paths, and every queue's run records: what the shared
-    volume holds and its delete must see pulled. `queue`: the queue's gpujob.sweep.expand.Queue."""
+    volume holds and its delete must see pulled. `queue`: the queue's gpujob.layout.queues.Queue."""
     mount = spec.storage.mount
     paths = [cell_dir(mount, queue.sweep_job, c.name) for c in queue.all_cells]
     paths += [t.replace("{cell}", c.name) for c in queue.all_cells for t in queue.cell_outputs]
@@ -100,7 +100,7 @@ def volume_outputs(spec: Any, queue: Any) -> list[str]:
 def _run_dir(mount: str, job: str) -> str:
     from gpujob.quote import remote_path
 
-    return remote_path(f"{mount}/.gpujob/{job}")  # gpujob.ssh.launcher.job_dir
+    return remote_path(f"{mount}/.gpujob/{job}")  # gpujob.layout.machine.job_dir
 
 
 def queue_of_run_dir(spec: Any, path: str) -> str | None:
