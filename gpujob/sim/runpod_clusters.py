@@ -20,6 +20,7 @@ from gpujob.sim import rp_engine
 from gpujob.sim.clock import iso
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Request, Response
+from gpujob.sim.runpod_pods import pod_from_create, pod_json
 from gpujob.sim.state import RpCluster, RpEndpoint, RpPod, new_id, private_ip
 from gpujob.sim.wire import v2_page
 
@@ -61,8 +62,6 @@ def cluster_json(sim: Simulator, c: RpCluster) -> dict[str, Any]:
 
 def _members(sim: Simulator, c: RpCluster, body: dict[str, Any]) -> list[RpPod]:
     """The member pods a create asks for, each an ordinary pod create of the shared container config."""
-    from gpujob.sim.runpod_rest import pod_from_create
-
     shared = {k: v for k, v in body.items() if k not in ("compute", "type", "name")}
     ips = [private_ip(65, c.net, rank) for rank in range(c.pod_count)]
     pods = []
@@ -175,8 +174,6 @@ def add_routes(api: Any) -> None:
             return Response(201, cluster_json(sim, c))
 
     def cluster_pods(req: Request) -> Response:
-        from gpujob.sim.runpod_rest import pod_json
-
         with sim.lock:
             c = cluster(req.params["id"])
             return v2_page(req, "pods", [pod_json(sim, p) for p in members_of(sim, c.id)])

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpujob.jobfile.rules import one_or_many
-from gpujob.spec.checks import CheckProblem
+from gpujob.spec.problem import CheckProblem
 
 
 def _int(value: Any) -> int | None:

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from gpujob import naming
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError
@@ -93,12 +94,14 @@ async def apply_decisions(
 
 def describe(jp: JobPlan, d: Decision, machine: LiveResource | None) -> tuple[str, str]:
     """(event kind, what happened) for the actions about to run."""
-    machine_action = next((a for a in d.actions if a.resource_kind in ("pod", "machine")), None)
+    machine_action = next(
+        (a for a in d.actions if a.resource_kind in naming.MACHINE_KINDS + naming.GROUP_KINDS), None
+    )
     main = machine_action or next((a for a in d.actions if a.kind is not K.PULL), d.actions[0])
     why = main.reasons[0] if main.reasons else main.id
     if d.finishing:
         return "run-finished", why
-    if main.kind is K.CREATE and main.resource_kind in ("pod", "machine"):
+    if main.kind is K.CREATE and main.resource_kind in naming.MACHINE_KINDS + naming.GROUP_KINDS:
         return ("gone" if main.drift else "create"), why
     if main.kind is K.START:
         return ("preempted" if machine is not None and machine.spot else "down"), why
