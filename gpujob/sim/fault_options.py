@@ -24,6 +24,7 @@ FAULTS = (
     "gpu_fault",
     "disk_fill",
     "partition",
+    "migrate",
     "clear",
 )
 # Consumed at a matching event later (the others act when injected).
@@ -89,6 +90,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
         ("pod_id",),
         "a cluster member (or every one) is cut off its private network: its private address answers "
         "nothing, its SSH still works (until cleared)",
+    ),
+    "migrate": (
+        ("pod_id",),
+        "RunPod's pod migration: stopped pod --pod-id comes back with a new id and IP, same volume",
     ),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),
 }
