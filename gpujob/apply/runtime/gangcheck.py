@@ -16,7 +16,8 @@ CONNECT_S = 3  # one connect try
 
 def listen_script(jobdir: str, addr: str, port: int) -> str:
     """Start a short listener on addr:port, detached; prints `listening` once it is bound, or why not.
-    Its pid goes to <jobdir>/preflight.pid, so stop_script ends it."""
+    Its pid goes to <jobdir>/preflight.pid, so stop_script ends it. It gets 15 s to bind (a node just
+    booted, or a busy one, starts Python slowly)."""
     pidfile = q(f"{jobdir}/preflight.pid")
     code = (
         "import socket,sys,time\n"
@@ -30,7 +31,7 @@ def listen_script(jobdir: str, addr: str, port: int) -> str:
     return (
         f"mkdir -p {q(jobdir)} && cd {q(jobdir)} && "
         f"(nohup python3 -c {q(code)} > preflight.listen 2>&1 & echo $! > {pidfile}); "
-        "for i in $(seq 50); do grep -q listening preflight.listen 2>/dev/null && break; "
+        "for i in $(seq 150); do grep -q listening preflight.listen 2>/dev/null && break; "
         "kill -0 $(cat preflight.pid) 2>/dev/null || break; sleep 0.1; done; "
         "head -c 300 preflight.listen | tr '\\n' ' '; echo"
     )
