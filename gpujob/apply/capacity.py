@@ -7,6 +7,8 @@ gpujob.gpus.candidates.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
 from gpujob import gpus, naming
 from gpujob.apply.context import JobContext
@@ -49,8 +51,13 @@ async def create_with_fallback(
     clock: Clock,
     note: Callable[[str], None],
     max_wait_s: float,
+    wait_s: float | None = None,
 ) -> LiveResource:
-    """Try each candidate; when all are out of capacity, wait (doubling) and go round again."""
+    """Try each candidate; when all are out of capacity, wait (doubling) and go round again. With `wait_s`
+    (machine.when_unavailable: wait) a platform that queues creates (RunPod's Deploy When Available) is
+    asked to place the first candidate within it instead, billing nothing meanwhile; past it every
+    candidate is tried once more, then the create fails (the next platform, if the file lists one).
+    Where there is no queue, gpujob's own retries go on for `wait_s`."""
     if not cands:
         raise ProviderCapacityError(
             "no GPU candidate fits the spec (check machine.gpu, machine.regions and max_price_per_hour)",
@@ -83,6 +90,11 @@ async def create_with_fallback(
                 hint="check the account's access (verification, spend limit, pool eligibility) in the "
                 "console, or list other GPUs / regions / clouds in machine.gpu / machine.regions / machine.cloud",
             )
+        queue = getattr(provider, "create_queued", None) if wait_s is not None else None
+        if queue is not None and base.spot is not True and wait_s is not None:
+            return await _queued(provider, queue, base, cands, wait_s=wait_s, note=note)
+        if wait_s is not None:
+            max_wait_s = wait_s
         waited = (clock.now() - started).total_seconds()
         if waited + delay > max_wait_s:
             raise ProviderCapacityError(
@@ -106,6 +118,60 @@ async def create_with_fallback(
             async with reporter.waiting(what, delay):
                 await clock.sleep(delay)
         delay = min(delay * 2, BACKOFF_MAX_S)
+
+
+def _request(base: LaunchRequest, cand: Candidate) -> LaunchRequest:
+    return base.model_copy(
+        update={"gpu_id": cand.platform_id, "region": cand.region, "cloud": cand.cloud or "secure"}
+    )
+
+
+async def _queued(
+    provider: Provider,
+    queue: Callable[..., Any],
+    base: LaunchRequest,
+    cands: list[Candidate],
+    *,
+    wait_s: float,
+    note: Callable[[str], None],
+) -> LiveResource:
+    """Wait in the platform's queue for the first candidate; past `wait_s`, every candidate once more."""
+    from gpujob.jobfile.rules import format_duration
+
+    first = cands[0].describe()
+    up_to = format_duration(timedelta(seconds=wait_s))
+    note(
+        f"no capacity on any candidate: waiting in RunPod's queue (Deploy When Available) for {first}, "
+        f"up to {up_to}; nothing bills until the pod is placed"
+    )
+    said: set[int] = set()
+
+    def progress(waited: float, total: float) -> None:
+        step = int(waited // max(total / 10, 1.0))
+        if step not in said:
+            said.add(step)
+            note(
+                f"still waiting for capacity: {waited:.0f}s of {total:.0f}s in RunPod's queue, billing $0.00/h"
+            )
+
+    try:
+        placed: LiveResource = await queue(_request(base, cands[0]), wait_s, progress)
+        note(f"capacity came: RunPod placed the queued pod {placed.id}")
+        return placed
+    except ProviderCapacityError as exc:
+        note(f"{exc}; trying every candidate once more")
+    for cand in cands:
+        try:
+            return await provider.create_machine(_request(base, cand))
+        except ProviderCapacityError:
+            note(f"no capacity for {cand.describe()}")
+    raise ProviderCapacityError(
+        f"no capacity on any of {len(cands)} candidate(s) after waiting {up_to} in RunPod's queue "
+        "(machine.when_unavailable: wait)",
+        platform=provider.platform,
+        call="create",
+        hint="raise machine.wait_up_to, list more GPUs or regions, or add a fallback platform",
+    )
 
 
 def _cuda(req: LaunchRequest) -> str:

@@ -49,6 +49,7 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
         clock=ctx.clock,
         note=ctx.note,
         max_wait_s=CAPACITY_WAIT_S,
+        wait_s=wait_up_to(ctx.spec),
     )
     ctx.machine = machine
     ctx.moved = True
@@ -59,6 +60,14 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
     note_launch(ctx.state_dir, ctx.spec, machine)
     where = f" {machine.gpu_id or ''} in {machine.region}" if machine.region else ""
     return Outcome(machine.id, f"created {machine.name} ({machine.id}){where}")
+
+
+def wait_up_to(spec: object) -> float | None:
+    """machine.wait_up_to in seconds when machine.when_unavailable is `wait`, else None."""
+    m = getattr(spec, "machine", None)
+    if m is None or getattr(m, "when_unavailable", "fail") != "wait":
+        return None
+    return float(m.wait_for.total_seconds())
 
 
 def need_machine(ctx: JobContext, action: Action) -> LiveResource:

@@ -27,6 +27,7 @@ class JobView:
     pull: PullRecord | None
     # Every provider opened (a job with fallback entries may hold resources on another platform).
     providers: Mapping[str, Any] = field(default_factory=dict)
+    listed: Sequence[LiveResource] = ()  # everything its platform listed (a migrated pod's old id: gone)
     # A multi-node job's members in rank order (gpujob.live.LiveNode); empty for a one-machine job.
     nodes: list[LiveNode] = field(default_factory=list)
 
@@ -79,7 +80,17 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
             pulled = current_record(load_pull_record(sdir, spec.name), machine, [volume])
             nodes = list(machine.nodes) if machine is not None else []
             views.append(
-                JobView(ls, sdir, providers[spec.platform], machine, volume, pulled, providers, nodes)
+                JobView(
+                    ls,
+                    sdir,
+                    providers[spec.platform],
+                    machine,
+                    volume,
+                    pulled,
+                    providers,
+                    listed[spec.platform],
+                    nodes,
+                )
             )
         yield views
 

@@ -59,12 +59,20 @@ async def read_live_state(
         and any(s.platform == p and s.machine.template for s in specs)
     ]
     calls += [providers[p].templates() for p in with_templates]
+    # Whether spot is still offered (RunPod: withdrawn while GraphQL answers), where a job wants spot; a
+    # probe that fails concludes nothing (its answer lands in spot_unavailable below, or not at all).
+    calls += [
+        providers[p].spot_offer()
+        for p in platforms
+        if callable(getattr(providers[p], "spot_offer", None))
+        and any(m.spot for s in specs for m in _machines_on(s, p))
+    ]
     results = await asyncio.gather(*calls, return_exceptions=True)
     n_account = 2 * len(platforms) + len(with_account)
     accounts, notes = _accounts(with_account, results[2 * len(platforms) : n_account])
     templates = {
         p: got
-        for p, got in zip(with_templates, results[n_account:], strict=True)
+        for p, got in zip(with_templates, results[n_account : n_account + len(with_templates)], strict=True)
         if not isinstance(got, BaseException) or _reraise_unexpected(got)
     }
     # What the reads found out about spot (RunPod: GraphQL answered 410): asked after them, not before.

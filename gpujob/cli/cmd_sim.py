@@ -95,13 +95,29 @@ def command() -> None:
     "RunPod's staged limits since 2026-09-17; gone answers 410 Gone, as announced for early 2027 (no spot "
     "pods, no bid floor, no balance). Fixed for the run: it never follows the simulated date.",
 )
-def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float, runpod_graphql: str) -> None:
+@click.option(
+    "--runpod-spot",
+    type=click.Choice(["offered", "withdrawn"]),
+    default="offered",
+    show_default=True,
+    help="RunPod's spot while GraphQL answers: offered, or withdrawn (no interruptible price, rent and bid "
+    "resume refused), as RunPod's docs dropped spot on 2026-05-06, months before GraphQL's 410.",
+)
+def up(
+    speed: float,
+    pod_mode: str,
+    no_pods: bool,
+    provision_seconds: float,
+    runpod_graphql: str,
+    runpod_spot: str,
+) -> None:
     """Start the simulator in the background; prints its URLs and the env lines to export.
 
     \b
     Examples:
       gpujob sim up
       gpujob sim up --runpod-graphql gone   # rehearse 2027: spot and the balance are gone
+      gpujob sim up --runpod-spot withdrawn # GraphQL answers, but RunPod offers no spot
     """
 
     def body() -> None:
@@ -136,6 +152,8 @@ def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float, run
                 pod_mode,
                 "--runpod-graphql",
                 runpod_graphql,
+                "--runpod-spot",
+                runpod_spot,
             ]
             proc = subprocess.Popen(
                 cmd + (["--no-pods"] if no_pods else []),
@@ -159,6 +177,8 @@ def up(speed: float, pod_mode: str, no_pods: bool, provision_seconds: float, run
         click.echo(
             f"# RunPod:     {info['runpod_url']}/v2  (GraphQL {info['runpod_url']}/graphql: {gql})", err=True
         )
+        if info.get("runpod_spot", "offered") != "offered":
+            click.echo("# RunPod spot: withdrawn (GraphQL answers, no spot is offered)", err=True)
         if info.get("runpod_graphql", "live") != runpod_graphql:
             click.echo(
                 f"# (already running with --runpod-graphql {gql}: `gpujob sim down` to change it)", err=True
@@ -326,6 +346,7 @@ def _inject_help() -> str:
             "Examples:",
             "  gpujob sim inject capacity --count 2 --gpu A40",
             "  gpujob sim inject preempt --pod-id ID --grace 5",
+            "  gpujob sim inject migrate --pod-id ID   (a stopped pod moves: new id and IP, same volume)",
             "  gpujob sim inject gpu_fault --kind xid --count 1   (the next pod logs Xid 79)",
             "  gpujob sim inject http_error --status 403 --path /v2/pods --method POST   (a 403 on create)",
         ]

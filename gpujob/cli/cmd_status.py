@@ -84,7 +84,10 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
         money = {j.job: j for j in report.jobs if j.platform == next(
             (v.spec.platform for v in views if v.spec.name == j.job), j.platform)}  # fmt: skip
         others = [j for j in report.jobs if j not in money.values()]
+        from gpujob.cli.session import follow_migrations
+
         for v in views:
+            follow_migrations([v.loaded], v.listed)
             row: dict = {"job": v.spec.name, "platform": v.spec.platform, "desired": v.spec.state}
             m = v.machine
             cost = money.get(v.spec.name)

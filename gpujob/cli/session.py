@@ -182,6 +182,7 @@ async def plan_and_apply(
 
     loaded = fit_queues(loaded, live, now=now, env=os.environ)  # a sweep's queue count under its cap
     record_seen(loaded, providers, live)
+    follow_migrations(loaded, live.resources)
     if saved_plan is not None:
         check_saved_plan(saved_plan, loaded, live, saved_as=opts.targets[0] if opts.targets else "plan.json")
         plan = rederive(
@@ -310,6 +311,24 @@ def record_seen(loaded: Sequence[Any], providers: Mapping[str, Any], live: Any) 
         complete = not any(p in e for e in live.read_errors)
         seen.record(state_dir_of(ls.path), ls.spec.name, owners.get(ls.spec.name, []),
                     providers[p].platform_now(), complete=complete, platform=p)  # fmt: skip
+
+
+def follow_migrations(loaded: Sequence[Any], resources: Sequence[Any]) -> None:
+    """A pod RunPod migrated (new id and IP, same markers and volume) is adopted in the state, with an
+    event (gpujob.apply.migration)."""
+    import click
+
+    from gpujob.apply.migration import follow
+    from gpujob.watch.events import append_event, make_event
+
+    for ls in loaded:
+        sdir = state_dir_of(ls.path)
+        moved = follow(sdir, ls, resources)
+        if moved is not None:
+            event = make_event(datetime.now(UTC), ls.spec.name, "migrated", moved.describe(),
+                               "followed: the new id is the job's pod")  # fmt: skip
+            append_event(sdir, event)
+            click.echo(event.line(), err=True)
 
 
 def record_deleted(

@@ -49,7 +49,8 @@ class Check:
 
     def name(self, api: ApiClient) -> str:
         if self.query is not None:
-            return f"POST {api.call_name('POST', '').split(' ', 1)[1]} query {self.field_name}"
+            label = f" ({self.label})" if self.label else ""
+            return f"POST {api.call_name('POST', '').split(' ', 1)[1]} query {self.field_name}{label}"
         return api.call_name("GET", self.path) + (f" {self.label}" if self.label else "")
 
 
@@ -66,7 +67,7 @@ class Result:
 def checks(
     gpu: str = "NVIDIA GeForce RTX 4090", machine_type: str = "A4000", region: str = "ny2"
 ) -> list[Check]:
-    from gpujob.providers.runpod.client import LOWEST_PRICE, MYSELF
+    from gpujob.providers.runpod.client import LOWEST_PRICE, MYSELF, SPOT_PROBE
 
     lowest = LOWEST_PRICE % ('"' + gpu.replace("\\", "\\\\").replace('"', '\\"') + '"', 1, "true")
     catalog = {"include": "AVAILABILITY", "product": "POD", "count": 1}
@@ -80,6 +81,7 @@ def checks(
             "runpod", "/catalog/gpus", rp.GpuTypeList, {**catalog, "cloud": "COMMUNITY"}, label="(community)"
         ),
         Check("runpod", "", rp.GraphQLGpuType, query=lowest, field_name="gpuTypes"),
+        Check("runpod", "", rp.GraphQLSpotPrices, query=SPOT_PROBE, field_name="gpuTypes", label="spot"),
         Check("runpod", "/billing/pods", rp.BillingList, {"bucketSize": "day"}),
         Check("runpod", "/billing/network-volumes", rp.BillingList, {"bucketSize": "day"}),
         Check("runpod", "", rp.Myself, query=MYSELF, field_name="myself"),
@@ -139,9 +141,33 @@ async def _run(check: Check, api: ApiClient | None) -> Result:
                     here = [Drift("$", check.model.__name__, str(exc))]
             found += here
     unique = list({(d.path, d.expected): d for d in found}.values())
-    return Result(
-        check.platform, call, "drift" if unique else "ok", _summary(check, count, len(bodies)), unique, count
+    summary = _summary(check, count, len(bodies))
+    if check.label == "spot":
+        summary = spot_state(bodies) + (f" ({summary})" if summary else "")
+    return Result(check.platform, call, "drift" if unique else "ok", summary, unique, count)
+
+
+def spot_state(bodies: list[Any]) -> str:
+    """Which of RunPod's spot states this account sees, from the spot prices GraphQL answered: offered, or
+    withdrawn (GraphQL answers, no GPU type priced; a 410 is reported as RETIRED, a 429 as an error)."""
+    from gpujob.providers.runpod.client import SPOT_WITHDRAWN_SOURCE
+
+    fields = ("secureSpotPrice", "communitySpotPrice")
+    types = [t for b in bodies if isinstance(b, list) for t in b if isinstance(t, dict)]
+    types = [t for t in types if any(k in t for k in fields)]  # answered the fields selected
+    priced = [t for t in types if any(_positive(t.get(k)) for k in fields)]
+    if not types:
+        return "spot state unknown: the answer carries no spot price fields"
+    if priced:
+        return f"spot offered: {len(priced)} of {len(types)} GPU types have a spot price"
+    return (
+        f"spot WITHDRAWN: GraphQL answers, but none of {len(types)} GPU types has a spot price "
+        f"(spot: prefer plans on-demand, spot: true is refused; {SPOT_WITHDRAWN_SOURCE})"
     )
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 async def _read(check: Check, api: ApiClient) -> list[Any]:

@@ -109,6 +109,20 @@ def choose(
             here.entry, here.platform, here.name, True, "", here.usd_per_hour, "its machine, running"
         )
         places = [here if p.entry == entry else p for p in places]
+    waits = effective_spec(declared, entry).machine.when_unavailable == "wait"
+    if (
+        waits
+        and not here.serves
+        and not here.why.startswith("every")
+        and failed_starts < declared.failover_after
+    ):
+        # machine.when_unavailable: wait: no stock here is a wait, not a move; a wait that ran out
+        # (past wait_up_to) is a failed start, and failover_after of them move the job as before.
+        here = Place(
+            here.entry, here.platform, here.name, True, "", here.usd_per_hour,
+            "waits for capacity (machine.when_unavailable: wait)",
+        )  # fmt: skip
+        places = [here if p.entry == entry else p for p in places]
     if here.serves and failed_starts >= declared.failover_after:
         here = Place(
             here.entry,

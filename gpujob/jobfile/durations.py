@@ -1,4 +1,5 @@
-"""The job file's duration types: a cadence or timeout (`15m`, `48h`, `1w`) and a measured time (`0.5s`)."""
+"""The job file's two duration types (pydantic annotations over gpujob.jobfile.rules): a cadence or a
+timeout (`Duration`, at least a second) and a measured time (`MeasuredDuration`, may be under one)."""
 
 from __future__ import annotations
 

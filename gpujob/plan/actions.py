@@ -57,6 +57,9 @@ def plan_running(ctx: JobContext) -> None:
         from gpujob.layout.storage import shared_volume_reason
 
         reasons += shared_volume_reason(ctx)
+        from gpujob.plan.waiting import create_reasons
+
+        reasons += create_reasons(ctx)
         a = add(
             ctx,
             K.CREATE,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from gpujob.cost.model import MeterLine
 from gpujob.cost.rates import Footprint, meters, monthly_total, usd
 from gpujob.cost.spend import projected_charge
-from gpujob.plan import capability
+from gpujob.plan import capability, migration, waiting
 from gpujob.plan.context import JobContext
 from gpujob.plan.image_findings import image_findings
 from gpujob.plan.machine_findings import auto_shutdown_findings, static_ip_findings
@@ -54,6 +54,9 @@ def spec_findings(
     out += template_findings(ctx)  # resolves machine.template first: PS11 judges what it resolved to
     out += image_findings(ctx)  # RP9, cuda-arch, PS11: gpujob.plan.image_findings
     out += spot_findings(ctx)
+    out += migration.finding(ctx)
+    creates = any(a.kind.value == "create" and a.resource_kind in ("pod", "machine") for a in ctx.actions)
+    out += waiting.finding(ctx, creates)
     out += _budget(ctx, running_usd_per_hour, running_meters)
     out += _secrets(ctx, launch_planned)
     return out

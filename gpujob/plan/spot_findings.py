@@ -11,6 +11,7 @@ from gpujob.plan import capability
 from gpujob.plan.cadence import human, young_daly
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind, Finding
+from gpujob.providers.runpod.client import SPOT_WITHDRAWN
 
 
 def spot_findings(ctx: JobContext) -> list[Finding]:
@@ -71,6 +72,10 @@ def _spot_api(ctx: JobContext) -> list[Finding]:
         if a.resource_kind == ctx.machine_kind
         and a.kind in (ActionKind.CREATE, ActionKind.START, ActionKind.REPLACE)
     ]
+    if gone == SPOT_WITHDRAWN:
+        from gpujob.plan.spot_withdrawn import withdrawn_findings
+
+        return withdrawn_findings(ctx, needs)
     if want is True:
         if needs:
             verb = "resume" if needs[0].kind is ActionKind.START else "create"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpujob.sim import ps_engine, rp_engine
+from gpujob.sim import ps_engine, rp_engine, rp_migrate
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.faults import FAULTS, QUEUED, Fault, unknown_options
 from gpujob.sim.http import Request, Response
@@ -59,6 +59,8 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
             sim.save()
         stopped = rp_engine.stop_all(sim, reason="balance")
         return {"fault": kind, "stopped": stopped}
+    if kind == "migrate":
+        return {"fault": kind, "migrated": rp_migrate.migrate(sim, fault.pod_id)}
     if kind == "disk_fill":
         return {"fault": kind, "filled": _fill_disks(sim, fault.pod_id, fault.percent)}
     if kind == "auto_shutdown":

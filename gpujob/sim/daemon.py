@@ -38,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=["live", "limited", "gone"],
         help="RunPod's GraphQL calendar",
     )
+    ap.add_argument(
+        "--runpod-spot",
+        default="offered",
+        choices=["offered", "withdrawn"],
+        help="RunPod's spot: offered, or withdrawn while GraphQL still answers",
+    )
     args = ap.parse_args(argv)
 
     options = SimOptions(
@@ -47,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         pods=not args.no_pods,
         pod_mode=args.pods,
         runpod_graphql=args.runpod_graphql,
+        runpod_spot=args.runpod_spot,
     )
     server = SimServer(args.data_dir, options, args.runpod_port, args.paperspace_port)
     done = threading.Event()
@@ -61,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         "paperspace_ssh_port": ep.paperspace_ssh_port,
         "pods": options.pods,
         "runpod_graphql": options.runpod_graphql,
+        "runpod_spot": options.runpod_spot,
         "pod_mode": server.sim.pod_mode.name if server.sim.pod_mode else "off",
         "pod_mode_why": server.sim.pod_mode.why if server.sim.pod_mode else "",
         "env": ep.env(),

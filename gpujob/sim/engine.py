@@ -46,6 +46,7 @@ class SimOptions:
     tick_seconds: float = 0.05
     host_cuda: str = "12.8"  # the CUDA every simulated RunPod host reports (pod.cudaVersion)
     runpod_graphql: str = "live"  # live | limited | gone: RunPod's GraphQL calendar (sim/runpod_graphql.py)
+    runpod_spot: str = "offered"  # offered | withdrawn: GraphQL answers but offers no spot (2026-05-06 on)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -23,6 +23,7 @@ FAULTS = (
     "spot_floor",
     "gpu_fault",
     "disk_fill",
+    "migrate",
     "clear",
 )
 # Consumed at a matching event later (the others act when injected).
@@ -83,6 +84,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
         "the next N pods (default 1; or --pod-id's host) get a faulty GPU: --kind xid|throttle",
     ),
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
+    "migrate": (
+        ("pod_id",),
+        "RunPod's pod migration: stopped pod --pod-id comes back with a new id and IP, same volume",
+    ),
     "clear": (("balance",), "every fault ends; the balance is refilled (or set to --balance)"),
 }
 holds(set(OPTIONS) == set(FAULTS), "every simulator fault has its options")

@@ -104,7 +104,7 @@ def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpP
         pod.gen += 1
         gen = pod.gen
         sim.save()
-    sim.spawn(_boot, sim, pod.id, gen, sim.options.provision_seconds)
+    sim.spawn(boot, sim, pod.id, gen, sim.options.provision_seconds)
     return pod, fail_after
 
 
@@ -122,7 +122,7 @@ def _disks(sim: Simulator, pod: RpPod) -> dict[str, tuple[Path, int]]:
     return {"/": (d / "container", pod.disk), pod.mount_path: (_mounts(sim, pod)[pod.mount_path], volume_gb)}
 
 
-def _boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
+def boot(sim: Simulator, pod_id: str, gen: int, delay: float) -> None:
     time.sleep(delay)
     with sim.lock:
         pod = sim.state.pods.get(pod_id)
@@ -223,7 +223,7 @@ def start(sim: Simulator, pod_id: str, *, gpu_count: int | None = None, bid: flo
         pod.gen += 1
         gen = pod.gen
         sim.save()
-    sim.spawn(_boot, sim, pod_id, gen, 0.0)
+    sim.spawn(boot, sim, pod_id, gen, 0.0)
     return pod
 
 
@@ -238,7 +238,7 @@ def restart(sim: Simulator, pod_id: str) -> RpPod:
         sim.save()
     sim.kill("runpod", pod_id, pid)
     wipe(pod_dir(sim, pod_id) / "container")
-    sim.spawn(_boot, sim, pod_id, gen, 0.0)
+    sim.spawn(boot, sim, pod_id, gen, 0.0)
     return pod
 
 

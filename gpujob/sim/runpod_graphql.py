@@ -29,8 +29,11 @@ NO_FREE_GPUS = "There are not enough free GPUs on the host machine to start this
 SPOT_AS_ON_DEMAND = "Cannot resume a spot pod as an on demand pod."
 ON_DEMAND_AS_SPOT = "Cannot resume an on demand pod as a spot pod."
 COMMUNITY_VOLUME = "Network volumes are only available on Secure Cloud."
+# The simulator's own wording (no public source quotes what a withdrawn spot answers).
+SPOT_WITHDRAWN = "Spot (interruptible) pods are no longer offered. Deploy an on-demand pod instead."
 GONE = "The GraphQL API has been retired and no longer serves traffic. Use the REST API (v2)."
 MODES = ("live", "limited", "gone")
+SPOT_MODES = ("offered", "withdrawn")
 LIMITED_EVERY = 3  # `limited`: every third call is refused
 LIMITED_RETRY_AFTER = 1
 FIRST_FIELD = re.compile(r"^\s*(?:(?:query|mutation)\b[^{]*)?\{\s*(\w+)", re.S)
@@ -332,7 +335,16 @@ def spot_floor(sim: Simulator, gpu_id: str) -> float:
     return round(floor * (moved.factor if moved is not None else 1.0), 6)
 
 
+def withdrawn(sim: Simulator) -> bool:
+    """`--runpod-spot withdrawn`: GraphQL answers, but RunPod offers no spot (no interruptible price; a rent
+    or bid resume is refused). RunPod's docs dropped spot on 2026-05-06 (runpod/docs 8e5aebdb), months
+    before GraphQL's 410; what such an API answers is not documented, so this is the simplest reading."""
+    return sim.options.runpod_spot == "withdrawn"
+
+
 def _gpu_type(sim: Simulator, g: Any) -> dict[str, Any]:
+    spot = None if withdrawn(sim) else g.spot
+
     def lowest(args: dict[str, Any]) -> dict[str, Any]:
         secure = args.get("secureCloud", True) is not False
         count = int(args.get("gpuCount") or 1)
@@ -340,7 +352,7 @@ def _gpu_type(sim: Simulator, g: Any) -> dict[str, Any]:
         offered = secure or g.community is not None
         out_of_stock = sim.faults.peek("capacity", platform="runpod", gpu=g.id, cloud=cloud) or count > 8
         return {
-            "minimumBidPrice": spot_floor(sim, g.id) if offered else None,
+            "minimumBidPrice": spot_floor(sim, g.id) if offered and not withdrawn(sim) else None,
             "uninterruptablePrice": (g.secure if secure else g.community),
             "stockStatus": "None" if out_of_stock or not offered else "High",
         }
@@ -348,12 +360,14 @@ def _gpu_type(sim: Simulator, g: Any) -> dict[str, Any]:
     return {
         "id": g.id, "displayName": g.alias, "manufacturer": "Nvidia", "memoryInGb": g.vram, "maxGpuCount": 8,
         "secureCloud": True, "communityCloud": g.community is not None, "securePrice": g.secure,
-        "communityPrice": g.community, "secureSpotPrice": g.spot, "communitySpotPrice": g.spot,
+        "communityPrice": g.community, "secureSpotPrice": spot, "communitySpotPrice": spot,
         "lowestPrice": lowest,  # computed per selection: its arguments say for how many GPUs, which cloud
     }  # fmt: skip
 
 
 def _check_bid(sim: Simulator, gpu_id: Any, bid: Any) -> None:
+    if withdrawn(sim):
+        raise SimError(400, SPOT_WITHDRAWN)
     floor = spot_floor(sim, str(gpu_id or ""))
     if bid is None:
         raise SimError(400, "bidPerGpu is required")

@@ -59,6 +59,9 @@ class RunPodRest(Api):
         add_billing_routes(self)
         add_runpod_routes(self)
         runpod_clusters.add_routes(self)
+        from gpujob.sim import runpod_queue
+
+        runpod_queue.add_routes(self, pod_from_create)
 
     # --- plumbing
     def error(

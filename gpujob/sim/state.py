@@ -243,6 +243,20 @@ class PsDrive(SimModel):
     created_at: float = 0.0
 
 
+class RpQueued(SimModel):
+    """A queued pod (Deploy When Available; gpujob.sim.runpod_queue): a create waiting for capacity."""
+
+    id: str
+    name: str
+    status: str = "QUEUED"  # QUEUED | DEPLOYED | FAILED | EXPIRED | CANCELLED
+    body: dict[str, Any] = Field(default_factory=dict)  # the create request, kept to deploy it
+    pod_id: str | None = None
+    failure_reason: str | None = None
+    created_at: float = 0.0
+    expires_at: float | None = None
+    checks: int = 0  # placement attempts so far
+
+
 class SimState(SimModel):
     clock: float = 0.0  # simulated now when last saved
     pods: dict[str, RpPod] = Field(default_factory=dict)
@@ -260,6 +274,7 @@ class SimState(SimModel):
     drives: dict[str, PsDrive] = Field(default_factory=dict)
     clusters: dict[str, RpCluster] = Field(default_factory=dict)
     endpoints: dict[str, RpEndpoint] = Field(default_factory=dict)
+    queued: dict[str, RpQueued] = Field(default_factory=dict)
     ip_counter: int = 0
     net_counter: int = 0  # private networks and cluster overlays made so far (their address blocks)
     ip_base: int = Field(default_factory=lambda: secrets.randbelow(200))

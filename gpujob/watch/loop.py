@@ -132,6 +132,13 @@ class Watcher(Acting):
             return ERROR
         loaded = await self._settle(loaded, live)
         now = self.clock.now()
+        from gpujob.apply.migration import follow
+
+        for ls in loaded:  # RunPod migrated a stopped pod: the new id is the job's from now on
+            jw = self.jobs.get(ls.spec.name)
+            moved = follow(jw.state_dir, ls, live.resources) if jw is not None else None
+            if moved is not None:
+                self.say(jw, "migrated", moved.describe(), "followed: the new id is the job's pod")
         from gpujob.plan.records import job_pull_records
 
         plan = build_plan(loaded, live, now=now, env=self.env, pull_records=job_pull_records(loaded))

@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
         "reconcile",
         "unreachable",
         "reach_evidence",
+        "migration",
     },
     {"context", "gate"},
     {"runtime.transfer", "runtime.remote"},

@@ -48,6 +48,16 @@ def test_no_capacity_on_every_gpu_moves_to_the_fallback(loaded) -> None:  # type
     assert c.move_to.usd_per_hour is not None and c.move_to.usd_per_hour <= 1.0  # the budget caps it
 
 
+def test_a_job_that_waits_stays_until_its_waits_run_out(loaded) -> None:  # type: ignore[no-untyped-def]
+    machine = loaded.spec.machine.model_copy(update={"when_unavailable": "wait"})
+    spec = loaded.spec.model_copy(update={"machine": machine})
+    out = [_out(g) for g in RP_GPUS]
+    c = choose(spec, -1, out)
+    assert c.here.serves and c.move_to is None and "waits for capacity" in (c.here.offer or "")
+    moved = choose(spec, -1, out, failed_starts=3)  # waits past wait_up_to are failed starts
+    assert moved.move_to is not None and moved.move_to.platform == "paperspace"
+
+
 def test_one_gpu_left_is_enough(loaded) -> None:  # type: ignore[no-untyped-def]
     c = choose(loaded.spec, -1, [_out(RP_GPUS[0])])
     assert c.here.serves and c.move_to is None and c.here.offer and "A6000" in c.here.offer

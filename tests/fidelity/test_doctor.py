@@ -152,8 +152,19 @@ def test_doctor_says_what_a_retired_graphql_means(tmp_path: Path) -> None:
         done = _doctor(gone.env, "--platform", "runpod")
     assert done.returncode == 0, done.stdout + done.stderr  # retired is expected, not a failure
     retired = [line for line in done.stdout.splitlines() if line.startswith("  RETIRED")]
-    assert len(retired) == 2 and all("HTTP 410 Gone" in line for line in retired), done.stdout
+    # every GraphQL read (gpuTypes lowestPrice, gpuTypes spot prices, myself) says RETIRED
+    assert len(retired) == 3 and all("HTTP 410 Gone" in line for line in retired), done.stdout
     assert "ERROR" not in done.stdout
     (means,) = [line for line in done.stdout.splitlines() if line.startswith("RETIRED:")]  # said once
     assert "no spot pods" in means and "no balance" in means and "spot: prefer" in means
     assert gone.env["RUNPOD_API_KEY"] not in done.stdout + done.stderr
+
+
+def test_doctor_says_which_spot_state_the_account_sees(sim: Sim) -> None:
+    offered = _doctor(sim.env, "--platform", "runpod").stdout
+    assert "spot offered:" in offered, offered
+    sim.engine.options.runpod_spot = "withdrawn"  # as `gpujob sim up --runpod-spot withdrawn`
+    done = _doctor(sim.env, "--platform", "runpod")
+    assert done.returncode == 0, done.stdout + done.stderr  # a state RunPod chose, not a failure
+    (line,) = [x for x in done.stdout.splitlines() if "query gpuTypes (spot)" in x]
+    assert line.startswith("  OK") and "spot WITHDRAWN" in line and "2026-05-06" in line, line

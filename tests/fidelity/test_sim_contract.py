@@ -19,6 +19,12 @@ from tests.fixtures.bodies import v2_errors, v2_response_schema, v2_spec
 from tests.providers.conftest import need_namespaces
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILXGDN/SclOozk1xsDztpmhGiKkkrfQB9SKoO8dSIQQZ contract"
+# v2 routes RunPod documented after the spec snapshot (2026-08-18): called here so none goes unexercised,
+# their answers checked against the pages that document them in tests/fidelity/test_runpod_2026.py.
+NEWER_THAN_SPEC = {
+    "/v2/queued-pods": "docs.runpod.io/api-reference-v2/pods/list-queued-pods (last modified 2026-11-13)",
+    "/v2/queued-pods/{id}": "docs.runpod.io/api-reference-v2/pods/get-a-queued-pod, cancel-a-queued-pod",
+}
 Seen = list[tuple[str, str, int, Any]]
 
 
@@ -30,6 +36,14 @@ def _template_of(path: str) -> str | None:
         if re.match(regex, path) and (best is None or template.count("{") < best.count("{")):
             best = template
     return best
+
+
+def _newer_of(path: str) -> str | None:
+    """The NEWER_THAN_SPEC template a concrete path belongs to."""
+    for template in NEWER_THAN_SPEC:
+        if re.match("^" + re.sub(r"\\{[^/]+\\}", "[^/]+", re.escape(template)) + "$", path):
+            return template
+    return None
 
 
 @pytest.fixture
@@ -93,6 +107,11 @@ def _scenario(c: httpx.Client, sim: Sim) -> None:
     c.get("/v2/pods", params={"limit": 0})  # 422
     c.patch(f"/v2/pods/{pod['id']}", json={"name": "gpujob-c2"})
     c.patch(f"/v2/pods/{pod['id']}", json={"bogus": 1})  # 422
+    queued = c.post("/v2/queued-pods", json={**body, "name": "gpujob-q"}).json()  # capacity: deployed at once
+    c.get("/v2/queued-pods")
+    c.get(f"/v2/queued-pods/{queued['id']}")
+    c.delete(f"/v2/queued-pods/{queued['id']}")
+    c.post(f"/v2/pods/{queued['podId']}/action", json={"action": "terminate"})
     c.post(f"/v2/pods/{pod['id']}/action", json={"action": "stop"})
     c.post(f"/v2/pods/{pod['id']}/action", json={"action": "stop"})  # not valid when EXITED: 409
     c.post(f"/v2/pods/{pod['id']}/action", json={"action": "start"})
@@ -164,6 +183,10 @@ def test_every_v2_answer_of_the_simulator_matches_the_spec(
     covered: set[tuple[str, str]] = set()
     for method, path, status, body in seen:
         template = _template_of(path)
+        newer = _newer_of(path)
+        if template is None and newer is not None:
+            covered.add((method, newer))
+            continue
         if template is None:
             problems.append(f"{method} {path}: not a path of the v2 spec")
             continue
@@ -186,5 +209,7 @@ def test_every_v2_answer_of_the_simulator_matches_the_spec(
     v2_routes = [
         (m, concrete(r.pattern)) for m, r, _ in RunPodRest(sim.engine).routes if r.pattern.startswith("^/v2/")
     ]
-    served = {(m, _template_of(path) or f"{path} (not in the spec)") for m, path in v2_routes}
+    served = {
+        (m, _template_of(path) or _newer_of(path) or f"{path} (not in the spec)") for m, path in v2_routes
+    }
     assert served - covered == set(), f"v2 routes the contract test never called: {served - covered}"

@@ -47,6 +47,21 @@ _RETIRED = re.compile(r"\bretired\b|no longer (serves?|serving|available|support
 # A GraphQL that lives on without the spot mutations ("being removed from the runpod api").
 _SPOT_REMOVED = re.compile(r'Cannot query field "?(podRentInterruptable|podBidResume)', re.I)
 
+# Spot withdrawn while GraphQL still answers (RunPod's docs dropped every spot reference on 2026-05-06,
+# runpod/docs 8e5aebdb, months before GraphQL's 410): no GPU type has an interruptible price, or a rent
+# or bid resume is refused in words to that effect.
+SPOT_WITHDRAWN = (
+    "RunPod offers no spot: GraphQL answers, but no GPU type has an interruptible price and spot rents are "
+    "refused (spot left RunPod's docs on 2026-05-06)"
+)
+SPOT_WITHDRAWN_SOURCE = (
+    "runpod/docs commit 8e5aebdb, 2026-05-06: every spot and interruptible reference removed"
+)
+_SPOT_REFUSED = re.compile(
+    r"(spot|interruptible)\b[^.]*\b(no longer (offered|available)|not offered|discontinued|withdrawn)", re.I
+)
+SPOT_PROBE = "query { gpuTypes { id secureSpotPrice communitySpotPrice } }"
+
 RETIRED_LOSES = (
     "spot pods (create and resume), the live spot bid floor (minimumBidPrice) and the account balance"
 )
@@ -121,6 +136,10 @@ mutation resume($input: PodBidResumeInput!) {
 }"""
 
 
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
 class RunPodClient:
     def __init__(self, rest: ApiClient, graphql: ApiClient) -> None:
         self.rest = rest
@@ -129,6 +148,13 @@ class RunPodClient:
         self.spot_gone: str | None = None  # why spot is gone (GraphQL retired, or its spot mutations)
 
     def retired(self, what: str) -> GraphQLRetired:
+        if self.graphql_gone is None and self.spot_gone == SPOT_WITHDRAWN:
+            return GraphQLRetired(
+                f"{what} is not possible: {SPOT_WITHDRAWN}",
+                platform=PLATFORM,
+                call=self.gql.call_name("POST", ""),
+                hint="set machine.spot: prefer (on-demand within max_price_per_hour) or false",
+            )
         why = self.graphql_gone or self.spot_gone or "retired"
         return GraphQLRetired(
             f"{what} is not possible: RunPod's GraphQL API is gone ({why})",
@@ -161,7 +187,27 @@ class RunPodClient:
             if _SPOT_REMOVED.search(text):
                 self.spot_gone = "its spot mutations are removed"
                 raise self.retired(what) from None
+            if spot and _SPOT_REFUSED.search(text):
+                self.spot_gone = SPOT_WITHDRAWN
+                raise self.retired(what) from None
             raise
+
+    async def spot_offer(self) -> bool:
+        """Whether RunPod still offers spot: one GraphQL query of every GPU type's spot prices. None priced
+        (GraphQL answers, spot is withdrawn) sets spot_gone; a retired GraphQL does too (_graphql)."""
+        if self.spot_gone is not None:
+            return False
+        data = await self._graphql(SPOT_PROBE, {}, idempotent=True, what="reading spot prices")
+        types = (data or {}).get("gpuTypes") if isinstance(data, dict) else None
+        fields = ("secureSpotPrice", "communitySpotPrice")
+        # GraphQL answers every field selected (null when unset); an answer without them judges nothing
+        judged = [t for t in types or [] if isinstance(t, dict) and any(k in t for k in fields)]
+        if not judged:
+            return True
+        priced = any(any(_positive(t.get(k)) for k in fields) for t in judged)
+        if not priced:
+            self.spot_gone = SPOT_WITHDRAWN
+        return priced
 
     async def _list_all(self, path: str, model: type[L], params: dict[str, Any] | None = None) -> list[L]:
         """Every page of a v2 list: follow pagination.nextCursor while hasNextPage (the production spec's

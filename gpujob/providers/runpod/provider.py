@@ -19,7 +19,7 @@ from gpujob.live import Account, LiveResource, Metering, PriceQuote, ResourceRef
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
-from gpujob.providers.runpod import clusters, launch, money, ready, spot, wire
+from gpujob.providers.runpod import clusters, launch, money, queue, ready, spot, wire
 from gpujob.providers.runpod.client import PLATFORM, GraphQLRetired, RunPodClient
 from gpujob.providers.runpod.normalize import (
     cluster_to_live,
@@ -112,6 +112,11 @@ class RunPodProvider:
         """Why spot pods cannot be created or resumed now, once a GraphQL call found out (else None)."""
         return self.client.spot_gone
 
+    async def spot_offer(self) -> bool:
+        """Whether RunPod still offers spot pods (GraphQL may answer and yet offer none); sets
+        spot_unavailable() when it does not."""
+        return await self.client.spot_offer()
+
     async def create_machine(self, request: LaunchRequest) -> LiveResource:
         if request.nodes > 1:
             return await clusters.create(self, request)
@@ -129,6 +134,21 @@ class RunPodProvider:
             return await self._create_on_demand(request)
 
         pod_id = await self._create_once(request.name, create, self._pods_named)
+        return await self._wait_ready(pod_id)
+
+    async def create_queued(
+        self, request: LaunchRequest, wait_s: float, note: Callable[[float, float], None]
+    ) -> LiveResource:
+        """Deploy When Available: queue an on-demand create at RunPod until capacity frees (billing nothing
+        until placed), up to `wait_s`; `note(waited, wait_s)` at each read (gpujob.providers.runpod.queue)."""
+        if request.nodes > 1:  # RunPod queues one pod, never a cluster (validate refuses the pair)
+            return await clusters.create(self, request)
+        if request.spot == "prefer":
+            spot.check_on_demand_price(request)
+        body = launch.on_demand_body(request)
+        pod_id = await queue.wait_in_queue(
+            self.client, self.clock, body, wait_s=wait_s, platform_now=self.platform_now, note=note
+        )
         return await self._wait_ready(pod_id)
 
     async def start(self, resource: LiveResource) -> LiveResource:

@@ -238,6 +238,15 @@ class GraphQLGpuType(WireModel):
     lowest_price: LowestPrice | None = Field(None, alias="lowestPrice")
 
 
+class GraphQLSpotPrices(WireModel):
+    """gpuTypes { id secureSpotPrice communitySpotPrice }: whether RunPod still prices spot (client.SPOT_PROBE)."""
+
+    wire_optional = frozenset({"secureSpotPrice", "communitySpotPrice"})
+    id: str
+    secure_spot_price: LenientFloat = Field(None, alias="secureSpotPrice")
+    community_spot_price: LenientFloat = Field(None, alias="communitySpotPrice")
+
+
 class GraphQLPod(WireModel):
     """What podRentInterruptable / podBidResume return (GraphQL field names)."""
 
