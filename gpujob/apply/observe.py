@@ -27,9 +27,9 @@ class JobView:
     pull: PullRecord | None
     # Every provider opened (a job with fallback entries may hold resources on another platform).
     providers: Mapping[str, Any] = field(default_factory=dict)
+    listed: Sequence[LiveResource] = ()  # everything its platform listed (a migrated pod's old id: gone)
     # A multi-node job's members in rank order (gpujob.live.LiveNode); empty for a one-machine job.
     nodes: list[LiveNode] = field(default_factory=list)
-    listed: Sequence[LiveResource] = ()  # everything its platform listed (a migrated pod's old id: gone)
 
     @property
     def spec(self) -> Any:
@@ -88,8 +88,8 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
                     volume,
                     pulled,
                     providers,
-                    nodes=nodes,
-                    listed=listed[spec.platform],
+                    listed[spec.platform],
+                    nodes,
                 )
             )
         yield views

@@ -56,6 +56,14 @@ def node_problems(profile: Any, data: Mapping[str, Any]) -> list[CheckProblem]:
         if machine.get("cloud") == "community":
             out.append(CheckProblem("machine.cloud", f"a cluster on {where} runs in the secure cloud only",
                                     "remove cloud or set it to secure"))  # fmt: skip
+    if machine.get("when_unavailable") == "wait":
+        out.append(
+            CheckProblem(
+                "machine.when_unavailable",
+                "a multi-node job cannot wait in a create queue: RunPod queues one pod, never a cluster",
+                "remove when_unavailable (fail: gpujob retries a while, all or nothing)",
+            )
+        )
     if data.get("sweep") is not None:
         out.append(
             CheckProblem(

@@ -84,3 +84,8 @@ def test_a_cluster_is_on_demand_in_the_secure_cloud(write) -> None:
 def test_a_cluster_cannot_stop_when_its_run_ends(write) -> None:
     found = problems(write, CLUSTER + "teardown: {on_finish: stop}\n")
     assert "cannot be stopped" in found["teardown.on_finish"].message
+
+
+def test_a_cluster_cannot_wait_in_a_create_queue(write) -> None:
+    found = problems(write, CLUSTER.replace("  nodes: 2\n", "  nodes: 2\n  when_unavailable: wait\n"))
+    assert "never a cluster" in found["machine.when_unavailable"].message

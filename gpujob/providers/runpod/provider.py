@@ -141,6 +141,8 @@ class RunPodProvider:
     ) -> LiveResource:
         """Deploy When Available: queue an on-demand create at RunPod until capacity frees (billing nothing
         until placed), up to `wait_s`; `note(waited, wait_s)` at each read (gpujob.providers.runpod.queue)."""
+        if request.nodes > 1:  # RunPod queues one pod, never a cluster (validate refuses the pair)
+            return await clusters.create(self, request)
         if request.spot == "prefer":
             spot.check_on_demand_price(request)
         body = launch.on_demand_body(request)
