@@ -62,7 +62,7 @@ def test_provision_preempt_resume_pull_destroy(project: Project, backend: str) -
     p.gj("apply", "--auto-approve")
     resumed = poll(
         "the run to resume",
-        lambda: re.search(r"resumed from step (\d+)", p.gj("logs", "-n", "2000").stdout),
+        lambda: re.search(r"resumed from step (\d+)", p.in_process("logs", "-n", "2000").stdout),
     )
     step = int(resumed.group(1))
     assert step >= before, (
