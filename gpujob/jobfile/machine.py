@@ -67,19 +67,6 @@ class MachineSpec(Model):
         le=1000,
         description="Refuse offers above this many USD/h for the machine (a finite number, at most 1000).",
     )
-    when_unavailable: Literal["fail", "wait"] = Field(
-        "fail",
-        description="No capacity on any candidate: `fail` (retry a while, then the next platform or fail) or "
-        "`wait` (RunPod: queue the create, Deploy When Available, billing nothing until placed).",
-    )
-    wait_up_to: Duration | None = Field(
-        None,
-        description="`when_unavailable: wait`: how long to wait for capacity, then fall back or fail (unset: 2h).",
-    )
-
-    @property
-    def wait_for(self) -> timedelta:
-        return self.wait_up_to or timedelta(hours=2)  # machine.wait_up_to, or its default
 
     when_unavailable: Literal["fail", "wait"] = Field(
         "fail",
