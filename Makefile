@@ -9,7 +9,10 @@ else
 PY ?= $(PYTHON)
 endif
 export PY
-export PYTHONDONTWRITEBYTECODE=1
+# Compiled bytecode is kept, out of the checkout (under the temporary directory), not switched off: the
+# suite starts thousands of `python -m gpujob` processes, and each would compile gpujob afresh.
+export PYTHONPYCACHEPREFIX ?= $(or $(TMPDIR),/tmp)/gpujob-pycache-$(shell id -u)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-pinned constraints deps test test-fast lint mutation schemas demo bench golden clean
 
@@ -31,7 +34,7 @@ deps:               ## only check the system packages; prints what to install
 	PYTHON=$(PYTHON) scripts/system-deps.sh check
 
 test-fast:          ## unit tests only, no simulator or sshd (under a minute)
-	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --durations=10
+	$(PY) -m pytest -n auto -q -m "not sim and not ssh" --hypothesis-profile=fast --durations=10
 
 lint:               ## the floor contracts (.importlinter, scripts/floor_check.py, docs/architecture.md) + ruff + mypy
 	$(PY) -c 'from importlinter.cli import lint_imports_command; lint_imports_command()'  # lint-imports, from the right Python

@@ -4,16 +4,38 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 if TYPE_CHECKING:
     from gpujob.state.pgtesting import PgServer
 
 _databases = itertools.count(1)
+
+
+def _cache_bytecode() -> None:
+    """Let the `python -m gpujob` processes the tests start keep their compiled bytecode. With
+    PYTHONDONTWRITEBYTECODE set (the Makefile used to set it; so does this machine's environment) every
+    one of them compiled all of gpujob's modules afresh: ~0.1 s of CPU per command, the e2e tests run
+    thousands. The bytecode goes under the temporary directory (PYTHONPYCACHEPREFIX), not into the
+    checkout, so the tree stays as clean as before; Python checks each file's mtime as usual."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ.setdefault(
+        "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / f"gpujob-pycache-{os.getuid()}")
+    )
+
+
+_cache_bytecode()
+
+# `make test-fast` loads `fast` (tests/examples.py scales the explicit counts with it); everything else
+# runs `full`, hypothesis's defaults.
+hypothesis_settings.register_profile("full")
+hypothesis_settings.register_profile("fast", max_examples=25)
 
 # What `-m "not sim and not ssh"` (make test-fast) leaves out, found for every test rather than by hand:
 # a test is `sim` when it lives where every test runs the simulator, asks for a simulator fixture (or

@@ -56,4 +56,4 @@ async def look_harder(ctx: JobContext, action: Action) -> None:
         if found is not None:
             return
         ctx.note(f"{action.resource_name}: previous apply died mid-create; re-reading before creating")
-        await ctx.clock.sleep(runtime.POLL_S)
+        await ctx.clock.sleep(runtime.poll_s())

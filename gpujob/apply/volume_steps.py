@@ -63,7 +63,7 @@ async def await_shared_volume(ctx: JobContext) -> None:
     started = ctx.clock.now()
     ctx.note(f"waiting for network volume {ctx.volume_name}, which another queue of the sweep creates")
     while ctx.volume is None and (ctx.clock.now() - started).total_seconds() < SHARED_VOLUME_WAIT_S:
-        await ctx.clock.sleep(runtime.POLL_S)
+        await ctx.clock.sleep(runtime.poll_s())
         await refresh(ctx)
 
 
@@ -124,7 +124,7 @@ async def _wait_detached(ctx: JobContext, vol: LiveResource) -> None:
                 f"{vol.name} is still attached to {names}", hint="terminate those first, then re-run"
             )
         ctx.note(f"waiting for {vol.name} to be released by {holders[0].name}")
-        await ctx.clock.sleep(runtime.POLL_S)
+        await ctx.clock.sleep(runtime.poll_s())
 
 
 async def by_id(ctx: JobContext, action: Action) -> LiveResource | None:

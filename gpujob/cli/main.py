@@ -115,6 +115,11 @@ def main() -> None:
     from gpujob.depwarnings import quiet_known
 
     quiet_known()
+    # gpujob runs on asyncio. httpcore imports trio whenever it is installed, only to tell which event
+    # loop it runs under (~60 ms, a tenth of `gpujob status`'s start): marked absent in this process,
+    # `import trio` fails as when it is not installed, and httpcore uses anyio, as it does then. A
+    # process that imported trio already keeps it.
+    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     try:
         cli()
     finally:

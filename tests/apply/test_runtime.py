@@ -15,6 +15,7 @@ from gpujob.apply.runtime import (
     collect_secrets,
     connect_wait_s,
     open_remote,
+    poll_s,
     transfer_progress,
     wait_for_endpoint,
 )
@@ -107,6 +108,24 @@ def test_a_pending_machine_is_still_waited_for_until_it_has_an_endpoint() -> Non
     clock = FakeClock()
     endpoint = asyncio.run(wait_for_endpoint(_target(provider, _pod()), clock, lambda _m: None))
     assert endpoint.port == 40022 and clock.slept == [POLL_S] * 5
+
+
+def test_the_pause_between_reads_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GPUJOB_POLL_INTERVAL", raising=False)
+    assert poll_s() == POLL_S == 3.0
+    monkeypatch.setenv("GPUJOB_POLL_INTERVAL", "0.2")
+    assert poll_s() == 0.2
+    up = _pod(ssh=SSHEndpoint(host="127.0.0.1", port=40022))
+    clock = FakeClock()
+    asyncio.run(
+        wait_for_endpoint(_target(_Preempting(_pod(), pending_reads=3, then=up), _pod()), clock, print)
+    )
+    assert clock.slept == [0.2] * 3
+    monkeypatch.setenv("GPUJOB_POLL_INTERVAL", "0")
+    assert poll_s() == 0.05  # never a busy loop against the platform's API
+    monkeypatch.setenv("GPUJOB_POLL_INTERVAL", "soon")
+    with pytest.raises(GpujobError, match="GPUJOB_POLL_INTERVAL='soon' is not a number of seconds"):
+        poll_s()
 
 
 class _NoSSHD:

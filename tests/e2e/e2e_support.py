@@ -7,6 +7,7 @@ These tests never skip: when the simulator cannot run its pods here, they fail a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -99,7 +100,37 @@ class Project:
         return out
 
     def status(self) -> dict[str, Any]:
-        return json.loads(self.gj("status", "--format", "json").stdout)[0]
+        """What `gpujob status --format json` reports, read in this process (in_process): the same
+        command over the same HTTP and SSH, without an interpreter start; the polls call it most."""
+        return json.loads(self.in_process("status", "--format", "json").stdout)[0]
+
+    def in_process(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """The gpujob CLI run in this process (click's CliRunner on the real `cli`), in the project's
+        directory with exactly its environment, against the same simulator over HTTP and sshd over SSH:
+        for a test that needs only what a command prints. What is about the process itself (exit on a
+        signal, kill -9, a watch left running, stdout and stderr as a script sees them) stays `gj`."""
+        from click.testing import CliRunner
+
+        from gpujob.cli.main import cli
+
+        saved_env, saved_cwd = dict(os.environ), os.getcwd()
+        for key in set(os.environ) - set(self.env):
+            del os.environ[key]
+        os.environ.update(self.env)
+        os.chdir(self.dir)
+        try:
+            result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+        finally:
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+        proc = subprocess.CompletedProcess(["gpujob", *args], result.exit_code, result.stdout, result.stderr)
+        self.outputs += [proc.stdout, proc.stderr]
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"gpujob {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            )
+        return proc
 
     def sim_objects(self, kind: str) -> list[dict[str, Any]]:
         """Every pod / volume the simulator ever held (terminated ones included)."""

@@ -32,8 +32,10 @@ def test_init_runs_to_a_resumed_checkpoint_in_the_simulator(sim: Sim, tmp_path: 
     assert plan.returncode == 2, plan.stdout + plan.stderr  # changes to make, no error
     p.gj("apply", "--auto-approve")
 
-    def logs() -> str:
-        return p.gj("logs", "-n", "400").stdout
+    def logs() -> (
+        str
+    ):  # read in this process (the polls call it most); the commands above and below run as processes
+        return p.in_process("logs", "-n", "400").stdout
 
     poll("the run to train", lambda: re.search(r"step \d+ loss", logs()))
     assert "starting fresh at step 0" in logs()

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpujob.profile import HOURS_PER_MONTH, load_profile
+from tests.examples import examples
 
 RP = load_profile("runpod")
 PS = load_profile("paperspace")
@@ -22,7 +23,7 @@ def _tier(ref: tuple[str, str]):
     return (RP if ref[0] == "runpod" else PS).tier(ref[1])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(tier_ref, gb, gb, stopped)
 def test_month_price_is_monotone_in_size(ref, a, b, is_stopped) -> None:
     tier = _tier(ref)
@@ -30,7 +31,7 @@ def test_month_price_is_monotone_in_size(ref, a, b, is_stopped) -> None:
     assert tier.month_price(small, stopped=is_stopped) <= tier.month_price(large, stopped=is_stopped) + 1e-9
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(tier_ref, gb, hours, hours, stopped)
 def test_accrual_is_monotone_in_time_and_capped_by_the_month(ref, size, h1, h2, is_stopped) -> None:
     tier = _tier(ref)
@@ -42,7 +43,7 @@ def test_accrual_is_monotone_in_time_and_capped_by_the_month(ref, size, h1, h2, 
         assert b <= tier.monthly_cap_usd + 1e-9
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(gb)
 def test_runpod_stopped_volume_disk_is_twice_running(size) -> None:
     vd = RP.tier("volume_disk")
@@ -50,7 +51,7 @@ def test_runpod_stopped_volume_disk_is_twice_running(size) -> None:
     assert RP.tier("container_disk").month_price(size, stopped=True) == 0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.floats(min_value=0, max_value=1000, allow_nan=False), st.floats(min_value=0, max_value=3096))
 def test_network_volume_over_1tb_is_marginal(base, extra) -> None:
     nv = RP.network_volume_tier("standard")
@@ -58,7 +59,7 @@ def test_network_volume_over_1tb_is_marginal(base, extra) -> None:
     assert nv.month_price(1000 + extra) == pytest.approx(70 + 0.05 * extra)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.sampled_from([a.id for a in PS.addons]), gb, hours)
 def test_addon_accrual_never_exceeds_its_monthly_maximum(addon_id, size, h) -> None:
     addon = PS.addon(addon_id)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from gpujob.errors import SpecError
 from gpujob.jobfile.model import NAME_PATTERN, JobSpec
 from gpujob.spec.load import load_spec
+from tests.examples import examples
 from tests.reliability.reliability_kit import (
     IMAGE,
     PAPERSPACE_JOB,
@@ -242,7 +243,7 @@ def test_a7_a8_hostile_names_are_refused_in_one_escaped_line(tmp_path: Path, nam
         assert lines[0].isprintable()  # newlines, RTL overrides and control characters arrive escaped
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=50))
 def test_a7_any_accepted_name_is_a_safe_shell_word(name: str) -> None:
     base = {"version": 1, "platform": "runpod", "machine": {"gpu": "A100-80GB", "image": IMAGE}}

@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 
 from gpujob.spec.scan import scan_events
 from gpujob.spec.yamlsafe import _plain, parse_file
+from tests.examples import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +92,7 @@ def test_bad_merge_and_unhashable_key_are_problems_not_tracebacks(tmp_path: Path
         assert parsed.data is None and parsed.problems[0].message.startswith("cannot read YAML"), text
 
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

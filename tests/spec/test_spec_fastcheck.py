@@ -23,6 +23,7 @@ from gpujob.cli.main import cli
 from gpujob.spec import fastcheck, fastgen
 from gpujob.spec.fastcheck import ENV_FULL, certainly_valid
 from gpujob.spec.load import check_files
+from tests.examples import examples
 
 from .conftest import PAPERSPACE_JOB, REPO, RUNPOD_JOB
 
@@ -376,7 +377,7 @@ def _mutated(base: int, changes: list[tuple[Any, ...]]) -> dict[str, Any]:
     return spec
 
 
-PROPERTY = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY
@@ -497,7 +498,7 @@ def test_profile_facts_equal_the_profile(platform: str) -> None:
         assert facts.gpu(name) == (None if found is None else facts.gpus[profile.gpus.index(found)])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     machine=st.dictionaries(
         st.sampled_from(["gpu", "gpu_count", "spot", "cloud", "regions", "image", "template", "container_disk_gb",
@@ -549,7 +550,7 @@ def _event_rows(events: Any) -> list[tuple[Any, ...]]:
     return rows
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.one_of(
         st.text(alphabet=st.sampled_from(list("ab:- \n\t[]{}&*!|>'\",#%@`?1.~<")), max_size=120),
@@ -600,7 +601,7 @@ def _documents() -> st.SearchStrategy[str]:
     return st.tuples(prefix, body, suffix).map("".join)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.one_of(
         YAMLISH,

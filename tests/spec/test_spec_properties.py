@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from gpujob.errors import SpecError
 from gpujob.jobfile.model import _MAX_DURATION_S, _UNIT_SECONDS, format_duration, parse_duration
 from gpujob.spec.load import load_spec
+from tests.examples import examples
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KEYS = ["version", "name", "platform", "machine", "gpu", "gpu_count", "spot", "regions", "image", "template",
         "storage", "volume_gb", "checkpoint", "dir", "interval", "run", "command", "env", "secrets", "x"]  # fmt: skip
 scalars = st.one_of(

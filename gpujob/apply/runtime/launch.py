@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gpujob.apply.runtime.remote import POLL_S, Target, open_remote
+from gpujob.apply.runtime.remote import Target, open_remote, poll_s
 from gpujob.apply.runtime.transfer import transfer_reporting
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
@@ -114,7 +114,7 @@ async def launch(
             if attempt == LAUNCH_ATTEMPTS:
                 raise
             note(f"connection lost ({str(exc).splitlines()[0]}); reconnecting, attempt {attempt + 1}")
-            await clock.sleep(POLL_S)
+            await clock.sleep(poll_s())
     raise AssertionError("unreachable")
 
 

@@ -26,7 +26,8 @@ ENDPOINT_WAIT_S = 600.0  # the default of GPUJOB_ENDPOINT_WAIT
 ENV_ENDPOINT_WAIT = "GPUJOB_ENDPOINT_WAIT"
 # A machine in these states gets no endpoint by waiting: only a start (gpujob apply) brings one.
 NOT_COMING = ("stopped", "terminating")
-POLL_S = 3.0
+POLL_S = 3.0  # the default of GPUJOB_POLL_INTERVAL
+ENV_POLL = "GPUJOB_POLL_INTERVAL"
 ATTEMPT_S = 10.0  # one connect try (with the SSH layer's own quick retries) before the state is re-read
 
 
@@ -75,6 +76,19 @@ def endpoint_wait_s() -> float:
     return max(1.0, value)
 
 
+def poll_s() -> float:
+    """The pause between two reads of a machine that is not there yet (its SSH endpoint, sshd, a step's
+    resource): GPUJOB_POLL_INTERVAL seconds, else POLL_S. The tests make it short; a user need not."""
+    raw = os.environ.get(ENV_POLL, "").strip()
+    try:
+        value = float(raw) if raw else POLL_S
+    except ValueError:
+        raise GpujobError(
+            f"{ENV_POLL}={raw!r} is not a number of seconds", hint=f"e.g. {ENV_POLL}=3"
+        ) from None
+    return max(0.05, value)
+
+
 async def wait_for_endpoint(
     target: Target, clock: Clock, note: Callable[[str], None], *, wait_s: float | None = None
 ) -> SSHEndpoint:
@@ -109,7 +123,7 @@ async def wait_for_endpoint(
                 else:
                     await waits.enter_async_context(reporter.waiting(what, wait_s))
                 announced = True
-            await clock.sleep(POLL_S)
+            await clock.sleep(poll_s())
 
 
 def connect_wait_s(target: Target, connect_s: float) -> float:
@@ -185,7 +199,7 @@ async def open_remote(
                 last = re.sub(r"^could not connect to .* within \d+s: ", "", str(exc).splitlines()[0])
                 if isinstance(exc, SSHKeyRefused) or ("host key" in last and "changed" in last):
                     raise  # a different machine, or one that trusts another key: waiting does not help
-                if left() <= POLL_S:
+                if left() <= poll_s():
                     raise _unreachable(target, endpoint, wait_s, last) from exc
                 what = f"SSH to {endpoint.host}:{endpoint.port} not ready yet ({last})"
                 if reporter is None:
@@ -193,7 +207,7 @@ async def open_remote(
                 elif not waiting:  # one spinner for the whole wait; the reason of the first try names it
                     await waits.enter_async_context(reporter.waiting(what, wait_s))
                     waiting = True
-                await clock.sleep(POLL_S)
+                await clock.sleep(poll_s())
                 continue
             break
     try:
