@@ -23,7 +23,9 @@ def owner_of(
     `local_jobs` (job -> this repo's project id); IPs and snapshots go with their machine."""
     found = naming.owner(r, machines)
     if found is not None:
-        if found.job in local_jobs and local_jobs[found.job] == found.project:
+        # this checkout's by its project id, whether or not a job file still names the job (a job
+        # renamed or turned into a sweep in place: gpujob plan shows what it left, gpujob.plan.unnamed)
+        if found.project in {p for p in local_jobs.values() if p}:
             return "this-repo", found.job
         return "other-gpujob", found.job
     name = r.name
@@ -103,7 +105,7 @@ def _gotcha(r: LiveResource, idle: bool, idle_s: float | None) -> str | None:
     return None  # an idle network volume is the price of a safe park, not a trap: its fix says what to do
 
 
-def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool) -> str:
+def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool, named: Iterable[str] = ()) -> str:
     if not idle:
         return ""
     verb = {
@@ -114,6 +116,14 @@ def _fix(r: LiveResource, owner: Owner, job: str | None, idle: bool) -> str:
         "snapshot": "delete the snapshot",
     }.get(r.kind, "delete it if unused")
     if owner == "this-repo":
+        names = set(named)
+        if job is not None and job not in names:
+            if any(naming.volume_job(n) == job for n in names):  # a sweep's volume, shared by its queues
+                return f"{verb}: it is sweep '{job}''s shared volume; gpujob destroy deletes it with the sweep (gated)"
+            return (
+                f"{verb}: no job file read here names job '{job}' (renamed, or turned into a sweep?); "
+                "gpujob plan shows what such a job left and gpujob apply ends it (gated)"
+            )
         return f"{verb}: gpujob audit --fix -o fix.json && gpujob apply fix.json"
     if owner == "other-gpujob":
         if job is None:
@@ -210,6 +220,8 @@ def classify(
         )
         idle = idle and billable
         idle_s = (now - since).total_seconds() if idle and since is not None else None
+        # when it went idle is unknown: it cannot have been idle longer than it has existed
+        at_most = (now - r.created_at).total_seconds() if idle and idle_s is None and r.created_at else None
         gotcha = _gotcha(r, idle, idle_s) if billable else None
         title = ""
         if gotcha is not None:
@@ -224,8 +236,10 @@ def classify(
                 state=r.status, raw_status=r.raw_status, detail=detail, billable=billable,
                 usd_per_hour=hourly, usd_per_month=monthly, rate_source=source, rate_note=note,
                 meters=meters, since=since, since_basis=basis, idle=idle, idle_seconds=idle_s,
-                over_threshold=idle and (idle_s is None or idle_s > idle_threshold_s),
-                gotcha=gotcha, gotcha_title=title, fix=_fix(r, owner, job, idle),
+                idle_at_most_s=at_most, over_threshold=idle and (
+                    idle_s > idle_threshold_s if idle_s is not None
+                    else at_most is None or at_most > idle_threshold_s),
+                gotcha=gotcha, gotcha_title=title, fix=_fix(r, owner, job, idle, local_jobs),
             )
         )  # fmt: skip
     totals = [_total(p, items) for p in PLATFORMS if p in wanted]

@@ -11,8 +11,10 @@ from gpujob.cost.model import MeterLine
 from gpujob.live import ResourceKind, Status
 from gpujob.model import Model, Platform
 
-# this-repo: a job file in this repository names it; other-gpujob: gpujob-* name but no local job file
-# (another checkout or a deleted job); foreign: made by something else (console, SkyPilot, runpodctl).
+# this-repo: made by this checkout (its project id), whether or not a job file still names the job (one
+# renamed or turned into a sweep in place: gpujob plan shows what it left); other-gpujob: a gpujob-* name
+# of another checkout, or without project markers; foreign: made by something else (console, SkyPilot,
+# runpodctl).
 Owner = Literal["this-repo", "other-gpujob", "foreign"]
 RateSource = Literal["api", "profile", "none"]
 
@@ -43,6 +45,9 @@ class AuditItem(Model):
     since_basis: str = Field("", description="What `since` is: created, started, last status change, ...")
     idle: bool = Field(False, description="Billing without doing work (stopped, unattached, orphaned).")
     idle_seconds: float | None = None
+    idle_at_most_s: float | None = Field(
+        None, description="When it went idle is unknown: its age, which its idle time cannot exceed."
+    )
     over_threshold: bool = Field(False, description="Idle for longer than --idle-threshold.")
     gotcha: str | None = Field(None, description="Profile gotcha id explaining the trap (RP4, PS1, ...).")
     gotcha_title: str = ""

@@ -25,6 +25,11 @@ def when(t: datetime | None) -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC") if t else "-"
 
 
+def idle_unknown(item: AuditItem) -> str:
+    """Idle since an unknown time: at most its age, where the platform says when it was made."""
+    return f"≤{ago(item.idle_at_most_s)}" if item.idle_at_most_s is not None else "?"
+
+
 def owner_label(item: AuditItem) -> str:
     label = OWNER_LABEL[item.owner]
     return f"{label} ({item.job})" if item.job else label
@@ -90,7 +95,7 @@ def _text(report: AuditReport, *, color: bool = False, width: int | None = None)
                 f"{i.usd_per_month:.2f}",
                 i.rate_source,
                 when(i.since),
-                (ago(i.idle_seconds) if i.idle_seconds is not None else "?")
+                (ago(i.idle_seconds) if i.idle_seconds is not None else idle_unknown(i))
                 + ("!" if i.over_threshold else "")
                 if i.idle
                 else "-",

@@ -185,9 +185,13 @@ def run(
     if result is None:
         click.echo("No changes. Live state matches the job files.")
         return 0
+    # on the step log's stream, after its last line: whether the two streams share a terminal or are
+    # read one after the other (a CI log, a captured run), the summary follows the steps it counts,
+    # and its failures follow it
     click.echo(
         f"{'Destroy' if destroy else 'Apply'} finished: {len(result.done)} done, "
-        f"{len(result.failed)} failed, {len(result.skipped)} skipped."
+        f"{len(result.failed)} failed, {len(result.skipped)} skipped.",
+        err=True,
     )
     from gpujob.safe import for_terminal
 

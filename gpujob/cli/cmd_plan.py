@@ -132,6 +132,9 @@ def _plan(
     loaded = fit_queues(loaded, live, now=now, env=os.environ)  # a sweep's queue count under its cap
     # The project id is made only now: a plan that could not read the platforms writes nothing.
     loaded = with_projects(loaded, create=True)
+    from gpujob.plan.unnamed import with_unnamed
+
+    loaded = with_unnamed(loaded, live)  # what the files no longer name, still running or billing
     from gpujob.plan.records import job_launch_records, job_pull_records
     from gpujob.plan.replace import check_addresses
 

@@ -125,6 +125,10 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 row["last_pull"] = {"at": v.pull.at, "files": len(v.pull.files), "complete": v.pull.complete}
             row.update(elsewhere_rows([j for j in others if j.job == v.spec.name]))
             row.update(_watch_rows(v.state_dir, v.spec.name, now))
+            from gpujob.plan.costs import one_total
+
+            counted = row["watch"]["goodput"]["usd"] if "watch" in row else None
+            row["money"] = one_total(cost, [j for j in others if j.job == v.spec.name], counted)
             from gpujob.plan.records import load_destroyed
 
             destroyed = load_destroyed(v.state_dir, v.spec.name)
@@ -268,9 +272,14 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         from gpujob.plan.costs import usd2
 
         where = f" on {row['platform']}" if row.get("elsewhere") or row.get("spent_elsewhere") else ""
+        money = row.get("money") or {}
+        spent = f"{usd2(row['cost_usd'])} spent so far"
+        if money.get("parts"):  # one total, its parts labelled: the figure gpujob cost's TOTAL sums
+            each = " + ".join(f"{usd2(x['usd'])} on {x['platform']}" for x in money["parts"])
+            spent = f"{usd2(money['spent_usd'])} spent so far in all ({each})"
         lines.append(
             f"  cost:      {usd2(row['usd_per_hour'])}/h now (every resource of the job{where}), "
-            f"{usd2(row['cost_usd'])} spent so far ({how}; details: gpujob cost)"
+            f"{spent} ({how}; details: gpujob cost)"
         )
         if row.get("billing_now"):
             # meter by meter, so a stopped pod's volume disk shows its stopped (2×) rate, not $0.00/h
@@ -337,7 +346,16 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         from gpujob.watch.ledger import Goodput
 
         g = Goodput.model_validate(watch["goodput"])
-        lines.append(f"  goodput:   {g.line()}, ${g.usd:,.2f} counted by watch")
+        money = row.get("money")
+        if money is None or "usd_per_hour" not in row:  # no cost figure read: watch's count is the only one
+            lines.append(f"  goodput:   {g.line()}, ${g.usd:,.2f} counted by watch")
+        elif "watch_usd" in money:  # one total per screen: watch's own count is named as what it is
+            lines.append(
+                f"  goodput:   {g.line()}; watch's ledger counted ${money['watch_usd']:,.2f} at its ticks "
+                "(it lags: the cost line's figure is the cost engine's, the one gpujob cost totals)"
+            )
+        else:
+            lines.append(f"  goodput:   {g.line()}")
         if watch["parked"]:
             lines.append(f"  parked:    {watch['parked']['reason']} (edit the job file to resume)")
         if style is not None and watch.get("series"):

@@ -181,6 +181,10 @@ async def plan_and_apply(
     from gpujob.sweep.fit import fit_queues
 
     loaded = fit_queues(loaded, live, now=now, env=os.environ)  # a sweep's queue count under its cap
+    if not fix:  # what the files no longer name, still running or billing (an audit --fix plan: its own)
+        from gpujob.plan.unnamed import with_unnamed
+
+        loaded = with_unnamed(loaded, live)
     record_seen(loaded, providers, live)
     follow_migrations(loaded, live.resources)
     if saved_plan is not None:

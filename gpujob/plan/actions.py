@@ -38,7 +38,11 @@ def plan_running(ctx: JobContext) -> None:
         dynamic_ip=spec.platform == "paperspace" and spec.machine.public_ip in (None, "dynamic"),
     )
     if m is None:
-        evidence = [r.name for r in ([ctx.volume] if ctx.volume else []) + ctx.ips + ctx.snapshots]
+        from gpujob.layout.storage import shared
+
+        # a sweep's shared volume is the sweep's: it proves nothing of this queue's machine (never created)
+        volume = [ctx.volume] if ctx.volume is not None and not shared(spec) else []
+        evidence = [r.name for r in volume + ctx.ips + ctx.snapshots]
         reasons = [f"{ctx.machine_kind} {ctx.machine_name} does not exist"]
         if evidence or ctx.pull_record is not None:
             reasons[0] += (

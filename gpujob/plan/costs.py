@@ -295,6 +295,25 @@ def _known_snapshot_sizes(seen: Mapping[str, Seen]) -> dict[str, int]:
     return out
 
 
+def one_total(here: JobCost | None, others: Sequence[JobCost], watch_usd: float | None) -> dict[str, Any]:
+    """The one money figure a screen shows for a job: the cost engine's (the platform's billing where it
+    has one, else metered time at the profile's prices, for every resource of the job from its first
+    day), summed over each platform of its chain, its parts labelled where there are several (what
+    `gpujob cost`'s TOTAL sums). watch's ledger counts only what it saw at its ticks (from when it first
+    watched the job, re-anchored to the engine every few minutes, on the platform it watches): it is a
+    part of nothing and never a second total, so it is named only where it differs, as what it is.
+
+    {"spent_usd", "parts": [{"platform", "usd"}] (several platforms only), "watch_usd" (differs only)}"""
+    mine = [here] if here is not None else []
+    mine += [c for c in others if c.spent_usd > 0 or any(r.state != "gone" for r in c.resources)]
+    out: dict[str, Any] = {"spent_usd": round(sum(c.spent_usd for c in mine), 9)}
+    if len(mine) > 1:
+        out["parts"] = [{"platform": c.platform, "usd": c.spent_usd} for c in mine]
+    if watch_usd is not None and here is not None and abs(watch_usd - out["spent_usd"]) >= 0.005:
+        out["watch_usd"] = watch_usd
+    return out
+
+
 # --- rendering --------------------------------------------------------------------------------------
 
 

@@ -129,6 +129,16 @@ class Cadence(Model):
     summary: str = ""
 
 
+class RunEstimate(Model):
+    """A run with run.max_runtime: the most it costs by then at the job's running rate (gpujob watch parks
+    it at run.max_runtime), and what its machine does when the run ends before."""
+
+    usd: float
+    hours: float
+    usd_per_hour: float
+    on_finish: str = Field(description="teardown.on_finish: keep leaves the machine running after the run.")
+
+
 class JobPlan(Model):
     job: str
     platform: Platform
@@ -148,6 +158,11 @@ class JobPlan(Model):
     )
     sweep: SweepPlan | None = Field(
         None, description="When this job is a queue of a sweep: its cells and cost (null otherwise)."
+    )
+    run_estimate: RunEstimate | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="A job to run with run.max_runtime: its cost at most by then (absent otherwise).",
     )
 
 

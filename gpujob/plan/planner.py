@@ -55,11 +55,16 @@ def build_plan(
     caps = chosen(capabilities)
     projects = job_projects(loaded)
     owners = naming.claims(live.resources, projects)
+    from gpujob.plan.unnamed import is_unnamed, unclaimed
+
+    claimed = {r.id for ls in loaded if not is_unnamed(ls) for r in owners.get(ls.spec.name, [])}
     jobs = [
         _plan_job(
             ls,
             live,
-            owners.get(ls.spec.name, []),
+            unclaimed(owners.get(ls.spec.name, []), claimed)
+            if is_unnamed(ls)
+            else owners.get(ls.spec.name, []),
             now=now,
             env=env,
             pull=(pull_records or {}).get(ls.spec.name),
@@ -82,6 +87,9 @@ def build_plan(
     jobs = with_one_run(loaded, jobs, live, owners)  # the job's own machine running on another platform
 
     jobs = with_caps(loaded, jobs)  # budget.max_hourly_usd on each file's sum (a sweep's queues, a move)
+    from gpujob.plan.unnamed import explain_writers
+
+    jobs = explain_writers(jobs)  # another writer of a volume is a job the file no longer names
     return Plan(
         created_at=now,
         gpujob_version=__version__,
@@ -209,6 +217,10 @@ def _plan_job(
         act.plan_absent(ctx)
     if not ctx.actions:
         noop(ctx, run_actions.noop_reason(ctx, fact) or noop_reason(ctx))
+    if getattr(loaded, "unnamed", ""):  # a job the file no longer names (gpujob.plan.unnamed)
+        from gpujob.plan.unnamed import unnamed_finding
+
+        ctx.findings.append(unnamed_finding(ctx, current))
 
     desired = desired_footprint(ctx)
     running_meters = meters(desired, ctx.profile) if spec.state != "absent" else {}
@@ -230,6 +242,9 @@ def _plan_job(
     if spec.state == "running":  # e.g. a sweep queue's cells, estimated at the running rate (gpujob.sweep)
         for cap in capability.of(ctx):
             fields |= cap.job_plan_fields(loaded, running)
+        from gpujob.plan.finite import run_estimate
+
+        fields.setdefault("run_estimate", run_estimate(spec, running, queue=getattr(loaded, "sweep", None)))
     return JobPlan(
         job=spec.name,
         platform=spec.platform,

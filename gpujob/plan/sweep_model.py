@@ -52,15 +52,56 @@ class SweepPlan(Model):
         default_factory=list, description="The cells leaving or landing on this queue (a rebalance)."
     )
 
+    on_finish: str = Field(
+        "keep", description="teardown.on_finish of the queue: what its machine does once its cells are done."
+    )
+
     @property
     def summary(self) -> str:
-        cells = ", ".join(
-            f"{c.cell} done" if c.done else f"{c.cell} {_dur(c.est_s)} ${c.usd:.2f}" for c in self.cells
-        )
+        """The sweep-wide part, then this queue's own."""
+        return f"{self.whole_summary}; {self.queue_summary}"
+
+    @property
+    def whole_summary(self) -> str:
+        """`sweep abl: 6 cells on 2 machines, est. $2.31 in all (within budget.max_total_usd $5.00)`: what
+        every queue of the sweep says of the whole sweep (the plans print it once, above the queues)."""
+        return f"{self.scope_summary}, est. ${self.total_usd:.2f} in all{self.estimate_notes}"
+
+    @property
+    def scope_summary(self) -> str:
+        """`sweep abl: 6 cells on 2 machines` (and why the machines differ from sweep.machines)."""
+        kept = ""
+        if self.machines is not None and self.machines > self.cells_total == self.queues:
+            kept = f" (sweep.machines is {self.machines}: a machine runs at least one cell)"
+        elif self.machines is not None and self.machines != self.queues:
+            kept = (
+                f" (sweep.machines is {self.machines}: a cell placed on a queue moves to another only once "
+                "its queue is proven never to start it, and a queue gets moved cells only then)"
+            )
+        return f"sweep {self.sweep}: {self.cells_total} cells on {self.queues} machines{kept}"
+
+    @property
+    def estimate_notes(self) -> str:
+        """What follows the estimate: against budget.max_total_usd, and what is left when cells are done."""
+        over = ""
+        if self.budget_usd is not None:
+            over = (
+                f" (over budget.max_total_usd ${self.budget_usd:.2f})"
+                if self.total_usd > self.budget_usd
+                else (f" (within budget.max_total_usd ${self.budget_usd:.2f})")
+            )
         todo = ""
         if self.todo_usd is not None:
             left = self.cells_total - self.done
             todo = f", ${self.todo_usd:.2f} for the {left} not done yet" if left else ", every cell done"
+        return over + todo
+
+    @property
+    def queue_summary(self) -> str:
+        """`queue q1: 3 cells, $1.15: <cell> 1h00m $0.69, ...` and the cells moving to or from it."""
+        cells = ", ".join(
+            f"{c.cell} done" if c.done else f"{c.cell} {_dur(c.est_s)} ${c.usd:.2f}" for c in self.cells
+        )
         mine = sum(c.done for c in self.cells)
         queue_usd = sum(c.usd for c in self.cells if not c.done)
         head = f"{len(self.cells)} cells, ${queue_usd:.2f}"
@@ -70,26 +111,8 @@ class SweepPlan(Model):
                 if mine == len(self.cells)
                 else f"{len(self.cells)} cells ({mine} done), ${queue_usd:.2f} to go"
             )
-        over = ""
-        if self.budget_usd is not None:
-            over = (
-                f" (over budget.max_total_usd ${self.budget_usd:.2f})"
-                if self.total_usd > self.budget_usd
-                else (f" (within budget.max_total_usd ${self.budget_usd:.2f})")
-            )
-        kept = ""
-        if self.machines is not None and self.machines > self.cells_total == self.queues:
-            kept = f" (sweep.machines is {self.machines}: a machine runs at least one cell)"
-        elif self.machines is not None and self.machines != self.queues:
-            kept = (
-                f" (sweep.machines is {self.machines}: a cell placed on a queue moves to another only once "
-                "its queue is proven never to start it, and a queue gets moved cells only then)"
-            )
         moves = "".join(f"; {_move(m, self.queue)}" for m in self.moves)
-        return (
-            f"sweep {self.sweep}: {self.cells_total} cells on {self.queues} machines{kept}, est. "
-            f"${self.total_usd:.2f} in all{over}{todo}; queue q{self.queue}: {head}: {cells}{moves}"
-        )
+        return f"queue q{self.queue}: {head}: {cells}{moves}"
 
 
 def _move(m: CellMove, queue: int) -> str:

@@ -5,32 +5,14 @@ sweep names the queue that already showed it instead of printing it again."""
 from __future__ import annotations
 
 from gpujob.cost.rates import usd
+from gpujob.plan.finite import sweep_totals
 from gpujob.plan.model import Finding, JobPlan, Plan
-from gpujob.sweep.plan import SweepPlan
 
 
 def sweep_lines(plan: Plan) -> list[str]:
     """`sweep abl: 6 cells on 2 machines, est. $2.31 in all, $1.38/h while its machines run`, per sweep
     (what the sweep line of its first queue says of the whole sweep, and the rate of all its queues)."""
-    rates: dict[str, float] = {}
-    first: dict[str, SweepPlan] = {}
-    for job in plan.jobs:
-        if job.sweep is not None:
-            first.setdefault(job.sweep.sweep, job.sweep)
-            rates[job.sweep.sweep] = rates.get(job.sweep.sweep, 0.0) + job.running_usd_per_hour
-    out = []
-    for name, sw in first.items():
-        whole, _ = split_summary(sw)
-        out.append(f"{whole}, {usd(rates[name])}/h while its machines run")
-    return out
-
-
-def split_summary(sw: SweepPlan) -> tuple[str, str]:
-    """(the sweep-wide part of a queue's sweep line, the queue's own part): the text plan prints the first
-    once above the queues and the second in each queue's block."""
-    marker = f"; queue q{sw.queue}: "
-    whole, _, mine = sw.summary.partition(marker)
-    return whole, f"queue q{sw.queue}: {mine}" if mine else sw.summary
+    return [f"{t.whole}, {usd(t.usd_per_hour)}/h while its machines run" for t in sweep_totals(plan.jobs)]
 
 
 def _key(f: Finding) -> tuple[object, ...]:

@@ -11,7 +11,7 @@ from gpujob.cost.rates import rate, usd
 from gpujob.plan.finding_lines import finding_lines
 from gpujob.plan.model import Action, ActionKind, FieldChange, JobPlan, Plan
 from gpujob.render import summary as S
-from gpujob.render.sweep_text import SeenFindings, split_summary
+from gpujob.render.sweep_text import SeenFindings, sweep_lines
 from gpujob.safe import for_terminal as T  # every string a pod, an API or a job file chose
 
 K = ActionKind
@@ -50,8 +50,6 @@ def render_text(plan: Plan, *, color: bool = False) -> str:
     )
     moves = any(a.kind is ActionKind.MOVE for a in plan.all_actions())
     out.append(style(f"Symbols: {LEGEND}" + ("   ⇄ move to another platform" if moves else ""), dim=True))
-    from gpujob.render.sweep_text import sweep_lines
-
     out += [style(T(line), bold=True) for line in sweep_lines(plan)]
     seen = SeenFindings()
     for job in plan.jobs:
@@ -89,7 +87,7 @@ def _job(job: JobPlan, style: Style, seen: SeenFindings) -> list[str]:
     if job.cadence is not None:
         out.append(f"  checkpoint cadence: {T(job.cadence.summary)}")
     if job.sweep is not None:  # the sweep-wide part is printed once, above the queues
-        out.append(f"  {T(split_summary(job.sweep)[1])}")
+        out.append(f"  {T(job.sweep.queue_summary)}")
     out.append(f"  cost: {S.job_cost_line(job)}")
     return out
 

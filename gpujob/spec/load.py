@@ -59,6 +59,9 @@ class LoadedSpec:
     strays: tuple[str, ...] = ()
     # A queue of a sweep (gpujob.layout.queues.Queue) when this spec is one; the file's own spec is not kept.
     sweep: Any = None
+    # Set on a job the file no longer names whose resources still run or bill (gpujob.plan.unnamed): why
+    # (renamed, turned into a sweep, ...); its spec is the file's with that name and state: absent.
+    unnamed: str = ""
 
     def source(self, key_path: str) -> SourceRef | None:
         """Where key_path ("machine.spot", "machine.gpu[1]") is written; an absent key resolves to its

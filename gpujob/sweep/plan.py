@@ -38,6 +38,7 @@ def sweep_plan(loaded: Any, usd_per_hour: float) -> SweepPlan | None:
         budget_usd=spec.budget.max_total_usd,
         # sweep.machines whenever the queues differ: more machines than cells, or placed cells kept
         machines=q.machines if q.machines and q.machines != q.queues else None,
+        on_finish=spec.teardown.on_finish,
         moves=[
             CellMove(cell=m.cell, origin=m.origin, to=m.to, state=m.state, why=m.why)
             for m in q.moves

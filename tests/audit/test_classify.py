@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from gpujob.audit.classify import classify, owner_of
@@ -41,7 +43,8 @@ def test_owner_is_the_name_parts_not_a_prefix() -> None:
     big = LiveResource(platform="runpod", kind="pod", id="x", name=machine("bert-large"), status="running",
                        attributes=marker())  # fmt: skip
     assert owner_of(big, jobs, {}) == ("this-repo", "bert-large")
-    assert owner_of(big, {"bert": PROJECT}, {}) == ("other-gpujob", "bert-large")  # never bert's
+    # never bert's; this checkout's (its project) though no job file names bert-large any more (#41)
+    assert owner_of(big, {"bert": PROJECT}, {}) == ("this-repo", "bert-large")
     theirs = big.model_copy(update={"name": machine("bert", OTHER), "attributes": marker(OTHER)})
     assert owner_of(theirs, jobs, {}) == ("other-gpujob", "bert")
     legacy = big.model_copy(update={"name": "gpujob-bert", "attributes": {}})
@@ -173,9 +176,17 @@ def test_threshold_moves_the_line(seeded_live: LiveState) -> None:
     report = classify(
         seeded_live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=100 * DAY, profiles=load_profile
     )
-    # only what has been stopped for an unknown time is still counted: its age could be anything
-    assert {i.label for i in report.flagged} == {"gpujob-old"}
-    assert item(report, "gpujob-old").idle_seconds is None
+    # stopped for an unknown time, but made 20 days ago: idle at most that, not over 100 days (#41)
+    assert {i.label for i in report.flagged} == set()
+    old = item(report, "gpujob-old")
+    assert old.idle_seconds is None and old.idle_at_most_s == 20 * DAY and not old.over_threshold
+    ageless = seeded_live.model_copy(update={"resources": [
+        r.model_copy(update={"created_at": None}) if r.name == "gpujob-old" else r for r in seeded_live.resources
+    ]})  # fmt: skip
+    report = classify(
+        ageless, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=100 * DAY, profiles=load_profile
+    )
+    assert {i.label for i in report.flagged} == {"gpujob-old"}  # nothing bounds it: it could be anything
     report = classify(
         seeded_live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=3600, profiles=load_profile
     )
@@ -234,3 +245,25 @@ def test_an_unassigned_ip_without_a_name_is_shown_by_its_address() -> None:
 
     report = classify(live, local_jobs=LOCAL_JOBS, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
     assert "198.51.100.7" in render_audit(report, "text")
+
+
+def test_a_job_changed_in_place_is_this_checkouts_and_says_what_ends_it() -> None:
+    """#41: the file turned job llm into sweep abl; llm's stopped pod is this checkout's (its project),
+    named by its job, with a fix that is true here; the sweep's volume is the sweep's; a volume made four
+    minutes ago beside a pod whose stop time is unknown is not idle longer than a day."""
+    made = NOW - timedelta(minutes=4)
+    pod = LiveResource(platform="runpod", kind="pod", id="p-llm", name=machine("llm"), status="stopped",
+                       container_disk_gb=5, volume_gb=20, network_volume_id="v-abl", attributes=marker(),
+                       created_at=made)  # fmt: skip
+    vol = LiveResource(platform="runpod", kind="network_volume", id="v-abl", name=owned_volume("abl", "data"),
+                       status="available", volume_gb=20, created_at=made)  # fmt: skip
+    live = LiveState(read_at=NOW, resources=[pod, vol])
+    jobs = {"abl--q1": PROJECT, "abl--q2": PROJECT}  # what load_specs makes of the sweep's file
+    report = classify(live, local_jobs=jobs, now=NOW, idle_threshold_s=DAY, profiles=load_profile)
+    old, shared = item(report, machine("llm")), item(report, owned_volume("abl", "data"))
+    assert (old.owner, old.job, shared.owner, shared.job) == ("this-repo", "llm", "this-repo", "abl")
+    assert "no job file read here names job 'llm'" in old.fix and "checkout (project)" not in old.fix
+    assert "gpujob plan shows what such a job left and gpujob apply ends it (gated)" in old.fix
+    assert "it is sweep 'abl''s shared volume" in shared.fix, shared.fix
+    assert shared.idle and shared.idle_seconds is None and shared.idle_at_most_s == 240
+    assert report.flagged == []  # four minutes old: idle at most four minutes

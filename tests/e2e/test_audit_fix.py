@@ -168,7 +168,7 @@ def test_audit_fix_plan_applies_through_the_gate_and_leaves_only_foreign_spend(p
     again = p.gj("audit", "--idle-threshold", "1s", "--fix", "-o", "fix2.json", check=False)
     assert again.returncode == 2
     done = p.gj("apply", "fix2.json", *approvals(again.stdout + again.stderr))
-    assert re.search(r"\b0 failed", done.stdout), done.stdout
+    assert re.search(r"\b0 failed", done.stderr), done.stderr
     record = p.record("pulls/rpjob.json")
     assert record["files"] and all(f["verified"] for f in record["files"])
 

@@ -50,7 +50,7 @@ def test_apply_killed_when_step_starts_then_rerun_converges(project: Project, st
     assert started(p, step), proc.stdout.read() if proc.stdout else ""
     assert not any(e.get("action_id") == step and e.get("phase") == "done" for e in p.journal())
     out = p.gj("apply", "--auto-approve")
-    assert "Apply finished" in out.stdout and "0 failed" in out.stdout, (
+    assert "Apply finished" in out.stderr and "0 failed" in out.stderr, (
         p.journal(),
         out.stdout[-1500:],
         p.status(),
@@ -76,7 +76,7 @@ def test_http_429_and_5xx_storms_are_ridden_out(project: Project) -> None:
     p.sim.inject("http_error", status=429, retry_after=0.2, count=4, platform="runpod")
     p.sim.inject("http_error", status=503, count=4, platform="runpod")
     out = p.gj("apply", "--auto-approve")
-    assert "Apply finished: 3 done, 0 failed" in out.stdout
+    assert "Apply finished: 3 done, 0 failed" in out.stderr
     assert_converged(p)
 
 
@@ -85,7 +85,7 @@ def test_no_capacity_for_the_first_gpu_falls_back_to_the_next(project: Project) 
     p.sim.inject("capacity", gpu="RTX 4090", count=None)  # until cleared
     out = p.gj("apply", "--auto-approve")
     assert "no capacity for 1× RTX4090 in EU-RO-1" in out.stderr
-    assert "Apply finished: 3 done, 0 failed" in out.stdout
+    assert "Apply finished: 3 done, 0 failed" in out.stderr
     pods = p.sim_objects("pods")
     assert len(pods) == 1 and "A6000" in str(pods[0].get("gpu_id") or pods[0])
 

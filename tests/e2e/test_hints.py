@@ -126,7 +126,7 @@ def test_every_hint_of_the_lifecycle_runs_as_printed(project: Project) -> None:
     (whole,) = printed_hints(bare)
     assert printed_hints(partial) == [whole] and whole == f"gpujob destroy --auto-approve {EVERY_ID}"
     assert len(p.live("pods")) == 1 and len(p.live("volumes")) == 1  # neither touched anything
-    assert "Destroy finished: 3 done, 0 failed" in run(whole).stdout
+    assert "Destroy finished: 3 done, 0 failed" in run(whole).stderr
     assert p.live("pods") == [] and p.live("volumes") == []
 
     # A destroy stopped by a failed verify: its step's hints, then its Re-run line, finish the job.
@@ -150,7 +150,7 @@ def test_every_hint_of_the_lifecycle_runs_as_printed(project: Project) -> None:
     assert "step_999999.json" in run(look).stdout
     p.gj("ssh", "--", "rm", "-f", "/workspace/ckpt/step_999999.json")
     run(again)
-    assert "Destroy finished" in run(rerun).stdout
+    assert "Destroy finished" in run(rerun).stderr
     assert p.live("pods") == [] and p.live("volumes") == []
     assert len(ran) == 10, ran  # every hint above ran, the kill included
 

@@ -39,7 +39,7 @@ def test_provision_preempt_resume_pull_destroy(project: Project, backend: str) -
     p.gj("validate", "job.yaml")
     plan = p.gj("plan", "-o", "plan.json", check=False)
     assert plan.returncode == 0, plan.stderr
-    out = p.gj("apply", "plan.json").stdout  # exactly the saved plan
+    out = p.gj("apply", "plan.json").stderr  # exactly the saved plan; the summary follows the step log
     assert "Apply finished: 3 done, 0 failed" in out
 
     # Provisioned, synced, launched in tmux, checkpointing onto the network volume.
@@ -103,7 +103,7 @@ def test_provision_preempt_resume_pull_destroy(project: Project, backend: str) -
     # With the bad file gone, pull + verify + both approvals: everything goes.
     p.gj("ssh", "--", "rm", "-f", "/workspace/ckpt/step_999999.json")
     done = p.gj("destroy", "--auto-approve", "--approve", TERM, "--approve", DELVOL)
-    assert "Destroy finished: 3 done, 0 failed, 0 skipped" in done.stdout
+    assert "Destroy finished: 3 done, 0 failed, 0 skipped" in done.stderr
     assert p.live("pods") == [] and p.live("volumes") == []
 
     # Nothing is left billing, and the follow-up plan of the destroyed job is empty.

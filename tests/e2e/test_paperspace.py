@@ -52,7 +52,7 @@ def test_paperspace_machine_with_static_ip_destroyed_through_the_gate(project: P
 
     args = [a for i in ids for a in ("--approve", i)]
     done = p.gj("destroy", "--auto-approve", *args)
-    assert "0 failed" in done.stdout and "pulled and verified" in done.stderr
+    assert "0 failed" in done.stderr and "pulled and verified" in done.stderr
     record = p.record("pulls/pscore.json")
     assert record["tier"] == "block_storage" and record["files"]
     bill = p.sim.bill()

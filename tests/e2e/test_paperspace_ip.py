@@ -79,7 +79,7 @@ def test_static_ip_claimed_in_place_survives_stop_start_and_is_released_through_
 
     # The re-run adopts that IP instead of claiming a second one.
     done = p.gj("apply", "--auto-approve")
-    assert "0 failed" in done.stdout, done.stdout
+    assert "0 failed" in done.stderr, done.stderr
     (ip,) = live_ips(p)
     assert ip["ip"] == orphan["ip"] and ip["assigned_machine_id"] == machine(p)["id"]
     static = ip["ip"]

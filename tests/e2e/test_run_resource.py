@@ -84,7 +84,7 @@ def test_a_destroy_sticks_until_recreate_and_the_recreated_job_resumes(project) 
 
     poll("a few checkpoints", lambda: len(re.findall(r"checkpoint step_\d+", logs())) >= 3, deadline_s=120)
     done = p.gj("destroy", "--auto-approve", "--approve", term, "--approve", delvol)
-    assert "0 failed" in done.stdout
+    assert "0 failed" in done.stderr
     assert p.live("pods") == [] and p.live("volumes") == []
     record = p.record("pulls/quickstart.json")
     newest = max(f["name"] for f in record["files"] if f["verified"])

@@ -40,7 +40,7 @@ def test_killed_run_is_planned_for_relaunch_and_resumes(project: Project) -> Non
     assert fast.returncode == 0 and "--no-refresh-runs" in fast.stdout
 
     # Apply exactly the saved plan: one launch, and the step counter comes back from the checkpoint.
-    out = p.gj("apply", "plan.json").stdout
+    out = p.gj("apply", "plan.json").stderr  # the summary follows the step log (#41)
     assert "Apply finished: 1 done, 0 failed" in out
     resumed = poll(
         "the run to resume", lambda: re.search(r"resumed from step (\d+)", p.gj("logs", "-n", "2000").stdout)
@@ -78,7 +78,7 @@ def test_plan_shows_on_finish_stop_of_a_finished_run(project: Project) -> None:
     assert "run: exited 0" in plan.stdout
     assert p.status()["machine"]["status"] == "RUNNING"  # planning changed nothing
 
-    out = p.gj("apply", "--auto-approve").stdout
+    out = p.gj("apply", "--auto-approve").stderr  # the summary follows the step log (#41)
     assert "Apply finished: 1 done, 0 failed" in out
     assert p.status()["machine"]["status"] == "EXITED"
     # The finished run is not started again for the same job file: plan and apply agree.

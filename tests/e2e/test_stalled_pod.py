@@ -143,7 +143,7 @@ def test_destroy_stuck_in_its_pull_refuses_the_teardown_and_a_rerun_finishes_it(
 
     p.sim.stall_ssh(pod, None)
     done = p.gj("destroy", *APPROVE)
-    assert "0 failed" in done.stdout, done.stdout
+    assert "0 failed" in done.stderr, done.stderr
     assert p.live("pods") == [] and p.live("volumes") == []
 
 

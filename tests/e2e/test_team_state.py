@@ -61,7 +61,7 @@ def test_second_applier_is_refused_naming_the_holder_and_a_killed_holder_frees_t
 
     # B carries on from wherever A stopped (the journal is shared): no force-unlock, no second pod.
     done = b.gj("apply", "--auto-approve")
-    assert "Apply finished" in done.stdout
+    assert "Apply finished" in done.stderr
     assert len(a.sim_objects("pods")) == 1 and len(a.live("pods")) == 1
     assert len(a.sim_objects("volumes")) == 1
     assert a.gj("plan", "--detailed-exitcode", check=False).returncode == 0  # A agrees: nothing to do
@@ -98,7 +98,7 @@ def test_saved_plan_from_one_checkout_applies_from_another_that_sees_its_pull_re
     assert "last pull on record" not in lone and "terminate pod" not in lone
 
     done = ci.gj("apply", "plan.json", "--approve", TERM, "--approve", DELVOL)
-    assert "3 done, 0 failed" in done.stdout, done.stdout
+    assert "3 done, 0 failed" in done.stderr, done.stderr
     assert a.live("pods") == [] and a.live("volumes") == []
     # One history: A's apply and pull and the runner's destroy, in one journal.
     runs = {e["run"] for e in a.journal()}

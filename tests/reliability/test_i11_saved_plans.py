@@ -130,7 +130,7 @@ def test_edited_plan_files_are_refused_and_the_account_is_unchanged(tmp_path: Pa
     assert {p["id"] for p in alive(sim)} == {pod["id"]}
     assert {v["id"] for v in alive(sim, "volumes")} == {ours["id"], team}
     done = c.gj("apply", "destroy.json", *APPROVE)
-    assert "0 failed" in done.stdout, done.stdout
+    assert "0 failed" in done.stderr, done.stderr
     assert alive(sim) == [] and [v["id"] for v in alive(sim, "volumes")] == [team]
 
 

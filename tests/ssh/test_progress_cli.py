@@ -39,7 +39,7 @@ def _project(sim: Sim, d: Path) -> Project:
 def test_piped_apply_and_pull_print_plain_bounded_lines(project: Project) -> None:
     p = project
     applied = p.gj("apply", "--auto-approve")
-    assert "Apply finished: 3 done, 0 failed" in applied.stdout
+    assert "Apply finished: 3 done, 0 failed" in applied.stderr  # after the step log (#41)
     sync_lines = [line for line in applied.stderr.splitlines() if "quickstart: sync: " in line]
     assert 2 <= len(sync_lines) <= 6, applied.stderr
     assert sync_lines[0].endswith("MB to transfer") and " MB in " in sync_lines[-1]

@@ -323,11 +323,11 @@ def test_the_plan_shows_each_queues_cells_with_a_cost_and_the_total_against_the_
     )
     for fmt in ("text", "markdown"):
         out = render_plan(plan, fmt, color=False)
-        # text: the sweep's line once, above its queues (#41); markdown: in each queue's block
-        assert out.count("6 cells on 2 machines") == (1 if fmt == "text" else 2), out
-        assert out.replace("\\_", "_").count(
-            "est. $1.20 in all (over budget.max_total_usd $1.00)"
-        ) == out.count("6 cells on 2"), out
+        # the sweep's line once, above its queues (#41); markdown leads with the estimated total
+        assert out.count("6 cells on 2 machines") == 1, out
+        total = {"text": "est. $1.20 in all (over budget.max_total_usd $1.00)",
+                 "markdown": "**Estimated total $1.20** (over budget.max_total_usd $1.00)"}[fmt]  # fmt: skip
+        assert out.replace("\\_", "_").count(total) == 1, out
         assert f"{loaded[0].sweep.cells[0].name} 20m $0.20" in out, out
         assert "queue q2: 3 cells, $0.60: " in out, out
     assert sweep_plan(load_specs([write(tmp_path, JOB.split("sweep:")[0])])[0], 0.6) is None
