@@ -50,7 +50,8 @@ def test_two_nodes_planned_applied_shown_and_destroyed_behind_the_gate(project: 
     assert per_node > 0 and gpus[1]["usd_per_hour"] == per_node
     assert plan["running_usd_per_hour"] >= 2 * per_node  # twice the per-node rate, plus the disks
 
-    assert "Apply finished: 1 done, 0 failed" in p.gj("apply", "plan.json").stdout
+    applied = p.gj("apply", "plan.json")
+    assert "Apply finished: 1 done, 0 failed" in applied.stdout + applied.stderr
     [status] = json.loads(p.gj("status", "--format", "json").stdout)
     nodes = status["machine"]["nodes"]
     assert [n["rank"] for n in nodes] == [0, 1] and all(n["status"] == "RUNNING" for n in nodes)
@@ -72,7 +73,7 @@ def test_two_nodes_planned_applied_shown_and_destroyed_behind_the_gate(project: 
     # A good checkpoint: pulled and verified first, then the cluster goes, every node with it.
     (ckpt / "step_5.json").write_text(json.dumps({"format": "toy-v1", "step": 5}))
     done = p.gj("destroy", *term)
-    assert "Destroy finished: 2 done, 0 failed" in done.stdout
+    assert "Destroy finished: 2 done, 0 failed" in done.stdout + done.stderr
     assert (p.dir / "checkpoints" / "step_5.json").exists()
     assert p.live("pods") == [] and p.sim.bill()["items"]
     assert all(item["rate_per_hour"] == 0 for item in p.sim.bill()["items"])
