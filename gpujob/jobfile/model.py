@@ -189,7 +189,12 @@ class BudgetSpec(Model):
         "there plus what stays billing where it was). A failover or a sweep's queue count never chooses more.",
     )
     max_total_usd: float | None = Field(
-        None, gt=0, le=10_000_000, description="Warn when spend so far plus projection crosses this."
+        None,
+        gt=0,
+        le=10_000_000,
+        description="The most the job may spend in all: plan refuses a start whose spend so far plus the "
+        "P50 forecast crosses it (and warns at P90); watch, and a RunPod pod itself, park the job before "
+        "the meter crosses it (docs/forecast.md).",
     )
 
 

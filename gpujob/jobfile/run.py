@@ -1,13 +1,15 @@
-"""The job file's run block: the code sync and the training run, and how it is launched on each node
-(run.launcher). Part of gpujob.jobfile.model's JobSpec; its names are the same contract with users."""
+"""The run section of a job file (run:): what to sync, set up and start, how it survives the SSH
+session, and what gpujob knows of its work (total_steps, step_time) and its limits (max_runtime,
+stall_after). Also the duration types every section uses. Re-exported by gpujob.jobfile.model.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AwareDatetime, Field, field_validator
 
-from gpujob.jobfile.durations import Duration
+from gpujob.jobfile.durations import Duration, MeasuredDuration
 from gpujob.jobfile.rules import checked_path as _checked_path
 from gpujob.jobfile.rules import deny_patterns as _deny
 from gpujob.jobfile.rules import env_names as _env
@@ -108,7 +110,38 @@ class RunSpec(Model):
         description="The port on node 0's private address the nodes meet on (MASTER_PORT; torchrun's default).",
     )
     max_runtime: Duration | None = Field(
-        None, description="Longest the run may take; feeds cost projection and checks."
+        None,
+        description="Longest the run may take; feeds cost projection and checks, and bounds the forecast's "
+        "work when the steps are unknown.",
+    )
+    total_steps: int | None = Field(
+        None,
+        ge=1,
+        le=10**12,
+        description="The steps the run takes in all (the step it exits 0 at): with the step rate (the run's "
+        "own, read from $GPUJOB_PROGRESS_FILE; else run.step_time) the P50/P90 forecast of cost and finish "
+        "(docs/forecast.md).",
+    )
+    step_time: MeasuredDuration | None = Field(
+        None,
+        description="Time one step takes on machine.gpu's first type (a measurement, e.g. a short run's): "
+        "the forecast's step rate until the run reports its own; other GPU types are scaled by "
+        "profiles/throughput.yaml (an estimate, said so wherever it is used).",
+        examples=["0.8s"],
+    )
+    deadline: AwareDatetime | None = Field(
+        None,
+        description="When the run must be done (ISO 8601 with a zone, e.g. 2026-12-09T18:00:00Z): plan picks, "
+        "among the GPU types in machine.gpu and, with machine.spot: prefer, spot or on-demand, the cheapest "
+        "whose P90 finish meets it (run.total_steps needed), and says why the others were not chosen.",
+        examples=["2026-12-09T18:00:00Z"],
+    )
+    stall_after: Duration | None = Field(
+        None,
+        description="Park the job when, while its machine bills, the run writes no new checkpoint step and "
+        "no new log line (and, where nvidia-smi exists, the GPU stays at 0 %) for this long: watch and "
+        "the on-box agent quiesce, pull and stop it.",
+        examples=["30m"],
     )
 
     @field_validator("env")

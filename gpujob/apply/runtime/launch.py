@@ -145,7 +145,7 @@ async def _launch_once(
         return await launch_gang(target, ssh, clock, secrets, note, sync=sync)
     # One machine: run.command itself, or (run.launcher: torchrun) torchrun around it on loopback.
     start = gang_launches(spec, [])[0] if is_gang(spec) else None
-    extra = {"command": start.command, "extra_env": start.env} if start is not None else {}
+    extra: dict[str, Any] = {"command": start.command, "extra_env": start.env} if start is not None else {}
     async with open_remote(target, ssh, clock, note) as remote:
         status = await ssh.run_status(remote, spec)
         if _alive(status):
@@ -154,6 +154,10 @@ async def _launch_once(
         if keep_ended and ended:
             raise RunEnded(spec, getattr(status, "exit_code", None), ended)
         await sync(remote)
+        guard = onbox_guard(target)
+        if guard is not None:  # the pod holds the budget itself, with nobody watching
+            note(f"on the pod: {guard.budget_text or 'run.stall_after'}")
+            extra["guard"] = guard
         started = await ssh.launch_run(remote, spec, secrets=secrets, **extra)
     if started is False:
         return "run already alive: not relaunched"
@@ -174,6 +178,32 @@ async def _carry_to_new_dir(remote: Any, spec: JobSpec, ssh: SSHApi, note: Calla
             f"checkpoint.dir changed: moved {len(moved.files)} checkpoint file(s) "
             f"({moved.total_bytes} B) from {old} to {spec.checkpoint.dir}, read back before removing"
         )
+
+
+def onbox_guard(target: Target) -> Any:
+    """What the pod holds itself (gpujob.ssh.guard): budget.max_total_usd as seconds of running left
+    at its own rate, from the spend so far (watch's ledger), less a check, the quiesce grace and a
+    margin; run.stall_after as it is. None when neither is set or the machine cannot stop itself."""
+    from gpujob.cost.history import read_history
+    from gpujob.plan.cadence import quiesce_grace_s
+    from gpujob.ssh.guard import GUARD_EVERY_S, Guard, guard_of
+
+    spec = target.spec
+    grace = quiesce_grace_s(spec)
+    guard = Guard(grace_s=grace)
+    cap, rate = spec.budget.max_total_usd, target.resource.cost_per_hour
+    if cap is not None and rate:
+        history = read_history(target.state_dir, spec.name)
+        spent = history.spent_usd if history is not None else 0.0
+        left_s = (cap - spent) / rate * 3600 - GUARD_EVERY_S - grace - ONBOX_MARGIN_S
+        guard = guard.model_copy(update={
+            "budget_s": max(0, int(left_s)),
+            "budget_text": f"${cap:,.2f} less ${spent:,.2f} spent, at the pod's ${rate:,.4f}/h",
+        })  # fmt: skip
+    return guard_of(spec, guard)
+
+
+ONBOX_MARGIN_S = 60.0
 
 
 def _describe_stats(stats: Any) -> str:
