@@ -32,13 +32,15 @@ def rederive(
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
+    histories: Mapping[str, Any] | None = None,
+    monthly: Any = None,
     capabilities: Sequence[Capability] | None = None,
 ) -> Plan:
     """The plan derived now for the saved plan's jobs; PlanMismatchError listing every difference when
     it is not the saved one."""
     fresh = derive(
         saved.origin, loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
-        replace=saved.replace, fresh=saved.fresh, release_left=saved.release_left, capabilities=capabilities,
+        histories=histories, monthly=monthly, replace=saved.replace, fresh=saved.fresh, release_left=saved.release_left, capabilities=capabilities,
     )  # fmt: skip
     problems = differences(saved, fresh)
     if problems:
@@ -65,6 +67,8 @@ def derive(
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
+    histories: Mapping[str, Any] | None = None,
+    monthly: Any = None,
     replace: Sequence[str] = (),
     fresh: bool = False,
     release_left: bool = False,
@@ -78,7 +82,7 @@ def derive(
             return plan
     return build_plan(
         loaded, live, now=now, env=env, pull_records=pull_records, launch_records=launch_records,
-        replace=replace, fresh=fresh, release_left=release_left, capabilities=caps,
+        histories=histories, monthly=monthly, replace=replace, fresh=fresh, release_left=release_left, capabilities=caps,
     )  # fmt: skip
 
 

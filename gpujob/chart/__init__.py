@@ -66,24 +66,35 @@ def plot(
     mark_label: str = "",
     value: Callable[[float], str] = lambda v: f"{v:,.0f}",
     color: str = CYAN,
+    band: Sequence[tuple[datetime, float, float]] = (),
+    band_marks: Sequence[tuple[datetime, str]] = (),
 ) -> list[str]:
     """Lines of a chart of `points` (time, value >= 0) from the first to the last time; `marks` are
-    times to flag under the axis (e.g. preemptions). Empty when there is nothing to draw."""
+    times to flag under the axis (e.g. preemptions). `band`: (time, low, high) of a forecast after the
+    last point, drawn after it (below low ▒/=, between low and high ░/.), the axis running to its end,
+    `band_marks` (time, letter) flagged under it. Empty when there is nothing to draw."""
     if len(points) < 2:
         return []
-    times = [t for t, _ in points]
+    times = [t for t, _ in points] + [t for t, _, _ in band]
     start, end = min(times), max(times)
     if end <= start:
         return []
     cols = _columns(points, start, end, style.width)
-    top = max(v for _, v in points)
+    now = max(t for t, _ in points)
+    lows = _columns([(t, lo) for t, lo, _ in band], start, end, style.width) if band else []
+    highs = _columns([(t, hi) for t, _, hi in band], start, end, style.width) if band else []
+    future = [bool(band) and _column(start, end, style.width, now) < c for c in range(style.width)]
+    top = max([v for _, v in points] + [hi for _, _, hi in band])
     top = top if top > 0 else 1.0
     labels = [value(top), value(0)]
     pad = max(len(x) for x in labels)
     rows: list[str] = []
     for r in range(style.height, 0, -1):  # r = 1 is the bottom row
         cells = []
-        for v in cols:
+        for c, v in enumerate(cols):
+            if future[c]:
+                cells.append(_band_cell(lows[c], highs[c], top, r, style))
+                continue
             level = 0.0 if v is None else max(0.0, v) / top * style.height  # in rows
             fill = level - (r - 1)
             if style.fancy:
@@ -100,6 +111,9 @@ def plot(
     for at in marks:
         if start <= at <= end:
             below[_column(start, end, style.width, at)] = style.mark
+    for at, letter in band_marks:
+        if start <= at <= end:
+            below[_column(start, end, style.width, at)] = letter
     out = [f"  {title}", *rows, f"  {'':>{pad}} +{''.join(axis)}"]
     marked = "".join(below).rstrip()
     if marked:
@@ -107,6 +121,23 @@ def plot(
         out.append(f"  {'':>{pad}}  {flag}")
     left, right = f"{start:%H:%M:%S}", f"{end:%H:%M:%S} UTC"
     gap = max(1, style.width - len(left) - len(right))
-    legend = f"   {style.mark} {mark_label}" if marked and mark_label else ""
+    lost = any(start <= m <= end for m in marks)
+    legend = f"   {style.mark} {mark_label}" if lost and mark_label else ""
+    legend += "".join(f"   {letter} {what}" for letter, what in _BAND_LEGEND if band_marks)
     out.append(f"  {'':>{pad}}  {left}{' ' * gap}{right}{legend}")
     return out
+
+
+_BAND_LEGEND = (("5", "P50 finish"), ("9", "P90 finish"))
+
+
+def _band_cell(low: float | None, high: float | None, top: float, r: int, style: Style) -> str:
+    """One cell of row r (1 = bottom) in the forecast band: under its low edge, or between its edges."""
+    if low is None or high is None:
+        return " "
+    lo, hi = max(0.0, low) / top * style.height, max(0.0, high) / top * style.height
+    if lo - (r - 1) >= 0.5:
+        return "▒" if style.fancy else "="
+    if hi - (r - 1) >= 0.5:
+        return "░" if style.fancy else "."
+    return " "

@@ -29,23 +29,54 @@ def series(ledger: Any) -> dict[str, Any]:
     }
 
 
-def charts(data: dict[str, Any], style: Style) -> list[str]:
-    """The two charts of `series(...)`, or nothing when there are not two points of either."""
+def charts(data: dict[str, Any], style: Style, forecast: dict[str, Any] | None = None) -> list[str]:
+    """The two charts of `series(...)`, or nothing when there are not two points of either; with a
+    forecast (gpujob.cost.forecast.Forecast as JSON), each runs on to the P90 finish with the band
+    between the P50 and P90 projections (`status --chart`)."""
 
     def pts(key: str) -> list[tuple[datetime, float]]:
         return [(datetime.fromisoformat(t), float(v)) for t, v in data.get(key, [])]
 
     lost = [datetime.fromisoformat(t) for t in data.get("lost", [])]
-    out = plot(
-        "steps over time", pts("steps"), style, marks=lost, mark_label="run lost (preempted or killed)"
-    )
+    steps, usd = pts("steps"), pts("usd")
+    step_band, usd_band, finish = _bands(steps, usd, forecast)
+    out = plot("steps over time" + (" against the forecast" if step_band else ""), steps, style, marks=lost,
+               mark_label="run lost (preempted or killed)", band=step_band, band_marks=finish)  # fmt: skip
     money = plot(
-        "money spent over time",
-        pts("usd"),
+        "money spent over time" + (" against the forecast" if usd_band else ""),
+        usd,
         style,
         marks=lost,
         mark_label="run lost",
         value=lambda v: f"${v:,.2f}",
         color=YELLOW,
+        band=usd_band,
+        band_marks=finish,
     )
     return out + money
+
+
+BAND_POINTS = 96
+
+
+def _bands(
+    steps: list[tuple[datetime, float]], usd: list[tuple[datetime, float]], f: dict[str, Any] | None
+) -> Any:
+    """(steps band, money band, finish marks): steps from the newest toward run.total_steps, reached at the
+    P50 finish (high edge) and at the P90 finish (low edge); money at the rate until the P50 and P90 cost."""
+    if not f or not steps or not f.get("total_steps"):
+        return [], [], []
+    now, done = max(steps)
+    p50, p90 = datetime.fromisoformat(f["p50_finish"]), datetime.fromisoformat(f["p90_finish"])
+    total, spent, rate = float(f["total_steps"]), (max(usd)[1] if usd else f["spent_usd"]), f["usd_per_hour"]
+    span = max((p90 - now).total_seconds(), 1.0)
+
+    def along(t: datetime, finish: datetime) -> float:
+        left = max((finish - now).total_seconds(), 1.0)
+        return min(total, done + (total - done) * (t - now).total_seconds() / left)
+
+    times = [now + (p90 - now) * (i / BAND_POINTS) for i in range(1, BAND_POINTS + 1)] if span else []
+    step_band = [(t, along(t, p90), along(t, p50)) for t in times]
+    usd_band = [(t, min(f["p50_usd"], spent + rate * (t - now).total_seconds() / 3600),
+                 min(f["p90_usd"], spent + rate * (t - now).total_seconds() / 3600)) for t in times]  # fmt: skip
+    return step_band, usd_band, [(p50, "5"), (p90, "9")]

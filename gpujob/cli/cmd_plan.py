@@ -135,6 +135,8 @@ def _plan(
     from gpujob.plan.unnamed import with_unnamed
 
     loaded = with_unnamed(loaded, live)  # what the files no longer name, still running or billing
+    from gpujob.cost.history import job_histories
+    from gpujob.cost.monthly import project_monthly
     from gpujob.plan.records import job_launch_records, job_pull_records
     from gpujob.plan.replace import check_addresses
 
@@ -145,6 +147,8 @@ def _plan(
         env=os.environ,
         pull_records=job_pull_records(loaded),
         launch_records=job_launch_records(loaded),
+        histories=job_histories(loaded),
+        monthly=project_monthly(loaded, now),
         replace=check_addresses(replace, loaded),
         fresh=fresh,
         release_left=release_left,

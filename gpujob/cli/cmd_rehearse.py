@@ -77,6 +77,9 @@ def _rehearse(targets: tuple[Path, ...], yes: bool, timeout: str) -> int:
         click.echo(f"  interrupted {result.machine_id} by {result.how} at {result.at:%Y-%m-%d %H:%M:%S} UTC")
         if result.redone_usd is None:
             click.echo("  redone work in $: unknown (no rate or no step speed was read)")
+        else:
+            click.echo(f"  redone work ${result.redone_usd:.4f} ({result.redone_steps} step(s)), recovery "
+                       f"${result.recovery_usd or 0:.4f} ({result.recovery_s or 0:.0f} s), at {result.priced_from}")  # fmt: skip
     return 0 if result.ok else 1
 
 

@@ -29,11 +29,12 @@ Examples:
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @no_color_option(help="Plain output: no colour, ASCII charts (also with NO_COLOR set, or piped).")
-def command(targets: tuple[Path, ...], fmt: str, no_color: bool) -> None:
-    sys.exit(run_command(_status, targets, fmt, no_color))
+@click.option("--chart", is_flag=True, help="Steps and spend over time against the forecast's P50-P90 band.")
+def command(targets: tuple[Path, ...], fmt: str, no_color: bool, chart: bool) -> None:
+    sys.exit(run_command(_status, targets, fmt, no_color, chart))
 
 
-def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
+def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False, chart: bool = False) -> int:
     import asyncio
     import json
 
@@ -51,7 +52,7 @@ def _status(targets: tuple[Path, ...], fmt: str, no_color: bool = False) -> int:
 
         style = terminal_style(color_wanted(no_color))
         for row in rows:
-            click.echo(_text(row, style))
+            click.echo(_text(row, style, chart=chart))
         from gpujob.sweep.status import roster
 
         for line in roster(rows):
@@ -129,6 +130,7 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
 
             counted = row["watch"]["goodput"]["usd"] if "watch" in row else None
             row["money"] = one_total(cost, [j for j in others if j.job == v.spec.name], counted)
+            row.update(forecast_row(v, row, cost, now))
             from gpujob.plan.records import load_destroyed
 
             destroyed = load_destroyed(v.state_dir, v.spec.name)
@@ -177,6 +179,25 @@ def _watch_rows(state_dir, job, now):  # type: ignore[no-untyped-def]
 
 
 EVENTS_SHOWN = 5
+
+
+def forecast_row(view: Any, row: dict, cost: Any, now: Any) -> dict:
+    """The forecast (run.total_steps) updated from what status read: the run's newest step, the spend
+    so far and the rate now; the pace is watch's (its ledger), else the job file's."""
+    from gpujob.cost.history import read_history
+    from gpujob.cost.job_forecast import Now, job_forecast
+    from gpujob.profile import load_profile
+
+    m = view.machine
+    if cost is None or m is None or m.status != "running":
+        return {}
+    offer = load_profile(view.spec.platform).gpu(m.gpu_id) if m.gpu_id else None
+    step = (row.get("run") or {}).get("progress_step")
+    live = Now(at=now, usd_per_hour=cost.burn_usd_per_hour, gpu=offer.alias if offer else None,
+               spot=m.spot, spent_usd=cost.spent_usd, steps_done=step,
+               rate_source="the rate billing now (gpujob cost)", spent_source="gpujob cost")  # fmt: skip
+    f = job_forecast(view.spec, live, read_history(view.state_dir, view.spec.name))
+    return {"forecast": f.model_dump(mode="json")} if f is not None else {}
 
 
 def stopped_run(loaded: Any, machine: Any) -> dict | None:
@@ -241,16 +262,18 @@ class _Drawn(str):
     """A line gpujob drew itself (a chart, with its colours): not escaped."""
 
 
-def _text(row: dict, style: Style | None = None) -> str:
+def _text(row: dict, style: Style | None = None, *, chart: bool = False) -> str:
     """The row as lines; every value in it may come from a pod, an API or a job file, so each line goes
     through the output boundary (gpujob.safe) whole: a name cannot clear the screen, write the
     clipboard or start a line of its own. Only the charts gpujob draws keep their escapes."""
     from gpujob.safe import for_terminal
 
-    return "\n".join(line if isinstance(line, _Drawn) else for_terminal(line) for line in _lines(row, style))
+    return "\n".join(
+        line if isinstance(line, _Drawn) else for_terminal(line) for line in _lines(row, style, chart=chart)
+    )
 
 
-def _lines(row: dict, style: Style | None = None) -> list[str]:
+def _lines(row: dict, style: Style | None = None, *, chart: bool = False) -> list[str]:
     lines = [f"{row['job']} ({row['platform']}, wants {row['desired']})"]
     m = row.get("machine")
     if m is None:
@@ -361,7 +384,19 @@ def _lines(row: dict, style: Style | None = None) -> list[str]:
         if style is not None and watch.get("series"):
             from gpujob.chart.jobs import charts
 
-            lines += [_Drawn(line) for line in charts(watch["series"], style)]
+            band = row.get("forecast") if chart else None
+            lines += [_Drawn(line) for line in charts(watch["series"], style, band)]
+    if row.get("forecast"):
+        from gpujob.cost.forecast import Forecast
+
+        fc = Forecast.model_validate(row["forecast"])
+        done = (
+            f"step {fc.steps_done:,} of {fc.total_steps:,}, "
+            if fc.steps_done is not None and fc.total_steps
+            else ""
+        )
+        lines.append(f"  forecast:  {done}{fc.line()}")
+        lines += [f"             {line}" for line in fc.input_lines()]
     if row.get("events"):
         from gpujob.watch.events import Event
 

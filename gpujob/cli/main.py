@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ssh": ("cmd_ssh", "Open a shell on the job's machine.   e.g. gpujob ssh --print"),
     "audit": ("cmd_audit", "Find everything billing in the account.   e.g. gpujob audit --format json"),
     "cost": ("cmd_cost", "Spend so far, burn rate and projection.   e.g. gpujob cost"),
+    "budget": (
+        "cmd_budget",
+        "The month's spend and forecast per job against the project budget.   e.g. gpujob budget",
+    ),
     "rehearse": (
         "cmd_rehearse",
         "Preemption drill: interrupt, recover, prove the resume.   e.g. gpujob rehearse",

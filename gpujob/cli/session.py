@@ -20,6 +20,8 @@ from gpujob.apply.applier import ApplyResult, apply_plan
 from gpujob.apply.journal import journal_of
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
+from gpujob.cost.history import job_histories
+from gpujob.cost.monthly import project_monthly
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan, plan_problem
 from gpujob.plan.records import job_launch_records, job_pull_records
@@ -197,6 +199,8 @@ async def plan_and_apply(
             env=os.environ,
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
+            histories=job_histories(loaded),
+            monthly=project_monthly(loaded, now),
         )
     else:
         plan = build_plan(
@@ -206,6 +210,8 @@ async def plan_and_apply(
             env=os.environ,
             pull_records=pull_records(loaded),
             launch_records=job_launch_records(loaded),
+            histories=job_histories(loaded),
+            monthly=project_monthly(loaded, now),
             fresh=opts.fresh,
             replace=check_addresses(opts.replace, loaded),
             release_left=opts.release_left,

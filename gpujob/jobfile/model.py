@@ -26,8 +26,6 @@ from gpujob.jobfile.rules import (
     parked_problem,
 )
 from gpujob.jobfile.rules import checked_path as _checked_path
-from gpujob.jobfile.rules import deny_patterns as _deny
-from gpujob.jobfile.rules import env_names as _env
 from gpujob.jobfile.rules import env_value_problem as env_value_problem
 from gpujob.jobfile.rules import format_duration as format_duration
 from gpujob.jobfile.rules import output_paths as _output_paths
@@ -35,9 +33,9 @@ from gpujob.jobfile.rules import parse_duration as parse_duration
 from gpujob.jobfile.rules import parse_measured as parse_measured
 from gpujob.jobfile.rules import path_problem as path_problem
 from gpujob.jobfile.rules import secret_name_problem as secret_name_problem
-from gpujob.jobfile.rules import secret_names as _secrets
-from gpujob.jobfile.rules import sync_src as _src
 from gpujob.jobfile.rules import verify_command as _verify
+from gpujob.jobfile.run import RunSpec as RunSpec
+from gpujob.jobfile.run import SyncSpec as SyncSpec
 from gpujob.jobfile.sweep import SweepSpec
 from gpujob.model import Model, Platform
 
@@ -158,99 +156,6 @@ class OutputsSpec(Model):
         return _checked_path(value, local=True)
 
 
-class SyncSpec(Model):
-    """Local code copied to the machine before each launch (rsync over SSH)."""
-
-    src: str = Field(
-        ".",
-        description="Local directory to sync, relative to the job file; it must stay inside the project "
-        "(the job file's folder, or the folder above jobs/ for jobs/*.yaml).",
-    )
-    dest: str = Field("/workspace/code", pattern=r"^/", description="Remote directory.")
-    exclude: list[str] = Field(
-        default_factory=list, description="Glob patterns not synced (.gitignore is honoured too)."
-    )
-    deny: list[str] = Field(
-        default_factory=list,
-        description="More never-sync patterns, added to gpujob's credential deny list (.env, .ssh/, .aws/, "
-        ".kube/, .docker/config.json, .npmrc, .pypirc, credentials.json, ...); no exclude or .gitignore "
-        "negation re-includes them.",
-    )
-
-    @field_validator("src")
-    @classmethod
-    def _src_path(cls, value: str) -> str:
-        return _src(value)  # where '..' leads is checked by the loader
-
-    @field_validator("dest")
-    @classmethod
-    def _dest_path(cls, value: str) -> str:
-        return _checked_path(value)
-
-    @field_validator("deny")
-    @classmethod
-    def _deny_patterns(cls, value: list[str]) -> list[str]:
-        return _deny(value)
-
-
-class RunSpec(Model):
-    """The training run: what to sync, set up and start, and how it survives the SSH session.
-    The command's side (docs/job-file.md: "Your job's side of the contract"): on start, load the newest complete
-    checkpoint holding the full state (model, optimizer, schedule, step, random generators, data
-    position); checkpoint every GPUJOB_CHECKPOINT_INTERVAL seconds, atomically, keeping
-    GPUJOB_CHECKPOINT_KEEP; on SIGTERM (a preemption or stop: ~5 s on RunPod spot) save once more if it
-    fits and exit; exit 0 when finished."""
-
-    sync: SyncSpec = Field(default_factory=SyncSpec, description="Code sync before each launch.")  # type: ignore[arg-type]
-    setup: str | None = Field(
-        None, description="Run once per fresh container (the container disk was wiped) before the command."
-    )
-    smoke: str | None = Field(
-        None,
-        description="A quick local check `gpujob apply` runs on this computer (CPU) before it creates or starts "
-        "anything: in run.sync.src, with run.env, no secrets, and a temporary GPUJOB_CHECKPOINT_DIR "
-        "(GPUJOB_SMOKE=1). A non-zero exit stops apply with its output. Never run by plan or watch.",
-        examples=["TRAIN_STEPS=3 python3 train.py"],
-    )
-    smoke_timeout: Duration | None = Field(
-        None, description="How long run.smoke may take before apply calls it failed (unset: 5m)."
-    )
-    command: str = Field(
-        min_length=1,
-        description="The training command (run in run.sync.dest); the same command starts fresh or resumes "
-        "from the newest checkpoint in GPUJOB_CHECKPOINT_DIR.",
-    )
-    env: dict[str, str] = Field(
-        default_factory=dict,
-        description="Plain environment variables for the run (visible in plans and on the machine: no secrets). "
-        "gpujob adds GPUJOB_JOB, GPUJOB_PROGRESS_FILE and the GPUJOB_CHECKPOINT_* variables.",
-    )
-    secrets: list[str] = Field(
-        default_factory=list,
-        description="Names of local env vars whose values are passed to the run over SSH at each launch, into its "
-        "environment only: never into a file, a command line, a plan or a log. The run must not print them.",
-    )
-    caches: Literal["durable", "default"] = Field(
-        "durable",
-        description="durable: HF_HOME and PIP_CACHE_DIR point under the durable mount (<mount>/.cache/...), so "
-        "downloads survive a stop and spare RunPod's small container disk; default: left as the image has them.",
-    )
-    detach: Literal["tmux", "nohup"] = Field("tmux", description="How the run outlives the SSH session.")
-    max_runtime: Duration | None = Field(
-        None, description="Longest the run may take; feeds cost projection and checks."
-    )
-
-    @field_validator("env")
-    @classmethod
-    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        return _env(value)
-
-    @field_validator("secrets")
-    @classmethod
-    def _secret_names(cls, value: list[str]) -> list[str]:
-        return _secrets(value)
-
-
 class TeardownSpec(Model):
     """What happens to the machine when the run finishes."""
 
@@ -278,7 +183,12 @@ class BudgetSpec(Model):
         "there plus what stays billing where it was). A failover or a sweep's queue count never chooses more.",
     )
     max_total_usd: float | None = Field(
-        None, gt=0, le=10_000_000, description="Warn when spend so far plus projection crosses this."
+        None,
+        gt=0,
+        le=10_000_000,
+        description="The most the job may spend in all: plan refuses a start whose spend so far plus the "
+        "P50 forecast crosses it (and warns at P90); watch, and a RunPod pod itself, park the job before "
+        "the meter crosses it (docs/forecast.md).",
     )
 
 

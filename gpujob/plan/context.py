@@ -61,6 +61,7 @@ class JobContext:
     fp: Footprint = field(default_factory=Footprint)
     desired_gpu: GpuRate | None = None
     desired_gpu_alias: str | None = None
+    spot_choice: bool | None = None  # run.deadline's pick of spot or on-demand (None: machine.spot decides)
     template: Any = None  # machine.template resolved at plan time (gpujob.plan.template_findings)
     capabilities: tuple[Capability, ...] | None = (
         None  # None: the installed ones  # what plugs into this plan (gpujob.plan.capability)
@@ -100,6 +101,8 @@ class JobContext:
     def spot(self) -> bool:
         """Whether a create or resume planned now is spot: `spot: true` always (a finding blocks it when the
         platform has no spot any more), `prefer` only where RunPod still offers spot."""
+        if self.spot_choice is not None:  # run.deadline chose (gpujob.plan.deadline)
+            return self.spot_choice
         want = self.spec.machine.spot
         if self.spec.platform != "runpod":
             return False

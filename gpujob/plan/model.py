@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from gpujob.cost.forecast import Forecast
 from gpujob.cost.model import Billing
 from gpujob.live import RunFact
 from gpujob.model import Model, Platform, SourceRef
@@ -163,6 +164,12 @@ class JobPlan(Model):
         None,
         exclude_if=lambda v: v is None,
         description="A job to run with run.max_runtime: its cost at most by then (absent otherwise).",
+    )
+    forecast: Forecast | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Cost and finish at P50 and P90 with the inputs they came from, for a running job with "
+        "run.total_steps (absent otherwise; docs/forecast.md).",
     )
 
 

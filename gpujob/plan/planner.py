@@ -40,6 +40,8 @@ def build_plan(
     env: Mapping[str, str],
     pull_records: Mapping[str, Any] | None = None,
     launch_records: Mapping[str, Any] | None = None,
+    histories: Mapping[str, Any] | None = None,
+    monthly: Any = None,
     fresh: bool = False,
     replace: Sequence[str] = (),
     release_left: bool = False,
@@ -51,7 +53,8 @@ def build_plan(
     project id (gpujob.project.with_projects): it owns what is named for it. `release_left`: also
     delete, gated, what a job with fallback entries holds on the platforms it no longer runs on
     (gpujob.failover.leftover; a job with state: absent always does). `capabilities` plug in
-    (gpujob.plan.capability; None: the ones the composition root installed)."""
+    (gpujob.plan.capability; None: the ones the composition root installed). `histories`
+    (gpujob.cost.history.History per job, from gpujob.cost.history.job_histories) feed the forecast."""
     caps = chosen(capabilities)
     projects = job_projects(loaded)
     owners = naming.claims(live.resources, projects)
@@ -69,6 +72,7 @@ def build_plan(
             env=env,
             pull=(pull_records or {}).get(ls.spec.name),
             launched=(launch_records or {}).get(ls.spec.name),
+            history=(histories or {}).get(ls.spec.name),
             fresh=fresh,
             replace=set(replace),
             capabilities=caps,
@@ -90,6 +94,9 @@ def build_plan(
     from gpujob.plan.unnamed import explain_writers
 
     jobs = explain_writers(jobs)  # another writer of a volume is a job the file no longer names
+    from gpujob.plan.forecasting import with_monthly
+
+    jobs = with_monthly(jobs, monthly)  # the project's budget.max_monthly_usd (gpujob.cost.monthly)
     return Plan(
         created_at=now,
         gpujob_version=__version__,
@@ -170,6 +177,7 @@ def _plan_job(
     env: Mapping[str, str],
     pull: Any,
     launched: Any = None,
+    history: Any = None,
     fresh: bool = False,
     replace: set[str] | None = None,
     capabilities: Sequence[Capability] = (),
@@ -198,6 +206,9 @@ def _plan_job(
     # The record is kept per job; it speaks only for the machine or volume it was pulled from.
     ctx.pull_record = current_record(pull, ctx.machine, [ctx.volume, *ctx.stale_volumes])
     ctx.choose_gpu()
+    from gpujob.plan import deadline
+
+    chosen_for_deadline = deadline.choose(ctx, history)  # run.deadline: the GPU and spot that meet it
     ctx.fp = current_footprint(ctx)
     current = hourly_total(meters(ctx.fp, ctx.profile))
 
@@ -238,7 +249,15 @@ def _plan_job(
         )
         + trap_findings(ctx)
     )
-    fields: dict[str, Any] = {}
+    from gpujob.plan.forecasting import budget_findings, plan_forecast, without_projection
+
+    forecast = plan_forecast(ctx, running, history) if spec.state == "running" else None
+    if forecast is not None:
+        findings = (
+            without_projection(findings) + budget_findings(ctx, forecast) + deadline.slipped(ctx, forecast)
+        )
+    findings = by_severity(findings + chosen_for_deadline)
+    fields: dict[str, Any] = {"forecast": forecast} if forecast is not None else {}
     if spec.state == "running":  # e.g. a sweep queue's cells, estimated at the running rate (gpujob.sweep)
         for cap in capability.of(ctx):
             fields |= cap.job_plan_fields(loaded, running)

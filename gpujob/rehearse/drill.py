@@ -188,8 +188,7 @@ async def drill(
     if last_old is not None:
         redone = max(0, last_old - resume)
         out |= {"step_before": last_old, "redone_steps": redone}
-        if rate is not None and usd_h is not None:
-            out["redone_usd"] = round(redone * rate * usd_h / 3600.0, 6)
+    _price(out, view, machine)
     out["ok"] = first >= ck_step
     if not out["ok"]:
         out["detail"] = (f"the new run's first step {first} is before the newest verified checkpoint's step "
@@ -203,6 +202,44 @@ async def _read(view: Any, ssh: Any, clock: Any) -> _Seen:
     async with runtime.open_remote(view.target(), ssh, clock, lambda _t: None) as remote:
         status = await ssh.run_status(remote, view.spec)
     return _Seen(clock.now(), status)
+
+
+def _price(out: dict[str, Any], view: Any, machine: Any) -> None:
+    """The redone work and the recovery in dollars, from one rate: the machine's as the platform bills
+    it (else the profile's price), and the step time read around the interrupt (else the job's pace in
+    watch's ledger, else run.step_time)."""
+    from gpujob.cost.history import read_history
+
+    spec, said = view.spec, []
+    usd_h = machine.cost_per_hour
+    if usd_h:
+        said.append(f"${usd_h:,.4f}/h billed for {machine.id}")
+    else:
+        from gpujob.cost.rates import gpu_rate
+        from gpujob.profile import load_profile
+
+        m = spec.machine
+        r = gpu_rate(load_profile(spec.platform), [], spec.machine.gpu[0], count=m.gpu_count, cloud=m.cloud,
+                     spot=bool(machine.spot))  # fmt: skip
+        usd_h = r.usd_per_hour if r is not None else None
+        said += [f"${usd_h:,.4f}/h from the profile ({r.source})"] if r is not None and usd_h else []
+    step_s = out.get("seconds_per_step")
+    if step_s:
+        said.append(f"{step_s:.3g} s/step read around the interrupt")
+    else:
+        h = read_history(view.state_dir, spec.name)
+        if h is not None and h.step_rate:
+            step_s = 1 / h.step_rate
+            said.append(f"{step_s:.3g} s/step from watch's ledger")
+        elif spec.run is not None and spec.run.step_time is not None:
+            step_s = spec.run.step_time.total_seconds()
+            said.append(f"{step_s:.3g} s/step from run.step_time")
+        out["seconds_per_step"] = step_s
+    out["usd_per_hour"], out["priced_from"] = usd_h, "; ".join(said)
+    if usd_h and step_s and out.get("redone_steps") is not None:
+        out["redone_usd"] = round(out["redone_steps"] * step_s * usd_h / 3600.0, 6)
+    if usd_h and out.get("recovery_s") is not None:
+        out["recovery_usd"] = round(out["recovery_s"] * usd_h / 3600.0, 6)
 
 
 def _seconds_per_step(a: _Seen, b: _Seen) -> float | None:

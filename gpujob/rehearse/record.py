@@ -33,6 +33,8 @@ class Rehearsal(Model):
     seconds_per_step: float | None = None
     usd_per_hour: float | None = None
     redone_usd: float | None = Field(None, description="What the redone steps cost at the machine's rate.")
+    recovery_usd: float | None = Field(None, description="What the recovery time cost at the same rate.")
+    priced_from: str = Field("", description="Where the rate and the step time came from.")
     detail: str = ""
 
     def line(self) -> str:
@@ -42,8 +44,9 @@ class Rehearsal(Model):
         money = f", ${self.redone_usd:.4f}" if self.redone_usd is not None else ""
         redone = f"; redone {self.redone_steps} step(s){money}" if self.redone_steps is not None else ""
         detect = f"detected in {self.detection_s:.0f} s, " if self.detection_s is not None else ""
+        paid = f", ${self.recovery_usd:.4f}" if self.recovery_usd is not None else ""
         return (
-            f"rehearsed {self.at:%Y-%m-%d}: recovery {self.recovery_s or 0:.0f} s ({detect}resumed from step "
+            f"rehearsed {self.at:%Y-%m-%d}: recovery {self.recovery_s or 0:.0f} s{paid} ({detect}resumed from step "
             f"{self.resume_step} >= checkpoint step {self.checkpoint_step}){redone}"
         )
 

@@ -89,6 +89,10 @@ def _job(job: JobPlan, style: Style, seen: SeenFindings) -> list[str]:
     if job.sweep is not None:  # the sweep-wide part is printed once, above the queues
         out.append(f"  {T(job.sweep.queue_summary)}")
     out.append(f"  cost: {S.job_cost_line(job)}")
+    if job.forecast is not None:
+        out.append(f"  forecast: {T(job.forecast.line())}")
+        out.append("    inputs:")
+        out += [f"      {T(line)}" for line in job.forecast.input_lines()]
     return out
 
 

@@ -159,6 +159,8 @@ class Rules:
             return lambda value: (
                 type(value) is dict and all(map(keys, value)) and all(map(values, value.values()))
             )
+        if kind == "instant":
+            return _instant
         if kind == "duration":
             minimum = node.get("minimum_s")
             return _duration if minimum is None else lambda value: _duration(value, float(minimum))
@@ -209,6 +211,22 @@ def _number(node: dict[str, Any]) -> Check:
         return math.isfinite(number) and within(number)
 
     return check
+
+
+_INSTANT = re.compile(r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})\Z")
+
+
+def _instant(value: Any) -> bool:
+    """An ISO 8601 time with its zone, in the one plain form (anything else: not sure)."""
+    from datetime import datetime
+
+    if type(value) is not str or not _INSTANT.match(value):
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _duration(value: Any, minimum_s: float | None = None) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import annotated_types
-from pydantic import BaseModel, BeforeValidator, PlainSerializer, WithJsonSchema
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, PlainSerializer, WithJsonSchema
 
 FORMAT = 1
 TABLE = Path(__file__).with_name("fastrules.json")
@@ -132,6 +132,9 @@ def _type(
     if annotation is bool:
         _only(constraints, set(), where)
         return {"kind": "bool"}
+    if annotation is AwareDatetime:
+        _only(constraints, set(), where)
+        return {"kind": "instant"}
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         _only(constraints, set(), where)
         todo.append(annotation)

@@ -24,6 +24,9 @@ from gpujob.layout.machine import (
 from gpujob.model import Model
 from gpujob.naming import SEP, machine_kind_of, run_session
 from gpujob.quote import env_name, q, remote_path, session_name
+from gpujob.ssh.guard import GUARD_EVERY_S as GUARD_EVERY_S
+from gpujob.ssh.guard import SELF_STOP as SELF_STOP
+from gpujob.ssh.guard import Guard, guard_of
 from gpujob.ssh.logread import STATUS_CAP, expand, tail_command
 from gpujob.ssh.session import Remote
 
@@ -84,19 +87,11 @@ class RunStatus(Model):
 IS_RUN = r"""tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -A1 -xF -- "$SELF" | grep -qx run"""
 
 
-# How a machine stops itself, with no account key on it: RunPod's pods carry runpodctl with a key scoped
-# to the pod ("Manage Pods": `runpodctl stop pod $RUNPOD_POD_ID`). A Paperspace machine is not stopped
-# from inside: its only unbilled state, off, is reached by a stop from its console or API, whose keys
-# are team-wide, and no document says a guest `shutdown` ends the billing (in the simulator's containers
-# it could reach the host's init); gpujob apply/watch and machine.auto_shutdown stop it instead, and the
-# plan says so (gpujob.plan.self_stop, paperspace-no-self-stop).
-SELF_STOP = {"runpod": 'runpodctl stop pod "$RUNPOD_POD_ID"'}
-
-
-def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
+def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT, guard: Guard | None = None) -> str:
     import jinja2
 
     run = run_section(spec)
+    held = guard_of(spec, guard)
     env = run_env(spec)
     mkdirs = [v for k, v in env if k in ("HF_HOME", "PIP_CACHE_DIR", "GPUJOB_CHECKPOINT_DIR")]
     tpl_env = jinja2.Environment(
@@ -127,6 +122,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT) -> str:
         stop_on_failure=spec.teardown.on_failure == "stop" and spec.platform in SELF_STOP,
         kind=machine_kind_of(spec.platform, spec.machine.nodes),
         self_stop=SELF_STOP.get(spec.platform, ""),
+        guard=held,
     )
 
 
@@ -150,14 +146,23 @@ def _secret_blob(spec: JobSpec, secrets: dict[str, str]) -> bytes:
 
 
 async def launch_run(
-    remote: Remote, spec: JobSpec, *, secrets: dict[str, str], scratch_root: str = SCRATCH_ROOT
+    remote: Remote,
+    spec: JobSpec,
+    *,
+    secrets: dict[str, str],
+    scratch_root: str = SCRATCH_ROOT,
+    guard: Guard | None = None,
 ) -> bool:
     """Start the run detached unless it is already alive (idempotent); True when it was started.
-    Only the names in `spec.run.secrets` are sent, over this SSH channel's stdin."""
+    Only the names in `spec.run.secrets` are sent, over this SSH channel's stdin. `guard`: the limits
+    the pod holds itself (budget, stall), with the quiesce it runs first (quiesce.sh beside the launcher)."""
     blob = _secret_blob(spec, secrets)
     jobdir = job_dir(spec)
+    held = guard_of(spec, guard)
+    if held is not None:
+        await remote.put_bytes(_quiesce_command(spec, held.grace_s).encode(), f"{jobdir}/quiesce.sh", 0o700)
     await remote.put_bytes(
-        render_launcher(spec, scratch_root=scratch_root).encode(), f"{jobdir}/launcher.sh", 0o700
+        render_launcher(spec, scratch_root=scratch_root, guard=guard).encode(), f"{jobdir}/launcher.sh", 0o700
     )
     try:
         # Silent while it may install tmux (up to 6 min of apt): idle and overall bounds are the same,

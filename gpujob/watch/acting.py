@@ -65,13 +65,18 @@ class Acting(WatcherBase):
             spec, j.ledger, now, burn_usd_per_hour=burn, interval_s=self.opt.interval_s,
             max_recoveries_per_hour=self.opt.max_recoveries_per_hour, recovering=recovering,
         )  # fmt: skip
+        status = self.spy.statuses.get(j.name)
+        if reason is None and machine is not None and not decision.actions:
+            reason = limits.stall_reason(spec, j.ledger, now, alive=bool(getattr(status, "alive", False)),
+                                         billing=machine.status == "running")  # fmt: skip
         if reason is not None:
             await self._park(j, jp, machine, live, reason)
             return HUMAN
-        warning = limits.projection_warning(spec, j.ledger, now, jp.current_usd_per_hour)
+        warning = limits.projection_warning(spec, j.ledger, now, jp.current_usd_per_hour, jp.forecast)
         if warning and "projection" not in j.ledger.warned:
             j.ledger.warned.append("projection")
             self.say(j, "budget", warning, level="warning")
+        self._deadline(j, jp, machine)
         if decision.human:
             j.blocked_ticks += 0 if decision.actions else 1
             held = ", ".join(a.id for a in decision.held)
@@ -86,6 +91,15 @@ class Acting(WatcherBase):
             what = ", ".join(f"{a.kind.value} {a.resource_kind}" for a in decision.actions)
             self.say(j, kind, why, what, level="action")
         return HUMAN if decision.human else HEALTHY
+
+    def _deadline(self, j: JobWatch, jp: JobPlan, machine: LiveResource | None) -> None:
+        """run.deadline: the forecast slipped past it (after preemptions): said once per machine, before
+        watch spends more; the next start is chosen for the deadline again (gpujob.plan.deadline)."""
+        for f in jp.findings:
+            key = f"deadline:{machine.id if machine is not None else '-'}"
+            if f.code == "deadline" and f.severity != "info" and key not in j.ledger.warned:
+                j.ledger.warned.append(key)
+                self.say(j, "deadline", f.summary, f.fix, level="warning")
 
     async def _apply(
         self, todo: list[tuple[JobWatch, JobPlan, Decision]], plan: Plan, live: LiveState

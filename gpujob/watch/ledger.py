@@ -15,6 +15,7 @@ shown and budgeted is the cost engine's (gpujob.cost) once it has answered.
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from datetime import datetime, timedelta
 
@@ -142,6 +143,13 @@ class Ledger(_Mutable):
     warned: list[str] = Field(default_factory=list, description="One-time warnings already given.")
     steps_trail: list[TimePoint] = Field(default_factory=list, description="The run's step over time.")
     usd_trail: list[TimePoint] = Field(default_factory=list, description="Money spent so far, over time.")
+    activity: str | None = Field(
+        None, description="The run's last sign of life: its step, checkpoint and log."
+    )
+    activity_at: datetime | None = Field(
+        None, description="When watch first saw that sign (run.stall_after)."
+    )
+    activity_usd: float = Field(0.0, description="Money spent so far at activity_at.")
 
     # --- observing
     def observe_money(self, now: datetime, machine: LiveResource | None, usd_per_hour: float) -> None:
@@ -196,6 +204,7 @@ class Ledger(_Mutable):
         started = getattr(status, "started_at", None)
         if not started:
             return
+        self._activity(now, status)
         if getattr(status, "alive", False) and self.run_started_at is None:
             self.run_started_at = now
         for past in getattr(status, "history", []):
@@ -220,6 +229,21 @@ class Ledger(_Mutable):
                     del self.rates[:-MAX_SAMPLES]
             seg.last_step, seg.last_at = cur.step, at
             _trail(self.steps_trail, at, cur.step)
+
+    def _activity(self, now: datetime, status: object) -> None:
+        """A new step, checkpoint or log line (or a new run) since the last reading moves activity_at."""
+        cur = getattr(status, "progress", None)
+        tail = getattr(status, "log_tail", "") or ""
+        sign = "|".join([
+            str(getattr(status, "started_at", "")), str(cur.step if cur is not None else ""),
+            str(getattr(status, "last_checkpoint", "")), hashlib.sha256(tail.encode()).hexdigest()[:16],
+        ])  # fmt: skip
+        if sign != self.activity:
+            self.activity, self.activity_at, self.activity_usd = sign, now, self.money(now)
+
+    def stalled_for(self, now: datetime) -> float | None:
+        """Seconds since the run's last sign of life, or None before the first."""
+        return None if self.activity_at is None else max(0.0, (now - self.activity_at).total_seconds())
 
     def _segment(self, started_at: str) -> RunSegment:
         found = next((s for s in self.segments if s.started_at == started_at), None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from gpujob.cost.forecast import Forecast
 from gpujob.jobfile.model import JobSpec, format_duration
 from gpujob.watch.ledger import Ledger
 
@@ -58,9 +59,39 @@ def limit_reached(
     return None
 
 
-def projection_warning(spec: JobSpec, ledger: Ledger, now: datetime, burn_usd_per_hour: float) -> str | None:
-    """Spend so far plus the burn until run.max_runtime, when that crosses the budget (said once)."""
+def stall_reason(spec: JobSpec, ledger: Ledger, now: datetime, *, alive: bool, billing: bool) -> str | None:
+    """run.stall_after: the run is alive and its machine bills, yet no new step, checkpoint or log line
+    came for that long; the reason names the last step, how long and what it cost meanwhile."""
+    run = spec.run
+    if run is None or run.stall_after is None or not (alive and billing):
+        return None
+    quiet = ledger.stalled_for(now)
+    if quiet is None or quiet < run.stall_after.total_seconds():
+        return None
+    steps = [s.last_step for s in ledger.segments if s.last_step is not None]
+    last = f"last step {steps[-1]}" if steps else "no step reported"
+    cost = max(0.0, ledger.money(now) - ledger.activity_usd)
+    return (
+        f"run.stall_after {format_duration(run.stall_after)}: the run is alive but wrote no new step, "
+        f"checkpoint or log line for {format_duration(timedelta(seconds=int(quiet)))} ({last}); "
+        f"${cost:,.2f} billed while it stalled"
+    )
+
+
+def projection_warning(
+    spec: JobSpec, ledger: Ledger, now: datetime, burn_usd_per_hour: float, forecast: Forecast | None = None
+) -> str | None:
+    """Spend so far plus the forecast (run.total_steps: P50, else P90), or else the burn until
+    run.max_runtime, when that crosses the budget (said once)."""
     budget, run = spec.budget.max_total_usd, spec.run
+    if budget is not None and forecast is not None:
+        for q, usd in (("P50", forecast.p50_usd), ("P90", forecast.p90_usd)):
+            if usd > budget:
+                return (
+                    f"the forecast's {q} is ${usd:,.2f} (spent ${forecast.spent_usd:,.2f} so far), over "
+                    f"budget.max_total_usd ${budget:,.2f}: it will be parked when the budget runs out"
+                )
+        return None
     if budget is None or run is None or run.max_runtime is None or ledger.run_started_at is None:
         return None
     left_s = max(0.0, (ledger.run_started_at + run.max_runtime - now).total_seconds())

@@ -139,9 +139,11 @@ class Watcher(Acting):
             moved = follow(jw.state_dir, ls, live.resources) if jw is not None else None
             if moved is not None:
                 self.say(jw, "migrated", moved.describe(), "followed: the new id is the job's pod")
+        from gpujob.cost.history import job_histories
         from gpujob.plan.records import job_pull_records
 
-        plan = build_plan(loaded, live, now=now, env=self.env, pull_records=job_pull_records(loaded))
+        plan = build_plan(loaded, live, now=now, env=self.env, pull_records=job_pull_records(loaded),
+                          histories=job_histories(loaded))  # fmt: skip
         for jp in plan.jobs:
             self._observe(self.jobs[jp.job], jp, live, now)
         await self._refresh_costs(active, now)

@@ -271,7 +271,9 @@ class FakeSSH:
             )  # fmt: skip
         return PullOutcome(files=out, listing=self.listing(remote_dir))
 
-    async def launch_run(self, remote: FakeRemote, spec: JobSpec, *, secrets: dict[str, str]) -> None:
+    async def launch_run(
+        self, remote: FakeRemote, spec: JobSpec, *, secrets: dict[str, str], guard: object = None
+    ) -> None:
         self.launches.append(dict(secrets))
         self.alive = True
 

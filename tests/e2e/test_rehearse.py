@@ -16,7 +16,7 @@ def test_rehearse_a_live_spot_job_proves_the_resume_and_records_it(project: Proj
     poll("a few checkpoints", lambda: last_step(p) >= 40)
     out = p.gj("rehearse", timeout=400)
     text = out.stdout + out.stderr
-    line = re.search(r"rehearsed \d{4}-\d\d-\d\d: recovery (\d+) s .*resumed from step (\d+) >= checkpoint step (\d+)\)"
+    line = re.search(r"rehearsed \d{4}-\d\d-\d\d: recovery (\d+) s, \$[0-9.]+ .*resumed from step (\d+) >= checkpoint step (\d+)\)"
                      r"; redone (\d+) step\(s\), \$([0-9.]+)", out.stdout)  # fmt: skip
     assert line, text
     resume, ck = int(line.group(2)), int(line.group(3))
@@ -25,6 +25,7 @@ def test_rehearse_a_live_spot_job_proves_the_resume_and_records_it(project: Proj
     rec = p.record("rehearsals/quickstart.json")
     assert rec["ok"] is True and rec["resume_step"] == resume and rec["recovery_s"] >= 0
     assert rec["redone_usd"] is not None and rec["usd_per_hour"] > 0 and rec["detection_s"] is not None
+    assert rec["recovery_usd"] == round(rec["recovery_s"] * rec["usd_per_hour"] / 3600, 6)
     # The run itself says where it resumed from, and the same pod came back (a spot resume).
     logs = p.gj("logs", "-n", "2000").stdout
     assert f"resumed from step {resume}" in logs
@@ -67,4 +68,7 @@ def test_rehearse_a_paperspace_machine_stops_it_through_the_api_and_proves_the_r
     assert "by a stop through the paperspace API" in out.stdout, out.stdout + out.stderr
     rec = p.record("rehearsals/pscore.json")
     assert rec["ok"] is True and rec["resume_step"] >= rec["checkpoint_step"] > 0
+    # priced from the one rate (the profile's where the platform reports none), the recovery too (#39)
+    assert rec["recovery_usd"] is not None and rec["redone_usd"] is not None, rec
+    assert "redone work $" in out.stdout and "recovery $" in out.stdout, out.stdout
     assert f"resumed from step {rec['resume_step']}" in p.gj("logs", "-n", "2000").stdout

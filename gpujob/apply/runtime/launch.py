@@ -142,7 +142,12 @@ async def _launch_once(
             note(f"warning: {warning}")
         note(f"synced {src} -> {run.sync.dest}{_describe_stats(stats)}")
         await _carry_to_new_dir(remote, spec, ssh, note)
-        started = await ssh.launch_run(remote, spec, secrets=secrets)
+        guard = onbox_guard(target)
+        if guard is not None:  # the pod holds the budget itself, with nobody watching
+            note(f"on the pod: {guard.budget_text or 'run.stall_after'}")
+            started = await ssh.launch_run(remote, spec, secrets=secrets, guard=guard)
+        else:
+            started = await ssh.launch_run(remote, spec, secrets=secrets)
     if started is False:
         return "run already alive: not relaunched"
     return f"run launched on {target.resource.name}"
@@ -162,6 +167,32 @@ async def _carry_to_new_dir(remote: Any, spec: JobSpec, ssh: SSHApi, note: Calla
             f"checkpoint.dir changed: moved {len(moved.files)} checkpoint file(s) "
             f"({moved.total_bytes} B) from {old} to {spec.checkpoint.dir}, read back before removing"
         )
+
+
+def onbox_guard(target: Target) -> Any:
+    """What the pod holds itself (gpujob.ssh.guard): budget.max_total_usd as seconds of running left
+    at its own rate, from the spend so far (watch's ledger), less a check, the quiesce grace and a
+    margin; run.stall_after as it is. None when neither is set or the machine cannot stop itself."""
+    from gpujob.cost.history import read_history
+    from gpujob.plan.cadence import quiesce_grace_s
+    from gpujob.ssh.guard import GUARD_EVERY_S, Guard, guard_of
+
+    spec = target.spec
+    grace = quiesce_grace_s(spec)
+    guard = Guard(grace_s=grace)
+    cap, rate = spec.budget.max_total_usd, target.resource.cost_per_hour
+    if cap is not None and rate:
+        history = read_history(target.state_dir, spec.name)
+        spent = history.spent_usd if history is not None else 0.0
+        left_s = (cap - spent) / rate * 3600 - GUARD_EVERY_S - grace - ONBOX_MARGIN_S
+        guard = guard.model_copy(update={
+            "budget_s": max(0, int(left_s)),
+            "budget_text": f"${cap:,.2f} less ${spent:,.2f} spent, at the pod's ${rate:,.4f}/h",
+        })  # fmt: skip
+    return guard_of(spec, guard)
+
+
+ONBOX_MARGIN_S = 60.0
 
 
 def _describe_stats(stats: Any) -> str:
