@@ -80,5 +80,5 @@ def test_failover_md_says_a_sweep_with_fallback_is_refused() -> None:
 
     page = (ROOT / "docs" / "failover.md").read_text()
     assert "not on main" not in page
-    assert "a sweep with fallback: is not supported yet" in Path(checks).read_text()
-    assert "`fallback: a sweep with fallback:\n  is not supported yet`" in page
+    assert "fallback: a sweep's queues cannot move to another platform" in Path(checks).read_text()
+    assert "`job.yaml:17:1: fallback: a sweep's queues cannot move to another platform: …`" in page

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from gpujob.apply import stepbase, steps
-from gpujob.apply.context import SWEEP_QUEUE, JobContext
+from gpujob.apply.context import GPU_CEILING, SWEEP_QUEUE, JobContext
 from gpujob.apply.gate import require_approvals
 from gpujob.apply.journal import Journal, crashpoint
 from gpujob.apply.progress import ApplyHooks, JobReporter, NullHooks
@@ -132,6 +132,9 @@ async def apply_plan(
     actions = [a for a in plan.all_actions() if a.kind is not ActionKind.NOOP]
     require_approvals(actions, approvals, command=command)
     by_name = {ls.spec.name: ls for ls in loaded_specs}
+    from gpujob.plan.ceiling import plan_ceilings
+
+    gpu_ceilings = plan_ceilings(loaded_specs, plan.jobs)  # the cap the plan was judged on, for the choosers
     contexts: list[tuple[JobContext, list[Action]]] = []
     for jp in plan.jobs:
         todo = [a for a in jp.actions if a.kind is not ActionKind.NOOP]
@@ -176,6 +179,8 @@ async def apply_plan(
         queue = getattr(loaded, "sweep", None)  # a sweep queue (gpujob.layout.queues.Queue) or None
         if queue is not None:
             ctx.extra[SWEEP_QUEUE] = queue
+        if jp.job in gpu_ceilings:
+            ctx.extra[GPU_CEILING] = gpu_ceilings[jp.job]
         contexts.append((ctx, todo))
     for ctx, todo in contexts:
         for cap in caps:  # e.g. a sweep queue's cells placed on it for good (gpujob.sweep.assign)

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from gpujob import gpus, naming
-from gpujob.apply.context import JobContext
+from gpujob.apply.context import GPU_CEILING, JobContext
 from gpujob.apply.progress import reporter_of
 from gpujob.clock import Clock
 from gpujob.errors import ProviderCapacityError
@@ -186,8 +186,42 @@ def backoff_message(cands: list[Candidate], delay: float) -> str:
     return f"waiting {delay:.0f}s for capacity: {full} full; next: {names[0]}"
 
 
+def ceiling(ctx: JobContext) -> float | None:
+    """The most the job's GPU may bill per hour for its file's running rate to stay within
+    budget.max_hourly_usd (gpujob.plan.ceiling, from the plan apply carries); None: no cap."""
+    top = ctx.extra.get(GPU_CEILING)
+    return None if top is None else float(top)
+
+
+def within_ceiling(ctx: JobContext, cands: list[Candidate]) -> list[Candidate]:
+    """The candidates a create may take: none whose price would put the plan over its cap (the plan was
+    judged on its first one). Said when some are left out; refused when none is left."""
+    top = ceiling(ctx)
+    if top is None:
+        return cands
+    kept = [c for c in cands if c.price_hour <= top + 1e-9]
+    over = [c for c in cands if c not in kept]
+    if over and kept:
+        ctx.note(
+            f"not tried (over the ${top:.2f}/h budget.max_hourly_usd leaves this GPU): "
+            + ", ".join(c.describe() for c in over[:3])
+            + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+        )
+    if not kept:
+        raise ProviderCapacityError(
+            f"every GPU candidate is over the ${top:.2f}/h that budget.max_hourly_usd leaves this GPU",
+            platform=ctx.spec.platform,
+            call="create",
+            hint="plan again (prices moved since the plan), raise budget.max_hourly_usd, or list a cheaper GPU",
+        )
+    return kept
+
+
 def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
     spec, m = ctx.spec, ctx.spec.machine
+    top = ceiling(ctx)
+    # `spot: prefer`'s on-demand fallback is held to this (gpujob.providers.runpod.spot.check_on_demand_price)
+    price_cap = m.max_price_per_hour if top is None else min(m.max_price_per_hour or top, top)
     env = dict(spec.run.env) if spec.run else {}
     # The ownership marker (gpujob.naming): a pod reports its env back, so it says whose it is.
     env |= {naming.PROJECT_ENV: ctx.project, naming.OWNER_ENV: naming.owner_marker(ctx.project_label)}
@@ -198,7 +232,7 @@ def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
         region=m.regions[0] if m.regions else None,
         cloud=m.cloud or "secure",
         spot=m.spot,
-        max_price_per_hour=m.max_price_per_hour,
+        max_price_per_hour=price_cap,
         image=m.image,
         template=m.template,
         container_disk_gb=m.container_disk_gb,

@@ -26,6 +26,7 @@ from gpujob.providers.base import Provider
 from gpujob.state import StateRef
 
 SWEEP_QUEUE = "sweep"  # JobContext.extra: the gpujob.layout.queues.Queue of a sweep's queue job
+GPU_CEILING = "gpu_ceiling"  # JobContext.extra: the most its GPU may bill per hour (gpujob.plan.ceiling)
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpujob.apply import ownership as guard
 from gpujob.apply import quiesce
-from gpujob.apply.capacity import candidates, create_with_fallback, launch_request
+from gpujob.apply.capacity import candidates, create_with_fallback, launch_request, within_ceiling
 from gpujob.apply.context import JobContext
 from gpujob.apply.reconcile import HOST_LOST_GPU
 from gpujob.apply.stepbase import Outcome, look_harder, machine_kind, teardown_verb
@@ -41,7 +41,7 @@ async def create_machine(ctx: JobContext, action: Action) -> Outcome:
         raise await drop_race_volume(ctx, exc) from None
     _, public_key = ctx.ssh.ensure_project_key(ctx.state_dir)
     pinned = ctx.volume.region if ctx.volume is not None else None  # a network volume locks the data center
-    cands = candidates(ctx.spec, region=pinned)
+    cands = within_ceiling(ctx, candidates(ctx.spec, region=pinned))  # never over the plan's cap
     machine = await create_with_fallback(
         ctx.provider,
         launch_request(ctx, public_key),

@@ -35,6 +35,9 @@ Examples:
                                                 failover record says otherwise (edited, restored, lost):
                                                 make that machine the one (sets the record to the
                                                 live truth; creates, starts and stops nothing)
+  gpujob apply --land abl.lr-1e-4.seed-1.553e97 a sweep cell stranded in transit (its old queue's
+                                                machine never ran again): place it on the queue it
+                                                was bound for (you vouch the old one never ran it)
 """
 
 
@@ -72,6 +75,14 @@ Examples:
     help="Set each job's failover record to PLATFORM, where the live read finds its own machine running "
     "(after a record was edited, restored or lost); nothing is created, started or stopped.",
 )
+@click.option(
+    "--land",
+    "land",
+    multiple=True,
+    metavar="SWEEP.CELL",
+    help="Place a sweep cell stranded in transit (the plan names it) on the queue it was bound for: its "
+    "old queue's machine does not run, so only you can vouch it never ran the cell; nothing else changes.",
+)
 def command(
     targets: tuple[Path, ...],
     auto_approve: bool,
@@ -83,9 +94,12 @@ def command(
     no_color: bool,
     lock_timeout: float,
     adopt: str | None,
+    land: tuple[str, ...],
 ) -> None:
     if adopt is not None:
         sys.exit(run_command(run_adopt, targets, adopt, lock_timeout))
+    if land:
+        sys.exit(run_command(run_land, targets, land, lock_timeout))
     sys.exit(
         run_command(
             run,
@@ -234,6 +248,31 @@ def run_adopt(targets: tuple[Path, ...], platform: str, lock_timeout: float) -> 
     for line in asyncio.run(go()):
         click.echo(for_terminal(line))
     click.echo("Run `gpujob plan` to see the jobs where they run now.")
+    return 0
+
+
+def run_land(targets: tuple[Path, ...], addresses: tuple[str, ...], lock_timeout: float) -> int:
+    """`gpujob apply --land SWEEP.CELL` (gpujob.sweep.stranded), under the jobs' locks."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from gpujob.cli import session
+    from gpujob.project import with_projects
+    from gpujob.providers.registry import open_providers
+    from gpujob.safe import for_terminal
+    from gpujob.spec.load import load_specs
+    from gpujob.sweep.stranded import land_live
+
+    loaded = with_projects(load_specs(session.job_files(list(targets))), create=False)
+
+    async def go() -> list[str]:
+        with session.locked(loaded, "gpujob apply --land", timeout=lock_timeout):
+            async with open_providers({ls.spec.platform for ls in loaded}) as providers:
+                return await land_live(loaded, providers, list(addresses), now=datetime.now(UTC))
+
+    for line in asyncio.run(go()):
+        click.echo(for_terminal(line))
+    click.echo("Run `gpujob apply` to run them there.")
     return 0
 
 

@@ -59,13 +59,18 @@ def adopt(loaded: Sequence[Any], live: Any, platform: str, *, now: datetime) -> 
         was_platform = old.platform if old is not None else declared.platform
         was_entry = old.entry if old is not None else -1
         running = f"{r.kind} {r.name} ({r.id}, {r.status}, {usd(machine_rate(live, r))}/h)"
-        if (was_platform, was_entry) == (platform, entry):
+        from gpujob.failover.failback import refusals
+
+        refused = refusals(old) if entry >= 0 else []
+        if (was_platform, was_entry) == (platform, entry) and not refused:
             lines.append(f"{declared.name}: its record names {platform} already, where {running} runs")
             continue
+        why = f"adopted: {running} runs there (gpujob apply --adopt)"
+        if refused:  # the adoption ends the row of failbacks home refused: the next one is tried again
+            why += f"; the failback hold after {len(refused)} refusal(s) is cleared"
         move = Move(
             at=now, from_entry=was_entry, to_entry=entry, from_platform=was_platform,  # type: ignore[arg-type]
-            to_platform=platform, why=f"adopted: {running} runs there (gpujob apply --adopt)",  # type: ignore[arg-type]
-            outcome="adopted",
+            to_platform=platform, why=why, outcome="adopted",  # type: ignore[arg-type]
         )  # fmt: skip
         moves = [*(old.moves if old is not None else []), move]
         write_placement(
@@ -73,6 +78,7 @@ def adopt(loaded: Sequence[Any], live: Any, platform: str, *, now: datetime) -> 
         )  # type: ignore[arg-type]
         lines.append(
             f"{declared.name}: adopted {running}: its failover record now says {platform} (was {was_platform})"
+            + (f"; the failback hold is cleared ({len(refused)} refusal(s) home)" if refused else "")
         )
     if not found:
         raise GpujobError(

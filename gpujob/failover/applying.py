@@ -34,12 +34,15 @@ async def apply_moves(
         ls = by_name[name]
         declared = getattr(ls, "declared", None) or ls.spec
         here_up = running_here(live, name, ls.project, ls.spec.platform)
+        from gpujob.failover.failback import loaded_hold
+
         choice = choose(
             declared,
             getattr(ls, "entry", -1),
             live.quotes,
             running_here=here_up,
             spot_gone=live.spot_unavailable,
+            failback_held=loaded_hold(ls, live.read_at),
         )
         from gpujob.failover.planning import within_cap
 
@@ -63,5 +66,19 @@ async def apply_moves(
         if outcome.ok:
             done.append(mid)
         else:
-            failed[mid] = outcome.detail
+            failed[mid] = outcome.detail + _refused(ls, choice, live)
     return done, failed
+
+
+def _refused(ls: Any, choice: Any, live: Any) -> str:
+    """After a failback home refused: what becomes of it (gpujob.failover.failback), for the refusal."""
+    if not choice.failback:
+        return ""
+    from gpujob.failover.failback import refused_event
+    from gpujob.project.placement import read_placement
+    from gpujob.state import open_store
+
+    declared = getattr(ls, "declared", None) or ls.spec
+    record = read_placement(open_store(ls.path), declared.name)
+    happened, did = refused_event(declared, getattr(ls, "entry", -1), record, live.read_at)
+    return f"; {happened}; {did}"

@@ -36,6 +36,7 @@ class Choice:
     why: str = ""  # why the job moves (or would, were a place able to take it)
     failback: bool = False
     held: str = ""  # why no move is proposed though a place could serve: its rate is over the cap (capped.py)
+    back: str = ""  # why no failback is proposed though home could serve: it refused (failback.py)
 
     @property
     def stuck(self) -> bool:
@@ -97,11 +98,13 @@ def choose(
     failed_starts: int = 0,
     running_here: bool = False,
     spot_gone: Mapping[str, str] | None = None,
+    failback_held: str = "",
 ) -> Choice:
     """Where the job (declared as written, running on `entry` now) should be. `failed_starts`: starts
     refused on the current platform in a row (watch counts them); failover_after of them mean it
     cannot serve, whatever its catalog says. `spot_gone`: see judge. `running_here`: the job's machine
-    runs where it is: it is served, whatever stock is left for others (a spot pod too, its API gone)."""
+    runs where it is: it is served, whatever stock is left for others (a spot pod too, its API gone).
+    `failback_held`: why home, which refused the start lately, gets no failback now (failback.hold)."""
     places = [judge(declared, e, quotes, spot_gone) for e in [-1, *range(len(declared.fallback))]]
     here = next(p for p in places if p.entry == entry)
     if running_here and not here.serves and not here.why.startswith("every"):  # capacity, not price
@@ -139,6 +142,8 @@ def choose(
     if here.serves:
         home = places[0]
         if entry >= 0 and declared.failback == "auto" and home.serves:
+            if failback_held:
+                return Choice(here, places, back=failback_held)
             return Choice(here, places, home, f"{home.name} can serve again (failback: auto)", failback=True)
         return Choice(here, places)
     target = next((p for p in places if p.entry != entry and p.serves), None)

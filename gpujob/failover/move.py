@@ -198,6 +198,30 @@ async def _quiesce_and_pull(
         )
 
 
+async def _stop_what_it_started(
+    there: Any, platform: str, providers: Mapping[str, Any], before: list[str], *, ssh: Any, clock: Clock,
+    note: Callable[[str], None],
+) -> None:  # fmt: skip
+    """A failed move leaves nothing billing by the hour where it failed: what it created or started
+    there and left running or starting is stopped (gpujob.failover.failback.stop_half_started)."""
+    from gpujob.apply.quiesce import stop
+    from gpujob.apply.refresh import read_live_state
+    from gpujob.apply.runtime import Target
+    from gpujob.failover.failback import stop_half_started
+    from gpujob.state import open_store
+
+    async def stop_one(machine: Any) -> None:
+        target = Target(spec=there.spec, spec_path=there.path, provider=providers[platform], resource=machine,
+                        state_dir=open_store(there.path), moved=True)  # fmt: skip
+        await stop(target, ssh, clock, note, before="stop after a failed move")
+
+    try:
+        live = await read_live_state([there.spec], providers, now=clock.now())
+        await stop_half_started(live, there.spec.name, there.project, platform, before, stop_one, note)
+    except Exception as exc:  # said: what the move started there may still bill
+        note(f"could not check {platform} for a machine the failed move started: {str(exc).splitlines()[0]}")
+
+
 async def move_job(
     ls: Any,
     choice: Choice,
@@ -224,7 +248,10 @@ async def move_job(
     out = MoveOutcome(False, "", here.name, to.name, choice.why, name, step)
 
     # 1. the old machine: stopped if it runs (its storage is kept, nothing is deleted)
+    from gpujob.failover.failback import alive_ids
     from gpujob.failover.planning import left_behind
+
+    billing_there = alive_ids(live, declared.name, ls.project, to.platform)  # what a failure leaves running
 
     old = [
         r for r in left_behind(live, ls.spec.name, ls.project, here.platform) if r.kind in ("pod", "machine")
@@ -296,6 +323,9 @@ async def move_job(
             str(exc).splitlines()[0]
             if str(exc)
             else f"{to.platform} did not provide a machine in {wait_s:.0f} s"
+        )
+        await _stop_what_it_started(
+            there, to.platform, providers, billing_there, ssh=ssh, clock=clock, note=note
         )
         finish(f"failed: {why}", here.entry, here.platform)
         out.detail = (

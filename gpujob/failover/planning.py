@@ -88,13 +88,15 @@ def with_moves(
             continue
         declared = getattr(ls, "declared", None) or spec
         entry = getattr(ls, "entry", -1)
+        from gpujob.failover.failback import loaded_hold
+
+        when = now or live.read_at
         choice = choose(
             declared, entry, live.quotes, failed_starts=(failed_starts or {}).get(spec.name, 0),
             running_here=running_here(live, spec.name, ls.project, spec.platform),
-            spot_gone=live.spot_unavailable,
+            spot_gone=live.spot_unavailable, failback_held=loaded_hold(ls, when),
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        when = now or live.read_at
         choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
         out.append(
             moved_plan(jp, ls, choice, live, record, now=when, env=env or {}, capabilities=capabilities)
@@ -201,11 +203,27 @@ def _left_lines(ls: Any, choice: Choice, live: LiveState) -> list[str]:
     return out
 
 
+def _back_finding(job: str, choice: Choice, lines: list[str]) -> Finding:
+    """No failback now: home refused the start lately (waits) or too often (held, for a person)."""
+    held = choice.back.startswith("failback held")
+    return Finding(
+        code="failover",
+        severity="warning" if held else "info",
+        summary=f"runs on {choice.here.name}, no move home: {choice.back}",
+        detail="; ".join(lines),
+        fix=choice.back.split("to try the move home again: ", 1)[-1] if held else "",
+        job=job,
+    )
+
+
 def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: Any) -> JobPlan:
     spec = ls.spec
     lines = _place_lines(choice)
     if choice.move_to is None:
         findings = list(jp.findings)
+        if choice.back:
+            findings.append(_back_finding(spec.name, choice, lines + _left_lines(ls, choice, live)))
+            return jp.model_copy(update={"findings": findings})
         findings.append(
             Finding(
                 code="failover",

@@ -57,9 +57,11 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         return None
     here_up = running_here(live, ls.spec.name, ls.project, ls.spec.platform)
     fails = 0 if here_up else failed_starts(j.ledger)
+    from gpujob.failover.failback import loaded_hold
+
     choice = choose(
         declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails,
-        spot_gone=live.spot_unavailable,
+        spot_gone=live.spot_unavailable, failback_held=loaded_hold(ls, watcher.clock.now()),
     )  # fmt: skip
     from gpujob.failover.planning import within_cap
 
@@ -121,6 +123,15 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         watcher.say(j, "moved", f"from {outcome.from_name} to {outcome.to_name}: {outcome.why}",
                     f"carried {ck}; {outcome.detail}", level="action")  # fmt: skip
         return RECOVERED
+    if choice.failback:  # home refused: the record holds the refusal, the job runs on here (failback.py)
+        from gpujob.failover.failback import EVENT, refused_event
+        from gpujob.project.placement import read_placement
+        from gpujob.state import open_store
+
+        record = read_placement(open_store(ls.path), declared.name)
+        happened, did = refused_event(declared, getattr(ls, "entry", -1), record, watcher.clock.now())
+        watcher.say(j, EVENT, f"{happened}: {outcome.detail}", did, level="warning", topic="failover")
+        return ERROR
     _next_try[key] = watcher.clock.now() + timedelta(seconds=RETRY_S)
     watcher.say(j, "move-failed", f"from {outcome.from_name} to {outcome.to_name}: {outcome.detail}",
                 f"parked on {outcome.from_name}; trying again in {RETRY_S:.0f} s", level="warning")  # fmt: skip

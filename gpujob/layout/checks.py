@@ -8,6 +8,16 @@ from typing import Any
 GPUJOB_ENV = frozenset({"HF_HOME", "PIP_CACHE_DIR"})
 
 
+# Why a sweep cannot move between platforms, and what to do instead (docs/sweeps.md, "With fallback:").
+FALLBACK_REFUSED = (
+    "fallback: a sweep's queues cannot move to another platform: which cells a queue ran (its wrapper's "
+    "never-run-again records) and its cell in flight's checkpoints are on its machine's disk, and a move "
+    "carries one checkpoint and none of those records, so a moved queue would run its finished cells again. "
+    "Drop fallback: (the queues run on {platform} only), or write the sweep a second job file for the other "
+    "platform (another name, sweep.cells split between the two) and apply the one that can run"
+)
+
+
 def sweep_problem(spec: Any) -> str | None:
     """'key.path: message' (gpujob.spec.errmap places it at that key), or None."""
     sw = spec.sweep
@@ -18,7 +28,7 @@ def sweep_problem(spec: Any) -> str | None:
     if spec.run is None:
         return "sweep.machines: a sweep needs a run: block (each cell runs run.command)"
     if getattr(spec, "fallback", None):
-        return "fallback: a sweep with fallback: is not supported yet"
+        return FALLBACK_REFUSED.format(platform=spec.platform)
     from gpujob.jobfile.cells import expand
 
     names = {k for c in expand(sw) for k, _ in c.values}

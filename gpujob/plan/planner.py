@@ -91,6 +91,9 @@ def build_plan(
     jobs = with_one_run(loaded, jobs, live, owners)  # the job's own machine running on another platform
 
     jobs = with_caps(loaded, jobs)  # budget.max_hourly_usd on each file's sum (a sweep's queues, a move)
+    from gpujob.plan.ceiling import with_prefer
+
+    jobs = with_prefer(loaded, jobs)  # under the cap: what apply's choosers may take (spot: prefer) too
     from gpujob.plan.unnamed import explain_writers
 
     jobs = explain_writers(jobs)  # another writer of a volume is a job the file no longer names

@@ -24,7 +24,8 @@ class CellMove(Model):
     to: int = Field(description="The queue it lands on once proven never to start on its origin.")
     state: str = Field(
         description="leaves (its origin gets a version without it now), waits (in transit, not proven yet), "
-        "lands (proven: placed on `to` now), stays (it started on its origin: it stays there)"
+        "lands (proven: placed on `to` now), stays (it started on its origin: it stays there), stranded (in "
+        "transit too long, its origin not running: `gpujob apply --land <sweep>.<cell>` is the way on)"
     )
     why: str = ""
 
@@ -122,6 +123,7 @@ def _move(m: CellMove, queue: int) -> str:
         "waits": f"cell {m.cell} waits to land ({arrow}): {m.why}",
         "lands": f"cell {m.cell} lands ({arrow}): {m.why}",
         "stays": f"cell {m.cell} stays on q{m.origin}: {m.why}",
+        "stranded": f"cell {m.cell} is stranded ({arrow}): {m.why}",
     }
     return text.get(m.state, f"cell {m.cell} {m.state} ({arrow})")
 

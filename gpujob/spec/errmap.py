@@ -23,6 +23,7 @@ MODEL_HINTS = {
     "checkpoint.interval": "set checkpoint.mtbf and checkpoint.write_time, or a fixed interval such as 15m",
 }
 PATH_PREFIX = re.compile(r"^([a-z_]+(?:\.[a-z_]+)+(?:\.[A-Za-z_][A-Za-z0-9_]*)?): (.+)$")  # sweep.matrix.LR
+_TOP_PREFIX = re.compile(r"^([a-z_]+): (.+)$")  # fallback: ... (only a top-level key of the model)
 # A field validator of a mapping names the entry it refuses as "[KEY] ...": placed at that key.
 _CHILD_PREFIX = re.compile(r"^\[([A-Za-z_][A-Za-z0-9_]*)\] (.+)$")
 
@@ -191,6 +192,15 @@ def _sensitive_items(path: str, data: Any, positions: Positions, display: str) -
     return found
 
 
+def split_key(message: str, top_keys: Any) -> tuple[str, str]:
+    """('key.path', the rest) of a model-level message 'key.path: ...' (a single top-level key only when
+    it is one of `top_keys`, the model's fields: `fallback: ...`), else ('', message)."""
+    match = PATH_PREFIX.match(message) or _TOP_PREFIX.match(message)
+    if match and (match.re is PATH_PREFIX or match.group(1) in top_keys):
+        return match.group(1), match.group(2)
+    return "", message
+
+
 def validation_problems(
     exc: ValidationError, root: type[BaseModel], data: Any, positions: Positions, display: str
 ) -> list[SpecProblem]:
@@ -217,9 +227,8 @@ def validation_problems(
             hint = f"{hint}; or {', '.join(extra)}"
         key_path = path
         if not path and err["type"] == "value_error":
-            match = PATH_PREFIX.match(message)
-            if match:
-                key_path, message = match.group(1), match.group(2)
+            key_path, message = split_key(message, root.model_fields)
+            if key_path:
                 hint = MODEL_HINTS.get(key_path)
         child = _CHILD_PREFIX.match(message) if path and err["type"] == "value_error" else None
         if child:

@@ -126,13 +126,12 @@ def _sweep_problems(spec: JobSpec, positions: Any, display: str) -> list[SpecPro
     """What a job file with `sweep:` (or a {cell} path) must hold beyond its schema (gpujob.layout.checks:
     the queues its cells make must fit), placed at the key it names, as a model validator's would be."""
     from gpujob.layout.checks import sweep_problem
-    from gpujob.spec.errmap import MODEL_HINTS, PATH_PREFIX
+    from gpujob.spec.errmap import MODEL_HINTS, split_key
 
     problem = sweep_problem(spec)
     if problem is None:
         return []
-    match = PATH_PREFIX.match(problem)
-    key_path, message = (match.group(1), match.group(2)) if match else ("", problem)
+    key_path, message = split_key(problem, JobSpec.model_fields)  # `fallback: ...` at its key too
     line, col = positions.key(key_path) if key_path else positions.value(key_path)
     return [SpecProblem(display, line, col, key_path, message, MODEL_HINTS.get(key_path))]
 

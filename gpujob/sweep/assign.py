@@ -29,6 +29,9 @@ class Leaving(Model):
 
     origin: int = Field(description="the queue it was placed on (cells[cell] still says so)")
     to: int = Field(description="the queue it lands on once proven")
+    since: datetime | None = Field(
+        None, description="when it was marked leaving (the bound of its wait: gpujob.sweep.stranded)"
+    )
 
 
 class Assignment(Model):

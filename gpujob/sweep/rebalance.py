@@ -28,11 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from gpujob.jobfile.cells import Cell
 
 LEAVES, WAITS, LANDS, STAYS = "leaves", "waits", "lands", "stays"
+STRANDED = "stranded"  # waits no more: its origin has not run for too long (gpujob.sweep.stranded)
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,8 @@ class Move:
     cell: str
     origin: int
     to: int
-    state: str  # LEAVES (phase 1 now), WAITS (in transit), LANDS (proven: on `to` now), STAYS (started on origin)
+    state: str  # LEAVES (phase 1 now), WAITS (in transit), LANDS (proven: on `to` now), STAYS (started on origin),
+    # STRANDED (in transit, its origin not running for too long: a person's to land, gpujob.sweep.stranded)
     why: str = ""
 
 
@@ -181,7 +184,11 @@ def note_leaving(store: Any, job: str, moves: Iterable[Move], now: Any = None) -
     def change(rec: Any) -> None:
         for m in todo:
             if rec.cells.get(m.cell) == m.origin:
-                rec.leaving[m.cell] = Leaving(origin=m.origin, to=m.to)
+                was = rec.leaving.get(m.cell)
+                since = was.since if was is not None and (was.origin, was.to) == (m.origin, m.to) else None
+                rec.leaving[m.cell] = Leaving(
+                    origin=m.origin, to=m.to, since=since or now or datetime.now(UTC)
+                )
 
     if todo:
         update_assignment(store, job, change, now)

@@ -88,6 +88,9 @@ async def settle(
                     verdicts[m.cell] = decide(m.cell, n, machine_running=running, evidence=ev, why_unread=why)
                 elif started_there(ev, m.cell):
                     verdicts[m.cell] = (STAYS, f"q{n} started it already")
+        verdicts = _bounded(
+            ls, q, waiting, verdicts, dict(zip(origins, [r[0] for r in reads], strict=True)), live
+        )
         if keep:
             made = {m.to for m in waiting if _queue_exists(ls, q, m.to, live)}
             verdicts = held_for_watch(verdicts, waiting, made)
@@ -100,6 +103,24 @@ async def settle(
             note_verdicts(open_store(ls.path), q.sweep_job, again[0].sweep.moves)
         out += again
     return out
+
+
+def _bounded(
+    ls: Any, q: Any, waiting: Sequence[Move], verdicts: dict[str, tuple[str, str]], running: dict[int, bool],
+    live: Any,
+) -> dict[str, tuple[str, str]]:  # fmt: skip
+    """The wait of a cell whose origin does not run is bounded (gpujob.sweep.stranded)."""
+    import os
+
+    from gpujob.state import open_store
+    from gpujob.sweep.assign import read_record
+    from gpujob.sweep.stranded import judge, stranded_after
+
+    origins = {m.origin for m in waiting}
+    exists = {n: _queue_exists(ls, q, n, live) for n in origins}
+    record = read_record(open_store(ls.path), q.sweep_job)
+    return judge(verdicts, waiting, job=q.sweep_job, running=running, exists=exists, record=record,
+                 now=live.read_at, after_s=stranded_after(os.environ))  # fmt: skip
 
 
 def held_for_watch(

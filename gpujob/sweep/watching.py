@@ -107,6 +107,7 @@ async def settle_watched(watcher: Any, landed: LandedQueues, loaded: list[Any], 
     from gpujob.sweep.fit import fit_queues
 
     settled = fit_queues(settled, live, now=watcher.clock.now(), env=watcher.env)  # under the cap
+    _say_stranded(watcher, settled)
     out = []
     for ls in settled:
         name = ls.spec.name
@@ -119,3 +120,24 @@ async def settle_watched(watcher: Any, landed: LandedQueues, loaded: list[Any], 
         j.loaded = ls
         out.append(ls)
     return out
+
+
+def _say_stranded(watcher: Any, settled: list[Any]) -> None:
+    """A cell whose wait to land ran out (gpujob.sweep.stranded): a person's, said once (its topic)."""
+    from gpujob.sweep.rebalance import STRANDED
+    from gpujob.sweep.stranded import EVENT, land_command
+
+    seen: set[tuple[str, str]] = set()
+    for ls in settled:
+        q = getattr(ls, "sweep", None)
+        if q is None:
+            continue
+        for m in q.moves:
+            if m.state != STRANDED or (q.sweep_job, m.cell) in seen:
+                continue
+            seen.add((q.sweep_job, m.cell))
+            watcher.say(
+                None, EVENT, f"sweep {q.sweep_job}: cell {m.cell} is stranded (q{m.origin} -> q{m.to}): {m.why}",
+                f"it runs nowhere until a person runs `{land_command(q.sweep_job, m.cell)}` (then `gpujob apply`)",
+                level="human", topic=f"stranded:{q.sweep_job}:{m.cell}",
+            )  # fmt: skip

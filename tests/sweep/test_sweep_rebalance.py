@@ -170,9 +170,13 @@ def test_note_leaving_marks_only_cells_still_on_their_origin_and_placing_a_cell_
 
     store = open_store(tmp_path / "job.yaml")
     note_placed(store, "abl", 1, ["a", "c", "e"])
-    note_leaving(store, "abl", [Move("e", 1, 3, LEAVES), Move("c", 2, 3, LEAVES)])  # c is not on q2
+    at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    note_leaving(store, "abl", [Move("e", 1, 3, LEAVES), Move("c", 2, 3, LEAVES)], at)  # c is not on q2
     rec = read_record(store, "abl")
-    assert rec is not None and rec.leaving == {"e": Leaving(origin=1, to=3)} and rec.cells["e"] == 1
+    assert rec is not None and rec.leaving == {"e": Leaving(origin=1, to=3, since=at)} and rec.cells["e"] == 1
+    # marked again (a later apply's phase 1 of the same move): it keeps the time it first left
+    note_leaving(store, "abl", [Move("e", 1, 3, WAITS)], datetime(2026, 12, 1, 13, 0, tzinfo=UTC))
+    assert read_record(store, "abl").leaving["e"].since == at  # type: ignore[union-attr]
     note_placed(store, "abl", 3, ["e"])  # it landed: apply places q3's version holding it
     rec = read_record(store, "abl")
     assert rec is not None and rec.leaving == {} and rec.cells["e"] == 3
@@ -187,7 +191,10 @@ def test_watch_keeps_a_proven_outcome_at_once_and_only_for_a_cell_still_in_trans
     store = open_store(tmp_path / "job.yaml")
     note_placed(store, "abl", 1, ["a", "c", "e"])
     note_placed(store, "abl", 2, ["b", "d", "f"])
-    note_leaving(store, "abl", [Move("e", 1, 3, LEAVES), Move("f", 2, 3, LEAVES), Move("c", 1, 3, LEAVES)])
+    at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    note_leaving(
+        store, "abl", [Move("e", 1, 3, LEAVES), Move("f", 2, 3, LEAVES), Move("c", 1, 3, LEAVES)], at
+    )
     note_verdicts(
         store,
         "abl",
@@ -196,7 +203,7 @@ def test_watch_keeps_a_proven_outcome_at_once_and_only_for_a_cell_still_in_trans
     rec = read_record(store, "abl")
     assert rec is not None
     assert rec.cells["e"] == 3 and rec.cells["f"] == 2 and rec.started == ["f"]
-    assert rec.leaving == {"c": Leaving(origin=1, to=3)}  # waits: untouched
+    assert rec.leaving == {"c": Leaving(origin=1, to=3, since=at)}  # waits: untouched
     assert rec.cells["a"] == 1  # a was never leaving: a stray verdict moves nothing
 
 

@@ -65,7 +65,8 @@ def check_on_demand_price(r: LaunchRequest) -> None:
             f"max_price_per_hour ${r.max_price_per_hour:.2f}/h",
             platform=PLATFORM,
             call="create",
-            hint="machine.spot: prefer stays within max_price_per_hour: raise it or add a cheaper GPU",
+            hint="machine.spot: prefer stays within max_price_per_hour and what budget.max_hourly_usd leaves "
+            "the GPU (gpujob.plan.ceiling): raise either, or add a cheaper GPU",
         )
 
 
