@@ -21,6 +21,7 @@ ResourceKind = Literal[
     "registry_auth",  # RunPod container registry credential
     "shared_drive",  # Paperspace shared drive
     "cluster",  # RunPod Instant Cluster (its member pods bill as pods)
+    "private_network",  # Paperspace private network (free; the machines of a multi-node job share one)
     "endpoint",  # RunPod serverless endpoint (workers.min bill around the clock)
     "startup_script",  # Paperspace startup script (free; gpujob's go with their machine)
 ]
@@ -33,6 +34,38 @@ class SSHEndpoint(Model):
     host: str
     port: int
     user: str = "root"
+
+
+class LiveNode(Model):
+    """One member of a multi-node job, in rank order (docs/multinode.md).
+
+    RunPod: a member pod of the job's Instant Cluster (`cluster: {id, rank, ip}`); Paperspace: one of the
+    job's machines in its private network (`privateIp`). Rank 0 is the rendezvous host."""
+
+    rank: int = Field(ge=0, description="Node rank (NODE_RANK); 0 is the rendezvous host.")
+    machine_id: str = Field(description="The member's pod id / machine id.")
+    name: str = ""
+    status: Status = Field(description="The same normalised status a single machine has.")
+    raw_status: str = ""
+    ssh: SSHEndpoint | None = None
+    private_ip: str | None = Field(None, description="The address the other nodes reach it on.")
+    interface: str | None = Field(
+        None, description="The private interface's name (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME)."
+    )
+    gpu_id: str | None = None
+    gpu_count: int = 0
+    cost_per_hour: float | None = None
+
+
+def group_status(statuses: list[Status]) -> Status:
+    """A multi-node job's one status from its members': running only when every node runs; any node on its
+    way down or stopped makes the group so (a start makes it whole), any pending one makes it pending."""
+    if not statuses:
+        return "terminating"
+    for word in ("terminating", "stopped", "pending", "unknown"):
+        if word in statuses:
+            return word  # type: ignore[return-value]
+    return "running"
 
 
 class LiveResource(Model):
@@ -71,6 +104,11 @@ class LiveResource(Model):
     created_at: datetime | None = None
     started_at: datetime | None = None
     attributes: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    nodes: list[LiveNode] = Field(
+        default_factory=list,
+        description="A cluster's (or a Paperspace private network's) member nodes in rank order; empty for "
+        "everything else. Each member is also listed as its own pod or machine resource.",
+    )
 
     @classmethod
     def available(
@@ -235,7 +273,7 @@ class LiveState(Model):
         """sha256 of the resources and their states (not read_at, not prices): the stale-plan guard."""
         rows = sorted(
             (
-                r.model_dump(mode="json", exclude={"cost_per_hour", "attributes", "ssh"})
+                r.model_dump(mode="json", exclude={"cost_per_hour", "attributes", "ssh", "nodes"})
                 for r in self.resources
             ),
             key=lambda r: (r["platform"], r["kind"], r["id"]),

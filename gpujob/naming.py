@@ -43,9 +43,14 @@ _PART = re.compile(
 )  # a job or volume name (gpujob.jobfile.model.NAME_PATTERN)
 PROJECT_ID = re.compile(r"^[a-z0-9]{4,16}$")
 MACHINE_KINDS = ("pod", "machine")
+# A multi-node job's one resource (docs/multinode.md), named as its machine would be: a RunPod Instant
+# Cluster, or the Paperspace private network its machines are in. Its members (LiveResource.nodes) are
+# the platform's pods and machines, owned through it and never one by one.
+GROUP_KINDS = ("cluster", "private_network")
 FOLLOWERS = ("public_ip", "snapshot", "startup_script")  # owned through their machine
 
 
+MEMBER = "node"  # the role a member of a multi-node job's group is owned in (never named so)
 HELPER = "gate"  # the role part of a temporary pod's name (gpujob.apply.teardown)
 # The role part of a sweep's queue machine, gpujob-<job>--q<N>--<project>: its owner is the queue job
 # <job>--q<N> (gpujob.sweep.expand; queue_job below), which no job file can name itself (names hold no "--").
@@ -144,6 +149,13 @@ def owner(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -
     if r.kind in FOLLOWERS:
         machine = (machines or {}).get(r.machine_id or "")
         return owner(machine) if machine is not None and machine.kind in MACHINE_KINDS else None
+    group_id = r.attributes.get("cluster_id") or r.attributes.get("network_id")
+    if r.kind in MACHINE_KINDS and isinstance(group_id, str) and group_id:
+        group = (machines or {}).get(group_id)
+        if group is not None and group.kind in GROUP_KINDS and (theirs := owner(group)) is not None:
+            return Owner(job=theirs.job, project=theirs.project, volume=MEMBER)  # a node of their group
+        if r.kind == "pod":
+            return None  # a cluster's member pod is owned through its cluster, never alone
     found = parse(r.name)
     if found is None:
         return None
@@ -153,6 +165,8 @@ def owner(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -
         found = Owner(job=f"{found.job}{SEP}{found.volume}", project=found.project)
     if r.kind in MACHINE_KINDS and found.volume not in (None, HELPER):
         return None
+    if r.kind in GROUP_KINDS:
+        return found if found.volume is None else None
     if r.kind not in MACHINE_KINDS and r.kind != "network_volume":
         return None
     if (
@@ -165,7 +179,7 @@ def owner(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -
 
 
 def machines_by_id(resources: Iterable[LiveResource]) -> dict[str, LiveResource]:
-    return {r.id: r for r in resources if r.kind in MACHINE_KINDS}
+    return {r.id: r for r in resources if r.kind in MACHINE_KINDS + GROUP_KINDS}
 
 
 def belongs(
@@ -184,11 +198,34 @@ def owned(resources: Iterable[LiveResource], job: str, project: str | None) -> l
 
 def machines(resources: Iterable[LiveResource], job: str, project: str | None) -> list[LiveResource]:
     """The job's own pods / machines, not the gate's temporary pods, not terminating, in listed order."""
+    listed = list(resources)
+    by_id = machines_by_id(listed)
     return [
         r
-        for r in owned(resources, job, project)
-        if r.kind in MACHINE_KINDS and not is_helper(r) and r.status != "terminating"
+        for r in owned(listed, job, project)
+        if r.kind in MACHINE_KINDS + GROUP_KINDS
+        and not is_helper(r)
+        and not is_member(r, by_id)
+        and r.status != "terminating"
     ]
+
+
+def is_member(r: LiveResource, machines: Mapping[str, LiveResource] | None = None) -> bool:
+    """A node of a multi-node job's group: its pods and machines are acted on through the group."""
+    o = owner(r, machines)
+    return o is not None and o.volume == MEMBER
+
+
+def machine_kind_of(platform: str, nodes: int = 1) -> str:
+    """The kind of a job's machine: its pod or machine, or for `machine.nodes` > 1 its group."""
+    if nodes > 1:
+        return "cluster" if platform == "runpod" else "private_network"
+    return "pod" if platform == "runpod" else "machine"
+
+
+def node_name(job: str, rank: int, project: str) -> str:
+    """A Paperspace node of a multi-node job: gpujob-<job>--n<rank>--<project> (owned through its network)."""
+    return f"{PREFIX}{job}{SEP}n{rank}{SEP}{project}"
 
 
 def is_helper(r: LiveResource) -> bool:

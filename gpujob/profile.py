@@ -232,6 +232,29 @@ class Limits(Sourced):
     max_gpu_count: int = 8
 
 
+class Multinode(Sourced):
+    """How the platform runs one job on several machines (machine.nodes, docs/multinode.md)."""
+
+    kind: Literal["cluster", "private_network"] = Field(
+        description="cluster: one platform object holds every node (RunPod Instant Cluster); "
+        "private_network: N ordinary machines joined to one private network (Paperspace)."
+    )
+    min_nodes: int = Field(2, ge=2)
+    max_nodes: int = Field(ge=2)
+    gpus: list[str] | None = Field(
+        None, description="GPU aliases that can cluster; None: every GPU the platform offers."
+    )
+    stoppable: bool = Field(
+        description="Whether the nodes can be stopped and started again (an Instant Cluster can only be deleted)."
+    )
+    network_hour: float = Field(0.0, ge=0, description="USD per hour the private network itself bills.")
+    interface: str | None = Field(
+        None,
+        description="The private interface's name on each node (NCCL_SOCKET_IFNAME); None: found on the node "
+        "from its private address.",
+    )
+
+
 class Profile(Model):
     """All that gpujob knows about one platform."""
 
@@ -257,6 +280,7 @@ class Profile(Model):
     spot: Spot
     ssh: list[SshFlavour]
     limits: Limits
+    multinode: Multinode | None = Field(None, description="Multi-node jobs; None: the platform has none.")
     capacity: str = Field(description="How capacity shortages show up and what to do.")
     gotchas: list[Gotcha]
     host_cuda: HostCuda | None = Field(

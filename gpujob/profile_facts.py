@@ -68,6 +68,15 @@ class LimitFacts(_Facts):
     max_gpu_count: int
 
 
+class MultinodeFacts(_Facts):
+    __slots__ = ("gpus", "kind", "max_nodes", "min_nodes", "stoppable")
+    kind: str
+    min_nodes: int
+    max_nodes: int
+    gpus: list[str] | None
+    stoppable: bool
+
+
 class ShutdownFacts(_Facts):
     __slots__ = ("kind", "max_hours", "min_hours")
     kind: str
@@ -78,13 +87,23 @@ class ShutdownFacts(_Facts):
 class ProfileFacts(_Facts):
     """The part of a Profile that gpujob.spec.checks reads, with the same names and types."""
 
-    __slots__ = ("auto_shutdown", "gpus", "limits", "options", "platform", "region_aliases", "regions")
+    __slots__ = (
+        "auto_shutdown",
+        "gpus",
+        "limits",
+        "multinode",
+        "options",
+        "platform",
+        "region_aliases",
+        "regions",
+    )
     platform: str
     options: list[str]
     regions: list[str]
     region_aliases: dict[str, str]
     gpus: list[GpuFacts]
     limits: LimitFacts
+    multinode: MultinodeFacts | None
     auto_shutdown: list[ShutdownFacts]
 
     def gpu(self, alias: str) -> GpuFacts | None:
@@ -93,7 +112,7 @@ class ProfileFacts(_Facts):
 
 def extract(profile: Profile) -> dict[str, Any]:
     """The facts of a validated Profile, as JSON data."""
-    limits = profile.limits
+    limits, mn = profile.limits, profile.multinode
     return {
         "format": FORMAT,
         "platform": profile.platform,
@@ -115,6 +134,15 @@ def extract(profile: Profile) -> dict[str, Any]:
             "volume_sizes_gb": None if limits.volume_sizes_gb is None else list(limits.volume_sizes_gb),
             "network_volume_gb": _pair(limits.network_volume_gb),
             "max_gpu_count": limits.max_gpu_count,
+        },
+        "multinode": None
+        if mn is None
+        else {
+            "kind": mn.kind,
+            "min_nodes": mn.min_nodes,
+            "max_nodes": mn.max_nodes,
+            "gpus": None if mn.gpus is None else list(mn.gpus),
+            "stoppable": mn.stoppable,
         },
         "auto_shutdown": [
             {"kind": a.kind, "min_hours": a.min_hours, "max_hours": a.max_hours}
@@ -139,7 +167,7 @@ def from_data(data: dict[str, Any]) -> ProfileFacts:
     """ProfileFacts from extract()'s data (read back from JSON, so tuples and int keys are rebuilt)."""
     if data.get("format") != FORMAT:
         raise ValueError("other format")
-    limits = data["limits"]
+    limits, mn = data["limits"], data["multinode"]
     return ProfileFacts(
         platform=str(data["platform"]),
         options=[str(o) for o in data["options"]],
@@ -162,6 +190,15 @@ def from_data(data: dict[str, Any]) -> ProfileFacts:
             else [int(s) for s in limits["volume_sizes_gb"]],
             network_volume_gb=_bounds(limits["network_volume_gb"]),
             max_gpu_count=int(limits["max_gpu_count"]),
+        ),
+        multinode=None
+        if mn is None
+        else MultinodeFacts(
+            kind=str(mn["kind"]),
+            min_nodes=int(mn["min_nodes"]),
+            max_nodes=int(mn["max_nodes"]),
+            gpus=None if mn["gpus"] is None else [str(g) for g in mn["gpus"]],
+            stoppable=bool(mn["stoppable"]),
         ),
         auto_shutdown=[
             ShutdownFacts(

@@ -244,4 +244,5 @@ def launch_request(ctx: JobContext, public_key: str) -> LaunchRequest:
         env=env,
         ssh_public_key=public_key,
         min_cuda=cuda_from_tag(m.image),  # RP9: a host whose driver runs the image's CUDA
+        nodes=m.nodes,
     )

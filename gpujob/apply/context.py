@@ -78,4 +78,4 @@ class JobContext:
 
     @property
     def machine_kind(self) -> str:
-        return "pod" if self.spec.platform == "runpod" else "machine"
+        return naming.machine_kind_of(self.spec.platform, self.spec.machine.nodes)

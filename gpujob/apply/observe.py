@@ -10,7 +10,8 @@ from typing import Any
 
 from gpujob.apply.runtime import Target
 from gpujob.errors import GpujobError
-from gpujob.live import LiveResource
+from gpujob.live import LiveNode, LiveResource
+from gpujob.naming import machine_kind_of
 from gpujob.plan.capability import installed
 from gpujob.plan.records import PullRecord, current_record, load_pull_record
 from gpujob.state import StateRef, Store, as_store, open_store
@@ -27,6 +28,8 @@ class JobView:
     # Every provider opened (a job with fallback entries may hold resources on another platform).
     providers: Mapping[str, Any] = field(default_factory=dict)
     listed: Sequence[LiveResource] = ()  # everything its platform listed (a migrated pod's old id: gone)
+    # A multi-node job's members in rank order (gpujob.live.LiveNode); empty for a one-machine job.
+    nodes: list[LiveNode] = field(default_factory=list)
 
     @property
     def spec(self) -> Any:
@@ -67,7 +70,7 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
         for ls in placed:
             spec = ls.spec
             mine = owned(listed[spec.platform], spec.name, ls.project)
-            kind = "pod" if spec.platform == "runpod" else "machine"
+            kind = machine_kind_of(spec.platform, spec.machine.nodes)
             machine = next((r for r in machines(mine, spec.name, ls.project) if r.kind == kind), None)
             nv = spec.storage.network_volume
             vname = volume_name(spec.name, nv.name, ls.project) if nv and ls.project else None
@@ -75,6 +78,7 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
             sdir = open_store(ls.path)
             # The last pull is shown only for the machine or volume it came from, never for a replacement.
             pulled = current_record(load_pull_record(sdir, spec.name), machine, [volume])
+            nodes = list(machine.nodes) if machine is not None else []
             views.append(
                 JobView(
                     ls,
@@ -85,6 +89,7 @@ async def job_views(loaded: Sequence[Any]) -> AsyncIterator[list[JobView]]:
                     pulled,
                     providers,
                     listed[spec.platform],
+                    nodes,
                 )
             )
         yield views

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpujob.live import LiveResource, LiveState, RunFact
+from gpujob.naming import machine_kind_of
 from gpujob.plan import run_evidence
 
 RUN_READ_TIMEOUT_S = 8.0
@@ -28,7 +29,7 @@ def running_machine(ls: Any, live: LiveState) -> LiveResource | None:
     """The job's own running pod / machine (gpujob.naming's rule), if any."""
     from gpujob.naming import machines
 
-    kind = "pod" if ls.spec.platform == "runpod" else "machine"
+    kind = machine_kind_of(ls.spec.platform, ls.spec.machine.nodes)
     for r in machines(live.resources, ls.spec.name, ls.project):
         if r.kind == kind and r.status == "running":
             return r

@@ -23,7 +23,7 @@ ABSENCE_READS = 3  # a just-created resource may not be listed yet: absence need
 
 
 def machine_kind(ctx: JobContext) -> str:
-    return "pod" if ctx.spec.platform == "runpod" else "machine"
+    return naming.machine_kind_of(ctx.spec.platform, ctx.spec.machine.nodes)
 
 
 def teardown_verb(ctx: JobContext) -> str:

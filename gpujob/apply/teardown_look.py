@@ -151,6 +151,10 @@ async def _look(
     local_dir = pull_dir(ctx.spec, ctx.spec_path)
     problems = [f"{n!r} (not pullable: {why})" for n, why in sorted(final.unpullable.items())]
     problems += await asyncio.to_thread(gate.unsafe_files, final.files, record, local_dir)
+    from gpujob.apply.runtime.gang import writers_problem
+
+    gang = writers_problem(ctx.spec, record, final.files)  # a multi-node job: the newest complete step
+    problems += [gang] if gang else []
     if problems:
         raise GateError(
             f"{action.id}: {len(problems)} checkpoint file(s) in {ck_dir} on {machine.name} have no verified "

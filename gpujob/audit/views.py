@@ -10,9 +10,8 @@ AUDIT_ONLY_KINDS = frozenset({"cluster", "endpoint", "startup_script"})
 
 
 def plan_view(live: LiveState) -> LiveState:
-    """The audit's read as a plan would have read it: without the audit-only kinds and cluster member
-    pods, so a fingerprint taken from it is the one apply recomputes."""
-    kept = [
-        r for r in live.resources if r.kind not in AUDIT_ONLY_KINDS and r.attributes.get("cluster_id") is None
-    ]
+    """The audit's read as a plan would have read it: without the audit-only kinds (clusters no listed pod
+    is a member of), so a fingerprint taken from it is the one apply recomputes."""
+    # a plan's read has the clusters of the member pods it lists (with their nodes), and those members
+    kept = [r for r in live.resources if r.kind not in AUDIT_ONLY_KINDS or (r.kind == "cluster" and r.nodes)]
     return live.model_copy(update={"resources": kept})

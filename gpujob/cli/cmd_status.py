@@ -96,6 +96,12 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                 "name": m.name, "id": m.id, "status": m.raw_status or m.status, "gpu": m.gpu_id,
                 "gpu_billed": cost.gpu if cost else None, "region": m.region,
             }  # fmt: skip
+            if m is not None and m.nodes:  # a multi-node job: every node, rank order (docs/multinode.md)
+                row["machine"]["nodes"] = [
+                    {"rank": n.rank, "id": n.machine_id, "name": n.name, "status": n.raw_status or n.status,
+                     "private_ip": n.private_ip, "ssh": f"{n.ssh.host}:{n.ssh.port}" if n.ssh else None}
+                    for n in m.nodes
+                ]  # fmt: skip
             if v.volume is not None:
                 row["network_volume"] = {"name": v.volume.name, "id": v.volume.id, "gb": v.volume.volume_gb}
             if cost is not None:
@@ -278,6 +284,11 @@ def _lines(row: dict, style: Style | None = None, *, chart: bool = False) -> lis
     else:
         gpu = m.get("gpu_billed") or m["gpu"] or "-"
         lines.append(f"  machine:   {m['name']} ({m['id']}) {m['status']}, {gpu} in {m['region'] or '-'}")
+        for n in m.get("nodes") or []:
+            lines.append(
+                f"    node {n['rank']}:  {n['name'] or n['id']} ({n['id']}) {n['status']}, "
+                f"private {n['private_ip'] or '-'}, ssh {n['ssh'] or '-'}"
+            )
     if row.get("destroyed"):
         lines.append(f"  destroyed: {row['destroyed']}")
     if row.get("usd_per_hour") is not None:

@@ -13,12 +13,13 @@ def capabilities() -> tuple[Capability, ...]:
     from gpujob.audit.capability import Audit
     from gpujob.disks.capability import Disks
     from gpujob.failover.capability import Failover
+    from gpujob.gang.capability import Gang
     from gpujob.outputs.capability import Outputs
     from gpujob.preflight.capability import Preflight
     from gpujob.rehearse.capability import Rehearse
     from gpujob.sweep.capability import Sweep
 
-    return (Failover(), Sweep(), Rehearse(), Preflight(), Outputs(), Disks(), Audit())
+    return (Failover(), Sweep(), Rehearse(), Preflight(), Outputs(), Disks(), Audit(), Gang())
 
 
 def expand_loaded(loaded: Any) -> list[Any]:

@@ -24,6 +24,7 @@ from gpujob.live import LiveResource, PriceQuote
 from gpujob.profile import HOURS_PER_MONTH, Profile
 
 MACHINE_KINDS = ("pod", "machine")
+GROUP_KINDS = ("cluster", "private_network")  # a multi-node job's one resource (gpujob.naming.GROUP_KINDS)
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,11 @@ def footprint(
     volume the spec wants (its meter is the one the plan grows or deletes, shown as `label`, the spec's
     own name for it); the others are extras."""
     fp = cost.Footprint()
-    machines = [r for r in resources if r.kind in MACHINE_KINDS and r.status != "terminating"]
+    machines = [r for r in resources if r.kind in MACHINE_KINDS + GROUP_KINDS and r.status != "terminating"]
     if machines:
         m = machines[0]
         fp = fp.with_(
+            nodes=max(len(m.nodes), 1) if m.kind in GROUP_KINDS else 1,
             machine="stopped" if m.status == "stopped" else "running",
             gpu=gpu_rate(p, m),
             container_disk_gb=m.container_disk_gb,

@@ -46,6 +46,8 @@ class Footprint:
     static_ip: bool = False
     dynamic_ip: bool = False  # Paperspace: an address handed out at power-on, billed only while running
     snapshots: tuple[tuple[str, int], ...] = field(default_factory=tuple)  # (id, size_gb)
+    # machine.nodes: each node is one machine with the meters above (GPU, disks, dynamic IP), N× in all
+    nodes: int = 1
 
     def with_(self, **changes: object) -> Footprint:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -86,6 +88,20 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
     one starting, while a stop keeps the same key at the stopped rate ("keeps billing at 2×")."""
     out: dict[str, MeterLine | None] = {}
     stopped = fp.machine == "stopped"
+    shared = _shared_meters(fp, profile)
+    for key, line in _machine_meters(fp, profile, stopped).items():
+        if fp.nodes <= 1 or line is None:
+            out[key] = line
+            continue
+        for rank in range(fp.nodes):  # one line per node, so the plan shows every node and the N× sum
+            out[f"{key}:node{rank}"] = line.model_copy(update={"what": f"{line.what} (node {rank})"})
+    out |= shared
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _machine_meters(fp: Footprint, profile: Profile, stopped: bool) -> dict[str, MeterLine | None]:
+    """What one machine of the footprint bills: its GPU, its disks, its dynamic IP."""
+    out: dict[str, MeterLine | None] = {}
     if fp.machine == "running" and fp.gpu is not None:
         # keyed by label so a replace onto another GPU reads as one meter stopping and another starting
         out[f"gpu:{fp.gpu.label}"] = MeterLine(
@@ -113,6 +129,25 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
         out[f"block_storage:{gb}"] = _tier_line(
             profile, "block_storage", f"block storage {gb} GB", gb, stopped
         )
+    if fp.machine == "running" and fp.dynamic_ip and any(a.id == "dynamic_ip" for a in profile.addons):
+        line = addon_line(profile, "dynamic_ip", what="dynamic public IP (while running)")
+        if line.usd_per_hour > 0:
+            out["dynamic_ip"] = line
+    return out
+
+
+def _shared_meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine | None]:
+    """What the job bills once, whatever its node count: network volumes, the private network, a static
+    IP, snapshots."""
+    out: dict[str, MeterLine | None] = {}
+    mn = profile.multinode
+    if fp.nodes > 1 and fp.machine is not None and mn is not None and mn.network_hour > 0:
+        out["private_network"] = MeterLine(
+            what="private network",
+            usd_per_hour=_f(_d(mn.network_hour)),
+            usd_per_month=_f(_d(mn.network_hour) * HOURS_PER_MONTH),
+            source=profile_source(profile, mn.as_of),
+        )
     if fp.network_volume is not None:
         name, size, tier_name = fp.network_volume
         out[f"network_volume:{size}"] = network_volume_line(
@@ -122,10 +157,6 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
         out[f"network_volume:{name}:{size}"] = network_volume_line(
             profile, size, tier_name, what=f"network volume {name} {size} GB ({tier_name})"
         )
-    if fp.machine == "running" and fp.dynamic_ip and any(a.id == "dynamic_ip" for a in profile.addons):
-        line = addon_line(profile, "dynamic_ip", what="dynamic public IP (while running)")
-        if line.usd_per_hour > 0:
-            out["dynamic_ip"] = line
     if fp.static_ip:
         addon = profile.addon("static_ip")
         hourly = _d(addon.price_hour or 0)
@@ -149,7 +180,7 @@ def meters(fp: Footprint, profile: Profile) -> dict[str, MeterLine]:
                 addon.monthly_cap_usd,
                 profile_source(profile, addon.as_of),
             )
-    return {k: v for k, v in out.items() if v is not None}
+    return out
 
 
 def tier_line(

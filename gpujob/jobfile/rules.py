@@ -255,3 +255,21 @@ def verify_command(value: str | None) -> str | None:
             f"{problem}; a checkpoint named `a;touch X` would run code here. Safe forms: {SAFE_FORMS}"
         )
     return value
+
+
+# Commands that are themselves a distributed launcher: under run.launcher: torchrun they would be started
+# once per GPU by the torchrun gpujob runs around them.
+_LAUNCHERS = re.compile(
+    r"^\s*(?:\S+=\S*\s+)*(?:torchrun|python3?\s+-m\s+torch\.distributed\.(?:run|launch))\b"
+)
+
+
+def launcher_problem(launcher: str, command: str) -> str | None:
+    """run.launcher: torchrun wraps run.command in torchrun: a command that is torchrun already would
+    start a launcher per GPU."""
+    if launcher == "torchrun" and _LAUNCHERS.match(command):
+        return (
+            "run.command: run.launcher: torchrun runs torchrun around the command itself (one process per "
+            "GPU on each node); give the training script alone (e.g. python train.py), or set run.launcher: none"
+        )
+    return None

@@ -96,6 +96,19 @@ class RunSpec(Model):
         "downloads survive a stop and spare RunPod's small container disk; default: left as the image has them.",
     )
     detach: Literal["tmux", "nohup"] = Field("tmux", description="How the run outlives the SSH session.")
+    launcher: Literal["torchrun", "none"] = Field(
+        "none",
+        description="How run.command starts on each node (docs/multinode.md). torchrun: gpujob runs `torchrun "
+        "--nnodes=N --node-rank=R --nproc-per-node=G --rdzv-backend=c10d --rdzv-endpoint=ADDR:PORT` around the "
+        "command, one process per GPU; none: the command itself, once per node. Either way the environment "
+        "has MASTER_ADDR, MASTER_PORT, NODE_RANK, NNODES, GPUS_PER_NODE and WORLD_SIZE.",
+    )
+    rendezvous_port: int = Field(
+        29500,
+        ge=1024,
+        le=65535,
+        description="The port on node 0's private address the nodes meet on (MASTER_PORT; torchrun's default).",
+    )
     max_runtime: Duration | None = Field(
         None,
         description="Longest the run may take; feeds cost projection and checks, and bounds the forecast's "

@@ -238,3 +238,17 @@ def volume_without_pull(ctx: JobContext, aid: str, pull_id: str | None) -> list[
             action_id=aid,
         )
     ]
+
+
+def nodes_reason(ctx: JobContext) -> str:
+    """What creating a multi-node job's group makes (docs/multinode.md)."""
+    n, spec = ctx.spec.machine.nodes, ctx.spec
+    what = (
+        "one Instant Cluster (type TRAINING) of that many pods in one data center, on its private network"
+        if spec.platform == "runpod"
+        else "a private network and that many machines in it, each with its own disk"
+    )
+    return (
+        f"{n} nodes of {spec.machine.gpu_count} GPU(s) each: {what}; all or nothing (a node that cannot "
+        "be had leaves no node billing)"
+    )

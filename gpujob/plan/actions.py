@@ -53,6 +53,8 @@ def plan_running(ctx: JobContext) -> None:
             reasons.append(
                 f"GPU: {ctx.desired_gpu_alias} ×{spec.machine.gpu_count} (first candidate with a price and stock)"
             )
+        if spec.machine.nodes > 1:
+            reasons.append(af.nodes_reason(ctx))
         cuda = cuda_from_tag(spec.machine.image) if spec.platform == "runpod" else None
         if cuda:
             reasons.append(f"host filter: CUDA {cuda} or newer, read from the image's tag (RP9)")

@@ -103,6 +103,8 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
         safe = profile.survives(ck_tier, verb) if ck_tier else None
         names = [tier_title(profile, t) for t in wipes]
         text = f"wipes {', '.join(names)}" if names else "wipes nothing"
+        if before.nodes > 1:  # a multi-node job: the verb reaches every node's disks at once
+            text += f" on every one of its {before.nodes} nodes"
         if kind is not K.STOP:
             text += " (irreversible)"
         if ck is not None and ck_tier is not None:
@@ -110,6 +112,8 @@ def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEff
             text += f"; checkpoint.dir {ck.dir} is on the {where}: " + (
                 "survives" if safe else "LOST unless pulled"
             )
+            if before.nodes > 1 and not safe:
+                text += " (the gate pulls and verifies the writers' files first)"
         if spec.outputs is not None:
             text += _effect_lines(ctx, lambda t: profile.survives(t, verb))
         return DataEffect(wipes=names, irreversible=kind is not K.STOP, checkpoint_safe=safe, summary=text)

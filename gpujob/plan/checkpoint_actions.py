@@ -28,6 +28,7 @@ def launch_run(
         f"sync {run.sync.src} to {run.sync.dest}, then run `{shown_command(ctx.job, run.command)}` "
         f"detached ({run.detach})"
     )
+    reasons += gang_lines(ctx)
     from gpujob.layout.shown import cell_lines
 
     cells = cell_lines(getattr(ctx.loaded, "sweep", None))
@@ -82,6 +83,29 @@ def _fed_env(env: dict[str, str]) -> str:
     if "PYTHONUNBUFFERED" not in env:
         parts.append("PYTHONUNBUFFERED=1 (U43: the log is not held back in a buffer)")
     return ("environment: " + "; ".join(parts)) if parts else ""
+
+
+def gang_lines(ctx: JobContext) -> list[str]:
+    """A multi-node job (or torchrun on one): each node's launch line, from the live nodes when they
+    have their private addresses, else with placeholders (docs/multinode.md)."""
+    from gpujob.jobfile.nodes import GangError, gang_launches, is_gang, node_count, planned_launches
+
+    spec = ctx.spec
+    if not is_gang(spec):
+        return []
+    m = ctx.machine
+    try:
+        starts = gang_launches(spec, m.nodes if m is not None else [])
+    except GangError:
+        starts = planned_launches(spec)
+    lines = [f"node {s.rank}: {s.shown()}" for s in starts]
+    if node_count(spec) > 1:
+        lines.insert(
+            0,
+            f"preflight first: every node reaches every other on port {spec.run.rendezvous_port} "  # type: ignore[union-attr]
+            "over the private network, sees its GPUs, has the checkpoint dir; else nothing launches",
+        )
+    return lines
 
 
 def previous_ck_dir(ctx: JobContext) -> str | None:

@@ -110,7 +110,7 @@ class JobContext:
 
     @property
     def machine_kind(self) -> str:
-        return MACHINE_KIND[self.spec.platform]
+        return naming.machine_kind_of(self.spec.platform, self.spec.machine.nodes)
 
     @property
     def teardown_verb(self) -> str:

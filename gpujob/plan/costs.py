@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gpujob import naming
 from gpujob.cost.live import Pricing, resource_meters
 from gpujob.cost.model import MeterLine
 from gpujob.cost.seen import Seen
@@ -122,7 +123,14 @@ def job_cost(f: JobFacts) -> JobCost:
     rows = job_spend(f.pricing, f.live, f.seen, f.metering, f.now, burn)
     spent = round(sum(x.usd for x in rows), 6)
     rate = round(sum(burn.values()), 9)
-    machine = next((r for r in f.live if r.kind in ("pod", "machine") and r.status != "terminating"), None)
+    machine = next(
+        (
+            r
+            for r in f.live
+            if r.kind in naming.MACHINE_KINDS + naming.GROUP_KINDS and r.status != "terminating"
+        ),
+        None,
+    )
     running = machine is not None and machine.status in ("running", "pending")
     elapsed = None
     if running and machine is not None:

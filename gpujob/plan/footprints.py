@@ -22,7 +22,8 @@ def current_footprint(ctx: JobContext) -> Footprint:
     if ctx.volume is not None and label is None:
         label = nv_label(ctx, ctx.volume)
     volume = ctx.volume.name if ctx.volume is not None else None
-    return footprint(ctx.pricing(), resources, volume=volume, label=label)
+    fp = footprint(ctx.pricing(), resources, volume=volume, label=label)
+    return fp if ctx.machine is not None else fp.with_(nodes=ctx.spec.machine.nodes)
 
 
 def desired_footprint(ctx: JobContext) -> Footprint:
@@ -42,6 +43,7 @@ def desired_footprint(ctx: JobContext) -> Footprint:
         size = ctx.machine.volume_gb  # grow-only: a larger live volume stays larger
     return Footprint(
         machine="running",
+        nodes=spec.machine.nodes,
         gpu=running_gpu(ctx),
         container_disk_gb=spec.machine.container_disk_gb,
         volume_gb=size,

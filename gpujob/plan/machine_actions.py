@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpujob import naming
 from gpujob.live import LiveResource
 from gpujob.plan.builder import add
 from gpujob.plan.context import JobContext
@@ -54,6 +55,9 @@ def machine_changes(ctx: JobContext, m: LiveResource) -> list[FieldChange]:
             live["volume_gb"], desired["volume_gb"] = disk, size
     elif size is not None:
         live["volume_gb"], desired["volume_gb"] = m.volume_gb, size
+    if m.kind in naming.GROUP_KINDS:  # a multi-node group's shape is fixed at create: any change replaces it
+        live["nodes"], desired["nodes"] = len(m.nodes), mc.nodes
+        return diff_fields(live, desired, updatable={})  # type: ignore[arg-type]
     return diff_fields(live, desired)  # type: ignore[arg-type]
 
 

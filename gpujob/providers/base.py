@@ -47,6 +47,13 @@ class LaunchRequest(Model):
     min_cuda: str | None = Field(
         None, description="The image's CUDA (major.minor, from its tag): only hosts that run it (RP9)."
     )
+    network_id: str | None = Field(None, description="Paperspace: the private network a node joins.")
+    nodes: int = Field(
+        1,
+        ge=1,
+        description="machine.nodes: more than 1 makes one group of that many identical machines, all or "
+        "nothing (RunPod: an Instant Cluster; Paperspace: machines in one private network).",
+    )
 
 
 class VolumeRequest(Model):

@@ -236,8 +236,8 @@ def network_json(n: PsNetwork) -> dict[str, Any]:
         "id": n.id,
         "name": n.name,
         "region": pe.REGIONS[n.region],
-        "network": "10.64.0.0",
-        "netmask": "255.255.240.0",
+        "network": f"127.64.{n.net % 250 + 1}.0",  # the simulator's block, on `lo`
+        "netmask": "255.255.255.0",
         "dtCreated": iso(n.created_at),
         "dtDeleted": None,
     }
@@ -320,11 +320,13 @@ def add_paperspace_routes(api: Any) -> None:
         if not isinstance(body, dict) or not body.get("name") or not body.get("region"):
             raise SimError(400, "name and region are required", "bad_request")
         with sim.lock:
+            sim.state.net_counter += 1
             n = PsNetwork(
                 id="n" + new_id(7),
                 name=str(body["name"]),
                 region=pe.region_id(str(body["region"])),
                 created_at=sim.now(),
+                net=sim.state.net_counter,
             )
             sim.state.networks[n.id] = n
             sim.save()
@@ -335,6 +337,8 @@ def add_paperspace_routes(api: Any) -> None:
             n = one(sim.state.networks, req.params["id"], "Private network")
             if any(d.network_id == n.id for d in sim.state.drives.values()):
                 raise SimError(400, "The private network still has shared drives.", "conflict")
+            if any(m.network_id == n.id and m.ended_at is None for m in sim.state.machines.values()):
+                raise SimError(400, "The private network still has machines.", "conflict")
             del sim.state.networks[n.id]
             sim.save()
         return Response(200, {"id": n.id})

@@ -24,6 +24,7 @@ FAULTS = (
     "gpu_fault",
     "oom",
     "disk_fill",
+    "partition",
     "migrate",
     "clear",
 )
@@ -40,6 +41,7 @@ QUEUED = {
     "bid_too_low",
     "spot_floor",
     "gpu_fault",
+    "partition",
 }
 # Each fault's options, and what it does (the help of `gpujob sim inject` is made from this).
 OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -86,6 +88,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "oom": (("pod_id",), "the pod's cgroup OOM-kills its largest process (memory.events oom_kill + 1)"),
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
+    "partition": (
+        ("pod_id",),
+        "a cluster member (or every one) is cut off its private network: its private address answers "
+        "nothing, its SSH still works (until cleared)",
+    ),
     "migrate": (
         ("pod_id",),
         "RunPod's pod migration: stopped pod --pod-id comes back with a new id and IP, same volume",

@@ -11,7 +11,7 @@ from gpujob.sim.clock import iso
 from gpujob.sim.control_api import add_control_routes
 from gpujob.sim.engine import SimError, Simulator
 from gpujob.sim.http import Api, Request, Response
-from gpujob.sim.state import PsEvent, PsIp, PsMachine, PsScript, PsSnapshot, new_id
+from gpujob.sim.state import PsEvent, PsIp, PsMachine, PsScript, PsSnapshot, new_id, private_ip
 from gpujob.sim.wire import event_json, paginate
 
 CODES = {
@@ -59,8 +59,8 @@ def machine_json(sim: Simulator, m: PsMachine) -> dict[str, Any]:
         else None,
         "publicIp": m.public_ip,
         "publicIpType": m.public_ip_type,
-        "privateIp": "10.0.0.2",
-        "networkId": None,
+        "privateIp": m.private_ip or "10.0.0.2",
+        "networkId": m.network_id,
         "autoShutdownEnabled": m.auto_shutdown_enabled,
         "autoShutdownTimeout": m.auto_shutdown_timeout,
         "autoShutdownForce": m.auto_shutdown_force,
@@ -256,10 +256,23 @@ class PaperspaceApi(Api):
             auto_shutdown_force=body.get("autoShutdownForce"),
             startup_script_id=body.get("startupScriptId"),
         )
+        if body.get("networkId"):
+            self._join(m, str(body["networkId"]))
         created = self._mutation(*pe.create_machine(self.sim, m, bool(body.get("startOnCreate", True))))
         if self.sim.faults.take("create_500_but_created", platform="paperspace") is not None:
             return self.error(500, "Internal server error", "injected")  # ... and the machine exists
         return created
+
+    def _join(self, m: PsMachine, network_id: str) -> None:
+        """networkId on create: the machine gets the next address of that private network (privateIp)."""
+        with self.sim.lock:
+            n = self.sim.state.networks.get(network_id)
+            if n is None:
+                raise SimError(404, f"Private network not found: {network_id}", "not_found")
+            if n.region != m.region:
+                raise SimError(400, "The machine must be in its private network's region.", "bad_request")
+            taken = sum(1 for x in self.sim.state.machines.values() if x.network_id == n.id)
+            m.network_id, m.private_ip = n.id, private_ip(64, n.net, taken + 1)
 
     def update_machine(self, req: Request) -> Response:
         body = req.json()

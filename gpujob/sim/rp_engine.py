@@ -111,7 +111,20 @@ def create_pod(sim: Simulator, pod: RpPod, *, source: str = "rest") -> tuple[RpP
 def _mounts(sim: Simulator, pod: RpPod) -> dict[str, Path]:
     d = pod_dir(sim, pod.id)
     ws = volume_dir(sim, pod.network_volume_id) if pod.network_volume_id else d / "volume"
-    return {pod.mount_path: ws, "/root": d / "container" / "root", "/tmp": d / "container" / "tmp"}
+    own = {pod.mount_path: ws, "/root": d / "container" / "root", "/tmp": d / "container" / "tmp"}
+    return own | _image_python(own)
+
+
+def _image_python(own: dict[str, Path]) -> dict[str, Path]:
+    """The simulated image's Python, as RunPod's pytorch images carry PyTorch: the simulator's own
+    installation (torch and torchrun in its bin/, when installed), seen in the pod at its own path when
+    one of the pod's own dirs (/root, for a pyenv) would hide it. Not on the pod's PATH: a command that
+    wants it names it (the multi-node tests' run.env PATH)."""
+    import sys
+
+    prefix = Path(sys.prefix).resolve()
+    hidden = any(prefix.is_relative_to(target) for target in own)
+    return {str(prefix): prefix} if hidden and prefix.is_dir() else {}
 
 
 def _disks(sim: Simulator, pod: RpPod) -> dict[str, tuple[Path, int]]:

@@ -1,6 +1,9 @@
-"""RunPod v2 billing endpoints (/v2/billing, /v2/billing/pods, /v2/billing/network-volumes) in the
-shape of the v2 OpenAPI (ListBillingResponse, ListPodBillingResponse, ListNetworkVolumeBillingResponse),
-computed from the simulator's hourly meter buckets.
+"""RunPod v2 billing endpoints (/v2/billing, /v2/billing/pods, /v2/billing/network-volumes,
+/v2/billing/clusters) in the shape of the v2 OpenAPI (ListBillingResponse, ListPodBillingResponse,
+ListNetworkVolumeBillingResponse, ListClusterBillingResponse), computed from the simulator's hourly meter
+buckets. An Instant Cluster bills as the sum of its member pods (GPU and disk; the overlay network bills
+nothing here): each member is also listed under /v2/billing/pods by its pod id, and /v2/billing counts
+members under the cluster* amounts, not the pod* ones.
 
 Query rules as the spec states them: `bucketSize` hour|day|week|month|year (default day); either
 `startTime`/`endTime` (RFC 3339; start snapped down and end snapped up to bucket boundaries; defaults 30
@@ -22,6 +25,7 @@ from gpujob.sim.state import Metered, RpPod, RpVolume
 SIZES = ("hour", "day", "week", "month", "year")
 POD_FIELDS = ("totalAmount", "gpuAmount", "cpuAmount", "diskAmount")
 VOLUME_FIELDS = ("totalAmount", "standardAmount", "highPerformanceAmount")
+CLUSTER_FIELDS = ("totalAmount", "gpuAmount", "diskAmount", "networkingAmount")
 ALL_FIELDS = (
     "totalAmount", "podGpuAmount", "podCpuAmount", "podDiskAmount", "serverlessGpuAmount",
     "serverlessCpuAmount", "serverlessDiskAmount", "serverlessFeeAmount", "storageStandardAmount",
@@ -194,8 +198,9 @@ def add_billing_routes(api: Any) -> None:
                     row = by_bucket.setdefault(t, dict.fromkeys(ALL_FIELDS, 0.0))
                     if isinstance(res, RpPod):
                         a = _pod_amounts(spent)
-                        row["podGpuAmount"] += a["gpuAmount"]
-                        row["podDiskAmount"] += a["diskAmount"]
+                        part = "cluster" if res.cluster else "pod"  # a member bills as its cluster
+                        row[f"{part}GpuAmount"] += a["gpuAmount"]
+                        row[f"{part}DiskAmount"] += a["diskAmount"]
                     else:
                         v = _volume_amounts(res, spent)
                         row["storageStandardAmount"] += v["standardAmount"]
@@ -206,6 +211,30 @@ def add_billing_routes(api: Any) -> None:
         meta = {"query": query, "recordCount": len(rows), "totals": _totals(rows, ALL_FIELDS)}
         return Response(200, {"records": rows, "metadata": meta})
 
+    def clusters(req: Request) -> Response:
+        with sim.lock:
+            sim.bill()
+            start, end, size = window(req, sim.now())
+            wanted = req.arg("clusterId")
+            per: dict[tuple[datetime, str], dict[str, float]] = {}
+            for pod in sim.state.pods.values():
+                cid = (pod.cluster or {}).get("id")
+                if not cid or (wanted and cid != wanted):
+                    continue
+                for t, spent in _buckets(pod, start, end, size):
+                    a = _pod_amounts(spent)
+                    row = per.setdefault((t, cid), dict.fromkeys(CLUSTER_FIELDS, 0.0))
+                    row["gpuAmount"] += a["gpuAmount"]
+                    row["diskAmount"] += a["diskAmount"]
+                    row["totalAmount"] += a["totalAmount"]
+        rows = [{**_span(t, size), "clusterId": cid, **amounts} for (t, cid), amounts in sorted(per.items())]
+        query = {"startTime": iso(start.timestamp()), "endTime": iso(end.timestamp()), "bucketSize": size,
+                 "clusterId": wanted}  # fmt: skip
+        meta = {"query": query, "recordCount": len(rows), "uniqueClusterCount": len({r["clusterId"] for r in rows}),
+                "totals": _totals(rows, CLUSTER_FIELDS)}  # fmt: skip
+        return Response(200, {"records": rows, "metadata": meta})
+
     api.route("GET", "/v2/billing", everything)
+    api.route("GET", "/v2/billing/clusters", clusters)
     api.route("GET", "/v2/billing/pods", pods)
     api.route("GET", "/v2/billing/network-volumes", volumes)

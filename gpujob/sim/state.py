@@ -95,6 +95,7 @@ class RpCluster(SimModel):
     pod_count: int = 2
     data_center: str = "US-KS-2"
     created_at: float = 0.0
+    net: int = 0  # the overlay's index: members' private addresses are 127.65.<net>.<rank + 1>
 
 
 class RpEndpoint(Metered):
@@ -133,6 +134,8 @@ class PsMachine(Metered):
     auto_shutdown_timeout: float | None = None
     auto_shutdown_force: bool | None = None
     startup_script_id: str | None = None
+    network_id: str | None = None  # a private network's id (networkId on create)
+    private_ip: str | None = None  # its address there (privateIp)
     authorized_keys: list[str] = Field(default_factory=list)
     started_at: float | None = None
     modified_at: float = 0.0
@@ -221,6 +224,12 @@ class PsNetwork(SimModel):
     name: str
     region: str
     created_at: float = 0.0
+    net: int = 0  # its machines' private addresses are 127.64.<net>.<n>
+
+
+def private_ip(prefix: int, net: int, host: int) -> str:
+    """A private address in the simulator: all of 127/8 reaches `lo`, so every member reaches every other."""
+    return f"127.{prefix}.{net % 250 + 1}.{host % 250 + 1}"
 
 
 class PsDrive(SimModel):
@@ -267,6 +276,7 @@ class SimState(SimModel):
     endpoints: dict[str, RpEndpoint] = Field(default_factory=dict)
     queued: dict[str, RpQueued] = Field(default_factory=dict)
     ip_counter: int = 0
+    net_counter: int = 0  # private networks and cluster overlays made so far (their address blocks)
     ip_base: int = Field(default_factory=lambda: secrets.randbelow(200))
     balance_exhausted: bool = False
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from gpujob.jobfile.rules import one_or_many
+from gpujob.spec.nodes import node_problems
+from gpujob.spec.problem import CheckProblem as CheckProblem
 from gpujob.spec.problem import did_you_mean, suggestion
 
 if TYPE_CHECKING:
@@ -30,14 +31,6 @@ PLATFORM_OPTIONS = {
     "machine": ("spot", "cloud", "image", "template", "container_disk_gb", "public_ip", "auto_shutdown"),
     "storage": ("network_volume",),
 }
-
-
-@dataclass(frozen=True)
-class CheckProblem:
-    key_path: str
-    message: str
-    hint: str | None = None
-    at_key: bool = False  # point at the key itself (or, when absent, its closest written parent)
 
 
 def _int(value: Any) -> int | None:
@@ -295,7 +288,7 @@ def platform_problems(
     out += region_problems + _gpus(profile, machine, regions)
     out += _sizes(profile, machine, storage) + _auto_shutdown(profile, machine) + _required(profile, machine)
     out += _outputs(profile, data, storage)
-    return out
+    return out + node_problems(profile, data)
 
 
 def check_spec(spec: JobSpec) -> list[CheckProblem]:

@@ -285,6 +285,13 @@ def _no_sweep(r: Rules, data: dict[str, Any]) -> bool:
     return r.default("JobSpec", data, "sweep") is None and not any("{cell}" in p for p in paths)
 
 
+def _launcher_once(r: Rules, data: dict[str, Any]) -> bool:
+    run = r.default("JobSpec", data, "run")
+    return (
+        run is None or rules.launcher_problem(r.default("RunSpec", run, "launcher"), run["command"]) is None
+    )
+
+
 def _sweep_unsure(value: Any) -> Any:
     raise _Unsure("a sweep is left to the full loader")
 
@@ -303,6 +310,7 @@ MODEL_VALIDATORS: dict[str, tuple[str, Callable[[Rules, dict[str, Any]], bool]]]
     "JobSpec._auto_needs_inputs": ("7da6e40ad889d32d", _auto_needs_inputs),
     "JobSpec._parked_keeps_checkpoints": ("bd8d9f77169ed60f", _parked_keeps_checkpoints),
     "SweepSpec._one_source": ("0c6c406fa8a0087c", lambda r, data: False),
+    "JobSpec._launcher_once": ("e71b97dbcaef120a", _launcher_once),
 }
 
 

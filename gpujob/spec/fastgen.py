@@ -30,7 +30,13 @@ FORMAT = 1
 TABLE = Path(__file__).with_name("fastrules.json")
 PACKAGE = Path(__file__).resolve().parent.parent
 # The files the table is derived from (relative to the package's parent), hashed into it.
-SOURCES = ("gpujob/model.py", "gpujob/jobfile/model.py")
+SOURCES = (
+    "gpujob/model.py",
+    "gpujob/jobfile/model.py",
+    "gpujob/jobfile/machine.py",
+    "gpujob/jobfile/durations.py",
+    "gpujob/jobfile/run.py",
+)
 # Model settings that do not change what validates (frozen: no assignment after; extra is handled).
 _NEUTRAL_CONFIG = {"extra", "frozen"}
 _BOUNDS = {

@@ -59,3 +59,13 @@ def suggestion(word: str, choices: Iterable[str], *, what: str = "known") -> str
     if guess:
         return f"did you mean '{guess}'?"
     return f"{what}: {', '.join(sorted(pool))}"
+
+
+@dataclass(frozen=True)
+class CheckProblem:
+    """One platform problem of a raw job mapping (gpujob.spec.checks, gpujob.spec.nodes), at its key."""
+
+    key_path: str
+    message: str
+    hint: str | None = None
+    at_key: bool = False  # point at the key itself (or, when absent, its closest written parent)

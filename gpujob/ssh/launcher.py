@@ -7,6 +7,7 @@ reads once: never into a file, argv, or the log."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -22,7 +23,7 @@ from gpujob.layout.machine import (
     scratch_dir,
 )
 from gpujob.model import Model
-from gpujob.naming import SEP, run_session
+from gpujob.naming import SEP, machine_kind_of, run_session
 from gpujob.quote import env_name, q, remote_path, session_name
 from gpujob.ssh import cgroup
 from gpujob.ssh.guard import GUARD_EVERY_S as GUARD_EVERY_S
@@ -100,12 +101,21 @@ class RunStatus(Model):
 IS_RUN = r"""tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -A1 -xF -- "$SELF" | grep -qx run"""
 
 
-def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT, guard: Guard | None = None) -> str:
+def render_launcher(
+    spec: JobSpec,
+    *,
+    scratch_root: str = SCRATCH_ROOT,
+    guard: Guard | None = None,
+    command: str | None = None,
+    extra_env: Sequence[tuple[str, str]] = (),
+) -> str:
+    """`command` / `extra_env`: one node's start of a multi-node job (gpujob.jobfile.nodes), in place of
+    run.command and after the run's own environment."""
     import jinja2
 
     run = run_section(spec)
     held = guard_of(spec, guard)
-    env = run_env(spec)
+    env = run_env(spec) + [(env_name(k), v) for k, v in extra_env]
     mkdirs = [v for k, v in env if k in ("HF_HOME", "PIP_CACHE_DIR", "GPUJOB_CHECKPOINT_DIR")]
     tpl_env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
@@ -125,7 +135,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT, guard: G
         env=env,
         mkdirs=mkdirs,
         setup=run.setup or "",
-        command=run.command,
+        command=run.command if command is None else command,
         ckdir=remote_path(spec.checkpoint.dir) if spec.checkpoint else "",
         # A sweep queue's machine is stopped by gpujob, not by itself: the cells' results are pulled
         # first (docs/sweeps.md), which an on-box stop would leave on the stopped disk.
@@ -133,7 +143,7 @@ def render_launcher(spec: JobSpec, *, scratch_root: str = SCRATCH_ROOT, guard: G
         and spec.platform in SELF_STOP
         and SEP not in spec.name,
         stop_on_failure=spec.teardown.on_failure == "stop" and spec.platform in SELF_STOP,
-        kind="pod" if spec.platform == "runpod" else "machine",
+        kind=machine_kind_of(spec.platform, spec.machine.nodes),
         self_stop=SELF_STOP.get(spec.platform, ""),
         guard=held,
         cgroup=cgroup.FUNCTIONS.rstrip(),
@@ -168,18 +178,22 @@ async def launch_run(
     secrets: dict[str, str],
     scratch_root: str = SCRATCH_ROOT,
     guard: Guard | None = None,
+    command: str | None = None,
+    extra_env: Sequence[tuple[str, str]] = (),
 ) -> bool:
     """Start the run detached unless it is already alive (idempotent); True when it was started.
     Only the names in `spec.run.secrets` are sent, over this SSH channel's stdin. `guard`: the limits
-    the pod holds itself (budget, stall), with the quiesce it runs first (quiesce.sh beside the launcher)."""
+    the pod holds itself (budget, stall), with the quiesce it runs first (quiesce.sh beside the launcher).
+    `command` and `extra_env`: one node's start of a multi-node job (render_launcher)."""
     blob = _secret_blob(spec, secrets)
     jobdir = job_dir(spec)
     held = guard_of(spec, guard)
     if held is not None:
         await remote.put_bytes(_quiesce_command(spec, held.grace_s).encode(), f"{jobdir}/quiesce.sh", 0o700)
-    await remote.put_bytes(
-        render_launcher(spec, scratch_root=scratch_root, guard=guard).encode(), f"{jobdir}/launcher.sh", 0o700
+    script = render_launcher(
+        spec, scratch_root=scratch_root, guard=guard, command=command, extra_env=extra_env
     )
+    await remote.put_bytes(script.encode(), f"{jobdir}/launcher.sh", 0o700)
     try:
         # Silent while it may install tmux (up to 6 min of apt): idle and overall bounds are the same,
         # twice a command's (10 min by default).

@@ -28,7 +28,7 @@ torch: Any
 try:
     import torch
 except ImportError:
-    torch = None  # plain Python below
+    torch = None  # type: ignore[assignment]  # plain Python below
 
 CKPT_DIR = Path(os.environ.get("GPUJOB_CHECKPOINT_DIR", "./ckpt"))
 INTERVAL_S = float(os.environ.get("GPUJOB_CHECKPOINT_INTERVAL", "600"))

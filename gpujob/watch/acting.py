@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from gpujob import naming
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, JobPlan, Plan
 from gpujob.watch import limits
@@ -119,7 +120,9 @@ class Acting(WatcherBase):
         now = self.clock.now()
         for j, jp, d in todo:
             ok, detail = outcomes[j.name]
-            kinds = {a.kind for a in d.actions if a.resource_kind in ("pod", "machine")}
+            kinds = {
+                a.kind for a in d.actions if a.resource_kind in naming.MACHINE_KINDS + naming.GROUP_KINDS
+            }
             if ok and kinds & {K.CREATE, K.START, K.REPLACE, K.STOP, K.TERMINATE}:
                 up = bool(kinds & {K.CREATE, K.START, K.REPLACE}) and not kinds & {K.STOP, K.TERMINATE}
                 j.ledger.restate(now, jp.after_usd_per_hour, gpu_billing=up)

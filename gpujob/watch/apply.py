@@ -8,10 +8,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from gpujob import naming
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource, LiveState
+from gpujob.naming import machine_kind_of
 from gpujob.plan.model import Action, ActionKind, JobPlan, Plan
 from gpujob.watch.policy import Decision
 
@@ -92,12 +94,14 @@ async def apply_decisions(
 
 def describe(jp: JobPlan, d: Decision, machine: LiveResource | None) -> tuple[str, str]:
     """(event kind, what happened) for the actions about to run."""
-    machine_action = next((a for a in d.actions if a.resource_kind in ("pod", "machine")), None)
+    machine_action = next(
+        (a for a in d.actions if a.resource_kind in naming.MACHINE_KINDS + naming.GROUP_KINDS), None
+    )
     main = machine_action or next((a for a in d.actions if a.kind is not K.PULL), d.actions[0])
     why = main.reasons[0] if main.reasons else main.id
     if d.finishing:
         return "run-finished", why
-    if main.kind is K.CREATE and main.resource_kind in ("pod", "machine"):
+    if main.kind is K.CREATE and main.resource_kind in naming.MACHINE_KINDS + naming.GROUP_KINDS:
         return ("gone" if main.drift else "create"), why
     if main.kind is K.START:
         return ("preempted" if machine is not None and machine.spot else "down"), why
@@ -129,7 +133,7 @@ async def park(
     spec = loaded.spec.model_copy(update={"state": "stopped" if verb == "stop" else "absent"})
     as_parked = dataclasses.replace(loaded, spec=spec)
     plan = build_plan([as_parked], live, now=clock.now(), env=env, pull_records=job_pull_records([as_parked]))
-    machine_kind = "pod" if spec.platform == "runpod" else "machine"
+    machine_kind = machine_kind_of(spec.platform, spec.machine.nodes)
     keep = [
         a
         for a in plan.jobs[0].actions

@@ -14,6 +14,7 @@ from typing import Any
 from gpujob.apply.sshapi import SSHApi
 from gpujob.clock import Clock
 from gpujob.live import LiveResource, LiveState
+from gpujob.naming import machine_kind_of
 from gpujob.plan.capability import Capability, chosen
 from gpujob.plan.model import ActionKind
 from gpujob.state import Store
@@ -141,7 +142,7 @@ def job_machine(live: LiveState, loaded: Any) -> LiveResource | None:
     """The job's own pod / machine (gpujob.naming's rule)."""
     from gpujob.naming import machines
 
-    kind = "pod" if loaded.spec.platform == "runpod" else "machine"
+    kind = machine_kind_of(loaded.spec.platform, loaded.spec.machine.nodes)
     found = [r for r in machines(live.resources, loaded.spec.name, loaded.project) if r.kind == kind]
     found.sort(key=lambda r: (r.created_at is None, r.created_at or datetime.min, r.id))
     return found[0] if found else None

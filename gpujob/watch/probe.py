@@ -16,6 +16,7 @@ from typing import Any
 from gpujob.apply.sshapi import SSHApi
 from gpujob.errors import GpujobError
 from gpujob.live import LiveResource
+from gpujob.naming import machine_kind_of
 
 STATUS_TIMEOUT_S = 8.0
 
@@ -28,7 +29,7 @@ class RunProbe:
     async def check(self, job: Any, provider: Any, machine_id: str) -> tuple[bool, Any, LiveResource | None]:
         """(wake: a full tick must look now, the run status read now or None, the machine read now)."""
         spec = job.loaded.spec
-        kind = "pod" if spec.platform == "runpod" else "machine"
+        kind = machine_kind_of(spec.platform, spec.machine.nodes)
         try:
             fresh = await provider.get(kind, machine_id)
         except GpujobError:

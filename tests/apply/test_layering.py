@@ -27,8 +27,8 @@ LAYERS: list[set[str]] = [
         "migration",
     },
     {"context", "gate"},
-    {"runtime.transfer", "runtime.remote"},
-    {"runtime.launch", "runtime.pulling"},
+    {"runtime.transfer", "runtime.remote", "runtime.gangcheck"},
+    {"runtime.launch", "runtime.pulling", "runtime.gang"},  # launch and pulling use gang lazily
     {"stop_pull"},  # the Iron Law's pull before a stop: quiesce.stop calls it
     {"runtime", "ownership", "capacity", "observe", "quiesce", "reach_gate"},
     {"runfacts"},

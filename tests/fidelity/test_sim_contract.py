@@ -154,10 +154,12 @@ def _scenario(c: httpx.Client, sim: Sim) -> None:
     ).json()
     c.get("/v2/clusters")
     c.get(f"/v2/clusters/{cl['id']}")
+    c.get(f"/v2/clusters/{cl['id']}/pods")
     members = [
         p for p in c.get("/v2/pods", params={"includeClusterPods": "true"}).json()["pods"] if "cluster" in p
     ]
     assert len(members) == 2 and not any("cluster" in p for p in c.get("/v2/pods").json()["pods"])
+    c.get("/v2/billing/clusters", params={"clusterId": cl["id"]})
     c.delete(f"/v2/clusters/{cl['id']}")
     c.get("/v2/clusters/nope")  # 404
     scaling = {"type": "QUEUE_DELAY", "queueDelay": 4}

@@ -12,6 +12,7 @@ from gpujob.clock import Clock
 from gpujob.errors import GpujobError, SSHConnectError
 from gpujob.invariant import present
 from gpujob.jobfile.model import JobSpec
+from gpujob.jobfile.nodes import gang_launches, is_gang, node_count
 from gpujob.quote import remote_path
 
 LAUNCH_ATTEMPTS = 3
@@ -128,13 +129,8 @@ async def _launch_once(
 ) -> str:
     spec = target.spec
     run = present(spec.run, "the run block of a job that launches")
-    async with open_remote(target, ssh, clock, note) as remote:
-        status = await ssh.run_status(remote, spec)
-        if _alive(status):
-            return "run already alive: not relaunched"
-        ended = getattr(status, "stopped_itself", None)
-        if keep_ended and ended:
-            raise RunEnded(spec, getattr(status, "exit_code", None), ended)
+
+    async def sync(remote: Any) -> None:
         src = (target.spec_path.parent / run.sync.src).resolve()
         with transfer_reporting("sync", note) as progress:
             stats = await ssh.sync_tree(remote, src, run.sync.dest, sync_patterns(spec), progress=progress)
@@ -142,12 +138,27 @@ async def _launch_once(
             note(f"warning: {warning}")
         note(f"synced {src} -> {run.sync.dest}{_describe_stats(stats)}")
         await _carry_to_new_dir(remote, spec, ssh, note)
+
+    if node_count(spec) > 1:
+        from gpujob.apply.runtime.gang import launch_gang
+
+        return await launch_gang(target, ssh, clock, secrets, note, sync=sync)
+    # One machine: run.command itself, or (run.launcher: torchrun) torchrun around it on loopback.
+    start = gang_launches(spec, [])[0] if is_gang(spec) else None
+    extra: dict[str, Any] = {"command": start.command, "extra_env": start.env} if start is not None else {}
+    async with open_remote(target, ssh, clock, note) as remote:
+        status = await ssh.run_status(remote, spec)
+        if _alive(status):
+            return "run already alive: not relaunched"
+        ended = getattr(status, "stopped_itself", None)
+        if keep_ended and ended:
+            raise RunEnded(spec, getattr(status, "exit_code", None), ended)
+        await sync(remote)
         guard = onbox_guard(target)
         if guard is not None:  # the pod holds the budget itself, with nobody watching
             note(f"on the pod: {guard.budget_text or 'run.stall_after'}")
-            started = await ssh.launch_run(remote, spec, secrets=secrets, guard=guard)
-        else:
-            started = await ssh.launch_run(remote, spec, secrets=secrets)
+            extra["guard"] = guard
+        started = await ssh.launch_run(remote, spec, secrets=secrets, **extra)
     if started is False:
         return "run already alive: not relaunched"
     return f"run launched on {target.resource.name}"

@@ -141,6 +141,17 @@ async def pull_over(
     remote_files = {} if listing is None else {n: f.sha256 for n, f in listing.files.items()}
     for gone in outcome.vanished:
         remote_files.pop(gone, None)
+    # checkpoint.writers: all: every other node's shards too, each into pull_to/node-<rank>/ (gang.py).
+    from gpujob.apply.runtime.gang import pull_writers
+
+    for sub, pulled, names in await pull_writers(target, ssh, local_dir, progress, note):
+        files += [
+            (
+                await _as_pulled_file(p, local_dir / sub, ck.verify, now, target.spec_path.parent, previous)
+            ).model_copy(update={"name": f"{sub}/{p.name}"})
+            for p in pulled
+        ]
+        remote_files |= {f"{sub}/{n}": digest for n, digest in names.items()}
     record = PullRecord(
         job=spec.name,
         platform=spec.platform,

@@ -183,5 +183,20 @@ class PaperspaceClient:
     async def list_os_templates(self, name: str | None = None) -> list[wire.OsTemplate]:
         return await self._list_all("/os-templates", wire.OsTemplate, {"name": name} if name else None)
 
+    async def list_private_networks(self) -> list[wire.PrivateNetwork]:
+        return await self._list_all("/private-networks", wire.PrivateNetwork)
+
+    async def get_private_network(self, network_id: str) -> wire.PrivateNetwork:
+        return wire.PrivateNetwork.model_validate(await self._call("GET", f"/private-networks/{network_id}"))
+
+    async def create_private_network(self, name: str, region: str) -> wire.PrivateNetwork:
+        body = {"name": name, "region": region}
+        return wire.PrivateNetwork.model_validate(
+            await self._call("POST", "/private-networks", json_body=body)
+        )
+
+    async def delete_private_network(self, network_id: str) -> None:
+        await self._call("DELETE", f"/private-networks/{network_id}")
+
     async def list_shared_drives(self) -> list[wire.SharedDrive]:
         return await self._list_all("/shared-drives", wire.SharedDrive)

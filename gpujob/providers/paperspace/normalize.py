@@ -48,6 +48,10 @@ def machine_to_live(m: wire.Machine, *, ssh_port: int, ssh_user: str) -> LiveRes
         attributes["storage_rate"] = m.storage_rate
     if m.region:
         attributes["region_raw"] = m.region
+    if m.network_id:
+        attributes["network_id"] = m.network_id  # a node of a multi-node job is owned through its network
+    if m.private_ip:
+        attributes["private_ip"] = m.private_ip
     disk = storage_gb(m.storage_total)
     if disk is not None:
         # storageTotal is the disk as the OS sees it, not the diskSize it was created with: good enough to

@@ -29,7 +29,7 @@ from gpujob.live import (
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
-from gpujob.providers.paperspace import launch, money, wire
+from gpujob.providers.paperspace import launch, money, networks, wire
 from gpujob.providers.paperspace.client import PLATFORM, PaperspaceClient, is_capacity_text
 from gpujob.providers.paperspace.normalize import (
     SCRIPT_SUFFIX,
@@ -78,8 +78,12 @@ class PaperspaceProvider:
             self.client.list_shared_drives(),
         )
         by_id = {m.id: m for m in machines}
+        live = [self._live(m) for m in machines]
+        # private networks only when a machine is in one (a multi-node job's nodes: gpujob.providers.paperspace.networks)
+        nets = await self.client.list_private_networks() if any(m.network_id for m in machines) else []
         return (
-            [self._live(m) for m in machines]
+            live
+            + networks.groups(nets, live)
             + [ip_to_live(i, by_id) for i in ips]
             + [snapshot_to_live(s, by_id) for s in snapshots]
             + [template_to_live(t) for t in templates]
@@ -107,6 +111,8 @@ class PaperspaceProvider:
             except ProviderNotFound:
                 return None
             return None if machine.dt_deleted else self._live(machine)
+        if kind == "private_network":
+            return await networks.get_group(self, resource_id)
         if kind in ("public_ip", "snapshot"):
             for r in await self.list_resources():
                 if r.kind == kind and r.id == resource_id:
@@ -129,6 +135,8 @@ class PaperspaceProvider:
 
     # ---- machines
     async def create_machine(self, request: LaunchRequest) -> LiveResource:
+        if request.nodes > 1:
+            return await networks.create(self, request)
         if not request.template:
             raise ProviderError("a Paperspace machine needs a template (machine.template)", platform=PLATFORM)
         # First, before anything is created: a template that does not resolve stops here.
@@ -152,6 +160,8 @@ class PaperspaceProvider:
             "startOnCreate": True,
             "autoShutdownEnabled": request.auto_shutdown_hours is not None,
         }
+        if request.network_id:
+            body["networkId"] = request.network_id
         if request.auto_shutdown_hours is not None:
             body["autoShutdownTimeout"] = launch.whole_hours(request.auto_shutdown_hours)
             body["autoShutdownForce"] = True
@@ -200,6 +210,8 @@ class PaperspaceProvider:
         return found
 
     async def start(self, resource: LiveResource) -> LiveResource:
+        if resource.kind == "private_network":
+            return await networks.each(self, resource, "start")
         change = await self._action(resource.id, "start")
         if change and change.event:
             await self._wait_event(change.event)
@@ -208,12 +220,16 @@ class PaperspaceProvider:
         )
 
     async def stop(self, resource: LiveResource) -> LiveResource:
+        if resource.kind == "private_network":
+            return await networks.each(self, resource, "stop")
         change = await self._action(resource.id, "stop")
         if change and change.event:
             await self._wait_event(change.event)
         return await self._wait_state(resource.id, "off")
 
     async def terminate(self, resource: LiveResource) -> None:
+        if resource.kind == "private_network":
+            return await networks.delete(self, resource.id)
         try:
             change = await self.client.delete_machine(resource.id)
         except ProviderNotFound:

@@ -40,6 +40,7 @@ class Machine(WireModel):
     public_ip: str | None = Field(None, alias="publicIp")
     public_ip_type: str | None = Field(None, alias="publicIpType")
     private_ip: str | None = Field(None, alias="privateIp")
+    network_id: str | None = Field(None, alias="networkId")
     auto_shutdown_enabled: bool | None = Field(None, alias="autoShutdownEnabled")
     auto_shutdown_timeout: LenientFloat = Field(None, alias="autoShutdownTimeout")
     storage_total: LenientInt = Field(None, alias="storageTotal")
@@ -126,6 +127,16 @@ class CustomTemplate(OsTemplate):
     wire_optional = frozenset({"dtDeleted"})
     region: str | None = None
     parent_machine_id: str | None = Field(None, alias="parentMachineId")
+
+
+class PrivateNetwork(WireModel):
+    id: str
+    name: str = ""
+    region: str | None = None
+    network: str | None = None
+    netmask: str | None = None
+    dt_created: datetime | None = Field(None, alias="dtCreated")
+    dt_deleted: datetime | None = Field(None, alias="dtDeleted")
 
 
 class SharedDrive(WireModel):

@@ -244,6 +244,19 @@ class RunPodClient:
     async def list_clusters(self) -> list[wire.Cluster]:
         return [c for page in await self._list_all("/clusters", wire.ClusterList) for c in page.clusters]
 
+    async def get_cluster(self, cluster_id: str) -> wire.Cluster:
+        return wire.Cluster.model_validate(await self.rest.request("GET", f"/clusters/{cluster_id}"))
+
+    async def cluster_pods(self, cluster_id: str) -> list[wire.Pod]:
+        pages = await self._list_all(f"/clusters/{cluster_id}/pods", wire.PodList)
+        return [p for page in pages for p in page.pods]
+
+    async def create_cluster(self, body: dict[str, Any]) -> wire.Cluster:
+        return wire.Cluster.model_validate(await self.rest.request("POST", "/clusters", json_body=body))
+
+    async def delete_cluster(self, cluster_id: str) -> None:
+        await self.rest.request("DELETE", f"/clusters/{cluster_id}")
+
     async def list_endpoints(self) -> list[wire.Endpoint]:
         return [e for page in await self._list_all("/serverless", wire.EndpointList) for e in page.endpoints]
 

@@ -19,7 +19,7 @@ from gpujob.live import Account, LiveResource, Metering, PriceQuote, ResourceRef
 from gpujob.model import Platform
 from gpujob.providers.adopt import create_once
 from gpujob.providers.base import LaunchRequest, NoEffectError, VolumeRequest
-from gpujob.providers.runpod import launch, money, queue, ready, spot, wire
+from gpujob.providers.runpod import clusters, launch, money, queue, ready, spot, wire
 from gpujob.providers.runpod.client import PLATFORM, GraphQLRetired, RunPodClient
 from gpujob.providers.runpod.normalize import (
     cluster_to_live,
@@ -45,32 +45,39 @@ class RunPodProvider:
 
     # ---- read
     async def list_resources(self, *, include_cluster: bool = False) -> list[LiveResource]:
+        """Pods (cluster members too: includeClusterPods=true), volumes, templates, registries, and the
+        clusters those members belong to, each one LiveResource with its members as `nodes`
+        (gpujob.providers.runpod.clusters); /v2/clusters is read only when a member pod is listed."""
         pods, volumes, templates, registries = await asyncio.gather(
-            self.client.list_pods(include_cluster=include_cluster),
+            self.client.list_pods(include_cluster=True),
             self.client.list_volumes(),
             self.client.list_templates(),
             self.client.list_registries(),
         )
+        members = [p for p in pods if p.cluster is not None and p.status != "TERMINATED"]
+        found = clusters.groups(await self.client.list_clusters(), members) if members else []
         return (
             [pod_to_live(p) for p in pods if p.status != "TERMINATED"]
             + [volume_to_live(v) for v in volumes]
             + [template_to_live(t) for t in templates]
             + [registry_to_live(r) for r in registries]
+            + found
         )
 
     async def audit_resources(self) -> list[LiveResource]:
         """Everything that bills, for `gpujob audit`: list_resources() plus what a plan never needs: the
-        cluster member pods (v2 lists them only with includeClusterPods=true), the clusters, and the
-        serverless endpoints, each priced at workers.min always-on workers."""
-        listed, clusters, endpoints, catalog = await asyncio.gather(
-            self.list_resources(include_cluster=True),
+        clusters without a listed member and the serverless endpoints, each priced at workers.min
+        always-on workers."""
+        listed, every, endpoints, catalog = await asyncio.gather(
+            self.list_resources(),
             self.client.list_clusters(),
             self.client.list_endpoints(),
             self.client.catalog_prices(),
         )
+        seen = {r.id for r in listed if r.kind == "cluster"}
         return (
             listed
-            + [cluster_to_live(c) for c in clusters]
+            + [cluster_to_live(c) for c in every if c.id not in seen]
             + money.priced_endpoints(self.client, endpoints, catalog)
         )
 
@@ -81,6 +88,8 @@ class RunPodProvider:
                 return None if pod.status == "TERMINATED" else pod_to_live(pod)
             if kind == "network_volume":
                 return volume_to_live(await self.client.get_volume(resource_id))
+            if kind == "cluster":
+                return await clusters.get_group(self.client, resource_id)
         except ProviderNotFound:
             return None
         raise ProviderError(f"RunPod has no resource kind '{kind}'", platform=PLATFORM)
@@ -109,6 +118,9 @@ class RunPodProvider:
         return await self.client.spot_offer()
 
     async def create_machine(self, request: LaunchRequest) -> LiveResource:
+        if request.nodes > 1:
+            return await clusters.create(self, request)
+
         async def create() -> str:
             if request.spot is True:
                 return await self._rent_spot(request)
@@ -129,6 +141,8 @@ class RunPodProvider:
     ) -> LiveResource:
         """Deploy When Available: queue an on-demand create at RunPod until capacity frees (billing nothing
         until placed), up to `wait_s`; `note(waited, wait_s)` at each read (gpujob.providers.runpod.queue)."""
+        if request.nodes > 1:  # RunPod queues one pod, never a cluster (validate refuses the pair)
+            return await clusters.create(self, request)
         if request.spot == "prefer":
             spot.check_on_demand_price(request)
         body = launch.on_demand_body(request)
@@ -138,6 +152,8 @@ class RunPodProvider:
         return await self._wait_ready(pod_id)
 
     async def start(self, resource: LiveResource) -> LiveResource:
+        if resource.kind == "cluster":
+            return await clusters.start(self, resource)
         pod = await self.client.get_pod(resource.id)
         if pod.status == "RUNNING" and ssh_of(pod):
             return ready.checked(pod)
@@ -163,6 +179,8 @@ class RunPodProvider:
         return await self._wait_ready(pod.id, from_stopped=True)
 
     async def stop(self, resource: LiveResource) -> LiveResource:
+        if resource.kind == "cluster":
+            raise clusters.no_stop(resource)
         with contextlib.suppress(ProviderConflict):
             await self.client.pod_action(resource.id, "stop")
 
@@ -189,6 +207,8 @@ class RunPodProvider:
         return pod_to_live(pod)
 
     async def terminate(self, resource: LiveResource) -> None:
+        if resource.kind == "cluster":
+            return await clusters.delete(self, resource.id)
         try:
             await self.client.pod_action(resource.id, "terminate")
         except ProviderNotFound:

@@ -64,9 +64,11 @@ class PodRuntime(WireModel):
 class PodCluster(WireModel):
     """A pod's membership in an Instant Cluster (v2 PodCluster)."""
 
-    wire_optional = frozenset({"rank"})
+    wire_optional = frozenset({"rank", "role", "ip"})
     id: str
     rank: int | None = None
+    role: str | None = None
+    ip: str | None = None  # the pod's address on the cluster's private overlay network
 
 
 class Pod(WireModel):

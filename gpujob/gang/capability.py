@@ -1,0 +1,89 @@
+"""The gang as a capability (gpujob.plan.capability): its watch hooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpujob.gang.loss import WHOLE_TICKS, loss_line, lost_nodes, restart_step
+from gpujob.plan.capability import Capability
+from gpujob.watch.hooks import WatchHooks
+
+
+class Gang(Capability):
+    name = "gang"
+
+    def watch_hooks(self, options: Any) -> Any:
+        return GangWatch()
+
+
+class GangWatch(WatchHooks):
+    """A node lost under a multi-node run: stop the rest now, say so, park a gang that stays broken."""
+
+    def __init__(self) -> None:
+        self.incident: dict[str, frozenset[str]] = {}  # job -> the lost nodes already handled
+        self.broken: dict[str, int] = {}  # job -> ticks not whole
+
+    async def judge(self, watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
+        from gpujob.jobfile.nodes import node_count
+        from gpujob.watch.jobs import job_machine
+
+        spec = j.loaded.spec
+        count = node_count(spec)
+        if count == 1 or spec.run is None:
+            return None
+        machine = job_machine(live, j.loaded)
+        if machine is None:  # no cluster at all: the plan creates one (or the job is parked)
+            self.incident.pop(j.name, None)
+            return None
+        living, down, missing = lost_nodes(machine, count)
+        if not down and not missing:
+            self.incident.pop(j.name, None)
+            self.broken.pop(j.name, None)
+            return None
+        self.broken[j.name] = self.broken.get(j.name, 0) + 1
+        key = frozenset([n.machine_id for n in down] + [f"rank{r}" for r in missing])
+        if self.incident.get(j.name) == key:
+            return None  # said and done this tick's worth already; the plan restarts the nodes
+        self.incident[j.name] = key
+        stopped = await _quiesce(watcher, j, machine, living)
+        from gpujob.plan.records import load_pull_record
+
+        ck = spec.checkpoint
+        step = restart_step(load_pull_record(j.state_dir, spec.name), ck.writers, count) if ck else None
+        happened, did = loss_line(down, missing, step, stopped)
+        watcher.say(j, "node-lost", happened, did, level="action")
+        return None
+
+    async def park_reason(self, watcher: Any, j: Any, machine: Any, provider: Any) -> str | None:
+        ticks = self.broken.get(j.name, 0)
+        if ticks < WHOLE_TICKS:
+            return None
+        return (
+            f"the cluster could not be made whole again in {ticks} ticks (a node stays down): parked rather "
+            "than left billing half a cluster"
+        )
+
+
+async def _quiesce(watcher: Any, j: Any, machine: Any, living: list[Any]) -> dict[int, str]:
+    """Stop the run on every living node through the quiesce (SIGTERM, the grace, SIGKILL)."""
+    from gpujob.apply.runtime.gang import open_node
+    from gpujob.apply.runtime.remote import Target
+    from gpujob.plan.cadence import quiesce_grace_s
+
+    spec = j.loaded.spec
+    target = Target(
+        spec=spec,
+        spec_path=j.path,
+        provider=watcher.providers[spec.platform],
+        resource=machine,
+        state_dir=j.state_dir,
+    )
+    out: dict[int, str] = {}
+    for n in living:
+        try:
+            async with open_node(target, n, watcher.spy.api) as remote:
+                q = await watcher.spy.api.quiesce_run(remote, spec, grace_s=quiesce_grace_s(spec))
+            out[n.rank] = str(getattr(q, "state", q))
+        except Exception as exc:  # a node that cannot be reached now is the next tick's to stop
+            out[n.rank] = f"not stopped ({str(exc).splitlines()[0][:120]})"
+    return out

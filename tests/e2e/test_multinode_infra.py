@@ -1,0 +1,79 @@
+"""A 2-node job's provisioning against the simulator (docs/multinode.md): the plan shows both nodes and
+twice the per-node rate, apply makes one Instant Cluster of two real sshd pods, status shows both, a
+cluster that cannot be had leaves nothing billing, destroy is gated and then ends every node."""
+
+from __future__ import annotations
+
+import json
+
+from gpujob.sim.rp_engine import pod_dir
+from tests.e2e.e2e_support import Project
+
+JOB = """\
+version: 1
+name: mn
+platform: runpod
+machine:
+  gpu: H100-80GB
+  nodes: 2
+  regions: [EU-RO-1]
+  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
+  container_disk_gb: 20
+storage:
+  volume_gb: 20
+checkpoint:
+  dir: /workspace/ckpt
+  interval: 10m
+  pull_to: ./checkpoints
+  verify: python3 verify_ckpt.py {file}
+teardown:
+  on_finish: keep
+budget:
+  max_hourly_usd: 20
+"""
+
+
+def _job(p: Project, text: str = JOB) -> None:
+    (p.dir / "job.yaml").write_text(text)
+
+
+def test_two_nodes_planned_applied_shown_and_destroyed_behind_the_gate(project: Project) -> None:
+    p = project
+    _job(p)
+    p.gj("plan", "-o", "plan.json")
+    plan = json.loads((p.dir / "plan.json").read_text())["jobs"][0]
+    [create] = plan["actions"]
+    assert (create["id"], create["resource_kind"]) == ("mn.cluster.create", "cluster")
+    gpus = [m for m in create["billing"]["starts"] if m["what"].startswith("GPU")]
+    assert [m["what"][-8:] for m in gpus] == ["(node 0)", "(node 1)"]  # one line per node
+    per_node = gpus[0]["usd_per_hour"]
+    assert per_node > 0 and gpus[1]["usd_per_hour"] == per_node
+    assert plan["running_usd_per_hour"] >= 2 * per_node  # twice the per-node rate, plus the disks
+
+    applied = p.gj("apply", "plan.json")
+    assert "Apply finished: 1 done, 0 failed" in applied.stdout + applied.stderr
+    [status] = json.loads(p.gj("status", "--format", "json").stdout)
+    nodes = status["machine"]["nodes"]
+    assert [n["rank"] for n in nodes] == [0, 1] and all(n["status"] == "RUNNING" for n in nodes)
+    assert len({n["private_ip"] for n in nodes}) == 2 and all(n["ssh"] for n in nodes)
+    assert status["usd_per_hour"] >= 2 * per_node  # both members bill, and status counts both
+    text = p.gj("status").stdout
+    assert "node 0:" in text and "node 1:" in text
+
+    # The rank-0 writer's checkpoint fails its check: destroy is refused and both nodes stay.
+    ckpt = pod_dir(p.sim.engine, nodes[0]["id"]) / "volume" / "ckpt"  # rank 0's /workspace/ckpt
+    ckpt.mkdir(parents=True)
+    (ckpt / "step_5.json").write_text("garbage")
+    term = ["--auto-approve", "--approve", "mn.cluster.terminate"]
+    refused = p.gj("destroy", *term, check=False)
+    assert refused.returncode == 1 and "failed verification: step_5.json" in refused.stdout + refused.stderr
+    assert len(p.live("pods")) == 2
+    assert "on every one of its 2 nodes" in refused.stdout  # what the terminate does to every node's data
+
+    # A good checkpoint: pulled and verified first, then the cluster goes, every node with it.
+    (ckpt / "step_5.json").write_text(json.dumps({"format": "toy-v1", "step": 5}))
+    done = p.gj("destroy", *term)
+    assert "Destroy finished: 2 done, 0 failed" in done.stdout + done.stderr
+    assert (p.dir / "checkpoints" / "step_5.json").exists()
+    assert p.live("pods") == [] and p.sim.bill()["items"]
+    assert all(item["rate_per_hour"] == 0 for item in p.sim.bill()["items"])
