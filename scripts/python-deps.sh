@@ -32,14 +32,20 @@ if [ "${GPUJOB_PINNED:-}" = 1 ]; then
 else
   "$py" -m pip install -q --upgrade --upgrade-strategy eager -e '.[test]'
 fi
-# torch, for the multi-node tests only (tests/multinode: a real torchrun, gloo on CPU, across simulated
-# nodes; gpujob never imports it): the CPU build, not the CUDA one (~200 MB instead of several GB). On CI's
-# machines pip's configuration finds torch-2.13.0+cpu on local disk; elsewhere set GPUJOB_TORCH_INDEX to a
-# CPU index (e.g. https://download.pytorch.org/whl/cpu) or PyPI's default build is taken.
-torch_from=()
-if [ -n "${GPUJOB_TORCH_INDEX:-}" ]; then torch_from=(--extra-index-url "$GPUJOB_TORCH_INDEX"); fi
-"$py" -m pip install -q "${torch_from[@]}" 'torch==2.13.0'
-"$py" -c 'import torch.distributed as d; assert d.is_gloo_available(), "torch without gloo"'
+# torch, for the multi-node e2e test only (a real torchrun, gloo on CPU, across simulated nodes; gpujob
+# never imports it): the CPU build, not the CUDA one (~200 MB instead of several GB). On CI's machines
+# pip's configuration finds torch-2.13.0+cpu on local disk; elsewhere set GPUJOB_TORCH_INDEX to a CPU
+# index (e.g. https://download.pytorch.org/whl/cpu) or PyPI's default build is taken.
+# Kept off the Python's path, in <prefix>/lib/gpujob-test-torch (tests/torchenv.py: the test that needs
+# it puts it on its run's PYTHONPATH): installed beside gpujob it would change what every other test
+# runs (the starter trains with torch when it can import it, and each simulated pod would import it).
+torch_dir="$("$py" -c 'import sys; from pathlib import Path; print(Path(sys.prefix).resolve() / "lib" / "gpujob-test-torch")')"
+if ! PYTHONPATH="$torch_dir" "$py" -c 'import torch; assert torch.__version__.startswith("2.13.0")' 2>/dev/null; then
+  torch_from=()
+  if [ -n "${GPUJOB_TORCH_INDEX:-}" ]; then torch_from=(--extra-index-url "$GPUJOB_TORCH_INDEX"); fi
+  "$py" -m pip install -q --upgrade --target "$torch_dir" "${torch_from[@]}" 'torch==2.13.0'
+fi
+PYTHONPATH="$torch_dir" "$py" -c 'import torch.distributed as d; assert d.is_gloo_available(), "torch without gloo"'
 # RunPod's own Python SDK, for one test only (tests/sim/test_runpod_graphql.py drives the simulator with
 # it): in a virtualenv of its own, because it pulls ~70 packages (fastapi, boto3, ...) and newer pins
 # of some gpujob uses; gpujob never imports it.

@@ -99,10 +99,13 @@ def node_launch(
         # c10d: node 0 hosts the rendezvous store (is_host said, not guessed from the address: on a shared
         # loopback every node would take itself for the host); the command runs as it would under bash
         # (--no-python), so `python train.py --lr 3e-4` or `cd x && python y.py` both work.
+        # --local-addr: each node known to the rendezvous by its own private address, not by hostname and
+        # pid, which two nodes may share (containers made alike number their processes alike)
+        local = f"--local-addr={env['NODE_ADDR']} " if env.get("NODE_ADDR") else ""
         command = (
             f"torchrun --nnodes={nodes} --node-rank={rank} --nproc-per-node={gpus} --rdzv-backend=c10d "
             f"--rdzv-endpoint={master_addr}:{port} --rdzv-id={spec.name} "
-            f"--rdzv-conf=is_host={'true' if rank == 0 else 'false'} --no-python bash -c {q(run.command)}"
+            f"--rdzv-conf=is_host={'true' if rank == 0 else 'false'} {local}--no-python bash -c {q(run.command)}"
         )
     else:
         command = run.command

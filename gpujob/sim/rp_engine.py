@@ -117,9 +117,9 @@ def _mounts(sim: Simulator, pod: RpPod) -> dict[str, Path]:
 
 def _image_python(own: dict[str, Path]) -> dict[str, Path]:
     """The simulated image's Python, as RunPod's pytorch images carry PyTorch: the simulator's own
-    installation (torch and torchrun in its bin/, when installed), seen in the pod at its own path when
-    one of the pod's own dirs (/root, for a pyenv) would hide it. Not on the pod's PATH: a command that
-    wants it names it (the multi-node tests' run.env PATH)."""
+    installation (with the test torch in its lib/gpujob-test-torch, tests/torchenv.py), seen in the pod
+    at its own path when one of the pod's own dirs (/root, for a pyenv) would hide it. Neither is on the
+    pod's PATH or PYTHONPATH: a command that wants them names them (the multi-node test's run.env)."""
     import sys
 
     prefix = Path(sys.prefix).resolve()

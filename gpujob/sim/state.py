@@ -276,7 +276,9 @@ class SimState(SimModel):
     endpoints: dict[str, RpEndpoint] = Field(default_factory=dict)
     queued: dict[str, RpQueued] = Field(default_factory=dict)
     ip_counter: int = 0
-    net_counter: int = 0  # private networks and cluster overlays made so far (their address blocks)
+    # private networks and cluster overlays made so far (their address blocks), from a random start per
+    # account, so two simulators on one host (one per test worker) rarely hand out the same addresses
+    net_counter: int = Field(default_factory=lambda: secrets.randbelow(250))
     ip_base: int = Field(default_factory=lambda: secrets.randbelow(200))
     balance_exhausted: bool = False
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,11 @@ from gpujob.live import LiveNode, LiveResource, SSHEndpoint
 from gpujob.sim.testing import Sim
 from gpujob.ssh.keys import ensure_project_key
 from tests.e2e.e2e_support import Project, poll
+from tests.torchenv import require_torch, torch_env
 
 # A 2-node job on the simulator's Instant Clusters; each node writes its own checkpoint step.
+# Each xdist worker its own rendezvous port: two workers' simulators may hand out the same private address.
+PORT = 20000 + os.getpid() % 20000
 JOB = """\
 version: 1
 name: mn
@@ -60,9 +63,9 @@ budget:
 run:
   command: python3 exchange.py
   detach: nohup
-"""
+  rendezvous_port: PORT
+""".replace("PORT", str(PORT))
 CODE = Path(__file__).resolve().parents[1] / "multinode" / "code"
-PYBIN = str(Path(sys.prefix).resolve() / "bin")  # the simulated image's Python, with torch (rp_engine)
 
 
 def _api(sim: Sim) -> httpx.Client:
@@ -127,8 +130,9 @@ def _spec(launcher: str, command: str, **env: str) -> JobSpec:
             "run": {
                 "command": command,
                 "launcher": launcher,
+                "rendezvous_port": PORT,
                 "detach": "nohup",
-                "env": {"PATH": f"{PYBIN}:/usr/local/bin:/usr/bin:/bin", **env},
+                "env": {**torch_env(), **env},
             },
         }
     )
@@ -198,7 +202,7 @@ def test_launcher_none_applied_runs_on_both_nodes_and_they_talk_over_master_addr
 
 @pytest.mark.timeout(300)  # two torch starts per node on a loaded machine
 def test_torchrun_gang_all_reduces_and_a_lost_node_restarts_both_from_the_same_step(sim: Sim, gang) -> None:
-    import torch.distributed  # noqa: F401  (torch missing: this fails, never skips; `make install` installs it)
+    require_torch()  # torch missing: this fails, never skips (`make install` installs it)
 
     from gpujob.sim import rp_engine
 

@@ -40,7 +40,7 @@ def test_torchrun_wraps_the_command_with_node_zero_hosting_the_rendezvous() -> N
     spec = gang_spec(nodes=3, launcher="torchrun", gpus=2, rendezvous_port=29400)
     starts = gang_launches(spec, live_nodes(3))
     argv = shlex.split(starts[2].command)
-    assert argv[:9] == [
+    assert argv[:10] == [
         "torchrun",
         "--nnodes=3",
         "--node-rank=2",
@@ -49,9 +49,10 @@ def test_torchrun_wraps_the_command_with_node_zero_hosting_the_rendezvous() -> N
         "--rdzv-endpoint=127.0.9.1:29400",
         "--rdzv-id=gang",
         "--rdzv-conf=is_host=false",
+        f"--local-addr={dict(starts[2].env)['NODE_ADDR']}",  # known by its address, not hostname and pid
         "--no-python",
     ]
-    assert argv[9:] == ["bash", "-c", "python train.py --lr 3e-4"]
+    assert argv[10:] == ["bash", "-c", "python train.py --lr 3e-4"]
     assert "--rdzv-conf=is_host=true" in shlex.split(starts[0].command)
     assert dict(starts[2].env)["WORLD_SIZE"] == "6"
 
