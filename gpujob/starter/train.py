@@ -15,6 +15,7 @@ The recipe:
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
@@ -24,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-torch: Any
+torch: Any  # the module, or None: plain Python below (typed alike whether or not torch is installed)
 try:
-    import torch
+    torch = importlib.import_module("torch")
 except ImportError:
-    torch = None  # type: ignore[assignment]  # plain Python below
+    torch = None
 
 CKPT_DIR = Path(os.environ.get("GPUJOB_CHECKPOINT_DIR", "./ckpt"))
 INTERVAL_S = float(os.environ.get("GPUJOB_CHECKPOINT_INTERVAL", "600"))
