@@ -27,7 +27,7 @@ install-pinned:     ## like install, with constraints.txt's last known-good vers
 constraints:        ## record the installed versions as constraints.txt (after a green make test)
 	$(PY) scripts/constraints.py
 
-test:               ## the full suite (~18 min on 2 cores; as root or an ordinary user; see docs/install.md)
+test:               ## the full suite (~21 min on 2 cores; as root or an ordinary user; see docs/install.md)
 	$(PY) -m pytest -n auto --dist worksteal -q --durations=10
 
 deps:               ## only check the system packages; prints what to install

@@ -90,8 +90,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
     "partition": (
         ("pod_id",),
-        "a cluster member (or every one) is cut off its private network: its private address answers "
-        "nothing, its SSH still works (until cleared)",
+        "a cluster member (or all) loses its private network; SSH still works (until cleared)",
     ),
     "migrate": (
         ("pod_id",),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 from typing import Any
 
 import httpx
@@ -153,6 +154,11 @@ def test_audit_fix_plan_applies_through_the_gate_and_leaves_only_foreign_spend(p
 
     # Approved, but the pulled checkpoints fail checkpoint.verify: the pod and its job's volume stay
     # (and the pod, started for the pull, is stopped again); the other job's teardown goes on.
+    # The stop above pulled and verified the newest checkpoint already (#42: no stop strands one): a
+    # checkpoint the run wrote after that pull is what the gate must pull and verify now.
+    disk = p.sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt"
+    newest = sorted(disk.glob("step_*"))[-1]
+    shutil.copy(newest, disk / ("step_99999999" + newest.suffix))
     verifier = p.dir / "verify_ckpt.py"
     good = verifier.read_text()
     verifier.write_text("import sys\nsys.exit(1)\n")
