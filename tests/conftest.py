@@ -14,6 +14,7 @@ from hypothesis import settings as hypothesis_settings
 
 if TYPE_CHECKING:
     from gpujob.state.pgtesting import PgServer
+    from tests.fakeapi.server import RunningFake
 
 _databases = itertools.count(1)
 
@@ -99,3 +100,15 @@ def pg_server() -> Iterator[PgServer]:
 def pg_url(pg_server: PgServer) -> str:
     """A fresh, empty database on the test server."""
     return pg_server.new_database(f"t{os.getpid()}_{next(_databases)}")
+
+
+@pytest.fixture
+def fake() -> Iterator[RunningFake]:
+    """The independent fake of the real APIs (tests/fakeapi), on a loopback port, for one test."""
+    from tests.fakeapi.server import RunningFake
+
+    f = RunningFake()
+    try:
+        yield f
+    finally:
+        f.close()

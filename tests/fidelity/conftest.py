@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gpujob.spec.load import LoadedSpec, load_specs
-from tests.fakeapi.server import RunningFake
 from tests.owners import PROJECT
 from tests.providers.conftest import anyio_backend, clock, router, simb, simg  # noqa: F401  (fixtures)
 
@@ -24,13 +23,3 @@ def write_job(tmp_path: Path) -> Callable[[str], LoadedSpec]:
         return dataclasses.replace(load_specs([path])[0], project=PROJECT)
 
     return write
-
-
-@pytest.fixture
-def fake() -> Iterator[RunningFake]:
-    """The independent fake of the real APIs (tests/fakeapi), on a loopback port, for one test."""
-    f = RunningFake()
-    try:
-        yield f
-    finally:
-        f.close()

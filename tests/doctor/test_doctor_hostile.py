@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.doctor.test_doctor import _doctor
 from tests.fakeapi.server import Reply, RunningFake
-from tests.fidelity.test_doctor import _doctor
 
 HOSTILE = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[Hboom\nOK       query myself  all good\u202e"
 

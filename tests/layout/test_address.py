@@ -162,9 +162,9 @@ def test_state_list_shows_a_shared_sweep_volume_once_and_rm_of_the_sweep_forgets
 ) -> None:
     from gpujob import naming
     from gpujob.cli.cmd_state import command
+    from tests.layout.test_wrapper_shared import SHARED
     from tests.providers.conftest import FAKE_ENV
     from tests.providers.provider_fakes import RunPodFake
-    from tests.sweep.test_sweep_shared import SHARED
 
     job = write(tmp_path, SHARED)
     pin_project(tmp_path / ".gpujob")
