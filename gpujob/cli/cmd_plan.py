@@ -145,9 +145,7 @@ def _plan(
     from gpujob.plan.unnamed import with_unnamed
 
     loaded = with_unnamed(loaded, live)  # what the files no longer name, still running or billing
-    from gpujob.cost.history import job_histories
-    from gpujob.cost.monthly import project_monthly
-    from gpujob.plan.records import job_launch_records, job_pull_records
+    from gpujob.cli.session import recorded
     from gpujob.plan.replace import check_addresses
 
     plan = build_plan(
@@ -155,10 +153,7 @@ def _plan(
         live,
         now=now,
         env=os.environ,
-        pull_records=job_pull_records(loaded),
-        launch_records=job_launch_records(loaded),
-        histories=job_histories(loaded),
-        monthly=project_monthly(loaded, now),
+        **recorded(loaded, now),
         replace=check_addresses(replace, loaded),
         fresh=fresh,
         release_left=release_left,

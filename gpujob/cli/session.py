@@ -50,8 +50,15 @@ def state_dir_of(path: Path) -> Store:
     return open_store(path)
 
 
-def pull_records(loaded: Sequence[Any]) -> dict[str, Any]:
-    return job_pull_records(loaded)
+def recorded(loaded: Sequence[Any], now: datetime) -> dict[str, Any]:
+    """What the planner reads from the jobs' stores, besides live state: pull and launch records, the
+    spend histories and the project's month (keyword arguments of build_plan and rederive)."""
+    return {
+        "pull_records": job_pull_records(loaded),
+        "launch_records": job_launch_records(loaded),
+        "histories": job_histories(loaded),
+        "monthly": project_monthly(loaded, now),
+    }
 
 
 @contextlib.contextmanager
@@ -191,27 +198,14 @@ async def plan_and_apply(
     follow_migrations(loaded, live.resources)
     if saved_plan is not None:
         check_saved_plan(saved_plan, loaded, live, saved_as=opts.targets[0] if opts.targets else "plan.json")
-        plan = rederive(
-            saved_plan,
-            loaded,
-            live,
-            now=now,
-            env=os.environ,
-            pull_records=pull_records(loaded),
-            launch_records=job_launch_records(loaded),
-            histories=job_histories(loaded),
-            monthly=project_monthly(loaded, now),
-        )
+        plan = rederive(saved_plan, loaded, live, now=now, env=os.environ, **recorded(loaded, now))
     else:
         plan = build_plan(
             loaded,
             live,
             now=now,
             env=os.environ,
-            pull_records=pull_records(loaded),
-            launch_records=job_launch_records(loaded),
-            histories=job_histories(loaded),
-            monthly=project_monthly(loaded, now),
+            **recorded(loaded, now),
             fresh=opts.fresh,
             replace=check_addresses(opts.replace, loaded),
             release_left=opts.release_left,

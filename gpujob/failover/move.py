@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpujob.apply.progress import NullHooks
 from gpujob.clock import Clock
 from gpujob.errors import GpujobError
 from gpujob.failover.choice import Choice, Place
@@ -55,7 +56,9 @@ class MoveOutcome:
         return f"{self.from_name} -> {self.to_name} ({self.why}); carried {ck}: {self.detail}"
 
 
-class _Hooks:
+class _Hooks(NullHooks):
+    """The move's apply reports its notes through watch's and keeps the failed steps for its outcome."""
+
     def __init__(self, note: Callable[[str], None]) -> None:
         self._note = note
         self.failed: list[str] = []
@@ -66,15 +69,6 @@ class _Hooks:
 
     def note(self, job: str, message: str) -> None:
         self._note(message)
-
-    def transfer(self, job: str, label: str, done_bytes: int, total_bytes: int) -> None:
-        pass
-
-    def waiting(self, job: str, what: str, elapsed_s: float, deadline_s: float | None) -> None:
-        pass
-
-    def settle(self, job: str, key: str) -> None:
-        pass
 
 
 def carried_file(ls: Any) -> tuple[str | None, int | None, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpujob.images import cuda_from_tag
 from gpujob.plan import action_findings as af
-from gpujob.plan.builder import add
+from gpujob.plan.builder import add, terminate
 from gpujob.plan.checkpoint_actions import launch_run, pull_checkpoints, push_checkpoints
 from gpujob.plan.context import JobContext
 from gpujob.plan.machine_actions import (
@@ -181,19 +181,15 @@ def plan_parked(ctx: JobContext) -> None:
         return
     v = ctx.volume
     where = f"network volume {v.name}" if v else "the network volume"
-    add(
+    terminate(
         ctx,
-        K.TERMINATE,
-        ctx.machine_kind,
-        m.name,
-        resource_id=m.id,
-        reasons=[
+        m,
+        [
             f"state: parked; terminate the {ctx.machine_kind} and keep {where}, which holds checkpoint.dir: "
             "the meter of the pod stops for good, the data stays (the safe park, unlike stop: RP4, RP8)",
             "state: running later creates a fresh pod on the same volume, in its data center",
         ],
-        after=ctx.fp.with_(machine=None, gpu=None, container_disk_gb=None, volume_gb=None),
-        findings=lambda aid: af.teardown_findings(ctx, aid),
+        count_ips=False,
     )
 
 
@@ -208,21 +204,14 @@ def plan_absent(ctx: JobContext) -> None:
     if m is not None:
         # a sweep's shared volume is looked at by its own delete, once every queue pod is gone
         volume_goes = ctx.volume is not None and m.network_volume_id == ctx.volume.id and not shared(spec)
-        term_id = add(
+        term_id = terminate(
             ctx,
-            K.TERMINATE,
-            ctx.machine_kind,
-            m.name,
-            resource_id=m.id,
-            reasons=[
+            m,
+            [
                 f"state: absent; {ctx.teardown_verb} stops the {ctx.machine_kind}'s meters for good",
                 af.gate_reason(ctx, m, volume_goes=volume_goes),
             ],
-            after=ctx.fp.with_(
-                machine=None, gpu=None, container_disk_gb=None, volume_gb=None, static_ip=bool(ctx.ips)
-            ),
-            depends_on=[pull_id],
-            findings=lambda aid: af.teardown_findings(ctx, aid),
+            pull_id=pull_id,
         ).id
     for v in [x for x in [ctx.volume, *ctx.stale_volumes] if x is not None]:
         add(

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpujob.cost.rates import Footprint, billing
+from gpujob.live import LiveResource
+from gpujob.plan import action_findings as af
 from gpujob.plan import capability
 from gpujob.plan.context import JobContext, live_ck_tier, path_tier, tier_title, tiers_in_use
 from gpujob.plan.findings import by_severity
@@ -90,6 +92,32 @@ def _outputs_on_volume(ctx: JobContext) -> str:
 def _effect_lines(ctx: JobContext, survives: Callable[[str], bool]) -> str:
     """What the capabilities add to a data effect (e.g. gpujob.outputs: outputs lost unless pulled)."""
     return "".join(cap.data_effect_line(ctx, survives) for cap in capability.of(ctx))
+
+
+def terminate(
+    ctx: JobContext,
+    m: LiveResource,
+    reasons: list[str],
+    *,
+    pull_id: str | None = None,
+    count_ips: bool = True,
+) -> Action:
+    """The job's machine ends for good: its GPU and its disks leave the footprint, and with `count_ips`
+    the footprint's static IP is whether the job still holds one; the gate judges it (teardown findings)."""
+    after = ctx.fp.with_(machine=None, gpu=None, container_disk_gb=None, volume_gb=None)
+    if count_ips:
+        after = after.with_(static_ip=bool(ctx.ips))
+    return add(
+        ctx,
+        K.TERMINATE,
+        ctx.machine_kind,
+        m.name,
+        resource_id=m.id,
+        reasons=reasons,
+        after=after,
+        depends_on=[pull_id],
+        findings=lambda aid: af.teardown_findings(ctx, aid),
+    )
 
 
 def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEffect:

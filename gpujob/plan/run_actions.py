@@ -8,7 +8,7 @@ from __future__ import annotations
 from gpujob.invariant import present
 from gpujob.live import RunFact
 from gpujob.plan import action_findings as af
-from gpujob.plan.builder import add
+from gpujob.plan.builder import add, terminate
 from gpujob.plan.checkpoint_actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
@@ -170,22 +170,15 @@ def _on_finish(ctx: JobContext, reason: str) -> None:
         if ctx.spec.checkpoint is not None
         else None
     )
-    add(
+    terminate(
         ctx,
-        K.TERMINATE,
-        ctx.machine_kind,
-        m.name,
-        resource_id=m.id,
-        reasons=[
+        m,
+        [
             reason,
             f"{ctx.teardown_verb} stops the {ctx.machine_kind}'s meters for good",
             af.gate_reason(ctx, m, volume_goes=False),
         ],
-        after=ctx.fp.with_(
-            machine=None, gpu=None, container_disk_gb=None, volume_gb=None, static_ip=bool(ctx.ips)
-        ),
-        depends_on=[pull_id],
-        findings=lambda aid: af.teardown_findings(ctx, aid),
+        pull_id=pull_id,
     )
 
 
