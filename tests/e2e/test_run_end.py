@@ -96,3 +96,36 @@ def test_a_second_oom_under_watch_stops_the_pod_with_its_checkpoint_home(project
     newest = max(f["name"] for f in pulled["files"])
     assert all(f["verified"] for f in pulled["files"] if f["name"] == newest), pulled
     assert (p.dir / "checkpoints" / newest).exists(), sorted(os.listdir(p.dir / "checkpoints"))
+
+
+def test_a_run_that_ends_far_sooner_than_expected_is_questioned_by_plan_and_watch(project: Project) -> None:
+    """LC4.3 beyond `status`: a run done in seconds against run.max_runtime 10h is a warning on the next
+    plan (its results not trusted unread) and a watch event."""
+    import json
+
+    from tests.e2e.watch_support import start_watch
+
+    p = project
+    edit(
+        p,
+        ('TOTAL_STEPS: "3000"', 'TOTAL_STEPS: "20"'),
+        ("  detach: tmux\n", "  detach: tmux\n  max_runtime: 10h\n"),
+    )
+    p.gj("apply", "--auto-approve")
+    poll("the run to exit 0", lambda: (p.status().get("run") or {}).get("exit_code") == 0, deadline_s=60)
+    plan = p.gj("plan", check=False).stdout
+    assert "[fast-finish]" in plan and "under a tenth of run.max_runtime (10 h): did it train?" in plan, plan
+    assert "before trusting the result" in plan, plan
+
+    def events() -> list[dict]:  # type: ignore[type-arg]
+        return [json.loads(line) for line in p.store().lines("events.jsonl")]
+
+    watch = start_watch(p)
+    try:
+        poll("watch to question the fast finish", lambda: any(e["event"] == "fast-finish" for e in events()),
+             deadline_s=60)  # fmt: skip
+    finally:
+        watch.terminate()
+        watch.communicate(timeout=30)
+    (e,) = [e for e in events() if e["event"] == "fast-finish"]
+    assert "did it train?" in json.dumps(e), e
