@@ -240,6 +240,11 @@ class RunFact(Model):
     earlier_ooms: int = Field(
         0, exclude_if=lambda v: not v, description="Consecutive runs before this one the cgroup OOM-killed."
     )
+    finished_at: str | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="When the run exited (its launcher's record), for a run that ends far sooner than expected (LC4.3).",
+    )
 
 
 class LiveState(Model):

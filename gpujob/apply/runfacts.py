@@ -168,6 +168,7 @@ async def _read_one(ls: Any, machine: LiveResource, provider: Any, ssh: Any, tim
         checkpoint_dir=status.checkpoint_dir,
         ended=getattr(status, "ended", None),
         earlier_ooms=getattr(status, "earlier_ooms", 0),
+        finished_at=getattr(status, "finished_at", None),
         **run_evidence.progress_facts(status),
     )
 

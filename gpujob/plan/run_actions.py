@@ -5,6 +5,8 @@ finished for this job file. Pure: the facts were read during refresh (gpujob.app
 
 from __future__ import annotations
 
+import re
+
 from gpujob.invariant import present
 from gpujob.live import RunFact
 from gpujob.plan import action_findings as af
@@ -130,6 +132,27 @@ def _after_oom(ctx: JobContext, fact: RunFact) -> None:
             key="run.command",
         )
     )
+    m = ctx.machine
+    if m is not None and m.status == "running":  # nothing runs on it now: it would only bill
+        add(
+            ctx,
+            K.STOP,
+            ctx.machine_kind,
+            m.name,
+            resource_id=m.id,
+            reasons=[oom_twice(fact.ended or ""), *af.stop_reason(ctx)],
+            after=ctx.fp.with_(machine="stopped"),
+            findings=lambda aid: af.stop_findings(ctx, aid),
+        )
+
+
+OOM_TWICE = "out of memory twice"
+
+
+def oom_twice(ended: str) -> str:
+    """The stop's reason after a second OOM kill in a row, with the cgroup's limit from how it ended."""
+    limit = re.search(r"\(limit ([^;)]+)", ended)
+    return f"{OOM_TWICE} (limit {limit.group(1) if limit else 'unknown'}): the run is not relaunched, so the machine is stopped"
 
 
 def _resume_from(fact: RunFact) -> str | None:

@@ -84,17 +84,39 @@ def _strands(ctx: JobContext, creates: bool) -> list[Finding]:
         ctx.finding(
             stop_law.CODE,
             "error",
-            f"teardown.{keys[0]}: stop is done on the pod itself, which cannot pull first: the newest "
+            f"{_what(keys[0])} is done on the pod itself, which cannot pull first: the newest "
             f"checkpoint in {ck.dir} would stay only on the stopped pod, where {risk}",
             detail="gpujob's own stops (state: stopped, gpujob watch) pull and verify the checkpoints "
-            "first; the pod's stop at the end of the run has no way to (the Iron Law: no stop before a "
-            "verified pull).",
-            fix="put checkpoint.dir on a storage.network_volume (a stop keeps it as it is); or set "
-            f"teardown.{keys[0]}: keep and stop with state: stopped (gpujob apply pulls and verifies "
-            f"first); or accept the risk: --approve {aid}",
-            key=f"teardown.{keys[0]}",
+            f"first; the pod's stop {_when(keys)} has no way to (the Iron Law: no stop before a verified "
+            "pull).",
+            fix="put checkpoint.dir on a storage.network_volume (a stop keeps it as it is); or "
+            f"{_instead(keys[0])}; or accept the risk: --approve {aid}",
+            key=keys[0] if keys[0] not in _TEARDOWN else f"teardown.{keys[0]}",
         )
     ]
+
+
+_TEARDOWN = ("on_finish", "on_failure")
+
+
+def _when(keys: list[str]) -> str:
+    said = ["at the end of the run"] if any(k in _TEARDOWN for k in keys) else []
+    said += [f"when {k} trips" for k in keys if k not in _TEARDOWN]
+    return " or ".join(said)
+
+
+def _what(key: str) -> str:
+    if key in _TEARDOWN:
+        return f"teardown.{key}: stop"
+    return f"the stop when {key} trips (the launcher's on-box agent, with nobody watching)"
+
+
+def _instead(key: str) -> str:
+    if key in _TEARDOWN:
+        return (
+            f"set teardown.{key}: keep and stop with state: stopped (gpujob apply pulls and verifies first)"
+        )
+    return f"unset {key} and keep gpujob watch running (its stops pull and verify first)"
 
 
 def _paperspace(ctx: JobContext, running_usd_per_hour: float) -> list[Finding]:

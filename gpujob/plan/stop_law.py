@@ -7,7 +7,8 @@ A stop strands checkpoint.dir when its tier is one a stop wipes, bills at more t
 and at once when the balance runs low, RP8). A network volume is none of these, nor is a Paperspace
 machine's disk (kept and billed alike while off). gpujob's own stops (gpujob.apply.quiesce.stop) pull and
 verify first; the pod's on-box stop at the end of the run (teardown.on_finish / on_failure: stop, done by
-the launcher with runpodctl) cannot pull, so the plan refuses it with an error unless the job's exact
+the launcher with runpodctl), and the on-box agent's stop when budget.max_total_usd or run.stall_after
+trips (gpujob.ssh.guard), cannot pull, so the plan refuses it with an error unless the job's exact
 `<job>.pod.self-stop` is approved (--approve, as every gated action is: `accept_risks`)."""
 
 from __future__ import annotations
@@ -70,6 +71,21 @@ def self_stops(spec: JobSpec) -> list[str]:
         out.append("on_finish")
     if spec.teardown.on_failure == "stop":
         out.append("on_failure")
+    return out + guard_stops(spec)
+
+
+def guard_stops(spec: JobSpec) -> list[str]:
+    """The limits whose stop the launcher's on-box agent does with nobody watching (gpujob.ssh.guard:
+    `launcher.sh guard`, RunPod only, never a sweep's queue): the same stop that cannot pull first."""
+    from gpujob.naming import SEP
+
+    if spec.platform != "runpod" or spec.run is None or SEP in spec.name:
+        return []
+    out = []
+    if spec.budget.max_total_usd is not None:
+        out.append("budget.max_total_usd")
+    if spec.run.stall_after is not None:
+        out.append("run.stall_after")
     return out
 
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from gpujob.cost.rates import Footprint, meters, monthly_total, tier_line, usd
-from gpujob.live import LiveResource
+from gpujob.live import LiveResource, RunFact
 from gpujob.plan import run_evidence
 from gpujob.plan.context import JobContext, live_ck_tier, path_tier, run_record, tier_title
 from gpujob.plan.model import Finding
@@ -298,9 +298,27 @@ def _community_network_volume(ctx: JobContext) -> list[Finding]:
 
 def _run_evidence(ctx: JobContext) -> list[Finding]:
     fact = ctx.live.runs.get(ctx.job)
-    if fact is None or fact.state is None or ctx.spec.checkpoint is None:
+    if fact is None or fact.state is None:
         return []
-    warnings = [
+    # LC4.3: what a run that ended far sooner than expected left is not trusted without saying so
+    fast = run_evidence.fast_finish(
+        ctx.spec,
+        exit_code=fact.exit_code if fact.state == "exited" else None,
+        started_at=fact.started_at,
+        finished_at=fact.finished_at,
+    )
+    warnings = [fast]
+    if ctx.spec.checkpoint is not None:
+        warnings += _checkpoint_evidence(ctx, fact)
+    return [
+        ctx.finding(w.code, "warning", w.summary, detail=w.detail, fix=w.fix, key=w.key)
+        for w in warnings
+        if w is not None
+    ]
+
+
+def _checkpoint_evidence(ctx: JobContext, fact: RunFact) -> list[run_evidence.RunWarning | None]:
+    return [
         run_evidence.stale_checkpoint(
             ctx.spec,
             alive=fact.state == "running",
@@ -319,9 +337,4 @@ def _run_evidence(ctx: JobContext) -> list[Finding]:
                 ctx.pull_record, fact.resource_id, fact.started_at
             ),
         ),
-    ]
-    return [
-        ctx.finding(w.code, "warning", w.summary, detail=w.detail, fix=w.fix, key=w.key)
-        for w in warnings
-        if w is not None
     ]

@@ -77,6 +77,7 @@ class Acting(WatcherBase):
             j.ledger.warned.append("projection")
             self.say(j, "budget", warning, level="warning")
         self._deadline(j, jp, machine)
+        self._fast_finish(j, jp)
         if decision.human:
             j.blocked_ticks += 0 if decision.actions else 1
             held = ", ".join(a.id for a in decision.held)
@@ -100,6 +101,16 @@ class Acting(WatcherBase):
             if f.code == "deadline" and f.severity != "info" and key not in j.ledger.warned:
                 j.ledger.warned.append(key)
                 self.say(j, "deadline", f.summary, f.fix, level="warning")
+
+    def _fast_finish(self, j: JobWatch, jp: JobPlan) -> None:
+        """LC4.3: a run that exited 0 far sooner than expected (gpujob.plan.run_evidence.fast_finish) is
+        questioned once per run, as the plan does: its results are not to be trusted unread."""
+        started = jp.run.started_at if jp.run is not None else None
+        for f in jp.findings:
+            key = f"fast-finish:{started or '-'}"
+            if f.code == "fast-finish" and key not in j.ledger.warned:
+                j.ledger.warned.append(key)
+                self.say(j, "fast-finish", f.summary, f.fix, level="warning")
 
     async def _apply(
         self, todo: list[tuple[JobWatch, JobPlan, Decision]], plan: Plan, live: LiveState

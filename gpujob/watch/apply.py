@@ -15,6 +15,7 @@ from gpujob.errors import GpujobError
 from gpujob.live import LiveResource, LiveState
 from gpujob.naming import machine_kind_of
 from gpujob.plan.model import Action, ActionKind, JobPlan, Plan
+from gpujob.plan.run_actions import OOM_TWICE
 from gpujob.watch.policy import Decision
 
 K = ActionKind
@@ -101,6 +102,8 @@ def describe(jp: JobPlan, d: Decision, machine: LiveResource | None) -> tuple[st
     why = main.reasons[0] if main.reasons else main.id
     if d.finishing:
         return "run-finished", why
+    if main.kind is K.STOP and why.startswith(OOM_TWICE):  # gpujob.plan.run_actions: not relaunched again
+        return "run-oom", why
     if main.kind is K.CREATE and main.resource_kind in naming.MACHINE_KINDS + naming.GROUP_KINDS:
         return ("gone" if main.drift else "create"), why
     if main.kind is K.START:

@@ -4,6 +4,8 @@ out-of-memory kill the cgroup counts is said so in `gpujob status`, relaunched o
 
 from __future__ import annotations
 
+import os
+
 from tests.e2e.e2e_support import Project, poll
 from tests.e2e.test_traps import edit, last_step
 
@@ -57,3 +59,73 @@ def test_a_busy_gpu_fails_preflight_and_an_oom_is_said_relaunched_once_and_not_t
     assert "quickstart.run.launch" not in plan, plan  # not relaunched a second time
     p.gj("apply", "--auto-approve")
     assert not (p.status().get("run") or {}).get("alive")
+
+
+def test_a_second_oom_under_watch_stops_the_pod_with_its_checkpoint_home(project: Project) -> None:
+    """With nobody but watch there: the first OOM kill is relaunched, the second stops the pod through
+    gpujob's own stop (quiesce, newest checkpoint pulled and verified off the pod's disk, then stop)."""
+    import json
+
+    from tests.e2e.test_traps import ON_VOLUME_DISK
+    from tests.e2e.watch_support import start_watch
+
+    p = project
+    edit(p, ('TOTAL_STEPS: "3000"', 'TOTAL_STEPS: "100000"'), ON_VOLUME_DISK)
+    p.gj("apply", "--auto-approve")
+    poll("the run's first checkpoint", lambda: last_step(p) > 0)
+    pod_id = next(o["id"] for o in p.live("pods") if o["status"] == "RUNNING")
+
+    def events() -> list[dict]:  # type: ignore[type-arg]
+        return [json.loads(line) for line in p.store().lines("events.jsonl")]
+
+    watch = start_watch(p)
+    try:
+        p.sim.inject("oom", pod_id=pod_id)
+        poll("watch to relaunch after the first OOM", lambda: any(e["event"] == "run-lost" for e in events()),
+             deadline_s=90)  # fmt: skip
+        poll("the relaunched run", lambda: (p.status().get("run") or {}).get("alive"), deadline_s=60)
+        p.sim.inject("oom", pod_id=pod_id)
+        poll("the pod to stop billing", lambda: p.live("pods")[0]["status"] == "EXITED", deadline_s=90)
+    finally:
+        watch.terminate()
+        out, _ = watch.communicate(timeout=30)
+    (oom,) = [e for e in events() if e["event"] == "run-oom"]
+    assert "out of memory twice (limit 32 GiB)" in json.dumps(oom), (oom, out)
+    assert "out of memory twice (limit 32 GiB)" in p.gj("status").stdout
+    pulled = p.record("pulls/quickstart.json")
+    newest = max(f["name"] for f in pulled["files"])
+    assert all(f["verified"] for f in pulled["files"] if f["name"] == newest), pulled
+    assert (p.dir / "checkpoints" / newest).exists(), sorted(os.listdir(p.dir / "checkpoints"))
+
+
+def test_a_run_that_ends_far_sooner_than_expected_is_questioned_by_plan_and_watch(project: Project) -> None:
+    """LC4.3 beyond `status`: a run done in seconds against run.max_runtime 10h is a warning on the next
+    plan (its results not trusted unread) and a watch event."""
+    import json
+
+    from tests.e2e.watch_support import start_watch
+
+    p = project
+    edit(
+        p,
+        ('TOTAL_STEPS: "3000"', 'TOTAL_STEPS: "20"'),
+        ("  detach: tmux\n", "  detach: tmux\n  max_runtime: 10h\n"),
+    )
+    p.gj("apply", "--auto-approve")
+    poll("the run to exit 0", lambda: (p.status().get("run") or {}).get("exit_code") == 0, deadline_s=60)
+    plan = p.gj("plan", check=False).stdout
+    assert "[fast-finish]" in plan and "under a tenth of run.max_runtime (10 h): did it train?" in plan, plan
+    assert "before trusting the result" in plan, plan
+
+    def events() -> list[dict]:  # type: ignore[type-arg]
+        return [json.loads(line) for line in p.store().lines("events.jsonl")]
+
+    watch = start_watch(p)
+    try:
+        poll("watch to question the fast finish", lambda: any(e["event"] == "fast-finish" for e in events()),
+             deadline_s=60)  # fmt: skip
+    finally:
+        watch.terminate()
+        watch.communicate(timeout=30)
+    (e,) = [e for e in events() if e["event"] == "fast-finish"]
+    assert "did it train?" in json.dumps(e), e

@@ -65,3 +65,19 @@ def test_the_pod_stops_itself_when_the_run_ends(
     bill = p.sim.bill()
     assert all(i["rate_per_hour"] == 0 for i in bill["items"] if i["item"] == "gpu")
     assert os.path.exists(jobdir / "stopped_itself")
+
+
+def test_the_on_box_budget_stop_on_the_pods_disk_is_refused_unless_approved(project: Project) -> None:
+    """The launcher's agent stops the pod when budget.max_total_usd trips, with nobody watching and no
+    pull: with the checkpoints on the pod's own volume disk apply refuses it (self-stop-unpulled) until
+    its approval is given; then the pod runs with the guard armed."""
+    from tests.e2e.test_traps import ON_VOLUME_DISK, edit
+
+    p = project
+    edit(p, ON_VOLUME_DISK, ("  max_hourly_usd: 1.0\n", "  max_hourly_usd: 1.0\n  max_total_usd: 50\n"))
+    refused = p.gj("apply", "--auto-approve", check=False)
+    text = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "[self-stop-unpulled] the stop when budget.max_total_usd trips" in text
+    assert "--approve quickstart.pod.self-stop" in text and p.live("pods") == [], text
+    p.gj("apply", "--auto-approve", "--approve", "quickstart.pod.self-stop")
+    assert _pod(p)["status"] == "RUNNING"

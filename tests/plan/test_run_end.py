@@ -61,6 +61,19 @@ def test_an_oom_killed_run_is_relaunched_once_and_not_a_second_time(write_job: W
     assert not [a for a in plan.all_actions() if a.kind is ActionKind.LAUNCH]
 
 
+def test_a_second_oom_kill_stops_the_machine_it_would_only_bill(write_job: Write) -> None:
+    twice = run_fact(state="exited", exit_code=137, ended=OOMED, earlier_ooms=1)
+    plan = build_plan([write_job(RUNPOD_JOB)], live(pod(**NV), volume(), runs=twice), now=NOW, env={})
+    (stop,) = [a for a in plan.all_actions() if a.kind is ActionKind.STOP]
+    assert stop.reasons[0] == (
+        "out of memory twice (limit 32 GiB): the run is not relaunched, so the machine is stopped"
+    )
+    assert not plan.blocked
+    once = run_fact(state="exited", exit_code=137, ended=OOMED)
+    plan = build_plan([write_job(RUNPOD_JOB)], live(pod(**NV), volume(), runs=once), now=NOW, env={})
+    assert not [a for a in plan.all_actions() if a.kind is ActionKind.STOP]
+
+
 def test_a_run_fact_says_nothing_new_when_nothing_was_read() -> None:
     """The plan's JSON keeps its shape for a run whose end was not read (the golden plans)."""
     dumped = run_fact(state="running")["job"].model_dump(mode="json")

@@ -5,6 +5,7 @@ bills at 2× or deletes it plans as an error, unless `<job>.pod.self-stop` is ap
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 from gpujob.plan.model import Finding, Plan
 from gpujob.plan.planner import build_plan
@@ -112,3 +113,25 @@ def test_doctor_says_what_it_can_of_auto_pay() -> None:
     assert "HTTP 404" not in bad.detail  # the API's own words are shown once, made safe, with the checks
     assert bad.fix is not None and "Auto-Pay" in bad.fix
     assert autopay_line([]) is None
+
+
+def test_the_on_box_budget_and_stall_stops_are_judged_like_a_teardown_stop(write_job: Write) -> None:
+    text = DISK_JOB + "budget: {max_total_usd: 50}\n"
+    plan = _plan(write_job, text)
+    (f,) = _coded(plan)
+    assert f.severity == "error" and plan.blocked
+    assert f.summary.startswith("the stop when budget.max_total_usd trips (the launcher's on-box agent")
+    assert "bills 2× while stopped (RP4)" in f.summary and "--approve job.pod.self-stop" in f.fix
+    assert f.source is not None and f.source.key == "budget.max_total_usd"
+    accepted = _coded(_plan(write_job, text, {"job.pod.self-stop"}))
+    assert accepted[0].severity == "warning" and "risk accepted" in accepted[0].summary
+    spec = write_job(DISK_JOB).spec  # type: ignore[attr-defined]
+    run = spec.run.model_copy(update={"stall_after": timedelta(minutes=10)})
+    assert self_stops(spec.model_copy(update={"run": run})) == ["run.stall_after"]
+
+
+def test_the_on_box_budget_stop_is_allowed_on_a_network_volume(write_job: Write) -> None:
+    nv = build_plan(
+        [write_job(RUNPOD_JOB + "budget: {max_total_usd: 50}\n")], live(volume()), now=NOW, env={}
+    )
+    assert _coded(nv) == []
