@@ -129,10 +129,15 @@ def _plan(
     from gpujob.spec.load import load_specs, resolve_job_files
 
     loaded = with_projects(load_specs(resolve_job_files(jobfiles, command="plan")), create=False)
+    from gpujob.cli.month import capped, month_of_project, read_billed_aside
+
+    billed = None
     if live_state is not None:
         live = _read_live_file(live_state)
         now = live.read_at
     else:
+        # budget.max_monthly_usd counts what jobs never watched cost too, read while the live state is
+        billed = read_billed_aside(loaded) if capped(loaded) else None
         live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=refresh_runs)
         now = datetime.now(UTC)
         if refresh_runs:
@@ -146,7 +151,6 @@ def _plan(
 
     loaded = with_unnamed(loaded, live)  # what the files no longer name, still running or billing
     from gpujob.cost.history import job_histories
-    from gpujob.cost.monthly import project_monthly
     from gpujob.plan.records import job_launch_records, job_pull_records
     from gpujob.plan.replace import check_addresses
 
@@ -158,7 +162,7 @@ def _plan(
         pull_records=job_pull_records(loaded),
         launch_records=job_launch_records(loaded),
         histories=job_histories(loaded),
-        monthly=project_monthly(loaded, now),
+        monthly=month_of_project(loaded, now, billed),
         replace=check_addresses(replace, loaded),
         fresh=fresh,
         release_left=release_left,
