@@ -91,7 +91,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
     "gpu_util": (
         ("pod_id", "percent"),
-        "running pods' (or one's) nvidia-smi reports --percent GPU utilisation (no --percent: not reported)",
+        "running pods' nvidia-smi reports --percent GPU use (none: not reported)",
     ),
     "partition": (
         ("pod_id",),
