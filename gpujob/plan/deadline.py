@@ -103,8 +103,10 @@ def _finish(f: Forecast | None) -> datetime | None:
 def choose(ctx: JobContext, history: History | None) -> list[Finding]:
     """Set the plan's GPU and spot choice for run.deadline; the findings that say why."""
     run = ctx.spec.run
-    if run is None or run.deadline is None or ctx.spec.state != "running" or ctx.machine is not None:
+    if run is None or run.deadline is None or ctx.spec.state != "running":
         return []
+    if ctx.machine is not None:
+        return _replan(ctx, history, run.deadline) if ctx.machine.status == "stopped" else []
     deadline = run.deadline
     cands = candidates(ctx, history)
     if not any(c.forecast is not None for c in cands):
@@ -149,6 +151,44 @@ def choose(ctx: JobContext, history: History | None) -> list[Finding]:
         "deadline", "info",
         f"run.deadline {deadline:%Y-%m-%d %H:%M} UTC: {pick.name} chosen, the cheapest whose P90 finish "
         f"({pf.p90_finish:%Y-%m-%d %H:%M} UTC) meets it",
+        detail=_others(cands, pick, deadline), key=KEY,
+    )]  # fmt: skip
+
+
+def _replan(ctx: JobContext, history: History | None, deadline: datetime) -> list[Finding]:
+    """A stopped machine (preempted, or stopped by its budget or a person) about to be started again:
+    when resuming it as it was no longer finishes by the deadline at P90, the cheapest candidate of its
+    platform that does replaces it (on the same storage, through the replace's pull and gate); none
+    does: it resumes as it was, with a warning. Said before a cent more is spent (watch: an event)."""
+    m = present(ctx.machine, "the stopped machine")
+    cands = candidates(ctx, history)
+    alias = ctx.live_gpu_alias(m)
+    was = next((c for c in cands if not c.place and c.gpu == alias and c.spot == m.spot), None)
+    if was is None or was.forecast is None or was.forecast.p90_finish <= deadline:
+        return []
+    head = (
+        f"re-planned for run.deadline {deadline:%Y-%m-%d %H:%M} UTC: resumed as it was, {m.name} ({was.name}) "
+        f"finishes at P90 {was.forecast.p90_finish:%Y-%m-%d %H:%M} UTC, past it"
+    )
+    fits = [
+        c
+        for c in cands
+        if not c.place and not c.why_not and c.forecast is not None and c.forecast.p90_finish <= deadline
+    ]
+    if not fits:
+        return [ctx.finding("deadline", "warning", head + f"; nothing on {ctx.spec.platform} meets it: it resumes as it was",
+                            detail=_others(cands, was, deadline), key=KEY,
+                            fix="move the deadline, or allow a faster GPU type or on-demand")]  # fmt: skip
+    pick = min(fits, key=lambda c: present(c.forecast, "f").p50_usd)
+    pf = present(pick.forecast, "a fitting candidate's forecast")
+    ctx.desired_gpu_alias, ctx.desired_gpu, ctx.spot_choice = pick.gpu, pick.rate, pick.spot
+    ctx.deadline_replan = (
+        f"run.deadline: {pick.name} finishes by it at P90 ({pf.p90_finish:%Y-%m-%d %H:%M} UTC), {m.name} resumed "
+        f"as it was ({was.name}) does not: a new {ctx.machine_kind} on the same storage"
+    )
+    return [ctx.finding(
+        "deadline", "warning",
+        head + f"; {pick.name} chosen instead (P90 finish {pf.p90_finish:%Y-%m-%d %H:%M} UTC, P50 {usd(pf.p50_usd)})",
         detail=_others(cands, pick, deadline), key=KEY,
     )]  # fmt: skip
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from gpujob.plan.planner import build_plan
-from tests.plan.plan_helpers import NOW, live
+from tests.plan.plan_helpers import NOW, live, pod, volume
 from tests.plan.test_plan_forecast import JOB
 
 Write = Callable[..., object]
@@ -56,3 +56,32 @@ def test_nothing_in_the_chain_meets_it_names_the_best_p90_of_all(write_job: Writ
     (err,) = [f for f in plan.jobs[0].findings if f.code == "deadline"]
     assert err.severity == "error" and "nothing the job file allows finishes" in err.summary
     assert "on paperspace (fallback[0])" in err.detail
+
+
+def test_a_preempted_spot_pod_that_would_miss_the_deadline_is_re_planned_on_demand(write_job: Write) -> None:
+    # the spot pod was preempted (stopped); resumed as spot it finishes past the deadline at P90
+    preempted = pod(status="stopped", raw_status="EXITED", spot=True, network_volume_id=volume().id)
+    plan = build_plan([write_job(_job(12, "prefer"))], live(preempted, volume()), now=NOW, env={})
+    jp = plan.jobs[0]
+    (said,) = [f for f in jp.findings if f.code == "deadline"]
+    assert said.severity == "warning", said  # watch says it in an event before it acts (gpujob.watch.acting)
+    assert said.summary.startswith("re-planned for run.deadline 2026-11-30 00:00 UTC: resumed as it was"), (
+        said
+    )
+    assert (
+        "(A100-80GB spot) finishes at P90" in said.summary
+        and "A100-80GB on-demand chosen instead" in said.summary
+    )
+    (replace,) = [a for a in jp.actions if a.kind.value == "replace"]
+    assert any("run.deadline: A100-80GB on-demand finishes by it at P90" in r for r in replace.reasons), (
+        replace
+    )
+    assert not [a for a in jp.actions if a.kind.value == "start"]
+
+
+def test_a_stopped_pod_that_still_meets_the_deadline_resumes_as_it_was(write_job: Write) -> None:
+    stopped = pod(status="stopped", raw_status="EXITED", spot=False, network_volume_id=volume().id)
+    plan = build_plan([write_job(_job(12, "prefer"))], live(stopped, volume()), now=NOW, env={})
+    jp = plan.jobs[0]
+    assert not [f for f in jp.findings if f.code == "deadline"]
+    assert [a.kind.value for a in jp.actions if a.resource_kind == "pod"] == ["start"]
