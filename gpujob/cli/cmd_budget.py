@@ -16,7 +16,8 @@ HELP = """Report the month's spend and forecast per job against the project's bu
 \b
 The project file (gpujob.yaml, beside the job files or above them) holds the budget:
   budget: {max_monthly_usd: 500}
-Every job in the project's store counts its spend this month (watch's ledger); a job file given (or
+Every job counts its spend this month: watch's ledger, or the cost engine's figure (the platforms'
+billing, as `gpujob cost` reads it) where that is more, each with its source; a job file given (or
 found) adds its forecast's P50 and P90 still to come. Exit 1 when the P50 total crosses the budget;
 `gpujob plan` and `apply` refuse a start that would cross it.
 
@@ -39,22 +40,24 @@ def _budget(targets: tuple[Path, ...], fmt: str) -> int:
     from datetime import UTC, datetime
 
     from gpujob.cli.cmd_plan import read_live
+    from gpujob.cli.month import month_of_project, read_billed_aside
     from gpujob.cost.history import job_histories
-    from gpujob.cost.monthly import project_monthly
     from gpujob.plan.planner import build_plan
     from gpujob.project import with_projects
     from gpujob.spec.load import load_specs, resolve_job_files
 
     loaded = with_projects(load_specs(resolve_job_files(list(targets), command="budget")), create=False)
     now = datetime.now(UTC)
+    billed = read_billed_aside(loaded)  # the cost engine's figures, read while the live state is
     live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=False)
-    monthly = project_monthly(loaded, now)
+    monthly = month_of_project(loaded, now, billed)
     plan = build_plan(loaded, live, now=now, env={}, histories=job_histories(loaded))
     rows: list[dict[str, Any]] = []
     for job in sorted(set(monthly.spent) | {jp.job for jp in plan.jobs}):
         f = next((jp.forecast for jp in plan.jobs if jp.job == job), None)
         rows.append({
             "job": job, "spent_this_month_usd": monthly.spent.get(job, 0.0),
+            "spent_source": monthly.sources.get(job, ""),
             "p50_to_come_usd": round(f.p50_usd - f.spent_usd, 4) if f else 0.0,
             "p90_to_come_usd": round(f.p90_usd - f.spent_usd, 4) if f else 0.0,
             "estimate": bool(f and f.estimate),
@@ -78,7 +81,8 @@ def _budget(targets: tuple[Path, ...], fmt: str) -> int:
     click.echo(for_terminal(f"budget this month (since {monthly.month_start:%Y-%m-%d}): {cap}"))
     for r in rows:
         tag = " (estimate)" if r["estimate"] else ""
-        click.echo(for_terminal(f"  {r['job']}: spent {usd(r['spent_this_month_usd'])}, to come P50 "
+        how = f" ({r['spent_source']})" if r["spent_source"] else ""
+        click.echo(for_terminal(f"  {r['job']}: spent {usd(r['spent_this_month_usd'])}{how}, to come P50 "
                                 f"{usd(r['p50_to_come_usd'])} / P90 {usd(r['p90_to_come_usd'])}{tag}"))  # fmt: skip
     verdict = (
         "OVER the budget at P50"

@@ -129,10 +129,15 @@ def _plan(
     from gpujob.spec.load import load_specs, resolve_job_files
 
     loaded = with_projects(load_specs(resolve_job_files(jobfiles, command="plan")), create=False)
+    from gpujob.cli.month import capped, month_of_project, read_billed_aside
+
+    billed = None
     if live_state is not None:
         live = _read_live_file(live_state)
         now = live.read_at
     else:
+        # budget.max_monthly_usd counts what jobs never watched cost too, read while the live state is
+        billed = read_billed_aside(loaded) if capped(loaded) else None
         live = read_live([ls.spec for ls in loaded], runs_for=loaded, refresh_runs=refresh_runs)
         now = datetime.now(UTC)
         if refresh_runs:
@@ -153,7 +158,7 @@ def _plan(
         live,
         now=now,
         env=os.environ,
-        **recorded(loaded, now),
+        **recorded(loaded, month_of_project(loaded, now, billed)),
         replace=check_addresses(replace, loaded),
         fresh=fresh,
         release_left=release_left,

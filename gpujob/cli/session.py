@@ -8,6 +8,7 @@ Prompts go through the injected `ask` callable so this module never touches the 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -21,7 +22,6 @@ from gpujob.apply.journal import journal_of
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
 from gpujob.cost.history import job_histories
-from gpujob.cost.monthly import project_monthly
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan, plan_problem
 from gpujob.plan.records import job_launch_records, job_pull_records
@@ -50,14 +50,15 @@ def state_dir_of(path: Path) -> Store:
     return open_store(path)
 
 
-def recorded(loaded: Sequence[Any], now: datetime) -> dict[str, Any]:
-    """What the planner reads from the jobs' stores, besides live state: pull and launch records, the
-    spend histories and the project's month (keyword arguments of build_plan and rederive)."""
+def recorded(loaded: Sequence[Any], monthly: Any) -> dict[str, Any]:
+    """What the planner reads besides live state: the jobs' pull and launch records and spend histories
+    from their stores, with the project's month (`monthly`, gpujob.cli.month): build_plan's and
+    rederive's keyword arguments."""
     return {
         "pull_records": job_pull_records(loaded),
         "launch_records": job_launch_records(loaded),
         "histories": job_histories(loaded),
-        "monthly": project_monthly(loaded, now),
+        "monthly": monthly,
     }
 
 
@@ -179,8 +180,13 @@ async def plan_and_apply(
     from gpujob.failover.entries import strays_read
 
     also = strays_read(loaded) & set(providers)  # what moved jobs left where their files no longer point
-    live = await read_live_state(
-        [ls.spec for ls in loaded], providers, runs_for=None if fix else loaded, also=also
+    from gpujob.cli.month import capped, month_of_project, read_billed
+
+    # budget.max_monthly_usd counts what jobs never watched cost too: read beside the live state
+    billing = read_billed(loaded, providers) if capped(loaded) else _none()
+    live, billed = await asyncio.gather(
+        read_live_state([ls.spec for ls in loaded], providers, runs_for=None if fix else loaded, also=also),
+        billing,
     )
     if not fix:  # a sweep's cells on their way to another queue land once proven (gpujob.sweep.transit)
         from gpujob.sweep.transit import settle
@@ -196,16 +202,17 @@ async def plan_and_apply(
         loaded = with_unnamed(loaded, live)
     record_seen(loaded, providers, live)
     follow_migrations(loaded, live.resources)
+    monthly = month_of_project(loaded, now, billed)
     if saved_plan is not None:
         check_saved_plan(saved_plan, loaded, live, saved_as=opts.targets[0] if opts.targets else "plan.json")
-        plan = rederive(saved_plan, loaded, live, now=now, env=os.environ, **recorded(loaded, now))
+        plan = rederive(saved_plan, loaded, live, now=now, env=os.environ, **recorded(loaded, monthly))
     else:
         plan = build_plan(
             loaded,
             live,
             now=now,
             env=os.environ,
-            **recorded(loaded, now),
+            **recorded(loaded, monthly),
             fresh=opts.fresh,
             replace=check_addresses(opts.replace, loaded),
             release_left=opts.release_left,
@@ -302,6 +309,10 @@ def remember_intent(loaded: Sequence[Any], opts: Options, *, ok: bool) -> None:
 
 
 DELETES = ("terminate", "replace", "delete-volume", "release-ip", "delete-snapshot")
+
+
+async def _none() -> None:
+    return None
 
 
 def record_seen(loaded: Sequence[Any], providers: Mapping[str, Any], live: Any) -> None:

@@ -33,12 +33,15 @@ def elsewhere(loaded: Sequence[Any]) -> list[Any]:
     return out
 
 
-async def read_costs_anywhere(loaded: Sequence[Any], providers: Mapping[str, Any]) -> Any:
+async def read_costs_anywhere(
+    loaded: Sequence[Any], providers: Mapping[str, Any], *, record: bool = True
+) -> Any:
     """read_costs of the jobs where they run, plus what they hold on their other platforms (a job
-    appears once per platform it has anything on); the totals sum both."""
+    appears once per platform it has anything on); the totals sum both. Without `record` nothing is
+    written (a plan's read: gpujob.cost.seen is kept by cost, status, watch and apply)."""
     from gpujob.plan.costs import read_costs
 
-    report = await read_costs(loaded, providers)
+    report = await read_costs(loaded, providers, record=record)
     others = [o for o in elsewhere(loaded) if o.spec.platform in providers]  # (a stray without its key)
     if not others:
         return report

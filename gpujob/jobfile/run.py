@@ -133,14 +133,16 @@ class RunSpec(Model):
         None,
         description="When the run must be done (ISO 8601 with a zone, e.g. 2026-12-09T18:00:00Z): plan picks, "
         "among the GPU types in machine.gpu and, with machine.spot: prefer, spot or on-demand, the cheapest "
-        "whose P90 finish meets it (run.total_steps needed), and says why the others were not chosen.",
+        "whose P90 finish meets it (run.total_steps needed), judges the fallback platforms' machines too, and "
+        "says why the others were not chosen; only a fallback meets it: an error naming it. A stopped "
+        "(preempted) machine whose resume would miss it is replaced by one that meets it.",
         examples=["2026-12-09T18:00:00Z"],
     )
     stall_after: Duration | None = Field(
         None,
         description="Park the job when, while its machine bills, the run writes no new checkpoint step and "
-        "no new log line (and, where nvidia-smi exists, the GPU stays at 0 %) for this long: watch and "
-        "the on-box agent quiesce, pull and stop it.",
+        "no new log line for this long, or (where nvidia-smi exists) its GPU reads 0 % with no new step or "
+        "checkpoint for this long: watch and the on-box agent quiesce, pull and stop it.",
         examples=["30m"],
     )
 

@@ -86,6 +86,8 @@ def plan_running(ctx: JobContext) -> None:
             f"the stopped spot pod cannot resume: RunPod's spot API is gone ({ctx.spot_gone}) and REST v2 "
             "will not start a spot pod as on-demand; spot: prefer makes it an on-demand pod on the same storage"
         )
+    elif forcing and ctx.deadline_replan:
+        reasons.append(ctx.deadline_replan)
     elif forcing:
         culprits = ", ".join(c.path for c in forcing)
         reasons.append(

@@ -62,6 +62,7 @@ class JobContext:
     desired_gpu: GpuRate | None = None
     desired_gpu_alias: str | None = None
     spot_choice: bool | None = None  # run.deadline's pick of spot or on-demand (None: machine.spot decides)
+    deadline_replan: str = ""  # why run.deadline replaces a stopped machine (gpujob.plan.deadline._replan)
     template: Any = None  # machine.template resolved at plan time (gpujob.plan.template_findings)
     capabilities: tuple[Capability, ...] | None = (
         None  # None: the installed ones  # what plugs into this plan (gpujob.plan.capability)

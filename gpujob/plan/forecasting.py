@@ -22,7 +22,9 @@ STARTS = {ActionKind.CREATE, ActionKind.START, ActionKind.REPLACE, ActionKind.LA
 
 def plan_forecast(ctx: JobContext, running_usd_per_hour: float, history: History | None) -> Forecast | None:
     gpu = ctx.desired_gpu_alias or (ctx.spec.machine.gpu[0] if ctx.spec.machine.gpu else None)
-    now = Now(at=ctx.now, usd_per_hour=running_usd_per_hour, gpu=gpu, spot=ctx.spot)
+    m = ctx.machine  # a machine kept keeps its pricing (spot: prefer never re-prices a pod)
+    spot = ctx.spot if m is None or ctx.deadline_replan else m.spot
+    now = Now(at=ctx.now, usd_per_hour=running_usd_per_hour, gpu=gpu, spot=spot)
     return job_forecast(ctx.spec, now, history)
 
 

@@ -23,6 +23,8 @@ def machine_changes(ctx: JobContext, m: LiveResource) -> list[FieldChange]:
     live_alias = ctx.live_gpu_alias(m)
     wanted = [g.lower() for g in mc.gpu]
     gpu = live_alias if live_alias and live_alias.lower() in wanted else ctx.desired_gpu_alias or mc.gpu[0]
+    if ctx.deadline_replan and ctx.desired_gpu_alias:  # run.deadline re-chose for a stopped machine
+        gpu = ctx.desired_gpu_alias
     region = m.region if not mc.regions or m.region in mc.regions else mc.regions[0]
     live: dict[str, object] = {"gpu": live_alias, "gpu_count": m.gpu_count, "region": m.region}
     desired: dict[str, object] = {"gpu": gpu, "gpu_count": mc.gpu_count, "region": region}
@@ -66,6 +68,8 @@ def _desired_spot(ctx: JobContext, m: LiveResource) -> bool:
     spot pod that can no longer resume as spot (RunPod's spot API is gone and v2 will not start it as
     on-demand): that one is replaced by an on-demand pod on the same storage."""
     want = ctx.spec.machine.spot
+    if ctx.deadline_replan and ctx.spot_choice is not None:  # run.deadline re-chose for a stopped pod
+        return ctx.spot_choice
     if want == "prefer":
         return m.spot and (ctx.spot_gone is None or m.status != "stopped")
     return bool(want)

@@ -65,6 +65,8 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
         return {"fault": kind, "killed": rp_engine.oom_kill(sim, fault.pod_id)}
     if kind == "disk_fill":
         return {"fault": kind, "filled": _fill_disks(sim, fault.pod_id, fault.percent)}
+    if kind == "gpu_util":
+        return {"fault": kind, "set": _fill_disks(sim, fault.pod_id, fault.percent, what="gpu_util")}
     if kind == "auto_shutdown":
         off = ps_engine.force_shutdown(sim, params.get("machine_id"))
         return {"fault": kind, "stopped": off}
@@ -94,9 +96,12 @@ def _mark_host(sim: Simulator, rid: str, kind: str | None) -> list[str]:
     return [rid]
 
 
-def _fill_disks(sim: Simulator, pod_id: str | None, percent: float | None) -> list[str]:
-    """Running pods and machines (or one) report their disks `percent` full until told 0."""
-    from gpujob.sim.gpuhost import fill_disks
+def _fill_disks(
+    sim: Simulator, pod_id: str | None, percent: float | None, what: str = "disk_fill"
+) -> list[str]:
+    """Running pods and machines (or one) report their disks `percent` full until told 0; or (gpu_util)
+    their GPUs `percent` utilised until told without a percent."""
+    from gpujob.sim.gpuhost import fill_disks, set_utilisation
 
     with sim.lock:
         ctls = {
@@ -107,7 +112,10 @@ def _fill_disks(sim: Simulator, pod_id: str | None, percent: float | None) -> li
         ctls |= {m.id: ps_engine.machine_dir(sim, m.id) / "ctl" for m in sim.state.machines.values()
                  if m.state == "ready" and pod_id in (None, m.id)}  # fmt: skip
     for ctl in ctls.values():
-        fill_disks(ctl, percent or None)
+        if what == "gpu_util":
+            set_utilisation(ctl, percent)
+        else:
+            fill_disks(ctl, percent or None)
     return sorted(ctls)
 
 

@@ -24,6 +24,7 @@ FAULTS = (
     "gpu_fault",
     "oom",
     "disk_fill",
+    "gpu_util",
     "partition",
     "migrate",
     "clear",
@@ -88,6 +89,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "oom": (("pod_id",), "the pod's cgroup OOM-kills its largest process (memory.events oom_kill + 1)"),
     "disk_fill": (("pod_id", "percent"), "running pods' df reports every disk --percent full (0: real)"),
+    "gpu_util": (
+        ("pod_id", "percent"),
+        "running pods' nvidia-smi reports --percent GPU use (none: not reported)",
+    ),
     "partition": (
         ("pod_id",),
         "a cluster member (or all) loses its private network; SSH still works (until cleared)",

@@ -34,7 +34,12 @@ class Fault(BaseModel):
     grace: float | None = Field(None, description="preempt: seconds between the signal and the kill.")
     machine_id: str | None = Field(None, description="auto_shutdown: only this Paperspace machine.")
     balance: float | None = Field(None, description="clear: the account balance afterwards.")
-    percent: float | None = Field(None, ge=0, le=100, description="disk_fill: how full df says each disk is.")
+    percent: float | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="disk_fill: how full df says each disk is; gpu_util: the GPU utilisation nvidia-smi reports.",
+    )
     kind: Literal["xid", "throttle", "busy"] | None = Field(
         None,
         description="gpu_fault: an Xid error in the kernel log, a hardware/thermal slowdown, or GPU memory "

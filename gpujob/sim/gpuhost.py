@@ -89,8 +89,10 @@ if [ -n "$list" ]; then
   exit 0
 fi
 if [ -n "$q" ]; then
+  # the utilisation `gpujob sim inject gpu_util` set, with its unit unless --format says nounits
+  u=$(cat "$d/util" 2>/dev/null); case "$*" in *nounits*) ;; *) [ -n "$u" ] && u="$u %";; esac
   for f in "$d"/gpu.*; do
-    awk -F'\t' -v q="$q" '{v[$1]=$2} END{n=split(q,k,","); s=""; for(i=1;i<=n;i++){x=(k[i] in v)?v[k[i]]:"[N/A]"; s=s (i>1?", ":"") x}; print s}' "$f"
+    awk -F'\t' -v q="$q" -v u="$u" '{v[$1]=$2} END{if(u!="")v["utilization.gpu"]=u; n=split(q,k,","); s=""; for(i=1;i<=n;i++){x=(k[i] in v)?v[k[i]]:"[N/A]"; s=s (i>1?", ":"") x}; print s}' "$f"
   done
   exit 0
 fi
@@ -114,6 +116,15 @@ def fill_disks(ctl_dir: Path, percent: float | None) -> None:
         marker.unlink(missing_ok=True)
     elif marker.parent.is_dir():
         marker.write_text(f"{percent:g}")
+
+
+def set_utilisation(ctl_dir: Path, percent: float | None) -> None:
+    """Make the pod's nvidia-smi report its GPUs `percent` utilised (None: not reported, [N/A])."""
+    marker = ctl_dir / "gpu" / "util"
+    if percent is None:
+        marker.unlink(missing_ok=True)
+    elif marker.parent.is_dir():
+        marker.write_text(f"{int(percent)}")
 
 
 def oom_kill(ctl_dir: Path) -> int:

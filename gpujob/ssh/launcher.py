@@ -74,6 +74,7 @@ class RunStatus(Model):
     oom_kills: int | None = None  # how far the cgroup's oom_kill counter rose since this run started
     earlier_ooms: int = 0  # consecutive OOM-killed runs before this one
     rebooted: bool = False  # the boot id changed since this run started
+    gpu_util: int | None = None  # the busiest GPU's utilisation, %, where nvidia-smi answers one
 
     @property
     def ended(self) -> str | None:
@@ -228,6 +229,13 @@ def newest_checkpoint(spec: JobSpec) -> str:
     )
 
 
+# The busiest GPU's utilisation (digits only: "[N/A]" reads as nothing); the on-box guard reads the same.
+GPU_UTIL = (
+    "nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits 2>/dev/null"
+    " | tr -cd '0-9\\n' | sort -n | tail -n 1"
+)
+
+
 def _status_command(spec: JobSpec) -> str:
     jobdir = q(job_dir(spec))
     ck = q(remote_path(spec.checkpoint.dir)) if spec.checkpoint else "''"
@@ -249,6 +257,7 @@ for f in progress progress.first; do
   [ -s "$J/$f" ] && echo "$f=$(head -c 64 "$J/$f" | head -n 1 | cut -d ' ' -f 1) $(date -r "$J/$f" +%s.%N)"
 done
 tail -n 50 "$J/runs" 2>/dev/null | sed 's/^/run=/'
+command -v nvidia-smi >/dev/null 2>&1 && echo "gpu_util=$({GPU_UTIL})"
 {cgroup.status_lines()}echo "now=$(date +%s.%N)"
 echo "--log--"
 {tail_command(job_dir(spec) + "/run.log", LOG_TAIL_LINES, call_cap=STATUS_CAP)}
@@ -366,6 +375,7 @@ async def run_status(remote: Remote, spec: JobSpec) -> RunStatus:
         detach=kv.get("detach") or None,
         checkpoint_dir=_clean_dir(kv.get("checkpoint_dir") or ""),
         stopped_itself=kv.get("stopped_itself") or None,
+        gpu_util=int(kv["gpu_util"]) if kv.get("gpu_util", "").isdigit() else None,
         **cgroup.readings(kv),  # type: ignore[arg-type]
     )
 

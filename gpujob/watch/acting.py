@@ -94,10 +94,12 @@ class Acting(WatcherBase):
         return HUMAN if decision.human else HEALTHY
 
     def _deadline(self, j: JobWatch, jp: JobPlan, machine: LiveResource | None) -> None:
-        """run.deadline: the forecast slipped past it (after preemptions): said once per machine, before
-        watch spends more; the next start is chosen for the deadline again (gpujob.plan.deadline)."""
+        """run.deadline: the forecast slipped past it (after preemptions), or the start after one was
+        re-planned for it (gpujob.plan.deadline): each said once per machine and kind, in this tick,
+        before the tick applies anything (spends more)."""
         for f in jp.findings:
-            key = f"deadline:{machine.id if machine is not None else '-'}"
+            kind = f.summary.split(" ", 1)[0]  # "the" (slipped), "re-planned", "nothing", "run.deadline"
+            key = f"deadline:{machine.id if machine is not None else '-'}:{kind}"
             if f.code == "deadline" and f.severity != "info" and key not in j.ledger.warned:
                 j.ledger.warned.append(key)
                 self.say(j, "deadline", f.summary, f.fix, level="warning")

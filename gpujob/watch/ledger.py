@@ -150,6 +150,12 @@ class Ledger(_Mutable):
         None, description="When watch first saw that sign (run.stall_after)."
     )
     activity_usd: float = Field(0.0, description="Money spent so far at activity_at.")
+    progress_sign: str | None = Field(None, description="The run's last step and checkpoint (no log).")
+    progress_at: datetime | None = Field(None, description="When watch first saw that sign.")
+    progress_usd: float = Field(0.0, description="Money spent so far at progress_at.")
+    gpu_idle_since: datetime | None = Field(
+        None, description="The first of the ticks since which nvidia-smi read 0 % on the machine."
+    )
 
     # --- observing
     def observe_money(self, now: datetime, machine: LiveResource | None, usd_per_hour: float) -> None:
@@ -240,10 +246,25 @@ class Ledger(_Mutable):
         ])  # fmt: skip
         if sign != self.activity:
             self.activity, self.activity_at, self.activity_usd = sign, now, self.money(now)
+        stepped = sign.rsplit("|", 1)[0]  # a run that only logs is not progressing (GPU 0 %)
+        if stepped != self.progress_sign:
+            self.progress_sign, self.progress_at, self.progress_usd = stepped, now, self.money(now)
+        util = getattr(status, "gpu_util", None)
+        if util != 0 or not getattr(status, "alive", False):
+            self.gpu_idle_since = None  # busy, not reported (no nvidia-smi), or no run to judge
+        elif self.gpu_idle_since is None:
+            self.gpu_idle_since = now
 
     def stalled_for(self, now: datetime) -> float | None:
         """Seconds since the run's last sign of life, or None before the first."""
         return None if self.activity_at is None else max(0.0, (now - self.activity_at).total_seconds())
+
+    def idle_for(self, now: datetime) -> tuple[float, float] | None:
+        """(seconds the GPU has read 0 %, seconds since the last new step or checkpoint), or None
+        while the GPU is not read at 0 %."""
+        if self.gpu_idle_since is None or self.progress_at is None:
+            return None
+        return (now - self.gpu_idle_since).total_seconds(), max(0.0, (now - self.progress_at).total_seconds())
 
     def _segment(self, started_at: str) -> RunSegment:
         found = next((s for s in self.segments if s.started_at == started_at), None)

@@ -65,11 +65,21 @@ def stall_reason(spec: JobSpec, ledger: Ledger, now: datetime, *, alive: bool, b
     run = spec.run
     if run is None or run.stall_after is None or not (alive and billing):
         return None
-    quiet = ledger.stalled_for(now)
-    if quiet is None or quiet < run.stall_after.total_seconds():
-        return None
+    span = run.stall_after.total_seconds()
     steps = [s.last_step for s in ledger.segments if s.last_step is not None]
     last = f"last step {steps[-1]}" if steps else "no step reported"
+    quiet = ledger.stalled_for(now)
+    if quiet is None or quiet < span:
+        idle = ledger.idle_for(now)
+        if idle is None or min(idle) < span:
+            return None
+        # where nvidia-smi answers: a GPU at 0 % with no new step or checkpoint is a stall, logging or not
+        cost = max(0.0, ledger.money(now) - ledger.progress_usd)
+        return (
+            f"run.stall_after {format_duration(run.stall_after)}: GPU 0 % for "
+            f"{format_duration(timedelta(seconds=int(idle[0])))} and no new step or checkpoint for "
+            f"{format_duration(timedelta(seconds=int(idle[1])))} ({last}); ${cost:,.2f} billed while it stalled"
+        )
     cost = max(0.0, ledger.money(now) - ledger.activity_usd)
     return (
         f"run.stall_after {format_duration(run.stall_after)}: the run is alive but wrote no new step, "

@@ -29,6 +29,20 @@ class GuardedBox(Box):
             time.sleep(0.05)  # polling interval, bounded by the deadline
         return (self.jobdir / "stopped_itself").read_text()
 
+    def wait_step(self, step: int, deadline: float = 30) -> None:
+        end = time.monotonic() + deadline
+        while _step(self) < step:
+            assert time.monotonic() < end, (self.jobdir / "run.log").read_text()
+            assert not self.calls.exists(), (self.jobdir / "stopped_itself").read_text()
+            time.sleep(0.05)  # polling interval, bounded by the deadline
+
+
+def _step(box: Box) -> int:
+    try:
+        return int((box.jobdir / "progress").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
 
 def _alive(box: Box) -> bool:
     """The run's process is there and no zombie (a reparented one may wait unreaped)."""
@@ -68,7 +82,9 @@ def test_a_run_that_keeps_writing_is_not_a_stall(tmp_path: Path) -> None:
     spec = spec.model_copy(update={"run": spec.run.model_copy(update={"stall_after": _s(2)})})  # type: ignore[union-attr]
     box = GuardedBox(tmp_path, spec, Guard(every_s=0.2))
     box.start()
-    time.sleep(3)  # three stall spans of a run that keeps stepping: nothing may stop it
+    # Step 10 is 2.7 s of 0.3 s steps in the run's own time: past the 2.4 s a stall would need
+    # (stall_after plus two checks); a loaded machine only makes it later. Nothing may have stopped it.
+    box.wait_step(10)
     assert not box.calls.exists()
     assert _alive(box)
     subprocess.run(["bash", "-c", _quiesce_command(spec, 2)], env=box.env, capture_output=True)

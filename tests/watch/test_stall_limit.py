@@ -43,3 +43,29 @@ def test_a_new_step_a_new_log_line_or_no_billing_is_no_stall() -> None:
     assert stall_reason(spec(), led, at(9000), alive=True, billing=False) is None  # stopped: not billing
     assert stall_reason(spec(), led, at(9000), alive=False, billing=True) is None  # ended: not a stall
     assert stall_reason(spec(None), led, at(9000), alive=True, billing=True) is None
+
+
+def _gpu(st: object, util: int | None) -> object:
+    return st.model_copy(update={"gpu_util": util})  # type: ignore[attr-defined]
+
+
+def test_a_gpu_at_zero_with_no_new_step_for_stall_after_parks_though_the_run_logs() -> None:
+    led = Ledger(job="job", first_seen=T0)
+    led.observe_money(at(0), pod(), 2.0)
+    led.observe_run(at(0), _gpu(status("s1", 100), 0))
+    for t in (600, 1200, 1799):  # a new log line every tick, the step stays, the GPU reads 0 %
+        noisy = _gpu(status("s1", 100).model_copy(update={"log_tail": f"waiting {t}"}), 0)
+        led.observe_money(at(t), pod(), 2.0)
+        led.observe_run(at(t), noisy)
+    assert stall_reason(spec(), led, at(1799), alive=True, billing=True) is None
+    led.observe_money(at(1800), pod(), 2.0)
+    why = stall_reason(spec(), led, at(1800), alive=True, billing=True)
+    assert why is not None and why.startswith(
+        "run.stall_after 30m: GPU 0 % for 30m and no new step or checkpoint"
+    )
+    assert "(last step 100)" in why and "$1.00 billed while it stalled" in why
+    for util in (37, None):  # busy, or no nvidia-smi on the machine: a run that logs is no stall
+        busy = Ledger(job="job", first_seen=T0)
+        for t in (0, 600, 1200, 1800, 2400):
+            busy.observe_run(at(t), _gpu(status("s1", 100).model_copy(update={"log_tail": f"w {t}"}), util))
+        assert stall_reason(spec(), busy, at(2400), alive=True, billing=True) is None, util

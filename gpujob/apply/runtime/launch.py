@@ -182,24 +182,31 @@ async def _carry_to_new_dir(remote: Any, spec: JobSpec, ssh: SSHApi, note: Calla
 
 def onbox_guard(target: Target) -> Any:
     """What the pod holds itself (gpujob.ssh.guard): budget.max_total_usd as seconds of running left
-    at its own rate, from the spend so far (watch's ledger), less a check, the quiesce grace and a
+    at its whole running rate (its GPU at the pod's own rate, its disks, the job's network volume:
+    gpujob.cost.onbox), from the spend so far (watch's ledger), less a check, the quiesce grace and a
     margin; run.stall_after as it is. None when neither is set or the machine cannot stop itself."""
     from gpujob.cost.history import read_history
+    from gpujob.cost.onbox import running_lines, seconds_left
     from gpujob.plan.cadence import quiesce_grace_s
+    from gpujob.profile import load_profile
     from gpujob.ssh.guard import GUARD_EVERY_S, Guard, guard_of
 
     spec = target.spec
     grace = quiesce_grace_s(spec)
     guard = Guard(grace_s=grace)
-    cap, rate = spec.budget.max_total_usd, target.resource.cost_per_hour
-    if cap is not None and rate:
+    cap = spec.budget.max_total_usd
+    if cap is not None and guard_of(spec, guard.model_copy(update={"budget_s": 0})) is not None:
+        nv = spec.storage.network_volume
+        lines = running_lines(
+            load_profile(spec.platform),
+            target.resource,
+            network_volume=(nv.name, nv.size_gb, nv.tier) if nv is not None else None,
+        )
         history = read_history(target.state_dir, spec.name)
         spent = history.spent_usd if history is not None else 0.0
-        left_s = (cap - spent) / rate * 3600 - GUARD_EVERY_S - grace - ONBOX_MARGIN_S
-        guard = guard.model_copy(update={
-            "budget_s": max(0, int(left_s)),
-            "budget_text": f"${cap:,.2f} less ${spent:,.2f} spent, at the pod's ${rate:,.4f}/h",
-        })  # fmt: skip
+        left = seconds_left(cap, spent, lines, reserve_s=GUARD_EVERY_S + grace + ONBOX_MARGIN_S)
+        if left is not None:
+            guard = guard.model_copy(update={"budget_s": left.seconds, "budget_text": left.text})
     return guard_of(spec, guard)
 
 
