@@ -32,7 +32,9 @@ class Fault(BaseModel):
     public_port: bool = True
     factor: float = 1.0
     grace: float | None = Field(None, description="preempt: seconds between the signal and the kill.")
-    machine_id: str | None = Field(None, description="auto_shutdown: only this Paperspace machine.")
+    machine_id: str | None = Field(
+        None, description="auto_shutdown: only this Paperspace machine; preempt: this private-network machine."
+    )
     balance: float | None = Field(None, description="clear: the account balance afterwards.")
     percent: float | None = Field(None, ge=0, le=100, description="disk_fill: how full df says each disk is.")
     kind: Literal["xid", "throttle", "busy"] | None = Field(

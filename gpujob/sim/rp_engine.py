@@ -266,7 +266,12 @@ def terminate(sim: Simulator, pod_id: str) -> None:
 
 
 def preempt(sim: Simulator, pod_id: str | None, grace: float | None) -> list[str]:
-    """Interruptible pods: SIGTERM to the pod's processes, SIGKILL after the grace; volume kept."""
+    """Interruptible pods: SIGTERM to the pod's processes, SIGKILL after the grace; volume kept.
+
+    One member of an Instant Cluster (`pod_id` with a `cluster` block) is lost the same way, though it is
+    on-demand: its host fails or is reclaimed, and RunPod then lists the member EXITED in the cluster,
+    costing nothing, its volume kept, the other members running on. Without `pod_id` no member is hit: a
+    cluster loses one node at a time."""
     with sim.lock:
         ids = [
             p.id
@@ -275,9 +280,9 @@ def preempt(sim: Simulator, pod_id: str | None, grace: float | None) -> list[str
         ]
         if pod_id:
             pod = get_pod(sim, pod_id)
-            if not pod.interruptible:
+            if not pod.interruptible and not pod.cluster:
                 raise SimError(409, f"pod {pod_id} is not interruptible", "conflict")
-            ids = [pod_id] if pod_id in ids else []
+            ids = [pod_id] if pod.ended_at is None and pod.status == "RUNNING" else []
     g = (
         grace
         if grace is not None

@@ -1,0 +1,107 @@
+"""Node loss under a live `gpujob watch` (issue #38, docs/multinode.md "Node loss under gpujob watch"):
+a 2-node RunPod job is applied, `gpujob watch` runs as its own process, and the simulator loses one
+member of the cluster (`gpujob sim inject preempt --pod-id <member>`: RunPod lists it EXITED). Watch
+stops the other node through the quiesce, says which node and which step, and the whole gang restarts
+from the same newest complete step > 0 on both nodes, with nothing left billing half a cluster. A
+cluster that cannot be made whole again (no capacity for the lost member) is parked: nothing bills."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.e2e.e2e_support import Project, poll
+from tests.e2e.multinode_support import billing_rates, job_text, live_members, project_with
+from tests.e2e.watch_support import events, start_watch
+
+
+def _log(p: Project, pod: dict[str, Any]) -> str:
+    log = p.sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / ".gpujob" / "mn" / "run.log"
+    return log.read_text() if log.is_file() else ""
+
+
+def _resumes(p: Project, pod: dict[str, Any]) -> list[int]:
+    return [int(line.rsplit(" ", 1)[1]) for line in _log(p, pod).splitlines() if " resumes at step " in line]
+
+
+def _applied(p: Project, steps: int) -> list[dict[str, Any]]:
+    env = {"STEPS": str(steps), "STEP_SECONDS": "0.3"}
+    project_with(p, job_text(command="python3 gangsteps.py", pull="continuous", env=env))
+    out = p.gj("apply", "--auto-approve")
+    assert "run launched on 2 node(s)" in out.stdout + out.stderr, out.stdout + out.stderr
+    members = live_members(p)
+    assert len(members) == 2
+    return members
+
+
+def _stop(watch: subprocess.Popen[str]) -> str:
+    watch.terminate()
+    try:
+        out, _ = watch.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        watch.kill()
+        out, _ = watch.communicate()
+    return out or ""
+
+
+@pytest.mark.timeout(300)
+def test_a_member_preempted_under_watch_restarts_the_whole_gang_from_the_same_step(project: Project) -> None:
+    p = project
+    n0, n1 = _applied(p, steps=2000)
+    watch = start_watch(p)
+    try:
+        pulled = p.dir / "checkpoints" / "node-1"
+        poll("watch to pull a few steps of both writers", lambda: len(list(pulled.glob("step-*.json"))) >= 3,
+             deadline_s=120)  # fmt: skip
+        lost = p.sim.inject("preempt", pod_id=n1["id"], grace=1)
+        assert lost["preempted"] == [n1["id"]]
+
+        def said() -> dict[str, Any] | None:
+            return next((e for e in events(p) if e.get("kind") == "node-lost"), None)
+
+        event = poll("watch to see node 1 lost", said, deadline_s=90)
+        text = f"{event.get('happened')} {event.get('did')}"
+        assert "node 1 (" in text and "is EXITED" in text, event
+        assert "node 0: run stopped" in text and "restarts whole from step " in text, event
+        step = int(text.split("restarts whole from step ")[1].split()[0])
+        assert step > 0
+
+        def resumed() -> list[int] | None:
+            got = [_resumes(p, n) for n in (n0, n1)]
+            return [g[-1] for g in got] if all(len(g) >= 2 for g in got) else None
+
+        first, second = poll("both nodes to resume", resumed, deadline_s=150)
+        assert first == second > 0 and first >= step, (first, second, step)
+        # Whole again, and nothing of the job billing beside it: the same two members, both running.
+        members = live_members(p)
+        assert [m["id"] for m in members] == [n0["id"], n1["id"]]
+        assert all(m["status"] == "RUNNING" for m in members)
+        pods_billing = {i.get("id") or i.get("pod_id") for i in billing_rates(p) if i["item"] == "pod"}
+        assert pods_billing <= {n0["id"], n1["id"]}, billing_rates(p)
+    finally:
+        out = _stop(watch)
+    assert "node 1 (" in out, out[-3000:]
+
+
+@pytest.mark.timeout(300)
+def test_a_cluster_that_cannot_be_made_whole_is_parked_with_nothing_billing(project: Project) -> None:
+    p = project
+    _n0, n1 = _applied(p, steps=2000)
+    p.sim.inject("capacity", platform="runpod", count=1000)  # the lost member's host is never given back
+    watch = start_watch(p)
+    try:
+        pulled = p.dir / "checkpoints" / "node-1"
+        poll("watch to pull a step of both writers", lambda: len(list(pulled.glob("step-*.json"))) >= 1,
+             deadline_s=120)  # fmt: skip
+        p.sim.inject("preempt", pod_id=n1["id"], grace=1)
+
+        def parked() -> dict[str, Any] | None:
+            return next((e for e in events(p) if "could not be made whole" in str(e)), None)
+
+        poll("watch to park the gang", parked, deadline_s=150)
+        poll("nothing of the job billing", lambda: billing_rates(p) == [] and live_members(p) == [],
+             deadline_s=90)  # fmt: skip
+    finally:
+        _stop(watch)
