@@ -41,6 +41,10 @@ class GangWatch(WatchHooks):
             self.broken.pop(j.name, None)
             return None
         self.broken[j.name] = self.broken.get(j.name, 0) + 1
+        why = await self.park_reason(watcher, j, machine, None)
+        if why is not None:  # parked here: a tick that keeps restarting the nodes never reaches park_reason
+            # Each tick again until the park is done: its gate may wait to read the lost node's disk.
+            return int(await watcher.park_job(j, jp, machine, live, why))
         key = frozenset([n.machine_id for n in down] + [f"rank{r}" for r in missing])
         if self.incident.get(j.name) == key:
             return None  # said and done this tick's worth already; the plan restarts the nodes

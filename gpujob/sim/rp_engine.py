@@ -225,6 +225,10 @@ def start(sim: Simulator, pod_id: str, *, gpu_count: int | None = None, bid: flo
             raise SimError(409, f"cannot start a pod in status {pod.status}", "conflict")
         if sim.state.balance_exhausted:
             raise SimError(402, "insufficient balance: add funds to start this pod", "balance")
+        if pod.cluster and sim.faults.take(
+            "capacity", platform="runpod", gpu=pod.gpu_id, region=pod.data_center, cloud=pod.cloud
+        ):  # a lost member comes back only where its cluster is: no GPU free there, no start
+            raise SimError(400, CAPACITY_DETAIL, "capacity")
         sim.accrue(pod)
         if sim.faults.take("zero_gpu", platform="runpod", pod_id=pod.id, gpu=pod.gpu_id):
             pod.gpu_count = 0  # RP1: the host's GPUs were rented away while the pod was stopped

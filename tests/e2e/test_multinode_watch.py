@@ -26,6 +26,11 @@ def _resumes(p: Project, pod: dict[str, Any]) -> list[int]:
     return [int(line.rsplit(" ", 1)[1]) for line in _log(p, pod).splitlines() if " resumes at step " in line]
 
 
+def _pulled(p: Project) -> int:
+    """How many checkpoints watch's pulls have on record (a pull cut short by the loss records none)."""
+    return sum(int(e["did"].split()[0]) > 0 for e in events(p) if e.get("event") == "pulled")
+
+
 def _applied(p: Project, steps: int) -> list[dict[str, Any]]:
     env = {"STEPS": str(steps), "STEP_SECONDS": "0.3"}
     project_with(p, job_text(command="python3 gangsteps.py", pull="continuous", env=env))
@@ -52,14 +57,12 @@ def test_a_member_preempted_under_watch_restarts_the_whole_gang_from_the_same_st
     n0, n1 = _applied(p, steps=2000)
     watch = start_watch(p)
     try:
-        pulled = p.dir / "checkpoints" / "node-1"
-        poll("watch to pull a few steps of both writers", lambda: len(list(pulled.glob("step-*.json"))) >= 3,
-             deadline_s=120)  # fmt: skip
+        poll("watch to pull both writers' steps", lambda: _pulled(p) >= 3, deadline_s=120)
         lost = p.sim.inject("preempt", pod_id=n1["id"], grace=1)
         assert lost["preempted"] == [n1["id"]]
 
         def said() -> dict[str, Any] | None:
-            return next((e for e in events(p) if e.get("kind") == "node-lost"), None)
+            return next((e for e in events(p) if e.get("event") == "node-lost"), None)
 
         event = poll("watch to see node 1 lost", said, deadline_s=90)
         text = f"{event.get('happened')} {event.get('did')}"
@@ -78,8 +81,9 @@ def test_a_member_preempted_under_watch_restarts_the_whole_gang_from_the_same_st
         members = live_members(p)
         assert [m["id"] for m in members] == [n0["id"], n1["id"]]
         assert all(m["status"] == "RUNNING" for m in members)
-        pods_billing = {i.get("id") or i.get("pod_id") for i in billing_rates(p) if i["item"] == "pod"}
-        assert pods_billing <= {n0["id"], n1["id"]}, billing_rates(p)
+        gpus = {i["id"] for i in billing_rates(p) if i["item"] == "gpu"}
+        assert gpus == {n0["id"], n1["id"]}, billing_rates(p)
+        assert {i["id"] for i in billing_rates(p)} <= {n0["id"], n1["id"]}, billing_rates(p)
     finally:
         out = _stop(watch)
     assert "node 1 (" in out, out[-3000:]
@@ -92,16 +96,22 @@ def test_a_cluster_that_cannot_be_made_whole_is_parked_with_nothing_billing(proj
     p.sim.inject("capacity", platform="runpod", count=1000)  # the lost member's host is never given back
     watch = start_watch(p)
     try:
-        pulled = p.dir / "checkpoints" / "node-1"
-        poll("watch to pull a step of both writers", lambda: len(list(pulled.glob("step-*.json"))) >= 1,
-             deadline_s=120)  # fmt: skip
+        poll("watch to pull both writers' steps", lambda: _pulled(p) >= 1, deadline_s=120)
         p.sim.inject("preempt", pod_id=n1["id"], grace=1)
 
         def parked() -> dict[str, Any] | None:
             return next((e for e in events(p) if "could not be made whole" in str(e)), None)
 
-        poll("watch to park the gang", parked, deadline_s=150)
+        event = poll("watch to park the gang", parked, deadline_s=150)
+        assert event["event"] == "limit" and "parked rather than left billing half a cluster" in event["happened"]
+        assert "then terminate the machine" in event["did"]  # an Instant Cluster has no stop
+        # The gate reads the lost node's disk before the terminate: refused while no host can start it.
+        poll("the gate to wait for node 1's disk", lambda: any(e["event"] == "park-failed" for e in events(p)))
+        assert live_members(p) != []
+        p.sim.inject("clear")  # a GPU frees up: the gate can read node 1's disk, then the cluster goes
         poll("nothing of the job billing", lambda: billing_rates(p) == [] and live_members(p) == [],
              deadline_s=90)  # fmt: skip
+        poll("the parked event", lambda: any(e["event"] == "parked" for e in events(p)))
+        assert (p.dir / "checkpoints" / "node-1").is_dir()
     finally:
         _stop(watch)
