@@ -26,11 +26,14 @@ storage:
 """
 PAPERSPACE_MACHINE = """\
 machine:
-  gpu: A100-80GB
+  gpu: A6000
   nodes: 2
   regions: [ny2]
-  image: paperspace/ubuntu-22.04
-  disk_gb: 50
+  template: ml-in-a-box
+  public_ip: dynamic
+storage:
+  volume_gb: 50
+  mount: /workspace
 """
 
 
