@@ -9,7 +9,7 @@ import json
 from gpujob.sim.ps_engine import machine_dir as ps_machine_dir
 from gpujob.sim.rp_engine import pod_dir
 from tests.e2e.e2e_support import Project, poll
-from tests.e2e.multinode_support import billing_rates, job_text, project_with
+from tests.e2e.multinode_support import billing_rates, job_text, live_members, project_with
 
 JOB = """\
 version: 1
@@ -120,3 +120,27 @@ def test_paperspace_two_nodes_run_on_a_private_network_talk_and_destroy_is_gated
     assert "Destroy finished" in done.stdout + done.stderr, done.stdout + done.stderr
     assert json.loads((p.dir / "checkpoints" / "node-1" / "step-000001.json").read_text()) == {"node": 1}
     assert billing_rates(p) == []
+
+
+def test_every_writer_is_gated_even_when_node_0_has_nothing_to_lose(project: Project) -> None:
+    """checkpoint.writers: all: node 0's empty checkpoint dir does not wave the terminate through while
+    node 1's disk holds a step; a step one writer has is not complete (gpujob.jobfile.steps)."""
+    p = project
+    project_with(p, job_text())
+    p.gj("apply", "--auto-approve")
+    poll("both runs to end", lambda: p.status().get("run", {}).get("exit_code") == 0)
+    [status] = json.loads(p.gj("status", "--format", "json").stdout)
+    n0, n1 = (pod_dir(p.sim.engine, n["id"]) / "volume" / "ckpt" for n in status["machine"]["nodes"])
+    assert (n1 / "step-000001.json").is_file()
+    kept = (n0 / "step-000001.json").read_text()
+    (n0 / "step-000001.json").unlink()  # only node 1 has step 1
+    term = ["--auto-approve", "--approve", "mn.cluster.terminate"]
+    refused = p.gj("destroy", *term, check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 1 and "no checkpoint step is complete: writer node(s) [1]" in said, said
+    assert len(live_members(p)) == 2 and (n1 / "step-000001.json").is_file()
+    (n0 / "step-000001.json").write_text(kept)  # step 1 complete again: pulled from both, then the cluster goes
+    done = p.gj("destroy", *term)
+    assert "Destroy finished" in done.stdout + done.stderr
+    assert json.loads((p.dir / "checkpoints" / "node-1" / "step-000001.json").read_text()) == {"node": 1}
+    assert live_members(p) == [] and billing_rates(p) == []
