@@ -7,6 +7,7 @@ cluster that cannot be made whole again (no capacity for the lost member) is par
 
 from __future__ import annotations
 
+import json
 import subprocess
 from typing import Any
 
@@ -113,5 +114,50 @@ def test_a_cluster_that_cannot_be_made_whole_is_parked_with_nothing_billing(proj
              deadline_s=90)  # fmt: skip
         poll("the parked event", lambda: any(e["event"] == "parked" for e in events(p)))
         assert (p.dir / "checkpoints" / "node-1").is_dir()
+    finally:
+        _stop(watch)
+
+
+def _on(p: Project, pod: dict[str, Any], command: str) -> str:
+    """A command on one member over its real sshd, with the project's key."""
+    from gpujob.ssh.keys import ensure_project_key
+
+    key, _ = ensure_project_key(p.state)
+    port = pod["ssh_port"]
+    out = subprocess.run(
+        ["ssh", "-i", str(key), "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+         "-o", "LogLevel=ERROR", "-p", str(port), "root@127.0.0.1", command],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return out.stdout + out.stderr
+
+
+@pytest.mark.timeout(300)
+def test_a_run_dying_on_node_1_only_is_seen_and_the_whole_gang_restarts(project: Project) -> None:
+    p = project
+    n0, n1 = _applied(p, steps=2000)
+    pid = p.sim.data_dir / "runpod" / "pods" / n1["id"] / "volume" / "code" / "gangsteps-1.pid"
+    poll("node 1's run to start", pid.is_file)
+    [row] = json.loads(p.gj("status", "--format", "json").stdout)
+    assert [n["run"]["alive"] for n in row["machine"]["nodes"]] == [True, True], row["machine"]["nodes"]
+    watch = start_watch(p)
+    try:
+        poll("watch to pull both writers' steps", lambda: _pulled(p) >= 2, deadline_s=120)
+        _on(p, n1, f"kill -9 {pid.read_text().strip()}")  # node 1's command dies; node 1 itself runs on
+
+        def said() -> dict[str, Any] | None:
+            return next((e for e in events(p) if e.get("event") == "node-lost"), None)
+
+        event = poll("watch to see node 1's run dead", said, deadline_s=90)
+        text = f"{event['happened']} {event['did']}"
+        assert "node 1 (" in text and "its run is" in text and "node 0: run stopped" in text, event
+        assert "restarts whole from step " in text, event
+
+        def resumed() -> list[int] | None:
+            got = [_resumes(p, n) for n in (n0, n1)]
+            return [g[-1] for g in got] if all(len(g) >= 2 for g in got) else None
+
+        first, second = poll("both nodes to resume", resumed, deadline_s=150)
+        assert first == second > 0, (first, second)
     finally:
         _stop(watch)

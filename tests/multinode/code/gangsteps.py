@@ -35,6 +35,8 @@ else:
     c.sendall(f"{mine}\n".encode())
     first = int(c.makefile().readline())
 print(f"node {rank} resumes at step {first}", flush=True)
+with open(f"gangsteps-{rank}.pid", "w") as f:  # the tests kill one node's run by it
+    f.write(f"{os.getpid()}\n")
 for step in range(first + 1, int(os.environ.get("STEPS", "3")) + 1):
     tmp = os.path.join(ckdir, f".step-{step:06d}.json.tmp")
     with open(tmp, "w") as f:
