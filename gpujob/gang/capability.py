@@ -54,7 +54,7 @@ class GangWatch(WatchHooks):
         watcher.say(j, "node-lost", happened, did, level="action")
         return None
 
-    async def _dead_runs(self, watcher: Any, j: Any, machine: Any) -> None:
+    async def _dead_runs(self, watcher: Any, j: Any, machine: Any) -> int | None:
         """Every node runs: read every node's run at once; a run dead on some nodes while it lives on
         others is the gang's loss as a lost node is (the living stopped through the quiesce, the whole
         gang restarted from the newest complete step by the plan's launch)."""

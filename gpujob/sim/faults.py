@@ -33,7 +33,8 @@ class Fault(BaseModel):
     factor: float = 1.0
     grace: float | None = Field(None, description="preempt: seconds between the signal and the kill.")
     machine_id: str | None = Field(
-        None, description="auto_shutdown: only this Paperspace machine; preempt: this private-network machine."
+        None,
+        description="auto_shutdown: only this Paperspace machine; preempt: this private-network machine.",
     )
     balance: float | None = Field(None, description="clear: the account balance afterwards.")
     percent: float | None = Field(None, ge=0, le=100, description="disk_fill: how full df says each disk is.")

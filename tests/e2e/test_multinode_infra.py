@@ -139,7 +139,9 @@ def test_every_writer_is_gated_even_when_node_0_has_nothing_to_lose(project: Pro
     said = refused.stdout + refused.stderr
     assert refused.returncode == 1 and "no checkpoint step is complete: writer node(s) [1]" in said, said
     assert len(live_members(p)) == 2 and (n1 / "step-000001.json").is_file()
-    (n0 / "step-000001.json").write_text(kept)  # step 1 complete again: pulled from both, then the cluster goes
+    (n0 / "step-000001.json").write_text(
+        kept
+    )  # step 1 complete again: pulled from both, then the cluster goes
     done = p.gj("destroy", *term)
     assert "Destroy finished" in done.stdout + done.stderr
     assert json.loads((p.dir / "checkpoints" / "node-1" / "step-000001.json").read_text()) == {"node": 1}

@@ -104,10 +104,15 @@ def test_a_cluster_that_cannot_be_made_whole_is_parked_with_nothing_billing(proj
             return next((e for e in events(p) if "could not be made whole" in str(e)), None)
 
         event = poll("watch to park the gang", parked, deadline_s=150)
-        assert event["event"] == "limit" and "parked rather than left billing half a cluster" in event["happened"]
+        assert (
+            event["event"] == "limit"
+            and "parked rather than left billing half a cluster" in event["happened"]
+        )
         assert "then terminate the machine" in event["did"]  # an Instant Cluster has no stop
         # The gate reads the lost node's disk before the terminate: refused while no host can start it.
-        poll("the gate to wait for node 1's disk", lambda: any(e["event"] == "park-failed" for e in events(p)))
+        poll(
+            "the gate to wait for node 1's disk", lambda: any(e["event"] == "park-failed" for e in events(p))
+        )
         assert live_members(p) != []
         p.sim.inject("clear")  # a GPU frees up: the gate can read node 1's disk, then the cluster goes
         poll("nothing of the job billing", lambda: billing_rates(p) == [] and live_members(p) == [],

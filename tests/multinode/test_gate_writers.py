@@ -14,7 +14,12 @@ from .specs import gang_spec
 def test_node_0s_empty_dir_is_at_risk_under_every_writer_only() -> None:
     empty = SimpleNamespace(files={}, unpullable={})
     listings = {"/workspace/ckpt": empty}
-    assert _every_writer(SimpleNamespace(spec=gang_spec(writers="all")), listings, lambda lst: True) == listings
+    assert (
+        _every_writer(SimpleNamespace(spec=gang_spec(writers="all")), listings, lambda lst: True) == listings
+    )
     assert _every_writer(SimpleNamespace(spec=gang_spec(writers="all")), listings, lambda lst: False) == {}
     assert _every_writer(SimpleNamespace(spec=gang_spec(writers="rank0")), listings, lambda lst: True) == {}
-    assert _every_writer(SimpleNamespace(spec=gang_spec(nodes=1, writers="all")), listings, lambda lst: True) == {}
+    assert (
+        _every_writer(SimpleNamespace(spec=gang_spec(nodes=1, writers="all")), listings, lambda lst: True)
+        == {}
+    )
