@@ -166,3 +166,42 @@ def test_a_run_dying_on_node_1_only_is_seen_and_the_whole_gang_restarts(project:
         assert first == second > 0, (first, second)
     finally:
         _stop(watch)
+
+
+@pytest.mark.timeout(300)
+def test_a_paperspace_network_machine_lost_under_watch_restarts_both_from_the_same_step(
+    project: Project,
+) -> None:
+    """The same on Paperspace: one machine of the private network turns off (sim preempt --machine-id)."""
+    from gpujob.sim.ps_engine import machine_dir
+
+    p = project
+    env = {"STEPS": "2000", "STEP_SECONDS": "0.3"}
+    project_with(p, job_text("paperspace", command="python3 gangsteps.py", pull="continuous", env=env))
+    p.gj("apply", "--auto-approve")
+    [row] = json.loads(p.gj("status", "--format", "json").stdout)
+    ids = [n["id"] for n in row["machine"]["nodes"]]
+
+    def resumes(mid: str) -> list[int]:
+        log = machine_dir(p.sim.engine, mid) / "disk" / "workspace" / ".gpujob" / "mn" / "run.log"
+        text = log.read_text() if log.is_file() else ""
+        return [int(line.rsplit(" ", 1)[1]) for line in text.splitlines() if " resumes at step " in line]
+
+    watch = start_watch(p)
+    try:
+        poll("watch to pull both writers' steps", lambda: _pulled(p) >= 3, deadline_s=120)
+        assert p.sim.inject("preempt", machine_id=ids[1])["preempted"] == [ids[1]]
+        event = poll("watch to see node 1 lost",
+                     lambda: next((e for e in events(p) if e.get("event") == "node-lost"), None), deadline_s=90)  # fmt: skip
+        assert "node 1 (" in event["happened"] and "node 0: run stopped" in event["did"], event
+
+        def resumed() -> list[int] | None:
+            got = [resumes(m) for m in ids]
+            return [g[-1] for g in got] if all(len(g) >= 2 for g in got) else None
+
+        first, second = poll("both nodes to resume", resumed, deadline_s=150)
+        assert first == second > 0
+        live = [m for m in p.sim_objects("machines") if m.get("ended_at") is None]
+        assert sorted(m["id"] for m in live) == sorted(ids)  # the same two machines, no third
+    finally:
+        _stop(watch)
