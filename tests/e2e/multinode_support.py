@@ -44,7 +44,8 @@ def job_text(
     writers: str = "all",
     pull: str = "",
     env: dict[str, str] | None = None,
-    on_finish: str = "keep",
+    on_finish: str | None = None,
+    budget: int = 40,
 ) -> str:
     """A 2-node job of `command` (launcher: none) on `platform`, every writer's checkpoints verified."""
     envs = "".join(f'    {k}: "{v}"\n' for k, v in (env or {}).items())
@@ -54,8 +55,8 @@ def job_text(
         + "checkpoint:\n  dir: /workspace/ckpt\n  interval: 10m\n  pull_to: ./checkpoints\n"
         + f"  writers: {writers}\n  verify: python3 verify_json.py {{file}}\n"
         + (f"  pull: {pull}\n" if pull else "")
-        + f"teardown:\n  on_finish: {on_finish}\n"
-        + "budget:\n  max_hourly_usd: 40\n"
+        + (f"teardown:\n  on_finish: {on_finish}\n" if on_finish else "")
+        + f"budget:\n  max_hourly_usd: {budget}\n"
         + f"run:\n  command: {command}\n  detach: nohup\n  rendezvous_port: {PORT}\n"
         + (f"  env:\n{envs}" if envs else "")
     )

@@ -84,7 +84,7 @@ def test_two_nodes_planned_applied_shown_and_destroyed_behind_the_gate(project: 
 def test_paperspace_two_nodes_run_on_a_private_network_talk_and_destroy_is_gated(project: Project) -> None:
     """Paperspace's half of the Done when: a 2-node launcher: none job on one private network."""
     p = project
-    project_with(p, job_text("paperspace"))
+    project_with(p, job_text("paperspace", on_finish="keep"))
     plan = p.gj("plan").stdout
     assert "private_network" in plan and "(node 0)" in plan and "(node 1)" in plan, plan
     assert "node 1: NODE_RANK=1 WORLD_SIZE=2 MASTER_ADDR=<node 0's private address>" in plan, plan
@@ -126,7 +126,7 @@ def test_every_writer_is_gated_even_when_node_0_has_nothing_to_lose(project: Pro
     """checkpoint.writers: all: node 0's empty checkpoint dir does not wave the terminate through while
     node 1's disk holds a step; a step one writer has is not complete (gpujob.jobfile.steps)."""
     p = project
-    project_with(p, job_text())
+    project_with(p, job_text(on_finish="keep"))
     p.gj("apply", "--auto-approve")
     poll("both runs to end", lambda: p.status().get("run", {}).get("exit_code") == 0)
     [status] = json.loads(p.gj("status", "--format", "json").stdout)

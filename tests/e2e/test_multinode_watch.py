@@ -34,7 +34,7 @@ def _pulled(p: Project) -> int:
 
 def _applied(p: Project, steps: int) -> list[dict[str, Any]]:
     env = {"STEPS": str(steps), "STEP_SECONDS": "0.3"}
-    project_with(p, job_text(command="python3 gangsteps.py", pull="continuous", env=env))
+    project_with(p, job_text(command="python3 gangsteps.py", pull="continuous", env=env, on_finish="keep"))
     out = p.gj("apply", "--auto-approve")
     assert "run launched on 2 node(s)" in out.stdout + out.stderr, out.stdout + out.stderr
     members = live_members(p)
@@ -177,7 +177,10 @@ def test_a_paperspace_network_machine_lost_under_watch_restarts_both_from_the_sa
 
     p = project
     env = {"STEPS": "2000", "STEP_SECONDS": "0.3"}
-    project_with(p, job_text("paperspace", command="python3 gangsteps.py", pull="continuous", env=env))
+    project_with(
+        p,
+        job_text("paperspace", command="python3 gangsteps.py", pull="continuous", env=env, on_finish="keep"),
+    )
     p.gj("apply", "--auto-approve")
     [row] = json.loads(p.gj("status", "--format", "json").stdout)
     ids = [n["id"] for n in row["machine"]["nodes"]]
