@@ -140,6 +140,7 @@ async def _look(
         listings = await _listings(ctx, remote)
         at_risk = {d: lst for d, lst in listings.items() if (lst.files or lst.unpullable) and erased(lst)}
         kept = {d: lst for d, lst in listings.items() if lst.files and d not in at_risk}
+        at_risk = at_risk or _every_writer(ctx, listings, erased)
         record = final = ck_dir = None
         if at_risk:
             ck_dir = _pullable_dir(ctx, action, at_risk, machine, stopped)
@@ -203,6 +204,20 @@ async def _listings(ctx: JobContext, remote: Any) -> dict[str, Any]:
         if clean not in out:
             out[clean] = await ctx.ssh.list_checkpoints(remote, clean, hashes=False)  # hashed by the pull
     return out
+
+
+def _every_writer(ctx: JobContext, listings: dict[str, Any], erased: Callable[[Any], bool]) -> dict[str, Any]:
+    """Under checkpoint.writers: all, node 0's checkpoint dir as at risk whenever the teardown erases
+    it, even empty: node 0's listing says nothing of the other writers' disks, which the teardown erases
+    as well, so the final pull (every writer's files) and the writers' check must run all the same."""
+    from gpujob.jobfile.nodes import node_count
+
+    ck = ctx.spec.checkpoint
+    if ck is None or ck.writers != "all" or node_count(ctx.spec) == 1:
+        return {}
+    ck_dir = remote_path(ck.dir)
+    lst = listings.get(ck_dir)
+    return {ck_dir: lst} if lst is not None and erased(lst) else {}
 
 
 def _pullable_dir(

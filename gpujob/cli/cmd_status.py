@@ -117,6 +117,8 @@ async def _collect(loaded):  # type: ignore[no-untyped-def]
                     row["runtime_h"] = cost.elapsed_s / 3600
             if m is not None and m.status == "running" and v.spec.run is not None:
                 row["run"] = await _run_status(v, open_remote, SSHApi.default(), SystemClock())
+                if m.nodes:  # a gang: every node's own run, read at once (node 0's is row["run"])
+                    await _node_runs(v, row)
             elif m is not None and m.status in NOT_COMING and v.spec.run is not None:
                 row["run"] = stopped_run(v.loaded, m) or {"error": str(MachineNotRunning(v.spec, m))}
             from gpujob.sweep.status import collect
@@ -216,6 +218,30 @@ def stopped_run(loaded: Any, machine: Any) -> dict | None:
     return {"state": "finished", "exit_code": 0, "note": note}
 
 
+def _node_run_text(run: dict[str, Any] | None) -> str:
+    if not run:
+        return ""
+    if run.get("error"):
+        return f", run unreadable: {run['error']}"
+    code = f" (exit {run['exit_code']})" if run.get("exit_code") is not None else ""
+    return f", run {run.get('state')}{code}"
+
+
+async def _node_runs(view: Any, row: dict[str, Any]) -> None:
+    """Each node's run state under its line in row["machine"]["nodes"] (issue #38)."""
+    from gpujob.apply.runtime.gang import node_runs
+    from gpujob.apply.sshapi import SSHApi
+
+    runs = await node_runs(view.target(), SSHApi.default())
+    for node in row["machine"]["nodes"]:
+        st = runs.get(node["rank"])
+        node["run"] = (
+            {"error": st}
+            if isinstance(st, str) or st is None
+            else {"state": st.state, "alive": st.alive, "exit_code": st.exit_code}
+        )
+
+
 async def _run_status(view, open_remote, ssh, clock):  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
@@ -287,7 +313,7 @@ def _lines(row: dict, style: Style | None = None, *, chart: bool = False) -> lis
         for n in m.get("nodes") or []:
             lines.append(
                 f"    node {n['rank']}:  {n['name'] or n['id']} ({n['id']}) {n['status']}, "
-                f"private {n['private_ip'] or '-'}, ssh {n['ssh'] or '-'}"
+                f"private {n['private_ip'] or '-'}, ssh {n['ssh'] or '-'}" + _node_run_text(n.get("run"))
             )
     if row.get("destroyed"):
         lines.append(f"  destroyed: {row['destroyed']}")

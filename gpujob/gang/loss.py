@@ -46,3 +46,14 @@ def loss_line(
         f"the gang restarts whole from {where} once every node runs"
     )
     return "; ".join(gone) + ": the gang cannot go on", did
+
+
+def run_loss_line(
+    dead: list[LiveNode], states: Mapping[int, str], step: int | None, stopped: Mapping[int, str]
+) -> tuple[str, str]:
+    """(what happened, what watch did) when a node runs but its run died while others live."""
+    gone = [
+        f"node {n.rank} ({n.name or n.machine_id}): its run is {states.get(n.rank, 'dead')}" for n in dead
+    ]
+    _, did = loss_line([], [], step, stopped)
+    return "; ".join(gone) + " while the others run: the gang cannot go on", did

@@ -49,6 +49,8 @@ def inject(sim: Simulator, params: dict[str, Any]) -> dict[str, Any]:
     if kind in QUEUED:
         sim.faults.add(fault)
         return {"fault": kind, "queued": True, "active": sim.faults.active()}
+    if kind == "preempt" and params.get("machine_id"):
+        return {"fault": kind, "preempted": ps_engine.lose_member(sim, str(params["machine_id"]))}
     if kind == "preempt":
         grace = params.get("grace", params.get("seconds"))
         ids = rp_engine.preempt(sim, fault.pod_id, float(grace) if grace is not None else None)

@@ -47,8 +47,8 @@ QUEUED = {
 # Each fault's options, and what it does (the help of `gpujob sim inject` is made from this).
 OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "preempt": (
-        ("pod_id", "grace", "seconds"),
-        "spot pods (or one) are interrupted; --grace s before the kill",
+        ("pod_id", "grace", "seconds", "machine_id"),
+        "spot pods (or one) interrupted; a cluster member / network machine lost",
     ),
     "capacity": (
         ("count", "platform", "gpu", "region", "cloud"),

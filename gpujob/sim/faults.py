@@ -32,7 +32,10 @@ class Fault(BaseModel):
     public_port: bool = True
     factor: float = 1.0
     grace: float | None = Field(None, description="preempt: seconds between the signal and the kill.")
-    machine_id: str | None = Field(None, description="auto_shutdown: only this Paperspace machine.")
+    machine_id: str | None = Field(
+        None,
+        description="auto_shutdown: only this Paperspace machine; preempt: this private-network machine.",
+    )
     balance: float | None = Field(None, description="clear: the account balance afterwards.")
     percent: float | None = Field(
         None,

@@ -271,6 +271,21 @@ def force_shutdown(sim: Simulator, machine_id: str | None) -> list[str]:
     return ids
 
 
+def lose_member(sim: Simulator, machine_id: str) -> list[str]:
+    """One machine of a private network is lost (its host fails): it turns off, its disk kept, the other
+    machines of the network running on. Refused for a machine in no private network: a lone machine's
+    loss is auto_shutdown's."""
+    with sim.lock:
+        m = get_machine(sim, machine_id)
+        if not m.network_id:
+            raise SimError(409, f"machine {machine_id} is in no private network", "conflict")
+        running = m.ended_at is None and m.state in ("ready", "serviceready", "starting")
+    if not running:
+        return []
+    stop(sim, machine_id, event_name="vm-shutdown-force")
+    return [machine_id]
+
+
 def on_tick(sim: Simulator, exhausted: bool) -> None:
     """Each tick (gpujob.sim.engine): machines whose auto-shutdown is due shut down."""
     auto_shutdown_due(sim)

@@ -225,6 +225,10 @@ def start(sim: Simulator, pod_id: str, *, gpu_count: int | None = None, bid: flo
             raise SimError(409, f"cannot start a pod in status {pod.status}", "conflict")
         if sim.state.balance_exhausted:
             raise SimError(402, "insufficient balance: add funds to start this pod", "balance")
+        if pod.cluster and sim.faults.take(
+            "capacity", platform="runpod", gpu=pod.gpu_id, region=pod.data_center, cloud=pod.cloud
+        ):  # a lost member comes back only where its cluster is: no GPU free there, no start
+            raise SimError(400, CAPACITY_DETAIL, "capacity")
         sim.accrue(pod)
         if sim.faults.take("zero_gpu", platform="runpod", pod_id=pod.id, gpu=pod.gpu_id):
             pod.gpu_count = 0  # RP1: the host's GPUs were rented away while the pod was stopped
@@ -266,7 +270,12 @@ def terminate(sim: Simulator, pod_id: str) -> None:
 
 
 def preempt(sim: Simulator, pod_id: str | None, grace: float | None) -> list[str]:
-    """Interruptible pods: SIGTERM to the pod's processes, SIGKILL after the grace; volume kept."""
+    """Interruptible pods: SIGTERM to the pod's processes, SIGKILL after the grace; volume kept.
+
+    One member of an Instant Cluster (`pod_id` with a `cluster` block) is lost the same way, though it is
+    on-demand: its host fails or is reclaimed, and RunPod then lists the member EXITED in the cluster,
+    costing nothing, its volume kept, the other members running on. Without `pod_id` no member is hit: a
+    cluster loses one node at a time."""
     with sim.lock:
         ids = [
             p.id
@@ -275,9 +284,9 @@ def preempt(sim: Simulator, pod_id: str | None, grace: float | None) -> list[str
         ]
         if pod_id:
             pod = get_pod(sim, pod_id)
-            if not pod.interruptible:
+            if not pod.interruptible and not pod.cluster:
                 raise SimError(409, f"pod {pod_id} is not interruptible", "conflict")
-            ids = [pod_id] if pod_id in ids else []
+            ids = [pod_id] if pod.ended_at is None and pod.status == "RUNNING" else []
     g = (
         grace
         if grace is not None

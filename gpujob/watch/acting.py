@@ -11,6 +11,7 @@ from typing import Any
 from gpujob import naming
 from gpujob.live import LiveResource, LiveState
 from gpujob.plan.model import ActionKind, JobPlan, Plan
+from gpujob.profile_facts import load_facts
 from gpujob.watch import limits
 from gpujob.watch.apply import apply_decisions, describe
 from gpujob.watch.home import hold_stop, unhome
@@ -196,13 +197,21 @@ class Acting(WatcherBase):
         stopped = await quiesce(j, machine, provider, ssh=self.spy.api, clock=self.clock)
         return await self.pulls.final(j, machine, provider, reason=f"{why}; {stopped}")
 
+    async def park_job(
+        self, j: JobWatch, jp: JobPlan, machine: LiveResource | None, live: LiveState, reason: str
+    ) -> int:
+        """A capability's judge parks the job itself (e.g. a gang that cannot be made whole, gpujob.gang)."""
+        self.acted = True
+        await self._park(j, jp, machine, live, reason)
+        return HUMAN
+
     async def _park(
         self, j: JobWatch, jp: JobPlan, machine: LiveResource | None, live: LiveState, reason: str
     ) -> None:
         from gpujob.watch.apply import park
 
         spec = j.loaded.spec
-        verb = "terminate" if spec.teardown.on_finish == "terminate" else "stop"
+        verb = "terminate" if spec.teardown.on_finish == "terminate" or not _stoppable(spec) else "stop"
         self.say(j, "limit", reason, f"parking: pull the checkpoints, then {verb} the machine", level="human")
         await self.pulls.settle(j.name)
         if machine is not None and machine.status == "running":
@@ -218,3 +227,12 @@ class Acting(WatcherBase):
                      level="human")  # fmt: skip
         else:
             self.say(j, "park-failed", detail, "retrying next tick", level="warning")
+
+
+def _stoppable(spec: Any) -> bool:
+    """Whether the job's machine has a stop: an Instant Cluster has none (it is deleted whole, behind the
+    gate), so parking one terminates it rather than leaving it billing (profile `multinode.stoppable`)."""
+    if spec.machine.nodes <= 1:
+        return True
+    mn = load_facts(spec.platform).multinode
+    return mn is None or mn.stoppable

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -35,37 +33,10 @@ from gpujob.live import LiveNode, LiveResource, SSHEndpoint
 from gpujob.sim.testing import Sim
 from gpujob.ssh.keys import ensure_project_key
 from tests.e2e.e2e_support import Project, poll
+from tests.e2e.multinode_support import CODE, PORT, job_text, project_with
 from tests.torchenv import require_torch, torch_env
 
-# A 2-node job on the simulator's Instant Clusters; each node writes its own checkpoint step.
-# Each xdist worker its own rendezvous port: two workers' simulators may hand out the same private address.
-PORT = 20000 + os.getpid() % 20000
-JOB = """\
-version: 1
-name: mn
-platform: runpod
-machine:
-  gpu: H100-80GB
-  nodes: 2
-  regions: [EU-RO-1]
-  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
-  container_disk_gb: 20
-storage:
-  volume_gb: 20
-checkpoint:
-  dir: /workspace/ckpt
-  interval: 10m
-  pull_to: ./checkpoints
-  writers: all
-  verify: python3 verify_json.py {file}
-budget:
-  max_hourly_usd: 20
-run:
-  command: python3 exchange.py
-  detach: nohup
-  rendezvous_port: PORT
-""".replace("PORT", str(PORT))
-CODE = Path(__file__).resolve().parents[1] / "multinode" / "code"
+JOB = job_text(budget=20)
 
 
 def _api(sim: Sim) -> httpx.Client:
@@ -173,9 +144,7 @@ def gang(sim: Sim, tmp_path: Path) -> tuple[LiveResource, Path, Path]:
 def test_launcher_none_applied_runs_on_both_nodes_and_they_talk_over_master_addr(project: Project) -> None:
     """The whole path: gpujob apply on a 2-node job makes the cluster, preflights, launches both nodes."""
     p = project
-    for f in CODE.iterdir():
-        shutil.copy(f, p.dir / f.name)
-    (p.dir / "job.yaml").write_text(JOB)
+    project_with(p, JOB)
     plan = p.gj("plan").stdout
     assert "node 1: NODE_RANK=1 WORLD_SIZE=2 MASTER_ADDR=<node 0's private address>" in plan, plan
     out = p.gj("apply", "--auto-approve")

@@ -38,7 +38,13 @@ def _watcher(tmp_path: Path, stopped: list[str]) -> Any:
         quiesce_run=quiesce_run,
     )
     events: list[tuple[str, str, str]] = []
+
+    async def park_job(j: Any, jp: Any, machine: Any, live: Any, reason: str) -> int:
+        events.append(("parked", reason, ""))
+        return 3
+
     return SimpleNamespace(
+        park_job=park_job,
         spy=SimpleNamespace(api=api),
         providers={"runpod": None},
         say=lambda j, kind, happened, did="", **kw: events.append((kind, happened, did)),
@@ -77,6 +83,8 @@ def test_a_lost_node_stops_the_others_once_and_a_gang_that_stays_broken_is_parke
         asyncio.run(hooks.judge(w, j, None, None))
     why = asyncio.run(hooks.park_reason(w, j, cluster, None))
     assert why is not None and "could not be made whole" in why
+    # Parked by the judge itself: a tick that keeps restarting the nodes never reaches park_reason.
+    assert w.events[-1][0] == "parked" and "could not be made whole" in w.events[-1][1]
 
 
 def test_a_whole_gang_or_one_machine_is_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,9 +3,11 @@ private loopback address the others reach; all or nothing on create; DELETE ends
 
 from __future__ import annotations
 
+import urllib.error
 from pathlib import Path
 
 import httpx
+import pytest
 
 from gpujob.sim.testing import Sim
 from tests.sim.conftest import ssh, wait_for
@@ -82,3 +84,40 @@ def test_machines_in_a_private_network_get_private_ips(ps: httpx.Client) -> None
     assert a["networkId"] == b["networkId"] == net["id"]
     assert a["privateIp"] != b["privateIp"] and a["privateIp"].startswith("127.64.")
     assert ps.delete(f"/private-networks/{net['id']}").status_code == 400  # machines still in it
+
+
+def test_one_member_is_lost_exited_and_comes_back_only_with_capacity(
+    rp: httpx.Client, sim: Sim, ssh_key: tuple[Path, str]
+) -> None:
+    """`preempt --pod-id <member>`: RunPod lists the member EXITED at no cost, the other runs on; a start
+    of it takes a `capacity` fault as a create does."""
+    cid = _create(rp, ssh_key[1]).json()["id"]
+    pods = wait_for(
+        lambda: rp.get(f"/clusters/{cid}/pods").json()["pods"],
+        lambda ps: len(ps) == 2 and all(p["status"] == "RUNNING" for p in ps),
+    )
+    assert sim.inject("preempt")["preempted"] == []  # on-demand members: no spot sweep hits them
+    assert sim.inject("preempt", pod_id=pods[1]["id"], grace=0)["preempted"] == [pods[1]["id"]]
+    after = {p["id"]: p for p in rp.get(f"/clusters/{cid}/pods").json()["pods"]}
+    assert after[pods[1]["id"]]["status"] == "EXITED" and after[pods[1]["id"]]["cost"] == 0
+    assert after[pods[0]["id"]]["status"] == "RUNNING"
+    assert rp.get(f"/clusters/{cid}").json()["pods"]["byStatus"] == {"RUNNING": 1, "EXITED": 1}
+    sim.inject("capacity", platform="runpod")
+    refused = rp.post(f"/pods/{pods[1]['id']}/action", json={"action": "start"})
+    assert refused.status_code == 400 and "no capacity" in refused.text
+    assert (
+        rp.post(f"/pods/{pods[1]['id']}/action", json={"action": "start"}).status_code == 200
+    )  # the fault was used up
+
+
+def test_one_machine_of_a_private_network_is_lost(ps: httpx.Client, sim: Sim) -> None:
+    net = ps.post("/private-networks", json={"name": "gpujob-mn", "region": "ny2"}).json()
+    body = {"machineType": "A4000", "templateId": "t0nspur5", "diskSize": 50, "region": "ny2"}
+    inside = ps.post("/machines", json={**body, "name": "a", "networkId": net["id"]}).json()["data"]
+    alone = ps.post("/machines", json={**body, "name": "b"}).json()["data"]
+    wait_for(lambda: ps.get(f"/machines/{inside['id']}").json()["state"], lambda s: s == "ready")
+    assert sim.inject("preempt", machine_id=inside["id"])["preempted"] == [inside["id"]]
+    wait_for(lambda: ps.get(f"/machines/{inside['id']}").json()["state"], lambda s: s == "off")
+    with pytest.raises(urllib.error.HTTPError) as refused:  # a lone machine's loss is auto_shutdown's
+        sim.inject("preempt", machine_id=alone["id"])
+    assert refused.value.code == 409

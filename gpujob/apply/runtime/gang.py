@@ -95,6 +95,24 @@ async def open_node(target: Target, node: LiveNode, ssh: SSHApi) -> AsyncIterato
         yield remote
 
 
+async def node_runs(target: Target, ssh: SSHApi, nodes: list[LiveNode] | None = None) -> dict[int, Any]:
+    """Every node's run status (the SSH layer's RunStatus), read concurrently, by rank; a node that
+    cannot be read has the reason instead (a string)."""
+    import asyncio
+
+    async def one(n: LiveNode) -> Any:
+        if n.ssh is None:
+            return f"no SSH endpoint ({n.raw_status or n.status})"
+        try:
+            async with open_node(target, n, ssh) as remote:
+                return await ssh.run_status(remote, target.spec)
+        except Exception as exc:  # one node unreadable says so; the others are still shown
+            return str(exc).splitlines()[0][:160] or type(exc).__name__
+
+    todo = list(target.resource.nodes if nodes is None else nodes)
+    return dict(zip([n.rank for n in todo], await asyncio.gather(*(one(n) for n in todo)), strict=True))
+
+
 def _who(node: LiveNode) -> str:
     return node.name or node.machine_id
 
