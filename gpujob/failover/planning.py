@@ -83,7 +83,9 @@ def with_moves(
     out = []
     for ls, jp in zip(loaded, jobs, strict=True):
         spec = ls.spec
-        if not spec.fallback or spec.state != "running":
+        from gpujob.failover.queue_carry import drained
+
+        if not spec.fallback or spec.state != "running" or drained(ls):
             out.append(jp)
             continue
         declared = getattr(ls, "declared", None) or spec
@@ -284,7 +286,7 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
         resource_name=spec.name,
         reasons=[
             f"move {choice.here.name} -> {to.name}: {choice.why}",
-            carry,
+            *_carry_lines(ls, carry, choice.here.platform, to.platform),
             keeps_text + "; deleting them is a separate gated action (gpujob apply --release-left)",
             *lines,
         ],
@@ -355,3 +357,11 @@ def within_cap(
         refused.append(f"moved to {to.name} it would bill {usd(rate.usd_per_hour)}/h ({rate.parts_text()})")
     held = "; ".join(refused) + f", over {CAP_KEY} {usd(cap)}/h"
     return dataclasses.replace(choice, move_to=None, held=held)
+
+
+def _carry_lines(ls: Any, carry: str, frm: str, to: str) -> list[str]:
+    """A sweep queue's move carries its cells' records and checkpoints (gpujob.failover.queue_carry)."""
+    from gpujob.failover.queue_carry import plan_lines, queue_carry
+
+    q = queue_carry(ls)
+    return [carry] if q is None else plan_lines(ls, q, frm, to)

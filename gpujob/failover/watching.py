@@ -53,7 +53,9 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
 
     ls = j.loaded
     declared = getattr(ls, "declared", None) or ls.spec
-    if ls.spec.state != "running":
+    from gpujob.failover.queue_carry import drained
+
+    if ls.spec.state != "running" or drained(ls):  # a queue with every cell home has nothing to move
         return None
     here_up = running_here(live, ls.spec.name, ls.project, ls.spec.platform)
     fails = 0 if here_up else failed_starts(j.ledger)

@@ -1,0 +1,109 @@
+"""A sweep with `fallback:` (docs/sweeps.md, "With fallback:"), in the simulator: four cells on two
+spot queue pods under `failover: auto` and a real `gpujob watch`. RunPod runs out of capacity and one
+queue's pod is preempted in the middle of its queue: watch moves that queue to Paperspace, carrying its
+records of the cells it finished (they never run again, there or here) and its in-flight cell's newest
+verified checkpoint (the cell resumes at that step), and the queue runs its remaining cells there;
+watch ends with every cell's results home and nothing billing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujob.sim.testing import Sim
+from tests.e2e.e2e_support import poll
+from tests.e2e.sweep_support import machines, pods, state_dir, sweep_project
+
+pytestmark = [pytest.mark.sim, pytest.mark.ssh, pytest.mark.timeout(400)]
+
+JOB = """version: 1
+name: abl
+platform: runpod
+machine:
+  gpu: [RTX4090, A6000]
+  spot: true
+  cloud: secure
+  regions: [EU-RO-1]
+  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
+  container_disk_gb: 20
+storage: {volume_gb: 10, mount: /workspace}
+checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, pull: continuous, verify: "python3 -m json.tool {file}"}
+run:
+  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
+  command: python3 cell.py
+  env: {STEPS: "6", STEP_S: "1"}
+  detach: tmux
+sweep:
+  machines: 2
+  matrix:
+    LR: ["1e-3", "1e-4"]
+    SEED: ["1", "2"]
+  est: 20m
+teardown: {on_finish: stop}
+budget: {max_hourly_usd: 3.0}
+fallback:
+  - platform: paperspace
+    machine: {gpu: [A4000, A5000], regions: [ny2], template: ubuntu-22.04, public_ip: dynamic}
+    storage: {volume_gb: 50, mount: /workspace}
+failover: auto
+"""
+
+
+def _mid_queue(sim: Sim) -> tuple[str, str, int] | None:
+    """(pod id, its in-flight cell, checkpoints saved) of a running queue pod that finished a cell and
+    is inside its next one, two to four of its six steps saved (so the preemption lands inside it)."""
+    for pod in pods(sim):
+        if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
+            continue
+        s = state_dir(sim, pod["id"])
+        if not list(s.glob("*.exit")):
+            continue
+        current = next(iter(s.glob("current.*")), None)
+        cell = current.read_text().strip() if current else ""
+        ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
+        saved = len(list(ck.glob("step_*.json")))
+        if cell and not (s / f"{cell}.exit").exists() and 2 <= saved <= 4:
+            return str(pod["id"]), cell, saved
+    return None
+
+
+def test_a_preempted_queue_moves_to_paperspace_with_its_records_and_checkpoint_and_every_cell_runs_once(
+    sim: Sim, tmp_path: Path
+) -> None:
+    d, env = sweep_project(sim, tmp_path, JOB)
+    log = d / "watch.log"
+    with log.open("w") as out:
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
+            cwd=d, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        try:
+            victim, cell, _saved = poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), 120, 0.2)
+            finished = sorted(p.name[: -len(".exit")] for p in state_dir(sim, victim).glob("*.exit"))
+            sim.inject("capacity", platform="runpod")
+            assert sim.inject("preempt", pod_id=victim)["preempted"] == [victim]
+            watch.wait(timeout=300)
+        finally:
+            watch.kill()
+    text = log.read_text()
+    assert watch.returncode == 0, text
+    assert "moved" in text, text
+    results = sorted(p.parent.name for p in (d / "outputs").glob("*/result.json"))
+    assert len(results) == 4, (results, text)
+    for c in results:
+        rec = dict(line.split("=", 1) for line in (d / "outputs" / c / "gpujob-cell.txt").read_text().splitlines())
+        assert rec["exit"] == "0", rec
+    # the victim queue's finished cells never ran on Paperspace
+    ps = machines(sim)
+    assert ps, text
+    disk = sim.data_dir / "paperspace" / "machines" / ps[0]["id"] / "disk" / "workspace"
+    for c in finished:
+        assert not (disk / "sweeps" / "abl" / c / "starts.txt").exists(), (c, text)
+    starts = (disk / "sweeps" / "abl" / cell / "starts.txt").read_text()
+    assert f"{cell} from 0" not in starts, (starts, text)
+    assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], text
+    assert [m["name"] for m in ps if m["state"] not in ("off", "stopped")] == [], (ps, text)
