@@ -132,7 +132,9 @@ def plan_lines(ls: Any, carry: QueueCarry, frm: str, to: str) -> list[str]:
         if flight
         else "carries no cell checkpoint (none verified here for a cell left): its cells start from step 0"
     )
-    nv = getattr(ls.declared.storage if getattr(ls, "declared", None) else ls.spec.storage, "network_volume", None)
+    nv = getattr(
+        ls.declared.storage if getattr(ls, "declared", None) else ls.spec.storage, "network_volume", None
+    )
     if nv is not None:
         lines.append(
             f"network volume {nv.name} stays on {frm} ({to} cannot mount it) with the other queues' cells and "

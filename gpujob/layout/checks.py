@@ -8,7 +8,6 @@ from typing import Any
 GPUJOB_ENV = frozenset({"HF_HOME", "PIP_CACHE_DIR"})
 
 
-
 def sweep_problem(spec: Any) -> str | None:
     """'key.path: message' (gpujob.spec.errmap places it at that key), or None."""
     sw = spec.sweep

@@ -64,7 +64,9 @@ class Puller:
         if self.outputs is None or not spec.fallback or queue_cells(spec) is None:
             return done
         try:
-            record = await self.outputs(_target(job, machine, provider), self.ssh, self.clock, lambda _t: None)
+            record = await self.outputs(
+                _target(job, machine, provider), self.ssh, self.clock, lambda _t: None
+            )
         except (GpujobError, OSError) as exc:
             return self._failed(job, f"outputs pull failed: {_first_line(exc)}")
         return done and not record.unpullable

@@ -7,7 +7,7 @@ watch ends with every cell's results home and nothing billing."""
 
 from __future__ import annotations
 
-import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,7 +82,9 @@ def test_a_preempted_queue_moves_to_paperspace_with_its_records_and_checkpoint_a
             cwd=d, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         try:
-            victim, cell, _saved = poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), 120, 0.2)
+            victim, cell, _saved = poll(
+                "a queue pod in the middle of its queue", lambda: _mid_queue(sim), 120, 0.2
+            )
             finished = sorted(p.name[: -len(".exit")] for p in state_dir(sim, victim).glob("*.exit"))
             sim.inject("capacity", platform="runpod")
             assert sim.inject("preempt", pod_id=victim)["preempted"] == [victim]
@@ -91,19 +93,28 @@ def test_a_preempted_queue_moves_to_paperspace_with_its_records_and_checkpoint_a
             watch.kill()
     text = log.read_text()
     assert watch.returncode == 0, text
-    assert "moved" in text, text
+    moved = [line for line in text.splitlines() if "  moved: from runpod to paperspace" in line]
+    assert len(moved) == 1, text
+    step = int(re.search(rf"carried {re.escape(cell)}/step_(\d+)\.json", moved[0]).group(1))
+    assert step > 0, moved
+    # every cell's results home, each finished exactly once (its own finishes log, pulled with them)
     results = sorted(p.parent.name for p in (d / "outputs").glob("*/result.json"))
     assert len(results) == 4, (results, text)
     for c in results:
-        rec = dict(line.split("=", 1) for line in (d / "outputs" / c / "gpujob-cell.txt").read_text().splitlines())
-        assert rec["exit"] == "0", rec
-    # the victim queue's finished cells never ran on Paperspace
+        got = d / "outputs" / c
+        rec = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        assert rec["exit"] == "0" and rec["cell"] == c, rec
+        assert (got / "finishes.txt").read_text().splitlines() == [c], c
+    # the moved queue: its finished cells never ran on Paperspace (the carried records said so to its
+    # wrapper there), and its cell in flight resumed there from the carried step
     ps = machines(sim)
-    assert ps, text
+    assert len(ps) == 1, (ps, text)
     disk = sim.data_dir / "paperspace" / "machines" / ps[0]["id"] / "disk" / "workspace"
+    assert finished, "the victim had finished a cell before its preemption"
     for c in finished:
-        assert not (disk / "sweeps" / "abl" / c / "starts.txt").exists(), (c, text)
-    starts = (disk / "sweeps" / "abl" / cell / "starts.txt").read_text()
-    assert f"{cell} from 0" not in starts, (starts, text)
+        assert not (disk / "sweeps" / "abl" / c).exists(), (c, text)
+        assert (disk / ".gpujob" / "abl.sweep" / "state" / f"{c}.exit").read_text().strip() == "0", c
+    starts = (disk / "sweeps" / "abl" / cell / "starts.txt").read_text().splitlines()
+    assert starts == [f"{cell} from {step}"], (starts, text)
     assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], text
     assert [m["name"] for m in ps if m["state"] not in ("off", "stopped")] == [], (ps, text)

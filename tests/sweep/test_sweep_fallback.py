@@ -48,7 +48,9 @@ def _checkpoint(tmp_path: Path, name: str, *, verified: bool = True) -> PulledFi
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(name)
     sha = hashlib.sha256(f.read_bytes()).hexdigest()
-    return PulledFile(name=name, size=f.stat().st_size, sha256=sha, remote_sha256=sha, verified=verified, at=NOW)
+    return PulledFile(
+        name=name, size=f.stat().st_size, sha256=sha, remote_sha256=sha, verified=verified, at=NOW
+    )
 
 
 def test_a_queue_carries_the_records_home_and_each_cell_left_its_own_newest_verified_checkpoint(
@@ -81,7 +83,9 @@ def test_a_queue_carries_the_records_home_and_each_cell_left_its_own_newest_veri
     assert f"carries {cells[1]}/step_0002.json (step 2) of {cells[1]}" in said
 
 
-def test_the_carried_records_make_the_wrapper_on_the_new_machine_skip_the_finished_cells(tmp_path: Path) -> None:
+def test_the_carried_records_make_the_wrapper_on_the_new_machine_skip_the_finished_cells(
+    tmp_path: Path,
+) -> None:
     q1 = _queues(tmp_path)[0]
     cells = [c.name for c in q1.sweep.cells]
     _finish(tmp_path, cells[0])
@@ -109,7 +113,9 @@ def test_the_carried_records_make_the_wrapper_on_the_new_machine_skip_the_finish
     ran = subprocess.run(["bash", f"{mount}/{p.root.removeprefix(str(mount) + '/')}/queue.sh",
                           f"{p.queue_file(1)}"], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    assert [line for line in ran.stdout.splitlines() if line.startswith("ran ")] == [f"ran {cells[2]}"], ran.stdout
+    assert [line for line in ran.stdout.splitlines() if line.startswith("ran ")] == [f"ran {cells[2]}"], (
+        ran.stdout
+    )
 
 
 def _validate(tmp_path: Path, text: str, optimize: str) -> tuple[int, str]:
@@ -134,7 +140,9 @@ def test_validate_accepts_a_sweep_with_fallback_and_refuses_what_a_move_cannot_c
     code, said = _validate(tmp_path, text, optimize)
     line = text.splitlines().index("fallback:") + 1
     assert code != 0 and f"job.yaml:{line}:" in said, said
-    assert "only checkpoint.pull: continuous brings home" in said and "Set checkpoint.pull: continuous" in said
+    assert (
+        "only checkpoint.pull: continuous brings home" in said and "Set checkpoint.pull: continuous" in said
+    )
     # another mount: the queue files name the cells' dirs under the job's
     text = CONTINUOUS.replace("spot: true, ", "") + FALLBACK.replace("mount: /workspace", "mount: /storage")
     code, said = _validate(tmp_path, text, optimize)
