@@ -9,7 +9,7 @@ billing; deleting it is a separate gated action like any other.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -99,7 +99,8 @@ def with_moves(
             spot_gone=live.spot_unavailable, failback_held=loaded_hold(ls, when),
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
+        beside = siblings(spec.name, jobs)
+        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record, beside=beside)
         out.append(
             moved_plan(jp, ls, choice, live, record, now=when, env=env or {}, capabilities=capabilities)
         )
@@ -331,10 +332,13 @@ def within_cap(
     env: Mapping[str, str],
     jp: Any = None,
     record: Any = None,
+    beside: Sequence[Any] = (),
 ) -> Choice:
     """`choice` when its move fits the cap (or there is no cap, or no move); else the first other
     place that can serve within it; else no move, `held` saying what each would bill. `jp`: the job's
-    plan where it runs now (planned here from `live` when not given)."""
+    plan where it runs now (planned here from `live` when not given). `beside`: the plans of what
+    bills beside it under the same cap (a sweep queue's sibling queues: the cap is the sweep's sum,
+    so the moved queue counts at its new price beside them)."""
     declared = getattr(ls, "declared", None) or ls.spec
     cap = declared.budget.max_hourly_usd
     if choice.move_to is None or cap is None:
@@ -351,7 +355,7 @@ def within_cap(
     refused = []
     for to in [first, *([] if choice.failback else others)]:
         option = dataclasses.replace(choice, move_to=to)
-        rate = running_rate([moved_plan(jp, ls, option, live, record, now=now, env=env)])
+        rate = running_rate([moved_plan(jp, ls, option, live, record, now=now, env=env), *beside])
         if not over_cap(rate, cap):
             return option
         refused.append(f"moved to {to.name} it would bill {usd(rate.usd_per_hour)}/h ({rate.parts_text()})")
@@ -365,3 +369,13 @@ def _carry_lines(ls: Any, carry: str, frm: str, to: str) -> list[str]:
 
     q = queue_carry(ls)
     return [carry] if q is None else plan_lines(ls, q, frm, to)
+
+
+def siblings(job: str, plans: Iterable[Any]) -> list[Any]:
+    """The plans of the other queues of `job`'s sweep (none for a job that is not a sweep queue)."""
+    from gpujob.naming import sweep_of
+
+    mine = sweep_of(job)
+    if mine is None:
+        return []
+    return [p for p in plans if p.job != job and (sweep_of(p.job) or ("", 0))[0] == mine[0]]

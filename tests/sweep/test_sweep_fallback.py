@@ -19,8 +19,10 @@ import pytest
 
 from gpujob.failover.queue_carry import plan_lines, queue_carry, records_command
 from gpujob.layout.wrapper import RECORD, place
+from gpujob.live import LiveResource, LiveState
 from gpujob.plan.records import PulledFile, PullRecord
 from gpujob.spec.load import load_specs
+from tests.failover.test_choice import RP_GPUS, _out
 from tests.sweep.test_sweep_unit import JOB
 
 FALLBACK = """fallback:
@@ -34,7 +36,7 @@ NOW = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
 
 def _queues(tmp_path: Path, text: str = CONTINUOUS + FALLBACK) -> list:
     (tmp_path / "job.yaml").write_text(text)
-    return [dataclasses.replace(ls, project="p1") for ls in load_specs([tmp_path / "job.yaml"])]
+    return [dataclasses.replace(ls, project="testproj") for ls in load_specs([tmp_path / "job.yaml"])]
 
 
 def _finish(tmp_path: Path, cell: str, code: int = 0) -> None:
@@ -148,3 +150,42 @@ def test_validate_accepts_a_sweep_with_fallback_and_refuses_what_a_move_cannot_c
     code, said = _validate(tmp_path, text, optimize)
     assert code != 0 and "fallback[0].storage.mount" in said and "set it to /workspace" in said, said
     assert "job.yaml:" in said, said
+
+
+def _pod(n: int, status: str) -> LiveResource:
+    return LiveResource(platform="runpod", kind="pod", id=f"p{n}", name=f"gpujob-abl--q{n}--testproj", status=status,
+                        gpu_id=RP_GPUS[0], gpu_count=1, attributes={"project": "testproj"})  # fmt: skip
+
+
+def _plan(tmp_path: Path, cap: float):  # type: ignore[no-untyped-def]
+    from gpujob.plan.planner import build_plan
+
+    loaded = _queues(tmp_path, CONTINUOUS + FALLBACK + f"budget: {{max_hourly_usd: {cap}}}\n")
+    live = LiveState(read_at=NOW, resources=[_pod(1, "stopped"), _pod(2, "running")],
+                     quotes=[_out(g) for g in RP_GPUS])  # fmt: skip
+    return build_plan(loaded, live, now=NOW, env={})
+
+
+def test_the_plan_moves_the_preempted_queue_alone_saying_what_it_carries_within_the_sweeps_cap(
+    tmp_path: Path,
+) -> None:
+    from gpujob.plan.model import ActionKind
+    from gpujob.plan.rate import running_rate
+
+    plan = _plan(tmp_path, 50.0)
+    q1, q2 = plan.jobs
+    assert [a.kind for a in q1.actions] == [ActionKind.MOVE] and q1.actions[0].id == "abl--q1.move"
+    assert ActionKind.MOVE not in [a.kind for a in q2.actions]  # running where it is: served
+    said = " ".join(q1.actions[0].reasons)
+    assert "move runpod -> paperspace (fallback[0])" in said, said
+    assert "abl--q1 moves runpod -> paperspace: 3 of its 3 cell(s) left" in said, said
+    assert "carries the records of 0 finished cell(s)" in said, said
+    # the cap is the sweep's: the moved queue at its new price beside the queue that stays
+    whole = running_rate(plan.jobs).usd_per_hour
+    alone = running_rate([q1]).usd_per_hour
+    assert 0 < alone < whole
+    held = _plan(tmp_path, round((alone + whole) / 2, 2))
+    assert ActionKind.MOVE not in [a.kind for a in held.jobs[0].actions]
+    (why,) = [f for f in held.jobs[0].findings if f.code == "failover"]
+    assert "no move: moved to paperspace (fallback[0]) it would bill" in why.summary, why
+    assert "abl--q2 runs on runpod" in why.summary, why
