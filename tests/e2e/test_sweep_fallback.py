@@ -7,6 +7,7 @@ watch ends with every cell's results home and nothing billing."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -53,9 +54,17 @@ failover: auto
 """
 
 
-def _mid_queue(sim: Sim) -> tuple[str, str, int] | None:
+def _verified_home(d: Path, queue: str, cell: str) -> bool:
+    """Whether watch's continuous pull brought a checkpoint of `cell` home, verified (what a move carries)."""
+    f = d / ".gpujob" / "pulls" / f"abl--{queue}.json"
+    files = json.loads(f.read_text())["files"] if f.is_file() else []
+    return any(x["name"].startswith(cell + "/") and x["verified"] for x in files)
+
+
+def _mid_queue(sim: Sim, d: Path) -> tuple[str, str, int] | None:
     """(pod id, its in-flight cell, checkpoints saved) of a running queue pod that finished a cell and
-    is inside its next one, two to four of its six steps saved (so the preemption lands inside it)."""
+    is inside its next one, two to four of its six steps saved (so the preemption lands inside it),
+    with the finished cells' records and a verified checkpoint of the cell in flight pulled home."""
     for pod in pods(sim):
         if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
             continue
@@ -66,7 +75,13 @@ def _mid_queue(sim: Sim) -> tuple[str, str, int] | None:
         cell = current.read_text().strip() if current else ""
         ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
         saved = len(list(ck.glob("step_*.json")))
-        if cell and not (s / f"{cell}.exit").exists() and 2 <= saved <= 4:
+        if not cell or (s / f"{cell}.exit").exists() or not 2 <= saved <= 4:
+            continue
+        queue = current.name.split(".")[-1] if current else ""
+        done = [p.name[: -len(".exit")] for p in s.glob("*.exit")]
+        if _verified_home(d, queue, cell) and all(
+            (d / "outputs" / c / "gpujob-cell.txt").is_file() for c in done
+        ):
             return str(pod["id"]), cell, saved
     return None
 
@@ -83,7 +98,7 @@ def test_a_preempted_queue_moves_to_paperspace_with_its_records_and_checkpoint_a
         )  # fmt: skip
         try:
             victim, cell, _saved = poll(
-                "a queue pod in the middle of its queue", lambda: _mid_queue(sim), 120, 0.2
+                "a queue pod in the middle of its queue", lambda: _mid_queue(sim, d), 120, 0.2
             )
             finished = sorted(p.name[: -len(".exit")] for p in state_dir(sim, victim).glob("*.exit"))
             sim.inject("capacity", platform="runpod")
