@@ -1,6 +1,6 @@
 """docs/sweeps.md's first example, planned against the simulator as a reader would copy it, draws no
 warning about its own teardown line (it used to draw RP4 on every queue); docs/failover.md says what
-the tool does with a sweep that has fallback: (#41)."""
+the tool does with a sweep that has fallback: (#41, #37: it moves queue by queue)."""
 
 from __future__ import annotations
 
@@ -75,10 +75,11 @@ def test_the_text_plan_leads_with_the_sweep_and_shows_each_finding_once(tmp_path
     assert any(re.fullmatch(r"    \d+ as for abl--q1 above \(the same findings\)", line) for line in lines)
 
 
-def test_failover_md_says_a_sweep_with_fallback_is_refused() -> None:
+def test_failover_md_says_a_sweep_with_fallback_moves_queue_by_queue() -> None:
     from gpujob.layout.checks import __file__ as checks
 
     page = (ROOT / "docs" / "failover.md").read_text()
     assert "not on main" not in page
-    assert "fallback: a sweep's queues cannot move to another platform" in Path(checks).read_text()
-    assert "`job.yaml:17:1: fallback: a sweep's queues cannot move to another platform: …`" in page
+    assert "a sweep's queues cannot move to another platform" not in Path(checks).read_text() + page
+    assert "each queue `<job>--q<N>` moves on its own" in page
+    assert "only checkpoint.pull: continuous brings home" in Path(checks).read_text()

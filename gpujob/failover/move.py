@@ -82,6 +82,12 @@ def carried_file(ls: Any) -> tuple[str | None, int | None, int]:
     spec = ls.spec
     if spec.checkpoint is None:
         return None, None, 0
+    if getattr(ls, "sweep", None) is not None:  # a queue: its cell in flight's (gpujob.failover.queue_carry)
+        from gpujob.failover.queue_carry import queue_carry
+
+        carry = queue_carry(ls)
+        flight = carry.in_flight() if carry is not None else None
+        return (flight[1], flight[2], 0) if flight else (None, None, 0)
     record = load_pull_record(open_store(ls.path), spec.name)
     if record is None:
         return None, None, 0
@@ -163,6 +169,36 @@ async def push_verified(
             hint="the move stopped before launching the run; the next move pushes it again",
         )
     return int(sent or 0)
+
+
+async def push_records(
+    target_ls: Any, machine: Any, provider: Any, carry: Any, *, ssh: Any, clock: Clock,
+    note: Callable[[str], None],
+) -> None:  # fmt: skip
+    """A moving queue's never-run-again records written into its wrapper's state dir there, and read
+    back: the move stops before the launch unless every finished cell is recorded there."""
+    from gpujob.apply.runtime import Target, open_remote
+    from gpujob.failover.queue_carry import records_command
+    from gpujob.state import open_store
+
+    spec = target_ls.spec
+    job = target_ls.sweep.sweep_job
+    target = Target(
+        spec=spec, spec_path=target_ls.path, provider=provider, resource=machine,
+        state_dir=open_store(target_ls.path), moved=True,
+    )  # fmt: skip
+    async with open_remote(target, ssh, clock, note) as remote:
+        got = await remote.run(
+            records_command(spec.storage.mount, job, carry),
+            what=f"writing the records of {len(carry.finished)} finished cell(s) of {spec.name}",
+        )
+    there = set(str(got.stdout).split())
+    missing = sorted(set(carry.finished) - there)
+    if missing:
+        raise GpujobError(
+            f"the finished cells' records read back incomplete on {machine.name}: {', '.join(missing)}",
+            hint="the move stopped before launching the run; the next move writes them again",
+        )
 
 
 async def _quiesce_and_pull(
@@ -304,7 +340,16 @@ async def move_job(
         )  # fmt: skip
         if machine is None:
             raise GpujobError(f"no {kind} of the job on {to.platform} after its create")
-        if name is not None:
+        from gpujob.failover.queue_carry import queue_carry
+
+        carry = queue_carry(ls)
+        if carry is not None:  # a sweep queue: every cell's checkpoint, then its records (queue_carry)
+            for one in carry.files():
+                out.pushed_bytes += await push_verified(
+                    there, machine, providers[to.platform], one, ssh=ssh, clock=clock, note=note
+                )
+            await push_records(there, machine, providers[to.platform], carry, ssh=ssh, clock=clock, note=note)
+        elif name is not None:
             out.pushed_bytes = await push_verified(
                 there, machine, providers[to.platform], name, ssh=ssh, clock=clock, note=note
             )

@@ -9,7 +9,7 @@ billing; deleting it is a separate gated action like any other.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -83,7 +83,9 @@ def with_moves(
     out = []
     for ls, jp in zip(loaded, jobs, strict=True):
         spec = ls.spec
-        if not spec.fallback or spec.state != "running":
+        from gpujob.failover.queue_carry import drained
+
+        if not spec.fallback or spec.state != "running" or drained(ls):
             out.append(jp)
             continue
         declared = getattr(ls, "declared", None) or spec
@@ -97,7 +99,8 @@ def with_moves(
             spot_gone=live.spot_unavailable, failback_held=loaded_hold(ls, when),
         )  # fmt: skip
         record = (pull_records or {}).get(spec.name)
-        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record)
+        beside = siblings(spec.name, jobs)
+        choice = within_cap(ls, choice, live, now=when, env=env or {}, jp=jp, record=record, beside=beside)
         out.append(
             moved_plan(jp, ls, choice, live, record, now=when, env=env or {}, capabilities=capabilities)
         )
@@ -284,7 +287,7 @@ def _with_choice(jp: JobPlan, ls: Any, choice: Choice, live: LiveState, record: 
         resource_name=spec.name,
         reasons=[
             f"move {choice.here.name} -> {to.name}: {choice.why}",
-            carry,
+            *_carry_lines(ls, carry, choice.here.platform, to.platform),
             keeps_text + "; deleting them is a separate gated action (gpujob apply --release-left)",
             *lines,
         ],
@@ -329,10 +332,13 @@ def within_cap(
     env: Mapping[str, str],
     jp: Any = None,
     record: Any = None,
+    beside: Sequence[Any] = (),
 ) -> Choice:
     """`choice` when its move fits the cap (or there is no cap, or no move); else the first other
     place that can serve within it; else no move, `held` saying what each would bill. `jp`: the job's
-    plan where it runs now (planned here from `live` when not given)."""
+    plan where it runs now (planned here from `live` when not given). `beside`: the plans of what
+    bills beside it under the same cap (a sweep queue's sibling queues: the cap is the sweep's sum,
+    so the moved queue counts at its new price beside them)."""
     declared = getattr(ls, "declared", None) or ls.spec
     cap = declared.budget.max_hourly_usd
     if choice.move_to is None or cap is None:
@@ -349,9 +355,27 @@ def within_cap(
     refused = []
     for to in [first, *([] if choice.failback else others)]:
         option = dataclasses.replace(choice, move_to=to)
-        rate = running_rate([moved_plan(jp, ls, option, live, record, now=now, env=env)])
+        rate = running_rate([moved_plan(jp, ls, option, live, record, now=now, env=env), *beside])
         if not over_cap(rate, cap):
             return option
         refused.append(f"moved to {to.name} it would bill {usd(rate.usd_per_hour)}/h ({rate.parts_text()})")
     held = "; ".join(refused) + f", over {CAP_KEY} {usd(cap)}/h"
     return dataclasses.replace(choice, move_to=None, held=held)
+
+
+def _carry_lines(ls: Any, carry: str, frm: str, to: str) -> list[str]:
+    """A sweep queue's move carries its cells' records and checkpoints (gpujob.failover.queue_carry)."""
+    from gpujob.failover.queue_carry import plan_lines, queue_carry
+
+    q = queue_carry(ls)
+    return [carry] if q is None else plan_lines(ls, q, frm, to)
+
+
+def siblings(job: str, plans: Iterable[Any]) -> list[Any]:
+    """The plans of the other queues of `job`'s sweep (none for a job that is not a sweep queue)."""
+    from gpujob.naming import sweep_of
+
+    mine = sweep_of(job)
+    if mine is None:
+        return []
+    return [p for p in plans if p.job != job and (sweep_of(p.job) or ("", 0))[0] == mine[0]]

@@ -53,7 +53,9 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
 
     ls = j.loaded
     declared = getattr(ls, "declared", None) or ls.spec
-    if ls.spec.state != "running":
+    from gpujob.failover.queue_carry import drained
+
+    if ls.spec.state != "running" or drained(ls):  # a queue with every cell home has nothing to move
         return None
     here_up = running_here(live, ls.spec.name, ls.project, ls.spec.platform)
     fails = 0 if here_up else failed_starts(j.ledger)
@@ -63,10 +65,12 @@ async def on_move(watcher: Any, j: Any, jp: Any, live: Any) -> int | None:
         declared, getattr(ls, "entry", -1), live.quotes, running_here=here_up, failed_starts=fails,
         spot_gone=live.spot_unavailable, failback_held=loaded_hold(ls, watcher.clock.now()),
     )  # fmt: skip
-    from gpujob.failover.planning import within_cap
+    from gpujob.failover.planning import siblings, within_cap
 
-    # the plan's chooser: never a move the cap check would refuse (watch would retry it every interval)
-    choice = within_cap(ls, choice, live, now=watcher.clock.now(), env=watcher.env, jp=jp)
+    # the plan's chooser: never a move the cap check would refuse (watch would retry it every interval);
+    # a sweep queue's move counts beside its sibling queues (the cap is the sweep's sum)
+    beside = siblings(ls.spec.name, getattr(watcher, "tick_plans", {}).values())
+    choice = within_cap(ls, choice, live, now=watcher.clock.now(), env=watcher.env, jp=jp, beside=beside)
     to = choice.move_to
     planned = any(a.kind is ActionKind.MOVE for a in jp.actions)
     if to is None:  # served here; a planned move this read disagrees with waits for the next tick's plan

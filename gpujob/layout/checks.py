@@ -8,16 +8,6 @@ from typing import Any
 GPUJOB_ENV = frozenset({"HF_HOME", "PIP_CACHE_DIR"})
 
 
-# Why a sweep cannot move between platforms, and what to do instead (docs/sweeps.md, "With fallback:").
-FALLBACK_REFUSED = (
-    "fallback: a sweep's queues cannot move to another platform: which cells a queue ran (its wrapper's "
-    "never-run-again records) and its cell in flight's checkpoints are on its machine's disk, and a move "
-    "carries one checkpoint and none of those records, so a moved queue would run its finished cells again. "
-    "Drop fallback: (the queues run on {platform} only), or write the sweep a second job file for the other "
-    "platform (another name, sweep.cells split between the two) and apply the one that can run"
-)
-
-
 def sweep_problem(spec: Any) -> str | None:
     """'key.path: message' (gpujob.spec.errmap places it at that key), or None."""
     sw = spec.sweep
@@ -27,8 +17,9 @@ def sweep_problem(spec: Any) -> str | None:
         return None
     if spec.run is None:
         return "sweep.machines: a sweep needs a run: block (each cell runs run.command)"
-    if getattr(spec, "fallback", None):
-        return FALLBACK_REFUSED.format(platform=spec.platform)
+    fallback_problem = _fallback_problem(spec)
+    if fallback_problem:
+        return fallback_problem
     from gpujob.jobfile.cells import expand
 
     names = {k for c in expand(sw) for k, _ in c.values}
@@ -60,4 +51,28 @@ def sweep_problem(spec: Any) -> str | None:
             f"outputs.paths: in a sweep each path must contain {{cell}} (one per cell), not {', '.join(bad)}; "
             "each cell's GPUJOB_CELL_DIR is an output already"
         )
+    return None
+
+
+def _fallback_problem(spec: Any) -> str | None:
+    """A sweep with `fallback:` moves queue by queue (gpujob.failover.queue_carry); what a move cannot
+    carry is refused here."""
+    entries = getattr(spec, "fallback", None) or []
+    if not entries:
+        return None
+    ck = spec.checkpoint
+    if ck is None or ck.pull != "continuous":
+        return (
+            "fallback: a sweep's queue moves with what came home: its cells' records (which never run again) "
+            "and their verified checkpoints, which only checkpoint.pull: continuous brings home while the "
+            "queue runs; without it a moved queue would run its finished cells again. Set "
+            "checkpoint.pull: continuous, or drop fallback:"
+        )
+    for i, entry in enumerate(entries):
+        if entry.storage.mount != spec.storage.mount:
+            return (
+                f"fallback[{i}].storage.mount: a sweep's queue files name every cell's dirs under "
+                f"storage.mount ({spec.storage.mount}), so a moved queue needs the same mount there, "
+                f"not {entry.storage.mount}: set it to {spec.storage.mount}"
+            )
     return None

@@ -131,9 +131,10 @@ def with_projects(loaded: Sequence[L], *, create: bool) -> list[L]:
         if project is not None:
             ownership.load(store, project.id)  # what `state rm` forgot and `import` adopted (gpujob.naming)
         placed = dataclasses.replace(ls, project=project.id if project else None)  # type: ignore[type-var]
-        if getattr(ls, "declared", None) is None and getattr(ls, "sweep", None) is None:
+        if getattr(ls, "declared", None) is None:
             # Where a move put it (gpujob.failover); a job whose fallback entries were removed since a
-            # move still has its record, naming the platforms it may have left resources on.
+            # move still has its record, naming the platforms it may have left resources on. A sweep
+            # queue is placed on its own (its record is `<job>--q<N>`'s): each queue is what moves.
             placed = placement.placed(placed, store)
         out.append(placed)
     return out

@@ -152,6 +152,7 @@ class Watcher(Acting):
         await self._refresh_costs(active, now)
         code = ERROR if live.read_errors else HEALTHY
         todo: list[tuple[JobWatch, JobPlan, Decision]] = []
+        self.tick_plans = {jp.job: jp for jp in plan.jobs}  # what a judge weighs a move beside (a cap's sum)
         self.acted = False  # a judge may act itself (a move, gpujob.failover.watching) and say so here
         for jp in plan.jobs:
             j = self.jobs[jp.job]

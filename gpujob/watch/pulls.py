@@ -40,7 +40,7 @@ class Puller:
         task = self.tasks.get(job.name)
         if task is not None and not task.done():
             return
-        coro = self.pull(job, machine, provider, newest=newest)
+        coro = self.background(job, machine, provider, newest=newest)
         self.tasks[job.name] = asyncio.get_running_loop().create_task(coro)
 
     async def final(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
@@ -52,6 +52,24 @@ class Puller:
         if spec.outputs is not None:  # the results come home even while a checkpoint fails its check
             done = await self.pull_outputs(job, machine, provider, reason=reason) and done
         return done
+
+    async def background(self, job: Any, machine: LiveResource, provider: Any, *, newest: str) -> bool:
+        """The continuous pull; a sweep queue that may move to another platform (`fallback:`) brings
+        its cells' results home with it too, each cell's record with them: what a move carries as
+        never-run-again records is what came home (gpujob.failover.queue_carry)."""
+        from gpujob.jobfile.cells import queue_cells
+
+        done = await self.pull(job, machine, provider, newest=newest)
+        spec = job.loaded.spec
+        if self.outputs is None or not spec.fallback or queue_cells(spec) is None:
+            return done
+        try:
+            record = await self.outputs(
+                _target(job, machine, provider), self.ssh, self.clock, lambda _t: None
+            )
+        except (GpujobError, OSError) as exc:
+            return self._failed(job, f"outputs pull failed: {_first_line(exc)}")
+        return done and not record.unpullable
 
     async def pull_outputs(self, job: Any, machine: LiveResource, provider: Any, *, reason: str) -> bool:
         """The job's outputs (gpujob.outputs), each checked by sha256: at the end of a run, as the

@@ -1,0 +1,135 @@
+"""A sweep with `fallback:` (docs/sweeps.md, "With fallback:"), in the simulator: four cells on two
+spot queue pods under `failover: auto` and a real `gpujob watch`. RunPod runs out of capacity and one
+queue's pod is preempted in the middle of its queue: watch moves that queue to Paperspace, carrying its
+records of the cells it finished (they never run again, there or here) and its in-flight cell's newest
+verified checkpoint (the cell resumes at that step), and the queue runs its remaining cells there;
+watch ends with every cell's results home and nothing billing."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpujob.sim.testing import Sim
+from tests.e2e.e2e_support import poll
+from tests.e2e.sweep_support import machines, pods, state_dir, sweep_project
+
+pytestmark = [pytest.mark.sim, pytest.mark.ssh, pytest.mark.timeout(400)]
+
+JOB = """version: 1
+name: abl
+platform: runpod
+machine:
+  gpu: [RTX4090, A6000]
+  spot: true
+  cloud: secure
+  regions: [EU-RO-1]
+  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
+  container_disk_gb: 20
+storage: {volume_gb: 10, mount: /workspace}
+checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, pull: continuous, verify: "python3 -m json.tool {file}"}
+run:
+  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
+  command: python3 cell.py
+  env: {STEPS: "6", STEP_S: "1"}
+  detach: tmux
+sweep:
+  machines: 2
+  matrix:
+    LR: ["1e-3", "1e-4"]
+    SEED: ["1", "2"]
+  est: 20m
+teardown: {on_finish: stop}
+budget: {max_hourly_usd: 3.0}
+fallback:
+  - platform: paperspace
+    machine: {gpu: [A4000, A5000], regions: [ny2], template: ubuntu-22.04, public_ip: dynamic}
+    storage: {volume_gb: 50, mount: /workspace}
+failover: auto
+"""
+
+
+def _verified_home(d: Path, queue: str, cell: str) -> bool:
+    """Whether watch's continuous pull brought a checkpoint of `cell` home, verified (what a move carries)."""
+    f = d / ".gpujob" / "pulls" / f"abl--{queue}.json"
+    files = json.loads(f.read_text())["files"] if f.is_file() else []
+    return any(x["name"].startswith(cell + "/") and x["verified"] for x in files)
+
+
+def _mid_queue(sim: Sim, d: Path) -> tuple[str, str, int] | None:
+    """(pod id, its in-flight cell, checkpoints saved) of a running queue pod that finished a cell and
+    is inside its next one, two to four of its six steps saved (so the preemption lands inside it),
+    with the finished cells' records and a verified checkpoint of the cell in flight pulled home."""
+    for pod in pods(sim):
+        if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
+            continue
+        s = state_dir(sim, pod["id"])
+        if not list(s.glob("*.exit")):
+            continue
+        current = next(iter(s.glob("current.*")), None)
+        cell = current.read_text().strip() if current else ""
+        ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
+        saved = len(list(ck.glob("step_*.json")))
+        if not cell or (s / f"{cell}.exit").exists() or not 2 <= saved <= 4:
+            continue
+        queue = current.name.split(".")[-1] if current else ""
+        done = [p.name[: -len(".exit")] for p in s.glob("*.exit")]
+        if _verified_home(d, queue, cell) and all(
+            (d / "outputs" / c / "gpujob-cell.txt").is_file() for c in done
+        ):
+            return str(pod["id"]), cell, saved
+    return None
+
+
+def test_a_preempted_queue_moves_to_paperspace_with_its_records_and_checkpoint_and_every_cell_runs_once(
+    sim: Sim, tmp_path: Path
+) -> None:
+    d, env = sweep_project(sim, tmp_path, JOB)
+    log = d / "watch.log"
+    with log.open("w") as out:
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
+            cwd=d, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        try:
+            victim, cell, _saved = poll(
+                "a queue pod in the middle of its queue", lambda: _mid_queue(sim, d), 120, 0.2
+            )
+            finished = sorted(p.name[: -len(".exit")] for p in state_dir(sim, victim).glob("*.exit"))
+            sim.inject("capacity", platform="runpod")
+            assert sim.inject("preempt", pod_id=victim)["preempted"] == [victim]
+            watch.wait(timeout=300)
+        finally:
+            watch.kill()
+    text = log.read_text()
+    assert watch.returncode == 0, text
+    moved = [line for line in text.splitlines() if "  moved: from runpod to paperspace" in line]
+    assert len(moved) == 1, text
+    step = int(re.search(rf"carried {re.escape(cell)}/step_(\d+)\.json", moved[0]).group(1))
+    assert step > 0, moved
+    # every cell's results home, each finished exactly once (its own finishes log, pulled with them)
+    results = sorted(p.parent.name for p in (d / "outputs").glob("*/result.json"))
+    assert len(results) == 4, (results, text)
+    for c in results:
+        got = d / "outputs" / c
+        rec = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        assert rec["exit"] == "0" and rec["cell"] == c, rec
+        assert (got / "finishes.txt").read_text().splitlines() == [c], c
+    # the moved queue: its finished cells never ran on Paperspace (the carried records said so to its
+    # wrapper there), and its cell in flight resumed there from the carried step
+    ps = machines(sim)
+    assert len(ps) == 1, (ps, text)
+    disk = sim.data_dir / "paperspace" / "machines" / ps[0]["id"] / "disk" / "workspace"
+    assert finished, "the victim had finished a cell before its preemption"
+    for c in finished:
+        assert not (disk / "sweeps" / "abl" / c).exists(), (c, text)
+        assert (disk / ".gpujob" / "abl.sweep" / "state" / f"{c}.exit").read_text().strip() == "0", c
+    starts = (disk / "sweeps" / "abl" / cell / "starts.txt").read_text().splitlines()
+    assert starts == [f"{cell} from {step}"], (starts, text)
+    assert [p["name"] for p in pods(sim) if p["status"] == "RUNNING"] == [], text
+    assert [m["name"] for m in ps if m["state"] not in ("off", "stopped")] == [], (ps, text)
