@@ -68,7 +68,9 @@ def test_a_torn_file_cannot_load(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_as_the_gate_runs_it_the_exit_code_is_the_verdict(tmp_path: Path) -> None:
     good = _write(tmp_path, json.dumps(GOOD))
     ok = subprocess.run([sys.executable, str(SCRIPT), str(good)], capture_output=True, text=True)
-    bad = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "gone.json")], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path / "gone.json")], capture_output=True, text=True
+    )
     usage = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
     assert (ok.returncode, bad.returncode, usage.returncode) == (0, 1, 2)
     assert "cannot load" in bad.stderr
