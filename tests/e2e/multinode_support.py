@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.e2e.e2e_support import Project
 
-CODE = Path(__file__).resolve().parents[1] / "multinode" / "code"
+CODE = Path(__file__).resolve().parents[1] / "gang" / "code"
 # Each xdist worker its own rendezvous port: two workers' simulators may hand out the same private address.
 PORT = 20000 + os.getpid() % 20000
 
