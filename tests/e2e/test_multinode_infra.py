@@ -9,20 +9,12 @@ import json
 from gpujob.sim.ps_engine import machine_dir as ps_machine_dir
 from gpujob.sim.rp_engine import pod_dir
 from tests.e2e.e2e_support import Project, poll
-from tests.e2e.multinode_support import billing_rates, job_text, live_members, project_with
+from tests.e2e.multinode_support import RUNPOD_MACHINE, billing_rates, job_text, live_members, project_with
 
-JOB = """\
-version: 1
-name: mn
-platform: runpod
-machine:
-  gpu: H100-80GB
-  nodes: 2
-  regions: [EU-RO-1]
-  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
-  container_disk_gb: 20
-storage:
-  volume_gb: 20
+JOB = (
+    "version: 1\nname: mn\nplatform: runpod\n"
+    + RUNPOD_MACHINE
+    + """\
 checkpoint:
   dir: /workspace/ckpt
   interval: 10m
@@ -33,6 +25,7 @@ teardown:
 budget:
   max_hourly_usd: 20
 """
+)
 
 
 def _job(p: Project, text: str = JOB) -> None:
