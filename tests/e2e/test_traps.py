@@ -53,12 +53,13 @@ def test_plan_says_how_long_the_balance_lasts_and_a_failed_read_only_notes_it(pr
     assert "less than run.max_runtime (48 h)" in blocked.stdout and "to the RunPod balance" in blocked.stdout
     assert "job.yaml:" in blocked.stdout
 
-    # GraphQL down: the balance is unknown, the plan still goes (prices fall back to the profile)
+    # GraphQL down: the balance is unknown, the plan still goes (prices fall back to the profile). Every
+    # GraphQL call fails, not just the first: the plan reads spot prices there too, at the same time.
     p.sim.inject("clear", balance=1_000_000.0)
-    p.sim.inject("http_error", platform="runpod", path="/graphql", status=403)
+    p.sim.inject("http_error", platform="runpod", path="/graphql", status=403, count=1000)
     quiet = p.gj("plan", "--detailed-exitcode", check=False)
     assert quiet.returncode == 2, quiet.stdout + quiet.stderr  # changes to make, nothing blocking
-    assert "the RunPod balance was not read" in quiet.stdout
+    assert "the RunPod balance was not read" in quiet.stdout, quiet.stdout
 
 
 def test_state_stopped_pulls_and_verifies_the_newest_checkpoint_first_and_a_self_stop_needs_approval(
