@@ -31,9 +31,11 @@ def listen_script(jobdir: str, addr: str, port: int) -> str:
     return (
         f"mkdir -p {q(jobdir)} && cd {q(jobdir)} && "
         f"(nohup python3 -c {q(code)} > preflight.listen 2>&1 & echo $! > {pidfile}); "
-        "for i in $(seq 150); do grep -q listening preflight.listen 2>/dev/null && break; "
-        "kill -0 $(cat preflight.pid) 2>/dev/null || break; sleep 0.1; done; "
-        "head -c 300 preflight.listen | tr '\\n' ' '; echo"
+        "why='did not bind within 15 s'; "
+        "for i in $(seq 150); do grep -q listening preflight.listen 2>/dev/null && why= && break; "
+        "kill -0 $(cat preflight.pid) 2>/dev/null || { why='the listener exited before it bound'; break; }; "
+        "sleep 0.1; done; "
+        "head -c 300 preflight.listen | tr '\\n' ' '; echo \"$why\""
     )
 
 
