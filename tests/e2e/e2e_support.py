@@ -1,5 +1,5 @@
 """End-to-end helpers: the real simulator (real sshd pods, real files, real processes) and the
-`gpujob` CLI run as subprocesses in a copy of examples/quickstart.
+`gpujob` CLI run in a copy of examples/quickstart (in this process, or as a real one: tests/cli_process.py).
 
 These tests never skip: when the simulator cannot run its pods here, they fail and say why.
 """
@@ -7,7 +7,6 @@ These tests never skip: when the simulator cannot run its pods here, they fail a
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 from gpujob import naming
 from gpujob.sim.testing import Sim
+from tests.cli_process import invoke, run_gpujob
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 CANARY = "gpujob_CANARY_5e1f0c7d9b"
@@ -33,15 +33,12 @@ class Project:
     sim: Sim
     outputs: list[str] = field(default_factory=list)
 
-    def gj(self, *args: str, check: bool = True, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpujob", *args],
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+    def gj(
+        self, *args: str, check: bool = True, timeout: float = 180, process: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """`gpujob <args>` in the project: in this process unless `process` (tests/cli_process.py says
+        when a test needs a real one; `timeout` bounds only a real one)."""
+        proc = run_gpujob(args, cwd=self.dir, env=self.env, timeout=timeout, process=process)
         self.outputs += [proc.stdout, proc.stderr]
         if check and proc.returncode != 0:
             raise AssertionError(
@@ -105,26 +102,9 @@ class Project:
         return json.loads(self.in_process("status", "--format", "json").stdout)[0]
 
     def in_process(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """The gpujob CLI run in this process (click's CliRunner on the real `cli`), in the project's
-        directory with exactly its environment, against the same simulator over HTTP and sshd over SSH:
-        for a test that needs only what a command prints. What is about the process itself (exit on a
-        signal, kill -9, a watch left running, stdout and stderr as a script sees them) stays `gj`."""
-        from click.testing import CliRunner
-
-        from gpujob.cli.main import cli
-
-        saved_env, saved_cwd = dict(os.environ), os.getcwd()
-        for key in set(os.environ) - set(self.env):
-            del os.environ[key]
-        os.environ.update(self.env)
-        os.chdir(self.dir)
-        try:
-            result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-        finally:
-            os.chdir(saved_cwd)
-            os.environ.clear()
-            os.environ.update(saved_env)
-        proc = subprocess.CompletedProcess(["gpujob", *args], result.exit_code, result.stdout, result.stderr)
+        """The gpujob CLI run in this process, whatever GPUJOB_TESTS_IN_PROCESS says (tests/cli_process.py):
+        the polls call it most."""
+        proc = invoke(args, cwd=self.dir, env=self.env)
         self.outputs += [proc.stdout, proc.stderr]
         if check and proc.returncode != 0:
             raise AssertionError(

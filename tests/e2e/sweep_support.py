@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from gpujob.sim.testing import Sim
+from tests.cli_process import run_gpujob
 
 CELL = Path(__file__).parents[1] / "sweep" / "cell.py"
 
@@ -28,14 +28,7 @@ def sweep_project(sim: Sim, tmp_path: Path, job: str, name: str = "abl") -> tupl
 
 
 def gj(d: Path, env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", *args],
-        cwd=d,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_gpujob(args, cwd=d, env=env, timeout=timeout)
 
 
 def pods(sim: Sim) -> list[dict]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from tests.cli_process import run_gpujob as run_cli
 
 RUNPOD_JOB = """version: 1
 name: rpfake
@@ -47,11 +48,4 @@ def run_gpujob(
         k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_") and not k.endswith("_API_KEY")
     }
     clean.update(env, NO_COLOR="1")
-    return subprocess.run(
-        [sys.executable, "-m", "gpujob", *args],
-        cwd=cwd,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli(args, cwd=cwd or Path.cwd(), env=clean, timeout=timeout)

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpujob import naming
 from gpujob.sim.testing import Sim
+from tests.cli_process import run_gpujob
 
 IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
 
@@ -76,14 +77,7 @@ class Checkout:
         return path
 
     def gj(self, *args: str, check: bool = True, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpujob", *args],
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        proc = run_gpujob(args, cwd=self.dir, env=self.env, timeout=timeout)
         self.outputs.append(proc.stdout + proc.stderr)
         assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
         if check and proc.returncode != 0:

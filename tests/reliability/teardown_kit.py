@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gpujob.sim.testing import Sim
+from tests.cli_process import run_gpujob
 
 HERE = Path(__file__).resolve().parent
 QUICKSTART = HERE.parents[1] / "examples" / "quickstart"
@@ -169,14 +169,7 @@ class Project:
     outputs: list[str] = field(default_factory=list)
 
     def gj(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gpujob", *args],
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        proc = run_gpujob(args, cwd=self.dir, env=self.env, timeout=timeout)
         self.outputs += [proc.stdout, proc.stderr]
         return proc
 
