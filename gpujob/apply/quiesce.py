@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from gpujob.apply.context import JobContext
@@ -43,70 +44,64 @@ async def quiesce(
     """Stop the job's processes on an open connection; a one-line outcome. `strict`: a process still
     alive after SIGKILL raises GateError (its disk cannot be checked while it writes)."""
     return await _on_open(
-        remote, ctx.spec, ctx.ssh, ctx.note, machine.name, action.kind.value, label=action.id, strict=strict
+        _Quiet(remote, ctx.spec, ctx.ssh, ctx.note, machine.name, action.kind.value, action.id, strict)
     )
 
 
-async def _on_open(
-    remote: Any,
-    spec: JobSpec,
-    ssh: SSHApi,
-    note: Callable[[str], None],
-    name: str,
-    before: str,
-    *,
-    label: str,
-    strict: bool,
-) -> str:
-    grace = quiesce_grace_s(spec)
-    q = await ssh.quiesce_run(remote, spec, grace_s=grace)
-    state = getattr(q, "state", "not-running")
+@dataclass(frozen=True)
+class _Quiet:
+    """One quiesce on an open connection: whose run, where, what follows (`before`), and how a process
+    that will not die is taken (`strict`: GateError, naming `label`)."""
+
+    remote: Any
+    spec: JobSpec
+    ssh: SSHApi
+    note: Callable[[str], None]
+    name: str
+    before: str
+    label: str
+    strict: bool
+
+
+async def _on_open(q: _Quiet) -> str:
+    grace = quiesce_grace_s(q.spec)
+    run = await q.ssh.quiesce_run(q.remote, q.spec, grace_s=grace)
+    state = getattr(run, "state", "not-running")
     if state == "stuck":
-        if strict:
+        if q.strict:
             raise GateError(
-                f"{label}: the run on {name} is still alive after SIGTERM, {grace:.0f}s and SIGKILL "
-                f"(pids {', '.join(map(str, q.pids))}); nothing more is done while it may still write",
+                f"{q.label}: the run on {q.name} is still alive after SIGTERM, {grace:.0f}s and SIGKILL "
+                f"(pids {', '.join(map(str, run.pids))}); nothing more is done while it may still write",
                 hint="look at it with `gpujob ssh`, then run the command again",
             )
-        said = f"the run did not exit after SIGTERM, {grace:.0f}s and SIGKILL (pids {', '.join(map(str, q.pids))})"
+        said = f"the run did not exit after SIGTERM, {grace:.0f}s and SIGKILL (pids {', '.join(map(str, run.pids))})"
     elif state == "not-running":
         said = "no run was alive"
     else:
         how = "exited after SIGTERM" if state == "stopped" else f"was killed after {grace:.0f}s"
-        note(f"stopped the run on {name} before the {before}: it {how}")
+        q.note(f"stopped the run on {q.name} before the {q.before}: it {how}")
         said = f"the run {how}"
-    return said + await _workload(remote, spec, ssh, note, name, before, grace, label=label, strict=strict)
+    return said + await _workload(q, grace)
 
 
-async def _workload(
-    remote: Any,
-    spec: JobSpec,
-    ssh: SSHApi,
-    note: Callable[[str], None],
-    name: str,
-    before: str,
-    grace: float,
-    *,
-    label: str,
-    strict: bool,
-) -> str:
+async def _workload(q: _Quiet, grace: float) -> str:
     """Whatever of the workload outlived the run's tree (setsid'd, double-forked): gpujob.ssh.workload."""
     try:
-        w = await ssh.quiesce_workload(remote, spec, grace_s=grace)
+        w = await q.ssh.quiesce_workload(q.remote, q.spec, grace_s=grace)
     except NotImplementedError:  # a test's SSH layer without it
         return ""
     if w.state == "stuck":
         names = ", ".join(f"{p.name} ({p.pid})" for p in w.left[:6])
-        if strict:
+        if q.strict:
             raise GateError(
-                f"{label}: workload process(es) on {name} still running after SIGTERM, {grace:.0f}s "
+                f"{q.label}: workload process(es) on {q.name} still running after SIGTERM, {grace:.0f}s "
                 f"and SIGKILL: {names}; its disk cannot be checked while they may write",
                 hint="look at them with `gpujob ssh -- ps -ef`, then run the command again",
             )
         return f"; workload process(es) still running after SIGKILL: {names}"
     if w.state == "none":
         return ""
-    note(f"before the {before} on {name}: {w.describe()}")
+    q.note(f"before the {q.before} on {q.name}: {w.describe()}")
     return f"; {w.describe()}"
 
 
@@ -132,7 +127,7 @@ async def let_save(
             said = ""
             if target.spec.run is not None:
                 said = await _on_open(
-                    remote, target.spec, ssh, note, machine.name, before, label=target.spec.name, strict=False
+                    _Quiet(remote, target.spec, ssh, note, machine.name, before, target.spec.name, False)
                 )
             if risk is not None:
                 from gpujob.apply.stop_pull import pull_newest
@@ -190,14 +185,16 @@ def _through_quiesce(machine_id: str) -> Iterator[None]:
         _STOPPING.reset(token)
 
 
-def target_of(ctx: JobContext, machine: LiveResource) -> Target:
+def target_of(ctx: JobContext, machine: LiveResource, *, moved: bool | None = None) -> Target:
+    """The job's machine as the SSH side needs it; `moved`: whether this apply created or started it
+    (the context's own flag unless said)."""
     return Target(
         spec=ctx.spec,
         spec_path=ctx.spec_path,
         provider=ctx.provider,
         resource=machine,
         state_dir=ctx.state_dir,
-        moved=ctx.moved,
+        moved=ctx.moved if moved is None else moved,
     )
 
 

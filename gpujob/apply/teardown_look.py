@@ -16,9 +16,9 @@ from typing import Any
 from gpujob.apply import gate, unreachable
 from gpujob.apply import reach_gate as reach
 from gpujob.apply.context import JobContext
-from gpujob.apply.quiesce import quiesce
+from gpujob.apply.quiesce import quiesce, target_of
 from gpujob.apply.runtime.pulling import pull_dir, pull_over
-from gpujob.apply.runtime.remote import MachineNotRunning, Target, Unreachable, open_remote
+from gpujob.apply.runtime.remote import MachineNotRunning, Unreachable, open_remote
 from gpujob.errors import GateError
 from gpujob.invariant import present
 from gpujob.live import LiveResource
@@ -64,17 +64,6 @@ async def start_for_disk(ctx: JobContext, machine: LiveResource, why: str) -> Li
         started = current
     ctx.moved = True
     return started
-
-
-def _target(ctx: JobContext, machine: LiveResource, *, moved: bool) -> Target:
-    return Target(
-        spec=ctx.spec,
-        spec_path=ctx.spec_path,
-        provider=ctx.provider,
-        resource=machine,
-        state_dir=ctx.state_dir,
-        moved=moved,
-    )
 
 
 async def inspect_disk(
@@ -130,7 +119,7 @@ async def _look(
     evidence_for: str | None,
     through: str | None,
 ) -> str:
-    target = _target(ctx, machine, moved=moved)
+    target = target_of(ctx, machine, moved=moved)
     through = through or f"{machine.name} ({machine.id})"
     async with open_remote(target, ctx.ssh, ctx.clock, ctx.note) as remote:
         reached.append(True)

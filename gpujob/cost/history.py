@@ -17,17 +17,11 @@ from pydantic import ConfigDict, Field
 
 from gpujob.model import Model
 from gpujob.state import StateRef
+from gpujob.state.ledger import RunFields, read_ledger_as
 
 
-class _Segment(Model):
+class _Segment(RunFields):
     model_config = ConfigDict(extra="ignore", frozen=True)
-
-    started_at: str
-    first_step: int | None = None
-    first_at: datetime | None = None
-    last_step: int | None = None
-    last_at: datetime | None = None
-    exit_code: int | None = None
 
 
 class _Point(Model):
@@ -87,9 +81,7 @@ class History(Model):
 
 
 def read_history(state: StateRef, job: str) -> History | None:
-    from gpujob.state import read_model
-
-    return read_model(state, f"watch/{job}.json", History)
+    return read_ledger_as(state, job, History)
 
 
 def job_histories(loaded: Sequence[Any]) -> dict[str, History]:

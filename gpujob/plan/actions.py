@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpujob.images import cuda_from_tag
 from gpujob.plan import action_findings as af
-from gpujob.plan.builder import add, terminate
+from gpujob.plan.builder import add, stop, terminate
 from gpujob.plan.checkpoint_actions import launch_run, pull_checkpoints, push_checkpoints
 from gpujob.plan.context import JobContext
 from gpujob.plan.machine_actions import (
@@ -153,19 +153,7 @@ def plan_stopped(ctx: JobContext) -> None:
     m = ctx.machine
     if m is None or m.status == "stopped":
         return
-    add(
-        ctx,
-        K.STOP,
-        ctx.machine_kind,
-        m.name,
-        resource_id=m.id,
-        reasons=[
-            f"state: stopped; {ctx.machine_kind} {m.name} is {m.raw_status or m.status}",
-            *af.stop_reason(ctx),
-        ],
-        after=ctx.fp.with_(machine="stopped"),
-        findings=lambda aid: af.stop_findings(ctx, aid),
-    )
+    stop(ctx, m, f"state: stopped; {ctx.machine_kind} {m.name} is {m.raw_status or m.status}")
 
 
 def plan_parked(ctx: JobContext) -> None:

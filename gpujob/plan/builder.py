@@ -120,6 +120,21 @@ def terminate(
     )
 
 
+def stop(ctx: JobContext, m: LiveResource, reason: str) -> Action:
+    """The job's machine stops, its disk kept: `reason` first, then what the stop does to it
+    (af.stop_reason); the stop findings judge it."""
+    return add(
+        ctx,
+        K.STOP,
+        ctx.machine_kind,
+        m.name,
+        resource_id=m.id,
+        reasons=[reason, *af.stop_reason(ctx)],
+        after=ctx.fp.with_(machine="stopped"),
+        findings=lambda aid: af.stop_findings(ctx, aid),
+    )
+
+
 def data_effect(ctx: JobContext, kind: ActionKind, before: Footprint) -> DataEffect:
     spec, profile = ctx.spec, ctx.profile
     ck = spec.checkpoint

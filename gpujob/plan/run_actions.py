@@ -10,7 +10,7 @@ import re
 from gpujob.invariant import present
 from gpujob.live import RunFact
 from gpujob.plan import action_findings as af
-from gpujob.plan.builder import add, terminate
+from gpujob.plan.builder import stop, terminate
 from gpujob.plan.checkpoint_actions import launch_run, previous_ck_dir, pull_checkpoints
 from gpujob.plan.context import JobContext
 from gpujob.plan.model import ActionKind
@@ -134,16 +134,7 @@ def _after_oom(ctx: JobContext, fact: RunFact) -> None:
     )
     m = ctx.machine
     if m is not None and m.status == "running":  # nothing runs on it now: it would only bill
-        add(
-            ctx,
-            K.STOP,
-            ctx.machine_kind,
-            m.name,
-            resource_id=m.id,
-            reasons=[oom_twice(fact.ended or ""), *af.stop_reason(ctx)],
-            after=ctx.fp.with_(machine="stopped"),
-            findings=lambda aid: af.stop_findings(ctx, aid),
-        )
+        stop(ctx, m, oom_twice(fact.ended or ""))
 
 
 OOM_TWICE = "out of memory twice"
@@ -177,16 +168,7 @@ def _on_finish(ctx: JobContext, reason: str) -> None:
     m = ctx.machine
     m = present(m, "the machine of a finished run")
     if ctx.spec.teardown.on_finish == "stop":
-        add(
-            ctx,
-            K.STOP,
-            ctx.machine_kind,
-            m.name,
-            resource_id=m.id,
-            reasons=[reason, *af.stop_reason(ctx)],
-            after=ctx.fp.with_(machine="stopped"),
-            findings=lambda aid: af.stop_findings(ctx, aid),
-        )
+        stop(ctx, m, reason)
         return
     pull_id = (
         pull_checkpoints(ctx, ctx.teardown_verb, first=reason + ": pull and verify first")

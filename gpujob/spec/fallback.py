@@ -108,18 +108,16 @@ def _auto_problems(data: Mapping[str, Any], positions: Positions, display: str) 
         return []
     out: list[SpecProblem] = []
     line, col = positions.value("failover")
+
+    def refuse(message: str, hint: str) -> None:
+        out.append(SpecProblem(display, line, col, "failover", message, hint))
+
     ck = data.get("checkpoint")
     if not isinstance(ck, Mapping) or ck.get("pull") != "continuous":
-        out.append(
-            SpecProblem(
-                display,
-                line,
-                col,
-                "failover",
-                "auto needs checkpoint.pull: continuous (the move carries the newest checkpoint "
-                "already pulled and verified here)",
-                "set checkpoint.pull: continuous, or use failover: ask",
-            )
+        refuse(
+            "auto needs checkpoint.pull: continuous (the move carries the newest checkpoint "
+            "already pulled and verified here)",
+            "set checkpoint.pull: continuous, or use failover: ask",
         )
     budget = data.get("budget")
     capped = isinstance(budget, Mapping) and budget.get("max_hourly_usd") is not None
@@ -130,14 +128,8 @@ def _auto_problems(data: Mapping[str, Any], positions: Positions, display: str) 
         ]
         for key, m in machines:
             if not isinstance(m, Mapping) or m.get("max_price_per_hour") is None:
-                out.append(
-                    SpecProblem(
-                        display,
-                        line,
-                        col,
-                        "failover",
-                        f"auto needs a price cap: {key}.max_price_per_hour or budget.max_hourly_usd",
-                        "set budget.max_hourly_usd (it caps every platform), or use failover: ask",
-                    )
+                refuse(
+                    f"auto needs a price cap: {key}.max_price_per_hour or budget.max_hourly_usd",
+                    "set budget.max_hourly_usd (it caps every platform), or use failover: ask",
                 )
     return out

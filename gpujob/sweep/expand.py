@@ -3,7 +3,7 @@ state says they already did (gpujob.sweep.rebalance); the pure split into queues
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,3 +26,15 @@ def expand_loaded(loaded: Any, verdicts: Mapping[str, tuple[str, str]] | None = 
         one.sweep = q
         out.append(one)
     return out
+
+
+def first_of_group(ls: Any, loaded: Sequence[Any], done: set[tuple[str, str]]) -> list[Any] | None:
+    """The queues of `ls`'s sweep (same file, same sweep job) among `loaded`, the first time one of
+    them is met (noted in `done`); None for each later one, whose group was already taken."""
+    key = (str(ls.path), ls.sweep.sweep_job)
+    if key in done:
+        return None
+    done.add(key)
+    return [
+        o for o in loaded if getattr(o, "sweep", None) is not None and (str(o.path), o.sweep.sweep_job) == key
+    ]

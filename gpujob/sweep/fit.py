@@ -15,6 +15,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from gpujob.sweep.expand import first_of_group
+
 
 def _rate(group: Sequence[Any], live: Any, now: datetime, env: Mapping[str, str]) -> Any:
     from gpujob.plan.planner import plan_one
@@ -47,15 +49,9 @@ def fit_queues(
         if q is None or q.origin is None:
             out.append(ls)
             continue
-        key = (str(ls.path), q.sweep_job)
-        if key in done:
+        group = first_of_group(ls, loaded, done)
+        if group is None:
             continue
-        done.add(key)
-        group = [
-            o
-            for o in loaded
-            if getattr(o, "sweep", None) is not None and (str(o.path), o.sweep.sweep_job) == key
-        ]
         spec = q.origin.spec
         sw, cap = spec.sweep, spec.budget.max_hourly_usd
         if sw.min_machines is None or cap is None or spec.state != "running":

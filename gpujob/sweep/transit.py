@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpujob.sweep.evidence import Evidence, decide, evidence_command, parse_evidence, started_there
+from gpujob.sweep.expand import first_of_group
 from gpujob.sweep.rebalance import LANDS, LEAVES, STAYS, WAITS, Move
 
 
@@ -57,15 +58,9 @@ async def settle(
         if q is None:
             out.append(ls)
             continue
-        key = (str(ls.path), q.sweep_job)
-        if key in done:
+        group = first_of_group(ls, loaded, done)
+        if group is None:
             continue
-        done.add(key)
-        group = [
-            o
-            for o in loaded
-            if getattr(o, "sweep", None) is not None and (str(o.path), o.sweep.sweep_job) == key
-        ]
         # the cells in transit, and the cells proposed to leave now: one read tells whether each
         # origin started them (a proposed cell its origin started is not moved at all)
         waiting = [m for m in q.moves if m.state in (WAITS, LEAVES)]

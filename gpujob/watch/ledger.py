@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpujob.live import LiveResource
-from gpujob.state import StateRef, read_model, write_model
+from gpujob.state import StateRef, write_model
+from gpujob.state.ledger import RunFields, ledger_name, read_ledger_as
 
 MAX_SAMPLES = 200
 MIN_SAMPLE_S = 0.5  # two readings closer than this give a noisy rate
@@ -33,15 +34,10 @@ class _Mutable(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
 
-class RunSegment(_Mutable):
+class RunSegment(RunFields):
     """One launch of the command, known by the launcher's started_at stamp."""
 
-    started_at: str
-    first_step: int | None = None
-    first_at: datetime | None = None
-    last_step: int | None = None
-    last_at: datetime | None = None
-    exit_code: int | None = None
+    model_config = _Mutable.model_config
 
 
 class Loss(BaseModel):
@@ -343,19 +339,15 @@ class Ledger(_Mutable):
         return max(0, first.first_step - 1)
 
 
-def _name(job: str) -> str:
-    return f"watch/{job}.json"
-
-
 def load_ledger(state: StateRef, job: str, now: datetime) -> Ledger:
     return read_ledger(state, job) or Ledger(job=job, first_seen=now)
 
 
 def read_ledger(state: StateRef, job: str) -> Ledger | None:
     """The ledger if watch ever kept one for this job (None for none, or an unreadable one)."""
-    return read_model(state, _name(job), Ledger)
+    return read_ledger_as(state, job, Ledger)
 
 
 def save_ledger(state: StateRef, ledger: Ledger) -> None:
     """Replaced atomically by the store: a kill never leaves half a ledger."""
-    write_model(state, _name(ledger.job), ledger, indent=1)
+    write_model(state, ledger_name(ledger.job), ledger, indent=1)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tests.e2e.e2e_support import Project, poll
-from tests.e2e.watch_support import start_watch
+from tests.e2e.e2e_support import Project
+from tests.e2e.watch_support import stall_job, stored_events, watch_until_parked
 
 STALL_S = 6
 INTERVAL_S = 1  # start_watch's --interval
@@ -16,36 +16,20 @@ TICK_READS_S = 2.5
 
 def test_a_stalled_run_is_parked_within_stall_after_plus_one_interval(project: Project) -> None:
     p = project
-    job = p.dir / "job.yaml"
-    text = job.read_text()
-    text = text.replace("  command: python3 train.py\n", "  command: python3 train.py; sleep 100000\n")
-    text = text.replace('TOTAL_STEPS: "3000"', 'TOTAL_STEPS: "60"')
-    text = text.replace("  detach: tmux\n", f"  detach: tmux\n  stall_after: {STALL_S}s\n")
+    text = stall_job(p, "python3 train.py; sleep 100000", STALL_S)
     assert "sleep 100000" in text and text.count("stall_after") == 1
-    job.write_text(text)
     p.gj("apply", "--auto-approve")
-    watch = start_watch(p)
-    try:
-        poll("the job to be parked", lambda: any(e["event"] == "parked" for e in _events(p)), deadline_s=120)
-    finally:
-        watch.terminate()
-        out, _ = watch.communicate(timeout=30)
+    out = watch_until_parked(p)
     assert "run.stall_after 6s: the run is alive but wrote no new step, checkpoint or log line for" in out, (
         out
     )
     assert "(last step 60)" in out and "billed while it stalled" in out and "parked" in out, out
     ledger = p.record("watch/quickstart.json")
     quiet = datetime.fromisoformat(ledger["activity_at"])
-    limit = next(e for e in _events(p) if e["event"] == "limit")
+    limit = next(e for e in stored_events(p) if e["event"] == "limit")
     took = (datetime.fromisoformat(limit["at"]) - quiet).total_seconds()
     # one interval = the watch's sleep plus the tick's own reads (SSH status, live state): TICK_READS_S
     assert STALL_S <= took <= STALL_S + INTERVAL_S + TICK_READS_S, took
     assert p.live("pods")[0]["status"] == "EXITED"
     pulled = p.record("pulls/quickstart.json")
     assert any(f["name"] == "step_000060.json" and f["verified"] for f in pulled["files"]), pulled
-
-
-def _events(p: Project) -> list[dict]:  # type: ignore[type-arg]
-    import json
-
-    return [json.loads(line) for line in p.store().lines("events.jsonl")]

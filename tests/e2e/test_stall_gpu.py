@@ -5,11 +5,10 @@ The simulator's pod reports the utilisation `gpujob sim inject gpu_util --percen
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
-from tests.e2e.e2e_support import Project, poll
-from tests.e2e.watch_support import start_watch
+from tests.e2e.e2e_support import Project
+from tests.e2e.watch_support import stall_job, stored_events, watch_until_parked
 
 STALL_S = 6
 INTERVAL_S = 1  # start_watch's --interval
@@ -21,22 +20,12 @@ CHATTER = 'python3 train.py; while :; do echo "waiting for data $(date +%s%N)"; 
 
 def test_a_gpu_at_zero_with_no_new_step_is_parked_by_watch(project: Project) -> None:
     p = project
-    job = p.dir / "job.yaml"
-    text = job.read_text()
-    text = text.replace("  command: python3 train.py\n", f"  command: '{CHATTER}'\n")
-    text = text.replace('TOTAL_STEPS: "3000"', 'TOTAL_STEPS: "60"')
-    text = text.replace("  detach: tmux\n", f"  detach: tmux\n  stall_after: {STALL_S}s\n")
+    text = stall_job(p, f"'{CHATTER}'", STALL_S)
     assert "waiting for data" in text and text.count("stall_after") == 1
-    job.write_text(text)
     p.gj("apply", "--auto-approve")
     (pod,) = p.live("pods")
     assert p.sim.inject("gpu_util", pod_id=pod["id"], percent=0)["set"] == [pod["id"]]
-    watch = start_watch(p)
-    try:
-        poll("the job to be parked", lambda: any(e["event"] == "parked" for e in _events(p)), deadline_s=120)
-    finally:
-        watch.terminate()
-        out, _ = watch.communicate(timeout=30)
+    out = watch_until_parked(p)
     assert "run.stall_after 6s: GPU 0 % for" in out and "and no new step or checkpoint for" in out, out
     assert "(last step 60)" in out and "billed while it stalled" in out and "parked" in out, out
     ledger = p.record("watch/quickstart.json")
@@ -44,13 +33,9 @@ def test_a_gpu_at_zero_with_no_new_step_is_parked_by_watch(project: Project) -> 
     still = max(
         datetime.fromisoformat(ledger["progress_at"]), datetime.fromisoformat(ledger["gpu_idle_since"])
     )
-    limit = next(e for e in _events(p) if e["event"] == "limit")
+    limit = next(e for e in stored_events(p) if e["event"] == "limit")
     took = (datetime.fromisoformat(limit["at"]) - still).total_seconds()
     assert STALL_S <= took <= STALL_S + INTERVAL_S + TICK_READS_S, took
     assert p.live("pods")[0]["status"] == "EXITED"
     pulled = p.record("pulls/quickstart.json")
     assert any(f["name"] == "step_000060.json" and f["verified"] for f in pulled["files"]), pulled
-
-
-def _events(p: Project) -> list[dict]:  # type: ignore[type-arg]
-    return [json.loads(line) for line in p.store().lines("events.jsonl")]

@@ -5,43 +5,27 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import gj, pods, state_dir, sweep_project
+from tests.e2e.sweep_support import (
+    cell_record,
+    gj,
+    home_cells,
+    in_flight,
+    pods,
+    start_watch,
+    state_dir,
+    sweep_job,
+    sweep_project,
+)
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
-JOB = """version: 1
-name: abl
-platform: runpod
-machine:
-  gpu: [RTX4090, A6000]
-  spot: true
-  cloud: secure
-  regions: [EU-RO-1]
-  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
-  container_disk_gb: 20
-storage: {volume_gb: 10, mount: /workspace}
-checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, verify: "python3 -m json.tool {file}"}
-run:
-  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
-  command: python3 cell.py
-  env: {STEPS: "4", STEP_S: "1"}
-  detach: tmux
-sweep:
-  machines: 2
-  matrix:
-    LR: ["1e-3", "3e-4", "1e-4"]
-    SEED: ["1", "2"]
-  est: 20m
-teardown: {on_finish: stop}
-"""
+JOB = sweep_job(lrs='"1e-3", "3e-4", "1e-4"')
 
 
 def _mid_queue(sim: Sim) -> str | None:
@@ -49,15 +33,12 @@ def _mid_queue(sim: Sim) -> str | None:
     for pod in pods(sim):
         if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
             continue
-        s = state_dir(sim, pod["id"])
-        if not list(s.glob("*.exit")):
-            continue
-        current = next(iter(s.glob("current.*")), None)
-        cell = current.read_text().strip() if current else ""
-        ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
+        now = in_flight(
+            state_dir(sim, pod["id"]), sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt"
+        )
         # one or two of its 4 steps saved: a second or more before it could finish, so the preemption
         # surely lands inside the cell (a cell that finished its work must not be caught at its end)
-        if cell and not (s / f"{cell}.exit").exists() and 1 <= len(list(ck.glob("step_*.json"))) <= 2:
+        if now is not None and 1 <= now[1] <= 2:
             return str(pod["id"])
     return None
 
@@ -74,14 +55,7 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     assert "GPUJOB_SWEEP_EOF" not in plan.stdout and "run `queue q1 of sweep abl" in plan.stdout, plan.stdout
     assert "lr-1e-3.seed-1." in plan.stdout and "$" in plan.stdout.split("sweep abl")[1], plan.stdout
 
-    watch = subprocess.Popen(
-        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-        cwd=d,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    watch = start_watch(d, env)
     try:
         poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2)
         live = gj(d, env, "status", "--format", "json")  # while the queues run: read from the machines
@@ -104,7 +78,7 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
     assert watch.returncode == 0, out
 
     assert (d / "outputs").is_dir(), out
-    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    cells = home_cells(d)
     assert len(cells) == 6, (cells, out)
     results = set()
     resumed = 0
@@ -114,7 +88,7 @@ def test_a_3x2_sweep_on_two_spot_pods_survives_a_preemption_and_every_cell_finis
         assert result["cell"] == cell
         results.add((result["LR"], result["SEED"]))
         assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
-        record = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        record = cell_record(got)
         assert record["exit"] == "0" and record["cell"] == cell, record
         assert not any(k == "outside" for k in record), record
         resumed += result["resumed_from"] > 0

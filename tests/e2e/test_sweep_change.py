@@ -5,15 +5,22 @@ finishes under the version it started with. Every cell exits 0 exactly once."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import gj, pods, recorded, state_dir, sweep_project
+from tests.e2e.sweep_support import (
+    cell_record,
+    gj,
+    home_cells,
+    pods,
+    recorded,
+    run_watch,
+    state_dir,
+    sweep_project,
+)
 from tests.e2e.test_sweep import JOB
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
@@ -55,18 +62,15 @@ def test_a_run_change_applies_from_the_next_cell_of_each_running_queue(sim: Sim,
     again = gj(d, env, "plan", "--detailed-exitcode")
     assert again.returncode == 0 and "No changes" in again.stdout, again.stdout + again.stderr
 
-    watch = subprocess.run(
-        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-        cwd=d, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    watch = run_watch(d, env)
     assert watch.returncode == 0, watch.stdout + watch.stderr
-    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    cells = home_cells(d)
     assert len(cells) == 6, (cells, watch.stdout)
     runs: dict[str, list[tuple[str, str]]] = {}
     for cell in cells:
         got = d / "outputs" / cell
         assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
-        record = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        record = cell_record(got)
         assert record["exit"] == "0" and record["starts"] == "1", record  # never relaunched
         msg = json.loads((got / "result.json").read_text())["MSG"]
         runs.setdefault(record["queue"], []).append((record["finished_at"], record["version"], msg, cell))
@@ -126,17 +130,14 @@ def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactl
     more = gj(d, env, "apply", "--auto-approve")
     assert more.returncode == 0, more.stdout + more.stderr
     assert "abl.q3.pod.create" in more.stdout, more.stdout
-    watch = subprocess.run(
-        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-        cwd=d, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    watch = run_watch(d, env)
     assert watch.returncode == 0, watch.stdout + watch.stderr
-    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    cells = home_cells(d)
     assert len(cells) == 8, (cells, watch.stdout)
     for cell in cells:
         got = d / "outputs" / cell
         assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
-        record = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        record = cell_record(got)
         assert record["exit"] == "0", record
         if cell in finished_on:
             assert record["queue"] == f"q{finished_on[cell]}", record  # it stayed where it ran

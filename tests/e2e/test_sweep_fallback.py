@@ -9,49 +9,34 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import machines, pods, state_dir, sweep_project
+from tests.e2e.sweep_support import (
+    cell_record,
+    in_flight,
+    machines,
+    pods,
+    start_watch,
+    state_dir,
+    sweep_job,
+    sweep_project,
+)
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh, pytest.mark.timeout(400)]
 
-JOB = """version: 1
-name: abl
-platform: runpod
-machine:
-  gpu: [RTX4090, A6000]
-  spot: true
-  cloud: secure
-  regions: [EU-RO-1]
-  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
-  container_disk_gb: 20
-storage: {volume_gb: 10, mount: /workspace}
-checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, pull: continuous, verify: "python3 -m json.tool {file}"}
-run:
-  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
-  command: python3 cell.py
-  env: {STEPS: "6", STEP_S: "1"}
-  detach: tmux
-sweep:
-  machines: 2
-  matrix:
-    LR: ["1e-3", "1e-4"]
-    SEED: ["1", "2"]
-  est: 20m
-teardown: {on_finish: stop}
-budget: {max_hourly_usd: 3.0}
+FALLBACK = """budget: {max_hourly_usd: 3.0}
 fallback:
   - platform: paperspace
     machine: {gpu: [A4000, A5000], regions: [ny2], template: ubuntu-22.04, public_ip: dynamic}
     storage: {volume_gb: 50, mount: /workspace}
 failover: auto
 """
+
+JOB = sweep_job(pull="continuous", steps=6, more=FALLBACK)
 
 
 def _verified_home(d: Path, queue: str, cell: str) -> bool:
@@ -69,15 +54,10 @@ def _mid_queue(sim: Sim, d: Path) -> tuple[str, str, int] | None:
         if pod["status"] != "RUNNING" or "--q" not in pod["name"]:
             continue
         s = state_dir(sim, pod["id"])
-        if not list(s.glob("*.exit")):
+        now = in_flight(s, sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt")
+        if now is None or not 2 <= now[1] <= 4:
             continue
-        current = next(iter(s.glob("current.*")), None)
-        cell = current.read_text().strip() if current else ""
-        ck = sim.data_dir / "runpod" / "pods" / pod["id"] / "volume" / "ckpt" / cell
-        saved = len(list(ck.glob("step_*.json")))
-        if not cell or (s / f"{cell}.exit").exists() or not 2 <= saved <= 4:
-            continue
-        queue = current.name.split(".")[-1] if current else ""
+        cell, saved, queue = now
         done = [p.name[: -len(".exit")] for p in s.glob("*.exit")]
         if _verified_home(d, queue, cell) and all(
             (d / "outputs" / c / "gpujob-cell.txt").is_file() for c in done
@@ -92,10 +72,7 @@ def test_a_preempted_queue_moves_to_paperspace_with_its_records_and_checkpoint_a
     d, env = sweep_project(sim, tmp_path, JOB)
     log = d / "watch.log"
     with log.open("w") as out:
-        watch = subprocess.Popen(
-            [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-            cwd=d, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+        watch = start_watch(d, env, out)
         try:
             victim, cell, _saved = poll(
                 "a queue pod in the middle of its queue", lambda: _mid_queue(sim, d), 120, 0.2
@@ -117,7 +94,7 @@ def test_a_preempted_queue_moves_to_paperspace_with_its_records_and_checkpoint_a
     assert len(results) == 4, (results, text)
     for c in results:
         got = d / "outputs" / c
-        rec = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        rec = cell_record(got)
         assert rec["exit"] == "0" and rec["cell"] == c, rec
         assert (got / "finishes.txt").read_text().splitlines() == [c], c
     # the moved queue: its finished cells never ran on Paperspace (the carried records said so to its

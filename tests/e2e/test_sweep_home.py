@@ -7,15 +7,13 @@ same, and once the check passes the machines stop and watch ends with all six re
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import gj, pods, sweep_project
+from tests.e2e.sweep_support import gj, pods, start_watch, sweep_project
 from tests.e2e.test_sweep import JOB, _mid_queue
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
@@ -44,10 +42,7 @@ def test_a_drained_queue_whose_final_pull_fails_keeps_its_machine_until_every_re
     (d / "check.py").write_text(CHECK)
     log = d / "watch.log"
     with log.open("w") as out:
-        watch = subprocess.Popen(
-            [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-            cwd=d, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+        watch = start_watch(d, env, out)
         try:
             victim = poll("a queue pod in the middle of its queue", lambda: _mid_queue(sim), 120, 0.2)
             assert sim.inject("preempt", pod_id=victim)["preempted"]

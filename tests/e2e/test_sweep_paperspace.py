@@ -9,39 +9,26 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import gj, machines, sweep_project
+from tests.e2e.sweep_support import (
+    cell_record,
+    gj,
+    home_cells,
+    in_flight,
+    machines,
+    start_watch,
+    sweep_job,
+    sweep_project,
+)
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
-JOB = """version: 1
-name: abl
-platform: paperspace
-machine:
-  gpu: [A4000, A5000]
-  regions: [ny2]
-  template: ubuntu-22.04
-storage: {volume_gb: 50, mount: /workspace}
-checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, verify: "python3 -m json.tool {file}"}
-run:
-  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
-  command: python3 cell.py
-  env: {STEPS: "4", STEP_S: "1"}
-sweep:
-  machines: 2
-  matrix:
-    LR: ["1e-3", "1e-4"]
-    SEED: ["1", "2"]
-  est: 20m
-teardown: {on_finish: stop}
-"""
+JOB = sweep_job(platform="paperspace", storage="{volume_gb: 50, mount: /workspace}")
 
 
 def _mid_queue(sim: Sim) -> str | None:
@@ -51,11 +38,8 @@ def _mid_queue(sim: Sim) -> str | None:
         if m["state"] != "ready" or "--q" not in m["name"]:
             continue
         ws = sim.data_dir / "paperspace" / "machines" / m["id"] / "disk" / "workspace"
-        s = ws / ".gpujob" / "abl.sweep" / "state"
-        current = next(iter(s.glob("current.*")), None)
-        cell = current.read_text().strip() if current else ""
-        saved = len(list((ws / "ckpt" / cell).glob("step_*.json"))) if cell else 0
-        if cell and list(s.glob("*.exit")) and not (s / f"{cell}.exit").exists() and 1 <= saved <= 2:
+        now = in_flight(ws / ".gpujob" / "abl.sweep" / "state", ws / "ckpt")
+        if now is not None and 1 <= now[1] <= 2:
             return str(m["id"])
     return None
 
@@ -73,10 +57,7 @@ def test_a_sweep_on_two_paperspace_machines_runs_every_cell_once_and_the_gate_co
     line = next(x for x in plan.stdout.splitlines() if "queue q1: " in x)
     assert re.search(r"lr-1e-3\.seed-1\.\w+ 20m \$\d+\.\d\d", line), line  # each cell with its cost
 
-    watch = subprocess.Popen(
-        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-        cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    watch = start_watch(d, env)
     try:
         victim = poll(
             "a queue machine in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2
@@ -90,7 +71,7 @@ def test_a_sweep_on_two_paperspace_machines_runs_every_cell_once_and_the_gate_co
     assert sorted(m["name"].split("--")[1] for m in queue_machines) == ["q1", "q2"], queue_machines
     assert all(m["state"] == "off" for m in queue_machines), "a drained queue stops its machine"
 
-    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    cells = home_cells(d)
     assert len(cells) == 4, (cells, out)
     results = set()
     resumed = 0
@@ -100,7 +81,7 @@ def test_a_sweep_on_two_paperspace_machines_runs_every_cell_once_and_the_gate_co
         assert result["cell"] == cell
         results.add((result["LR"], result["SEED"]))
         assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
-        record = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
+        record = cell_record(got)
         assert record["exit"] == "0" and "outside" not in record, record
         resumed += result["resumed_from"] > 0
     assert resumed >= 1, "the cell in flight when its machine went off resumed from its own checkpoint"

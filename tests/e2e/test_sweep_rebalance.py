@@ -13,7 +13,17 @@ import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import gj, pods, recorded, state_dir, sweep_project
+from tests.e2e.sweep_support import (
+    cell_record,
+    gj,
+    home_cells,
+    pods,
+    recorded,
+    run_watch,
+    start_watch,
+    state_dir,
+    sweep_project,
+)
 from tests.e2e.test_sweep import JOB
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
@@ -40,6 +50,18 @@ def _started_on(sim: Sim) -> dict[str, list[str]]:
             q = pod["name"].split("--q")[1].split("--")[0]
             out[q] = recorded(state_dir(sim, pod["id"]), ".starts")
     return out
+
+
+def _ran_once(d: Path, cells: list[str]) -> dict[str, str]:
+    """cell -> the queue that ran it, each cell checked to have exited 0 exactly once and started once."""
+    queues = {}
+    for cell in cells:
+        got = d / "outputs" / cell
+        assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
+        rec = cell_record(got)
+        assert rec["exit"] == "0" and rec["starts"] == "1", rec
+        queues[cell] = rec["queue"]
+    return queues
 
 
 def test_machines_two_to_three_moves_pending_cells_to_the_new_machine_and_every_cell_runs_once(
@@ -91,20 +113,11 @@ def test_machines_two_to_three_moves_pending_cells_to_the_new_machine_and_every_
         w in again.stdout for w in ("leaves q", "lands (q", "waits to land", "update in place run")
     )
 
-    watch = subprocess.run(
-        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-        cwd=d, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    watch = run_watch(d, env)
     assert watch.returncode == 0, watch.stdout + watch.stderr
-    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    cells = home_cells(d)
     assert len(cells) == 6, (cells, watch.stdout)
-    queues = {}
-    for cell in cells:
-        got = d / "outputs" / cell
-        assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
-        rec = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
-        assert rec["exit"] == "0" and rec["starts"] == "1", rec
-        queues[cell] = rec["queue"]
+    queues = _ran_once(d, cells)
     assert {c: queues[c] for c in leaving} == dict.fromkeys(leaving, "q3"), queues  # the new machine ran them
     started = _started_on(sim)  # and no machine ever started a cell another one ran
     assert sorted(c for cs in started.values() for c in cs) == cells, started
@@ -122,21 +135,12 @@ def test_watch_lands_the_leaving_cells_and_watches_the_new_queue_to_its_end(sim:
     (d / "job.yaml").write_text(SLOW.replace("machines: 2", "machines: 3"))
     leave = gj(d, env, "apply", "--auto-approve")
     assert leave.returncode == 0 and "abl.q3" not in leave.stdout, leave.stdout + leave.stderr
-    watch = subprocess.run(
-        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-        cwd=d, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    watch = run_watch(d, env)
     assert "abl--q3" in watch.stdout, watch.stdout
     assert watch.returncode == 0, watch.stdout + watch.stderr
-    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    cells = home_cells(d)
     assert len(cells) == 6, (cells, watch.stdout)
-    queues = {}
-    for cell in cells:
-        got = d / "outputs" / cell
-        assert (got / "finishes.txt").read_text().splitlines() == [cell], cell  # exactly one exit 0
-        rec = dict(line.split("=", 1) for line in (got / "gpujob-cell.txt").read_text().splitlines())
-        assert rec["exit"] == "0" and rec["starts"] == "1", rec
-        queues[cell] = rec["queue"]
+    queues = _ran_once(d, cells)
     assert "q3" in queues.values(), (queues, watch.stdout)  # the new machine ran cells placed on the old ones
     record = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())
     assert record["leaving"] == {} and sorted(set(record["cells"].values())) == [1, 2, 3], record
@@ -188,11 +192,7 @@ def test_watch_creates_the_new_queues_machine_only_under_its_lock_and_not_as_a_r
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         with out.open("w") as sink:
-            watch = subprocess.Popen(
-                [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s",
-                 "--max-recoveries-per-hour", "1"],
-                cwd=d, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True,
-            )  # fmt: skip
+            watch = start_watch(d, env, sink, "--max-recoveries-per-hour", "1")
 
         def landed_while_locked() -> bool:
             record = json.loads((d / ".gpujob" / "sweeps" / "abl.json").read_text())
@@ -223,7 +223,7 @@ def test_watch_creates_the_new_queues_machine_only_under_its_lock_and_not_as_a_r
     assert "abl--q3  create: pod gpujob-abl--q3" in said and "limit" not in said, said
     ledger = read_ledger(store, "abl--q3")
     assert ledger is not None and ledger.parked is None and ledger.recoveries == [earlier], ledger
-    cells = sorted(p.name for p in (d / "outputs").iterdir() if p.is_dir() and p.name != ".gpujob")
+    cells = home_cells(d)
     assert len(cells) == 6, (cells, said)
     queues = [
         dict(line.split("=", 1) for line in (d / "outputs" / c / "gpujob-cell.txt").read_text().splitlines())

@@ -8,43 +8,17 @@ of both queues."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpujob.sim.testing import Sim
 from tests.e2e.e2e_support import poll
-from tests.e2e.sweep_support import gj, pods, sweep_project, volumes
+from tests.e2e.sweep_support import gj, in_flight, pods, start_watch, sweep_job, sweep_project, volumes
 
 pytestmark = [pytest.mark.sim, pytest.mark.ssh]
 
-JOB = """version: 1
-name: abl
-platform: runpod
-machine:
-  gpu: [RTX4090, A6000]
-  spot: true
-  cloud: secure
-  regions: [EU-RO-1]
-  image: runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04
-  container_disk_gb: 20
-storage: {mount: /workspace, network_volume: {name: cells, size_gb: 10}}
-checkpoint: {dir: /workspace/ckpt, interval: 1s, keep: 10, verify: "python3 -m json.tool {file}"}
-run:
-  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}
-  command: python3 cell.py
-  env: {STEPS: "4", STEP_S: "1"}
-  detach: tmux
-sweep:
-  machines: 2
-  matrix:
-    LR: ["1e-3", "1e-4"]
-    SEED: ["1", "2"]
-  est: 20m
-teardown: {on_finish: stop}
-"""
+JOB = sweep_job(storage="{mount: /workspace, network_volume: {name: cells, size_gb: 10}}")
 
 
 def _finishes(d: Path) -> dict[str, list[str]]:
@@ -59,12 +33,8 @@ def _mid_queue(sim: Sim) -> str | None:
             continue
         root = sim.data_dir / "runpod" / "volumes" / pod["nv"]
         s = root / ".gpujob" / "abl.sweep" / "state"
-        q = pod["name"].split("--")[1]
-        current = s / f"current.{q}"
-        cell = current.read_text().strip() if current.exists() else ""
-        done = list(s.glob("*.exit"))
-        saved = len(list((root / "ckpt" / cell).glob("step_*.json"))) if cell else 0
-        if cell and done and not (s / f"{cell}.exit").exists() and 1 <= saved <= 2:
+        now = in_flight(s, root / "ckpt", s / f"current.{pod['name'].split('--')[1]}")
+        if now is not None and 1 <= now[1] <= 2:
             return str(pod["id"])
     return None
 
@@ -84,10 +54,7 @@ def test_a_sweep_on_one_network_volume_runs_every_cell_once_and_gates_the_volume
     assert "all 2 queue pods mount network volume cells and run in its data center EU-RO-1" in out, out
     assert "created by abl.q1's plan" in out, out  # q2's pod waits for the volume q1 makes
 
-    watch = subprocess.Popen(
-        [sys.executable, "-m", "gpujob", "watch", "--interval", "1s", "--probe", "0.2s"],
-        cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    watch = start_watch(d, env)
     try:
         victim = poll(
             "a queue pod in the middle of its queue", lambda: _mid_queue(sim), deadline_s=120, every=0.2

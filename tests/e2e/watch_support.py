@@ -17,7 +17,7 @@ from typing import Any
 
 from gpujob import naming
 from gpujob.sim import podproc
-from tests.e2e.e2e_support import Project
+from tests.e2e.e2e_support import Project, poll
 
 JOB = "quickstart"
 
@@ -58,6 +58,38 @@ def start_watch(p: Project, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def stall_job(p: Project, command: str, stall_s: int) -> str:
+    """The quickstart cut to 60 steps, its run.command `command` (a run that stops stepping and stays
+    alive) under run.stall_after `stall_s`: the job file's new text, written."""
+    job = p.dir / "job.yaml"
+    text = job.read_text()
+    text = text.replace("  command: python3 train.py\n", f"  command: {command}\n")
+    text = text.replace('TOTAL_STEPS: "3000"', 'TOTAL_STEPS: "60"')
+    text = text.replace("  detach: tmux\n", f"  detach: tmux\n  stall_after: {stall_s}s\n")
+    job.write_text(text)
+    return text
+
+
+def watch_until_parked(p: Project) -> str:
+    """`gpujob watch` until its `parked` event is in the store, then terminated: what it printed."""
+    watch = start_watch(p)
+    try:
+        poll(
+            "the job to be parked",
+            lambda: any(e["event"] == "parked" for e in stored_events(p)),
+            deadline_s=120,
+        )
+    finally:
+        watch.terminate()
+        out, _ = watch.communicate(timeout=30)
+    return out
+
+
+def stored_events(p: Project) -> list[dict[str, Any]]:
+    """watch's events as the project's store holds them (events.jsonl), every line."""
+    return [json.loads(line) for line in p.store().lines("events.jsonl")]
 
 
 def sim_state(p: Project) -> dict[str, Any]:
