@@ -46,6 +46,7 @@ def job_text(
     env: dict[str, str] | None = None,
     on_finish: str | None = None,
     budget: int = 40,
+    verify: str = "python3 verify_json.py {file}",
 ) -> str:
     """A 2-node job of `command` (launcher: none) on `platform`, every writer's checkpoints verified."""
     envs = "".join(f'    {k}: "{v}"\n' for k, v in (env or {}).items())
@@ -53,7 +54,7 @@ def job_text(
         f"version: 1\nname: mn\nplatform: {platform}\n"
         + (RUNPOD_MACHINE if platform == "runpod" else PAPERSPACE_MACHINE)
         + "checkpoint:\n  dir: /workspace/ckpt\n  interval: 10m\n  pull_to: ./checkpoints\n"
-        + f"  writers: {writers}\n  verify: python3 verify_json.py {{file}}\n"
+        + f"  writers: {writers}\n  verify: {verify}\n"
         + (f"  pull: {pull}\n" if pull else "")
         + (f"teardown:\n  on_finish: {on_finish}\n" if on_finish else "")
         + f"budget:\n  max_hourly_usd: {budget}\n"

@@ -125,6 +125,7 @@ def sweep_job(
     steps: int = 4,
     lrs: str = '"1e-3", "1e-4"',
     more: str = "",
+    verify: str = "python3 -m json.tool {file}",
 ) -> str:
     """The sweep e2e tests' job file: the toy cell (cell.py) over LR × SEED ["1", "2"] on 2 queue
     machines (RunPod spot pods in tmux, or Paperspace machines), 1 s checkpoints checked with json.tool,
@@ -136,7 +137,7 @@ def sweep_job(
         f"version: 1\nname: abl\nplatform: {platform}\n"
         + (RUNPOD_MACHINE if runpod else PAPERSPACE_MACHINE)
         + f"storage: {storage}\n"
-        + f'checkpoint: {{dir: /workspace/ckpt, interval: 1s, keep: 10, {ck_pull}verify: "python3 -m json.tool {{file}}"}}\n'
+        + f'checkpoint: {{dir: /workspace/ckpt, interval: 1s, keep: 10, {ck_pull}verify: "{verify}"}}\n'
         + "run:\n  sync: {src: ., dest: /workspace/code, exclude: [outputs, checkpoints, .gpujob]}\n"
         + f'  command: python3 cell.py\n  env: {{STEPS: "{steps}", STEP_S: "1"}}\n'
         + ("  detach: tmux\n" if runpod else "")

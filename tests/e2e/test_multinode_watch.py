@@ -11,8 +11,6 @@ import json
 import subprocess
 from typing import Any
 
-import pytest
-
 from tests.e2e.e2e_support import Project, poll
 from tests.e2e.multinode_support import billing_rates, job_text, live_members, project_with
 from tests.e2e.watch_support import events, start_watch
@@ -32,9 +30,18 @@ def _pulled(p: Project) -> int:
     return sum(int(e["did"].split()[0]) > 0 for e in events(p) if e.get("event") == "pulled")
 
 
+# A step every 1.5 s and a verify that starts no Python: watch verifies every checkpoint it pulls, and
+# at a step every 0.3 s a Python per file kept its pulls behind the run on a busy machine (~30 s each).
+STEP_SECONDS = "1.5"
+VERIFY = "test -s {file}"
+
+
 def _applied(p: Project, steps: int) -> list[dict[str, Any]]:
-    env = {"STEPS": str(steps), "STEP_SECONDS": "0.3"}
-    project_with(p, job_text(command="python3 gangsteps.py", pull="continuous", env=env, on_finish="keep"))
+    env = {"STEPS": str(steps), "STEP_SECONDS": STEP_SECONDS}
+    text = job_text(
+        command="python3 gangsteps.py", pull="continuous", env=env, on_finish="keep", verify=VERIFY
+    )
+    project_with(p, text)
     out = p.gj("apply", "--auto-approve")
     assert "run launched on 2 node(s)" in out.stdout + out.stderr, out.stdout + out.stderr
     members = live_members(p)
@@ -52,7 +59,6 @@ def _stop(watch: subprocess.Popen[str]) -> str:
     return out or ""
 
 
-@pytest.mark.timeout(300)
 def test_a_member_preempted_under_watch_restarts_the_whole_gang_from_the_same_step(project: Project) -> None:
     p = project
     n0, n1 = _applied(p, steps=2000)
@@ -90,7 +96,6 @@ def test_a_member_preempted_under_watch_restarts_the_whole_gang_from_the_same_st
     assert "node 1 (" in out, out[-3000:]
 
 
-@pytest.mark.timeout(300)
 def test_a_cluster_that_cannot_be_made_whole_is_parked_with_nothing_billing(project: Project) -> None:
     p = project
     _n0, n1 = _applied(p, steps=2000)
@@ -137,7 +142,6 @@ def _on(p: Project, pod: dict[str, Any], command: str) -> str:
     return out.stdout + out.stderr
 
 
-@pytest.mark.timeout(300)
 def test_a_run_dying_on_node_1_only_is_seen_and_the_whole_gang_restarts(project: Project) -> None:
     p = project
     n0, n1 = _applied(p, steps=2000)
@@ -168,7 +172,6 @@ def test_a_run_dying_on_node_1_only_is_seen_and_the_whole_gang_restarts(project:
         _stop(watch)
 
 
-@pytest.mark.timeout(300)
 def test_a_paperspace_network_machine_lost_under_watch_restarts_both_from_the_same_step(
     project: Project,
 ) -> None:
@@ -176,11 +179,16 @@ def test_a_paperspace_network_machine_lost_under_watch_restarts_both_from_the_sa
     from gpujob.sim.ps_engine import machine_dir
 
     p = project
-    env = {"STEPS": "2000", "STEP_SECONDS": "0.3"}
-    project_with(
-        p,
-        job_text("paperspace", command="python3 gangsteps.py", pull="continuous", env=env, on_finish="keep"),
+    env = {"STEPS": "2000", "STEP_SECONDS": STEP_SECONDS}
+    text = job_text(
+        "paperspace",
+        command="python3 gangsteps.py",
+        pull="continuous",
+        env=env,
+        on_finish="keep",
+        verify=VERIFY,
     )
+    project_with(p, text)
     p.gj("apply", "--auto-approve")
     [row] = json.loads(p.gj("status", "--format", "json").stdout)
     ids = [n["id"] for n in row["machine"]["nodes"]]

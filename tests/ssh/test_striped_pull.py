@@ -9,12 +9,15 @@ import hashlib
 import itertools
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,6 +74,34 @@ def leftovers(ldir: Path) -> list[str]:
     return sorted(p.name for p in ldir.iterdir() if p.name != "model.pt")
 
 
+class HeldFirstSpan(queue.Queue):  # type: ignore[type-arg]
+    """The writer's chunk queue, holding the first span's second chunk until a chunk of another span
+    is queued: spans fetched one after another never get past it (the hold ends after HOLD_S, noted),
+    spans fetched at once do. What the pull proves about concurrency then no longer depends on which
+    channel the event loop happens to serve first on a busy machine."""
+
+    HOLD_S = 30.0
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self.first_chunks = 0
+        self.other = threading.Event()
+        self.held_in_vain = False
+
+    def put(self, item: object, block: bool = True, timeout: float | None = None) -> None:
+        if isinstance(item, tuple):
+            span = item[0]
+            if span.start != 0:
+                self.other.set()
+            elif self.first_chunks >= 1 and not self.other.is_set():
+                if not block:  # the pull's put_nowait: it then waits in a thread, so the event loop runs on
+                    raise queue.Full
+                self.held_in_vain = not self.other.wait(self.HOLD_S)
+            if span.start == 0:
+                self.first_chunks += 1
+        super().put(item, block, timeout)
+
+
 @pytest.mark.parametrize("lanes", [0, 1])
 def test_a_striped_pull_reassembles_the_file_in_place(
     sshd: SSHD, state: Path, tmp_path: Path, small_stripes: None, lanes: int
@@ -78,19 +109,28 @@ def test_a_striped_pull_reassembles_the_file_in_place(
     src = make_checkpoint(tmp_path / "r")
     ldir = tmp_path / "l"
     written: list[tuple[int, int]] = []
-    real_write = spans.SpanWriter._write
+    held: list[HeldFirstSpan] = []
+    real_init, real_write = spans.SpanWriter.__init__, spans.SpanWriter._write
+
+    def init(self: spans.SpanWriter, *args: Any, **kw: Any) -> None:
+        real_init(self, *args, **kw)
+        self.chunks = HeldFirstSpan(spans.QUEUED_CHUNKS)
+        held.append(self.chunks)
 
     def record(self: spans.SpanWriter, span: spans.Span, chunk: bytes) -> None:
         written.append((span.start, span.filled))
         real_write(self, span, chunk)
 
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(spans.SpanWriter, "__init__", init)
         mp.setattr(spans.SpanWriter, "_write", record)
         [p] = asyncio.run(_pull(sshd, state, tmp_path / "r", ldir, stripes=4, lanes=lanes))
     assert len({start for start, _ in written}) == 4  # four spans really were filled
-    # ... at once: some span received bytes before an earlier one was complete
+    # ... at once: with the first span held after one chunk, another span's bytes still came
+    [queued] = held
+    assert not queued.held_in_vain, "the other spans waited for the first one: fetched one after another"
     starts = [start for start, _ in written]
-    assert starts != sorted(starts)
+    assert starts != sorted(starts)  # some span received bytes before an earlier one was complete
     assert p.sha256 == p.remote_sha256 == sha(src) == sha(ldir / "model.pt")
     assert p.bytes_transferred == SIZE and p.resumed_from == 0
     assert leftovers(ldir) == []  # neither the .part nor its span record is left

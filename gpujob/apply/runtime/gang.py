@@ -113,6 +113,13 @@ async def node_runs(target: Target, ssh: SSHApi, nodes: list[LiveNode] | None = 
     return dict(zip([n.rank for n in todo], await asyncio.gather(*(one(n) for n in todo)), strict=True))
 
 
+def _silent(out: Any) -> str:
+    """Why the listener script said nothing: how its shell ended, and what it wrote on stderr."""
+    err = " ".join(str(out.stderr).split())[:160]
+    ended = "killed by a signal" if out.exit_status is None else f"exit status {out.exit_status}"
+    return f"no answer from the listener ({ended}{'; ' + err if err else ''})"
+
+
 def _who(node: LiveNode) -> str:
     return node.name or node.machine_id
 
@@ -144,7 +151,7 @@ async def preflight(
                     out = await remotes[n.rank].run(
                         listen_script(jobdir, addrs[n.rank], port), check=False, what="the preflight listener"
                     )
-                    heard[n.rank] = str(out.stdout).strip() or "no answer from the listener"
+                    heard[n.rank] = str(out.stdout).strip() or _silent(out)
             for n in nodes:
                 if n.rank not in remotes:
                     continue

@@ -17,7 +17,8 @@ CONNECT_S = 3  # one connect try
 def listen_script(jobdir: str, addr: str, port: int) -> str:
     """Start a short listener on addr:port, detached; prints `listening` once it is bound, or why not.
     Its pid goes to <jobdir>/preflight.pid, so stop_script ends it. It gets 15 s to bind (a node just
-    booted, or a busy one, starts Python slowly)."""
+    booted, or a busy one, starts Python slowly). The answer is always this listener's: what an earlier
+    preflight left in <jobdir>/preflight.listen is removed before it starts."""
     pidfile = q(f"{jobdir}/preflight.pid")
     code = (
         "import socket,sys,time\n"
@@ -28,8 +29,10 @@ def listen_script(jobdir: str, addr: str, port: int) -> str:
         " try:\n  c,_=s.accept();c.sendall(b'gpujob-preflight\\n');c.close()\n"
         " except OSError:\n  pass\n"
     )
+    # The answer of an earlier preflight is removed first: the redirect below truncates the file only
+    # once the background shell runs, and on a busy node the first look can come before that.
     return (
-        f"mkdir -p {q(jobdir)} && cd {q(jobdir)} && "
+        f"mkdir -p {q(jobdir)} && cd {q(jobdir)} && rm -f preflight.listen && "
         f"(nohup python3 -c {q(code)} > preflight.listen 2>&1 & echo $! > {pidfile}); "
         "why='did not bind within 15 s'; "
         "for i in $(seq 150); do grep -q listening preflight.listen 2>/dev/null && why= && break; "
