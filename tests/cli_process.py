@@ -29,6 +29,16 @@ from pathlib import Path
 PROCESS_ONLY_ENV = ("GPUJOB_TEST_CRASHPOINT",)
 # Commands that become another program: `gpujob ssh` execs OpenSSH in its own place.
 PROCESS_ONLY_COMMANDS = ("ssh",)
+# What gpujob keeps for the life of a process (module-level dicts): a fresh process starts with them
+# empty, so each in-process command does too. (module, attribute)
+PROCESS_CACHES = (
+    ("gpujob.naming", "_FORGOTTEN"),
+    ("gpujob.naming", "_ADOPTED"),
+    ("gpujob.state.config", "_STORES"),
+    ("gpujob.failover.watching", "_next_try"),
+    ("gpujob.providers.notice", "ANNOUNCED"),
+    ("gpujob.state.scratch", "_held"),
+)
 _SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT))
 
 
@@ -92,6 +102,7 @@ def _as_a_process_would(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
     the one a fresh process would have; the test's own is back afterwards."""
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     saved_signals = {s: signal.getsignal(s) for s in _SIGNALS}
+    _forget_process_caches()
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
@@ -105,3 +116,10 @@ def _as_a_process_would(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
         for s, handler in saved_signals.items():
             if handler is not None:
                 signal.signal(s, handler)
+
+
+def _forget_process_caches() -> None:
+    for module, name in PROCESS_CACHES:
+        cache = getattr(sys.modules.get(module), name, None)
+        if cache is not None:
+            cache.clear()
