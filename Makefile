@@ -27,8 +27,12 @@ install-pinned:     ## like install, with constraints.txt's last known-good vers
 constraints:        ## record the installed versions as constraints.txt (after a green make test)
 	$(PY) scripts/constraints.py
 
+# Two test workers per core: the e2e tests spend most of their time waiting for a run (steps, checkpoints,
+# watch ticks), so two workers on two cores left the machine half idle (load ~1.5; docs/testing.md).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
+
 test:               ## the full suite (~21 min on 2 cores; as root or an ordinary user; see docs/install.md)
-	$(PY) -m pytest -n auto --dist worksteal -q --durations=10
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal -q --durations=10
 
 deps:               ## only check the system packages; prints what to install
 	PYTHON=$(PYTHON) scripts/system-deps.sh check

@@ -48,7 +48,6 @@ SIM_FIXTURES = {"sim", "shared_sim", "project", "simb", "simg", "rsim"}
 SIM_SOURCE = ("running_simulator", "pod_simulator", "recording_simulator", "sim_backend(", "ownership_kit")
 SSH_SOURCE = ("running_sshd", "local_sshd", "gpujob.ssh.testing")
 _TESTS = Path(__file__).resolve().parent
-HEAVY_DIRS = ("e2e", "reliability", "bench")  # where a test takes tens of seconds (docs/testing.md)
 _sources: dict[Path, str] = {}
 
 
@@ -76,19 +75,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.sim)
         if area in SSH_DIRS or any(s in text for s in SSH_SOURCE):
             item.add_marker(pytest.mark.ssh)
-    # The long flows first, the many short tests last: under xdist the run ends when its last test does,
-    # and a minute-long e2e test collected late kept one worker busy while the other idled (issue #36).
-    items.sort(key=_heavy_first)
-
-
-def _heavy_first(item: pytest.Item) -> int:
-    try:
-        area = Path(str(item.path)).relative_to(_TESTS).parts[0]
-    except (ValueError, IndexError):
-        return 2
-    if area in HEAVY_DIRS:
-        return 0
-    return 1 if item.get_closest_marker("sim") or item.get_closest_marker("ssh") else 2
 
 
 @pytest.fixture(autouse=True, scope="session")
