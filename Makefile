@@ -31,7 +31,7 @@ constraints:        ## record the installed versions as constraints.txt (after a
 # watch ticks), so two workers on two cores left the machine half idle (load ~1.5; docs/testing.md).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 
-test:               ## the full suite (~21 min on 2 cores; as root or an ordinary user; see docs/install.md)
+test:               ## the full suite (~10 min on 2 cores; as root or an ordinary user; see docs/install.md)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal -q --durations=10
 
 deps:               ## only check the system packages; prints what to install
