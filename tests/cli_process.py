@@ -39,7 +39,7 @@ PROCESS_CACHES = (
     ("gpujob.providers.notice", "ANNOUNCED"),
     ("gpujob.state.scratch", "_held"),
 )
-_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT))
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 def needs_a_process(args: Sequence[str], env: Mapping[str, str]) -> bool:
@@ -120,6 +120,11 @@ def _as_a_process_would(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
 
 def _forget_process_caches() -> None:
     for module, name in PROCESS_CACHES:
-        cache = getattr(sys.modules.get(module), name, None)
-        if cache is not None:
-            cache.clear()
+        loaded = sys.modules.get(module)
+        if loaded is None:
+            continue  # not imported yet: nothing kept
+        # A renamed cache would quietly leak from one command into the next: say so instead.
+        assert hasattr(loaded, name), (
+            f"{module}.{name} is gone: update PROCESS_CACHES in tests/cli_process.py"
+        )
+        getattr(loaded, name).clear()

@@ -38,13 +38,9 @@ class Project:
     ) -> subprocess.CompletedProcess[str]:
         """`gpujob <args>` in the project: in this process unless `process` (tests/cli_process.py says
         when a test needs a real one; `timeout` bounds only a real one)."""
-        proc = run_gpujob(args, cwd=self.dir, env=self.env, timeout=timeout, process=process)
-        self.outputs += [proc.stdout, proc.stderr]
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"gpujob {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-            )
-        return proc
+        return self._kept(
+            args, run_gpujob(args, cwd=self.dir, env=self.env, timeout=timeout, process=process), check
+        )
 
     def popen(
         self, *args: str, extra_env: dict[str, str] | None = None, split: bool = False
@@ -104,7 +100,12 @@ class Project:
     def in_process(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """The gpujob CLI run in this process, whatever GPUJOB_TESTS_IN_PROCESS says (tests/cli_process.py):
         the polls call it most."""
-        proc = invoke(args, cwd=self.dir, env=self.env)
+        return self._kept(args, invoke(args, cwd=self.dir, env=self.env), check)
+
+    def _kept(
+        self, args: tuple[str, ...], proc: subprocess.CompletedProcess[str], check: bool
+    ) -> subprocess.CompletedProcess[str]:
+        """Every byte the command printed kept; a failed command is the test's failure when `check`."""
         self.outputs += [proc.stdout, proc.stderr]
         if check and proc.returncode != 0:
             raise AssertionError(
