@@ -47,5 +47,7 @@ def run_gpujob(
     clean = {
         k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_") and not k.endswith("_API_KEY")
     }
-    clean.update(env, NO_COLOR="1")
+    # The fake moves a machine on one state per read, so the pause between reads is the test's to set:
+    # the default (3 s) made each apply here wait seconds for nothing.
+    clean.update({"GPUJOB_POLL_INTERVAL": "0.05", **env}, NO_COLOR="1")
     return run_cli(args, cwd=cwd or Path.cwd(), env=clean, timeout=timeout)

@@ -319,6 +319,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # gpujob reads the platforms concurrently: with socketserver's backlog of 5 a burst of connects
+    # overflowed it, and each dropped SYN cost the client a one-second retransmit.
+    request_queue_size = 256
 
     def __init__(self, apis: FakeApis) -> None:
         self.apis = apis

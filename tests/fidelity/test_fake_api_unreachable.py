@@ -16,7 +16,7 @@ import pytest
 from tests.fakeapi.kit import job_text, run_gpujob
 from tests.fakeapi.server import RunningFake
 
-WAIT_S = 6
+WAIT_S = 1  # the least GPUJOB_ENDPOINT_WAIT takes: the give-up is the promise, not its length
 CHECKPOINT = """checkpoint:
   dir: /workspace/ckpt
   interval: 10m
@@ -27,7 +27,7 @@ PS_TERMINATE = "psfake.machine.terminate"
 
 
 def _gj(project: Path, fake: RunningFake, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**fake.env, "CI": "true", "GPUJOB_ENDPOINT_WAIT": str(WAIT_S), "GPUJOB_SSH_CONNECT_TIMEOUT": "2"}
+    env = {**fake.env, "CI": "true", "GPUJOB_ENDPOINT_WAIT": str(WAIT_S), "GPUJOB_SSH_CONNECT_TIMEOUT": "1"}
     return run_gpujob(env, *args, cwd=project)
 
 

@@ -129,7 +129,10 @@ def test_preflight_passes_then_every_node_starts_node_zero_first(tmp_path: Path)
     )  # the listeners are gone
 
 
-def test_a_node_cut_off_the_private_network_is_named_and_nothing_launches(tmp_path: Path) -> None:
+def test_a_node_cut_off_the_private_network_is_named_and_nothing_launches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gpujob.apply.runtime.gangcheck.CONNECT_S", 1)  # the connect try, shortened
     w = _world(tmp_path, cut=1)
     with pytest.raises(PreflightFailed) as info:
         _launch(w)
@@ -163,3 +166,26 @@ def test_a_gang_alive_on_one_node_only_is_stopped_and_started_whole(tmp_path: Pa
 def test_a_gang_alive_everywhere_is_left_alone(tmp_path: Path) -> None:
     w = _world(tmp_path, alive={0, 1})
     assert "not relaunched" in _launch(w) and w.launched == [] and w.stopped == []
+
+
+def test_a_listener_left_a_zombie_counts_as_gone(tmp_path: Path) -> None:
+    """A listener that ended but was not reaped yet (its parent is slow to, as a container whose PID 1
+    is no init) holds no port: the stop waits no further for it. `sleep` is a stand-in that counts
+    the stop's pauses instead of taking them."""
+    from gpujob.apply.runtime.gangcheck import stop_script
+
+    bin_dir, pauses = tmp_path / "bin", tmp_path / "pauses"
+    bin_dir.mkdir()
+    (bin_dir / "sleep").write_text(f"#!/bin/sh\necho x >> {pauses}\n")
+    (bin_dir / "sleep").chmod(0o755)
+    corpse = subprocess.Popen(["true"])  # never waited for until the end: a zombie of this process
+    while not Path(f"/proc/{corpse.pid}/status").read_text().count("zombie"):
+        os.sched_yield()
+    (tmp_path / "preflight.pid").write_text(f"{corpse.pid}\n")
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    try:
+        subprocess.run(["bash", "-c", stop_script(str(tmp_path))], env=env, check=True, timeout=30)
+    finally:
+        corpse.wait()
+    assert not pauses.exists(), pauses.read_text().count("x")
+    assert not (tmp_path / "preflight.pid").exists()

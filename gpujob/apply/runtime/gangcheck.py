@@ -12,6 +12,10 @@ from gpujob.quote import q
 
 LISTEN_S = 60  # the longest a preflight listener lives (it is stopped as soon as the checks are done)
 CONNECT_S = 3  # one connect try
+# Whether pid $1 still runs. A listener that ended stays a zombie until its parent reaps it, and in a
+# container whose PID 1 is not an init that can take seconds (or never come): `kill -0` alone would
+# count the corpse as alive.
+_ALIVE = "alive() { kill -0 \"$1\" 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/\"$1\"/status; }; "
 
 
 def listen_script(jobdir: str, addr: str, port: int) -> str:
@@ -32,11 +36,11 @@ def listen_script(jobdir: str, addr: str, port: int) -> str:
     # The answer of an earlier preflight is removed first: the redirect below truncates the file only
     # once the background shell runs, and on a busy node the first look can come before that.
     return (
-        f"mkdir -p {q(jobdir)} && cd {q(jobdir)} && rm -f preflight.listen && "
+        f"{_ALIVE}mkdir -p {q(jobdir)} && cd {q(jobdir)} && rm -f preflight.listen && "
         f"(nohup python3 -c {q(code)} > preflight.listen 2>&1 & echo $! > {pidfile}); "
         "why='did not bind within 15 s'; "
         "for i in $(seq 150); do grep -q listening preflight.listen 2>/dev/null && why= && break; "
-        "kill -0 $(cat preflight.pid) 2>/dev/null || { why='the listener exited before it bound'; break; }; "
+        "alive $(cat preflight.pid) || { why='the listener exited before it bound'; break; }; "
         "sleep 0.1; done; "
         "head -c 300 preflight.listen | tr '\\n' ' '; echo \"$why\""
     )
@@ -46,8 +50,8 @@ def stop_script(jobdir: str) -> str:
     """End the listener and wait until it is gone: the run binds the same port right after."""
     pidfile = q(f"{jobdir}/preflight.pid")
     return (
-        f'p=$(cat {pidfile} 2>/dev/null); rm -f {pidfile}; [ -n "$p" ] || exit 0; kill "$p" 2>/dev/null; '
-        'for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; true'
+        f'{_ALIVE}p=$(cat {pidfile} 2>/dev/null); rm -f {pidfile}; [ -n "$p" ] || exit 0; kill "$p" 2>/dev/null; '
+        'for i in $(seq 50); do alive "$p" || break; sleep 0.1; done; true'
     )
 
 
