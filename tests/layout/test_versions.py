@@ -227,8 +227,10 @@ def test_the_placed_cells_come_from_the_store_and_from_the_pulled_records(tmp_pa
     assert fresh is not None and "sweep.machines is" not in fresh.summary  # nothing placed: no note
 
 
+# A cell that stops its queue mid-cell: `exec`, so the stop's TERM ends the sleep itself (a sleep left
+# behind by a killed shell would hold the output pipe open for its whole five seconds).
 STOPPING_CELL = """n=$(cat finished 2>/dev/null | wc -l)
-if [ -e limit ] && [ "$n" -ge "$(cat limit)" ]; then kill -TERM "$PPID"; sleep 5; exit 143; fi
+if [ -e limit ] && [ "$n" -ge "$(cat limit)" ]; then kill -TERM "$PPID"; exec sleep 5; fi
 echo "$GPUJOB_CELL" >> finished
 """
 

@@ -132,8 +132,11 @@ def test_a_cell_of_another_queue_running_meanwhile_is_not_an_outside_write_but_a
     mount = tmp_path / "volume"
     cells = expand(sweep(matrix={"V": ["a", "b", "d"]}))
     a, b, d = cells
+    # Cell a lasts until q2's cell b has finished (its exit record): b's writes fall inside a's run.
+    b_done = mount / ".gpujob" / "abl.sweep" / "state" / f"{b.name}.exit"
     cmd = (
-        f'case "$V" in a) sleep 2; mkdir -p "$(dirname "$GPUJOB_CELL_DIR")/{d.name}"; '
+        f'case "$V" in a) for i in $(seq 600); do [ -e {b_done} ] && break; sleep 0.05; done; '
+        f'mkdir -p "$(dirname "$GPUJOB_CELL_DIR")/{d.name}"; '
         f'echo x > "$(dirname "$GPUJOB_CELL_DIR")/{d.name}/x";; '
         f'b) echo r > "$GPUJOB_CELL_DIR/r"; mkdir -p {mount}/code/q2; echo s > {mount}/code/q2/synced.py;; esac'
     )
@@ -142,6 +145,7 @@ def test_a_cell_of_another_queue_running_meanwhile_is_not_an_outside_write_but_a
         prune=(str(mount / "code"),),
     )  # fmt: skip
     state = Path(p.root).parent / "state"
+    assert b_done.parent == state, state
     q1 = subprocess.Popen(["bash", "-c", queue_command(p, 1, every=True)], cwd=tmp_path, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     try:
