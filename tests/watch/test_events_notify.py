@@ -73,7 +73,9 @@ class Hook:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/services/T000/B000/SECRETPATH"
         # A short poll: shutdown() waits for the loop to look, 0.5 s by default, at every test's end.
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ CONNECT_S = 3  # one connect try
 # Whether pid $1 still runs. A listener that ended stays a zombie until its parent reaps it, and in a
 # container whose PID 1 is not an init that can take seconds (or never come): `kill -0` alone would
 # count the corpse as alive.
-_ALIVE = "alive() { kill -0 \"$1\" 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/\"$1\"/status; }; "
+_ALIVE = 'alive() { kill -0 "$1" 2>/dev/null && ! grep -qs \'^State:[[:space:]]*Z\' /proc/"$1"/status; }; '
 
 
 def listen_script(jobdir: str, addr: str, port: int) -> str:
