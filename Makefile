@@ -47,8 +47,9 @@ lint:               ## the floor contracts (.importlinter, scripts/floor_check.p
 	$(PY) -m ruff format --check gpujob tests bench
 	$(PY) -m mypy gpujob
 
-# mutmut's own command (it warns when started as `python -m mutmut`): beside $(PY), else on PATH.
-MUTMUT ?= $(or $(wildcard $(dir $(shell command -v $(PY)))mutmut),mutmut)
+# mutmut's own command (it warns when started as `python -m mutmut`): in $(PY)'s scripts dir (not beside
+# `command -v $(PY)`, which under pyenv is a shim), else on PATH.
+MUTMUT ?= $(or $(wildcard $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/mutmut),mutmut)
 
 mutation:           ## mutation testing of the cost engine and the teardown gate (~20 min, 2 workers; not CI)
 	rm -rf mutants
