@@ -68,6 +68,17 @@ def group_status(statuses: list[Status]) -> Status:
     return "running"
 
 
+# A platform's own status words that its normaliser calls pending although the machine is on its way
+# down, not up (Paperspace's `stopping`).
+_GOING_DOWN = frozenset({"stopping"})
+
+
+def booting(r: LiveResource) -> bool:
+    """Pending on its way up (created, provisioning, starting, restarting, a migrated pod's first boot):
+    it runs soon, and a launch waits for it to."""
+    return r.status == "pending" and r.raw_status.lower() not in _GOING_DOWN
+
+
 class LiveResource(Model):
     """One billable object as the platform reports it now."""
 

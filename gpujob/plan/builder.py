@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpujob.cost.rates import Footprint, billing
-from gpujob.live import LiveResource
+from gpujob.live import LiveResource, booting
 from gpujob.plan import action_findings as af
 from gpujob.plan import capability
 from gpujob.plan.context import JobContext, live_ck_tier, path_tier, tier_title, tiers_in_use
@@ -76,6 +76,12 @@ def noop_reason(ctx: JobContext) -> str:
         return f"no {ctx.machine_kind} exists and state: {state} creates none"
     if state in ("stopped", "parked"):
         return f"{ctx.machine_kind} {m.name} is already stopped"
+    if m.status == "pending" and not booting(m):
+        return f"{ctx.machine_kind} {m.name} is {m.raw_status}: plan again once it is off, to start it again"
+    if m.status == "pending":
+        return (
+            f"{ctx.machine_kind} {m.name} is still starting ({m.raw_status or m.status}) and matches the spec"
+        )
     return f"{ctx.machine_kind} {m.name} is running and matches the spec"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from gpujob.invariant import present
-from gpujob.live import RunFact
+from gpujob.live import RunFact, booting
 from gpujob.plan import action_findings as af
 from gpujob.plan.builder import stop, terminate
 from gpujob.plan.checkpoint_actions import launch_run, previous_ck_dir, pull_checkpoints
@@ -64,6 +64,15 @@ def plan_run(ctx: JobContext, fact: RunFact) -> None:
                 ctx,
                 None,
                 first="a previous apply stopped before the run was launched (see the journal in gpujob's state): launch it now",
+            )
+        elif booting(m):
+            # Booting (a migrated pod, a restart): no run can be alive on it yet, and the launch checks
+            # that again once the machine answers, so it never starts a second one.
+            launch_run(
+                ctx,
+                None,
+                first=f"{ctx.machine_kind} {m.name} is still starting ({m.raw_status or m.status}): apply waits "
+                "for it to run, then launches the run unless one is already alive",
             )
         return
     if fact.state == "running":

@@ -141,3 +141,33 @@ def test_run_facts_do_not_change_the_live_fingerprint(write_job: Write) -> None:
     a = build_plan([loaded], base, now=NOW, env={})
     b = build_plan([loaded], with_runs, now=NOW, env={})
     assert a.live_fingerprint == b.live_fingerprint and ids(a) != ids(b)
+
+
+def test_a_booting_machine_gets_its_launch_and_a_stopping_one_none(write_job: Write) -> None:
+    """A pod still starting (a migrated pod's first boot, a restart) has no run alive yet: the plan
+    launches it, and says why, instead of calling the pod running. A Paperspace machine on its way down
+    (`stopping`, also pending) gets no launch: it would never come up for it."""
+    not_running = RunFact(reason="the machine is not running")
+    text = RUNPOD_JOB + "teardown:\n  on_finish: keep\n"
+    for raw in ("STARTING", "CREATED", "PROVISIONING"):
+        loaded = write_job(text)
+        state = live(pod(status="pending", raw_status=raw, **VOL), volume(), runs={"job": not_running})
+        plan = build_plan([loaded], state, now=NOW, env={})
+        assert ids(plan) == ["job.run.launch"], raw
+        launch = plan.all_actions()[0]
+        assert launch.reasons[0] == (
+            f"pod {state.resources[0].name} is still starting ({raw}): apply waits for it to run, then launches the run "
+            "unless one is already alive"
+        )
+        assert launch.resource_id == "pod-gpujob-job" and launch.depends_on == []
+    # A finished run stays finished while its pod boots.
+    finished = not_running.model_copy(update={"finished_for_digest": True})
+    state = live(pod(status="pending", raw_status="STARTING", **VOL), volume(), runs={"job": finished})
+    assert ids(build_plan([write_job(text)], state, now=NOW, env={})) == []
+    # On its way down: no launch, and the reason says what to do.
+    going = live(pod(status="pending", raw_status="stopping", **VOL), volume(), runs={"job": not_running})
+    plan = build_plan([write_job(text)], going, now=NOW, env={})
+    assert ids(plan) == []
+    assert plan.all_actions()[0].reasons == [
+        f"pod {going.resources[0].name} is stopping: plan again once it is off, to start it again"
+    ]
