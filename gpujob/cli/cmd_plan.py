@@ -150,7 +150,7 @@ def _plan(
     from gpujob.plan.unnamed import with_unnamed
 
     loaded = with_unnamed(loaded, live)  # what the files no longer name, still running or billing
-    from gpujob.cli.session import recorded
+    from gpujob.plan.records import recorded
     from gpujob.plan.replace import check_addresses
 
     plan = build_plan(

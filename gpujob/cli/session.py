@@ -21,10 +21,9 @@ from gpujob.apply.applier import ApplyResult, apply_plan
 from gpujob.apply.journal import journal_of
 from gpujob.apply.progress import ApplyHooks
 from gpujob.apply.reconcile import mark_finished, record_launches
-from gpujob.cost.history import job_histories
 from gpujob.errors import GpujobError, StalePlanError
 from gpujob.plan.model import Plan, plan_problem
-from gpujob.plan.records import job_launch_records, job_pull_records
+from gpujob.plan.records import recorded
 from gpujob.state import Store
 
 Ask = Callable[[str], str]
@@ -48,18 +47,6 @@ def state_dir_of(path: Path) -> Store:
     from gpujob.state import open_store
 
     return open_store(path)
-
-
-def recorded(loaded: Sequence[Any], monthly: Any) -> dict[str, Any]:
-    """What the planner reads besides live state: the jobs' pull and launch records and spend histories
-    from their stores, with the project's month (`monthly`, gpujob.cli.month): build_plan's and
-    rederive's keyword arguments."""
-    return {
-        "pull_records": job_pull_records(loaded),
-        "launch_records": job_launch_records(loaded),
-        "histories": job_histories(loaded),
-        "monthly": monthly,
-    }
 
 
 @contextlib.contextmanager

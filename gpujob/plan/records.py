@@ -347,3 +347,17 @@ def step_of(name: str) -> int | None:
     """The step a checkpoint's file name carries: its last number (step_00000120.pt -> 120)."""
     found = re.findall(r"\d+", name.rsplit("/", 1)[-1])
     return int(found[-1]) if found else None
+
+
+def recorded(loaded: Sequence[Any], monthly: Any) -> dict[str, Any]:
+    """What the planner reads besides live state, for `plan`, `apply` and every watch tick alike: the
+    jobs' pull and launch records and spend histories from their stores, with the project's month
+    (`monthly`, gpujob.cost.monthly.Monthly): build_plan's and rederive's keyword arguments."""
+    from gpujob.cost.history import job_histories
+
+    return {
+        "pull_records": job_pull_records(loaded),
+        "launch_records": job_launch_records(loaded),
+        "histories": job_histories(loaded),
+        "monthly": monthly,
+    }

@@ -19,7 +19,7 @@ from typing import Any
 
 from gpujob.errors import GpujobError
 from gpujob.live import LiveState
-from gpujob.plan.model import JobPlan
+from gpujob.plan.model import JobPlan, Plan
 from gpujob.watch.acting import Acting
 from gpujob.watch.intent import destroyed_on_purpose
 from gpujob.watch.jobs import BLOCKED_TICKS, COST_REFRESH_S, ERROR, HEALTHY, HUMAN, JobWatch, job_machine
@@ -107,7 +107,6 @@ class Watcher(Acting):
     # --- one tick
     async def tick(self) -> int:
         from gpujob.apply.refresh import read_live_state
-        from gpujob.plan.planner import build_plan
 
         for h in self.hooks:  # e.g. a sweep queue whose lock is free now (gpujob.sweep.watching)
             h.admit(self)
@@ -139,14 +138,7 @@ class Watcher(Acting):
             moved = follow(jw.state_dir, ls, live.resources) if jw is not None else None
             if moved is not None:
                 self.say(jw, "migrated", moved.describe(), "followed: the new id is the job's pod")
-        from gpujob.cost.history import job_histories
-        from gpujob.plan.records import job_pull_records
-
-        plan = build_plan(loaded, live, now=now, env=self.env, pull_records=job_pull_records(loaded),
-                          histories=job_histories(loaded))  # fmt: skip
-        from gpujob.plan.stop_law import accept_risks
-
-        plan = accept_risks(plan, set(self.opt.approvals))  # e.g. <job>.pod.self-stop (gpujob.plan.stop_law)
+        plan = self.plan_of(loaded, live, now)
         for jp in plan.jobs:
             self._observe(self.jobs[jp.job], jp, live, now)
         await self._refresh_costs(active, now)
@@ -195,6 +187,19 @@ class Watcher(Acting):
         status = self.spy.statuses.get(j.name)
         if status is not None:
             j.ledger.observe_run(now, status)
+
+    def plan_of(self, loaded: list[Any], live: LiveState, now: datetime) -> Plan:
+        """The tick's plan, from what `gpujob plan` reads besides live state: the records, the histories
+        and the project's month (budget.max_monthly_usd: a restart that would cross it is refused, as
+        a plan's start is; watch's ledgers carry the spend, the last tick's saved)."""
+        from gpujob.cost.monthly import project_monthly
+        from gpujob.plan.planner import build_plan
+        from gpujob.plan.records import recorded
+        from gpujob.plan.stop_law import accept_risks
+
+        monthly = project_monthly(loaded, now)
+        plan = build_plan(loaded, live, now=now, env=self.env, **recorded(loaded, monthly))
+        return accept_risks(plan, set(self.opt.approvals))  # e.g. <job>.pod.self-stop (gpujob.plan.stop_law)
 
     async def _refresh_costs(self, active: list[JobWatch], now: datetime) -> None:
         """Money so far from the cost engine (the platform's billing where it has one), every
