@@ -28,7 +28,8 @@ class SyncSpec(Model):
     )
     dest: str = Field("/workspace/code", pattern=r"^/", description="Remote directory.")
     exclude: list[str] = Field(
-        default_factory=list, description="Glob patterns not synced (.gitignore is honoured too)."
+        default_factory=list,
+        description="Glob patterns not synced (.gitignore is honoured too). What gpujob pulls (checkpoint.pull_to, outputs.pull_to inside sync.src) is never sent back; a negation here (`!/checkpoints/`) sends it.",
     )
     deny: list[str] = Field(
         default_factory=list,

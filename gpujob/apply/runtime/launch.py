@@ -57,29 +57,61 @@ def collect_secrets(spec: JobSpec, env: Mapping[str, str], *, rerun: str = "gpuj
 
 
 def sync_patterns(spec: JobSpec) -> list[str]:
-    """The folders gpujob pulls another platform's copies into, then the job's excludes, then its deny
-    patterns: later rules win, so no exclude negation re-includes a denied file (the SSH layer adds its
+    """The folders gpujob pulls into (this platform's and another's copies), then the job's excludes,
+    then its deny patterns: later rules win, so no exclude negation re-includes a denied file (the SSH layer adds its
     own credential deny list after both)."""
     run = present(spec.run, "the run block of a job that launches")
-    return [*aside_patterns(spec), *run.sync.exclude, *run.sync.deny]
+    return [*pulled_patterns(spec), *aside_patterns(spec), *run.sync.exclude, *run.sync.deny]
 
 
-def aside_patterns(spec: JobSpec) -> list[str]:
-    """`<pull_to>-from-<platform>/` of the checkpoints and outputs: what --release-left or a destroy
-    pulled from a platform the job left is data, never code to send along with the next sync (a
-    .gitignore written by `gpujob init` covers pull_to itself, not these)."""
-    import re
-    from pathlib import PurePosixPath
-
+def _pulls(spec: JobSpec) -> list[str]:
     from gpujob.layout.outputs import DEFAULT_PULL_TO
-    from gpujob.model import PLATFORMS
-    from gpujob.naming import aside_dir
 
     pulls = [spec.outputs.pull_to if spec.outputs is not None else DEFAULT_PULL_TO]
     if spec.checkpoint is not None:
         pulls.insert(0, spec.checkpoint.pull_to)
-    names = [PurePosixPath(aside_dir(p, platform)).name for p in pulls for platform in PLATFORMS]
-    return [re.sub(r"^([!#])|([*?\[\]\\])", r"\\\1\2", n) + "/" for n in names]
+    return pulls
+
+
+def _literal(name: str) -> str:
+    """A file name as a gitignore pattern that matches only itself."""
+    import re
+
+    return re.sub(r"^([!#])|([*?\[\]\\])", r"\\\1\2", name)
+
+
+def pulled_patterns(spec: JobSpec) -> list[str]:
+    """checkpoint.pull_to and outputs.pull_to themselves, when they lie inside sync.src (both are read
+    from the job file's folder), anchored there: what gpujob pulled is data, and sending it back with
+    the code would upload every checkpoint again at each launch. A project without `gpujob init`'s
+    .gitignore had exactly that. A negation in run.sync.exclude still sends them, for whoever wants it."""
+    import posixpath
+
+    run = present(spec.run, "the run block of a job that launches")
+    src = posixpath.normpath(run.sync.src)
+    out = []
+    for pull in _pulls(spec):
+        where = posixpath.normpath(pull)
+        if posixpath.isabs(where) != posixpath.isabs(src):
+            continue
+        rel = posixpath.relpath(where, src)
+        if rel == "." or rel == ".." or rel.startswith("../"):
+            continue  # the whole tree, or beside it: nothing of the code to leave out
+        out.append("/" + "/".join(_literal(part) for part in rel.split("/")) + "/")
+    return out
+
+
+def aside_patterns(spec: JobSpec) -> list[str]:
+    """`<pull_to>-from-<platform>/` of the checkpoints and outputs: what --release-left or a destroy
+    pulled from a platform the job left is data, never code to send along with the next sync, wherever
+    the tree has them."""
+    from pathlib import PurePosixPath
+
+    from gpujob.model import PLATFORMS
+    from gpujob.naming import aside_dir
+
+    names = [PurePosixPath(aside_dir(p, platform)).name for p in _pulls(spec) for platform in PLATFORMS]
+    return [_literal(n) + "/" for n in names]
 
 
 def _alive(status: Any) -> bool:
