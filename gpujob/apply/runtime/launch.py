@@ -58,8 +58,8 @@ def collect_secrets(spec: JobSpec, env: Mapping[str, str], *, rerun: str = "gpuj
 
 def sync_patterns(spec: JobSpec) -> list[str]:
     """The folders gpujob pulls into (this platform's and another's copies), then the job's excludes,
-    then its deny patterns: later rules win, so no exclude negation re-includes a denied file (the SSH layer adds its
-    own credential deny list after both)."""
+    then its deny patterns: later rules win, so no exclude negation re-includes a denied file (the SSH
+    layer adds its own credential deny list after both)."""
     run = present(spec.run, "the run block of a job that launches")
     return [*pulled_patterns(spec), *aside_patterns(spec), *run.sync.exclude, *run.sync.deny]
 
