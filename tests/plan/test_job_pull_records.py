@@ -30,5 +30,8 @@ def test_each_job_gets_its_own_record_from_its_own_project(tmp_path: Path) -> No
         FakeLoaded(make_spec(name="never-pulled"), c),
     ]
     got = job_pull_records(loaded)
-    assert {job: rec.remote_dir for job, rec in got.items()} == {"toy": "/workspace/a", "bert": "/workspace/b"}
+    assert {job: rec.remote_dir for job, rec in got.items()} == {
+        "toy": "/workspace/a",
+        "bert": "/workspace/b",
+    }
     assert list(c.parent.iterdir()) == []  # planning reads; it creates no store where there was none
