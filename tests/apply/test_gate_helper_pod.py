@@ -122,6 +122,16 @@ def test_the_helper_is_the_cheapest_single_gpu_on_demand_pod_that_mounts_the_vol
     assert pods(prov) == []  # terminated after the look
 
 
+def test_a_stale_volume_is_looked_at_through_a_helper_that_mounts_it_not_the_jobs_current_one(
+    tmp_path: Path,
+) -> None:
+    ctx, prov = helper_world(tmp_path)
+    stale = prov.resources["vol1"]  # the job's old volume (its job file names another one now)
+    ctx.volume = prov._save(stale.model_copy(update={"id": "vol2", "name": f"{stale.name}-new"}))
+    guard(ctx, action(*DELETE, resource_id="vol1"))
+    assert [r.network_volume_id for r in prov.requests] == ["vol1"]
+
+
 def test_a_volume_without_a_region_gets_its_helper_in_the_job_files_first_region(tmp_path: Path) -> None:
     ctx, prov = helper_world(
         tmp_path,
