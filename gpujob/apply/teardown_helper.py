@@ -76,6 +76,10 @@ async def _create_helper(ctx: JobContext, vol: LiveResource) -> LiveResource:
     base = launch_request(ctx, public_key).model_copy(
         update={
             "name": naming.helper_name(ctx.spec.name, ctx.project),
+            # one pod of one GPU, whatever the job's machine.gpu_count and machine.nodes: the candidates
+            # were priced for that, and a look needs no more
+            "gpu_count": 1,
+            "nodes": 1,
             "spot": False,
             "volume_gb": None,
             "network_volume_id": vol.id,

@@ -219,6 +219,17 @@ def test_tiers():
     assert checkpoint_tier(make_spec(checkpoint=None)) is None
 
 
+def test_tiers_strip_only_the_mounts_trailing_slashes():
+    on = {"dir": "/dataX/ckpt"}
+    assert (
+        checkpoint_tier(make_spec(storage={**VOLUME_DISK, "mount": "/dataX/"}, checkpoint=on))
+        == "volume_disk"
+    )
+    assert (
+        checkpoint_tier(make_spec(storage={**VOLUME_DISK, "mount": "/dataX"}, checkpoint=on)) == "volume_disk"
+    )
+
+
 def test_auto_approve_is_not_an_approval():
     acts = [
         action("toy", ActionKind.PULL),
