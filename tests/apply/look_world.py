@@ -33,6 +33,7 @@ class SeenSSH(FakeSSH):
     after_pull: dict[str, str] = dataclasses.field(default_factory=dict)  # unpullable in the relisting
     vanished: list[str] = dataclasses.field(default_factory=list)  # gone while the pull ran
     pulled: bool = False
+    by_port: dict[int, dict[str, bytes]] = dataclasses.field(default_factory=dict)  # other nodes' files
 
     def _on(self, remote: Any) -> None:
         self.remotes.append(remote)
@@ -62,7 +63,12 @@ class SeenSSH(FakeSSH):
     ) -> PullOutcome:
         self._on(remote)
         self.pulled = True
-        out = await super().pull_checkpoints(remote, remote_dir, local_dir, **kw)
+        mine, here = self.remote_files, self.by_port.get(remote.endpoint.port)
+        self.remote_files = mine if here is None else here
+        try:
+            out = await super().pull_checkpoints(remote, remote_dir, local_dir, **kw)
+        finally:
+            self.remote_files = mine
         return dataclasses.replace(out, vanished=list(self.vanished))
 
 

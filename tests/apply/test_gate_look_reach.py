@@ -15,8 +15,8 @@ import pytest
 
 from gpujob.apply import reach_gate
 from gpujob.apply.teardown_look import _every_writer, on_mount, start_for_disk
-from gpujob.errors import GpujobError, SSHConnectError
-from gpujob.live import LiveResource, SSHEndpoint
+from gpujob.errors import GateError, GpujobError, SSHConnectError
+from gpujob.live import LiveNode, LiveResource, SSHEndpoint
 from gpujob.providers.base import ZeroGpuError
 from tests.apply.fakes import FakeProvider
 from tests.apply.look_world import look, notes, seen_world
@@ -226,6 +226,32 @@ def test_node_0s_empty_dir_still_takes_every_writers_final_pull(tmp_path: Path) 
     assert (
         str(err.value) == "toy: cannot pull node 1's checkpoints: it has no SSH endpoint (not in the cluster)"
     )
+
+
+def test_a_gang_without_a_step_every_writer_has_is_refused_after_every_writers_pull(tmp_path: Path) -> None:
+    ctx, prov, ssh = seen_world(
+        tmp_path,
+        files={"step-2/rank0.pt": b"new"},
+        storage=VOLUME_DISK,
+        machine={"nodes": 2},
+        checkpoint={"writers": "all"},
+        alive=False,
+    )
+    node1 = SSHEndpoint(host="127.0.0.1", port=40002)
+    nodes = [
+        LiveNode(rank=0, machine_id="pod1", name=ctx.machine.name, status="running", ssh=ctx.machine.ssh),
+        LiveNode(rank=1, machine_id="pod2", name="gpujob-toy-1", status="running", ssh=node1),
+    ]
+    ctx.machine = prov._save(ctx.machine.model_copy(update={"nodes": nodes}))
+    ssh.by_port[node1.port] = {"step-1/rank1.pt": b"old"}  # node 1 never wrote step 2
+    with pytest.raises(GateError) as err:
+        look(ctx)
+    assert str(err.value) == (
+        f"toy.pod.terminate: 1 checkpoint file(s) in /workspace/ckpt on {ctx.machine.name} have no verified "
+        "local copy right before the terminate: no checkpoint step is complete: writer node(s) [0, 1] have "
+        "steps the others lack; a teardown now would leave no step every writer agrees on"
+    )
+    assert (tmp_path / "checkpoints" / "node-1" / "step-1" / "rank1.pt").read_bytes() == b"old"
 
 
 def test_every_writer_hands_node_0s_own_listing_to_erased() -> None:
