@@ -213,6 +213,24 @@ def test_an_unreachable_machine_goes_ahead_unverified_only_as_approved_and_says_
     )
 
 
+def test_a_machine_started_for_a_failed_look_that_will_not_stop_again_is_the_one_the_apply_knows(
+    tmp_path: Path,
+) -> None:
+    ctx, prov, ssh = seen_world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
+    ctx.machine = prov._save(ctx.machine.model_copy(update={"status": "stopped", "ssh": None}))
+    _no_sshd(ctx, ssh)
+
+    async def stop(resource: LiveResource) -> LiveResource:
+        raise GpujobError("the platform refused the stop")
+
+    prov.stop = stop  # type: ignore[method-assign]
+    with pytest.raises(GateError, match="refused: cannot reach"):
+        look(ctx)
+    # it runs (and bills): the apply's machine is the started one, and the user is told to stop it
+    assert ctx.machine is not None and ctx.machine.status == "running"
+    assert any("could not be stopped again" in n and "stop it in the console" in n for n in notes(ctx))
+
+
 # --- checkpoint.writers: all -------------------------------------------------------------------------------
 
 
