@@ -70,13 +70,16 @@ def test_a_volume_mounted_at_the_root_holds_every_dir(tmp_path: Path) -> None:
 class ZeroGpuProvider(FakeProvider):
     """RP1: the start fails with zero GPUs, and the pod is then as `came_back` says."""
 
-    def __init__(self, came_back: dict[str, Any]) -> None:
+    def __init__(self, came_back: dict[str, Any] | None) -> None:
         super().__init__()
         self.came_back = came_back
 
     async def start(self, resource: LiveResource) -> LiveResource:
         self.calls.append(("start", resource.id))
-        self._save(resource.model_copy(update=self.came_back))
+        if self.came_back is None:  # gone
+            self.resources.pop(resource.id)
+        else:
+            self._save(resource.model_copy(update=self.came_back))
         raise ZeroGpuError("no GPU free on its host", platform="runpod", call="start")
 
     async def get(self, kind: str, resource_id: str) -> LiveResource | None:
@@ -84,7 +87,9 @@ class ZeroGpuProvider(FakeProvider):
         return got if got is not None and got.kind == kind else None
 
 
-def _zero_gpu_world(tmp_path: Path, came_back: dict[str, Any]) -> tuple[Any, ZeroGpuProvider, LiveResource]:
+def _zero_gpu_world(
+    tmp_path: Path, came_back: dict[str, Any] | None
+) -> tuple[Any, ZeroGpuProvider, LiveResource]:
     ctx, _, _ = world(tmp_path)
     prov = ZeroGpuProvider(came_back)
     stopped = prov._save(ctx.machine.model_copy(update={"status": "stopped", "ssh": None}))
@@ -109,11 +114,11 @@ def test_a_pod_that_comes_back_with_zero_gpus_is_enough_to_copy_its_checkpoints(
     [
         {"status": "exited", "ssh": SSHEndpoint(host="127.0.0.1", port=40999)},
         {"status": "running", "ssh": None},
-        {"kind": "network_volume"},  # not the pod any more
+        None,  # gone
     ],
 )
 def test_a_zero_gpu_pod_that_does_not_run_with_an_endpoint_fails_the_start(
-    tmp_path: Path, came_back: dict[str, Any]
+    tmp_path: Path, came_back: dict[str, Any] | None
 ) -> None:
     ctx, _, stopped = _zero_gpu_world(tmp_path, came_back)
     with pytest.raises(ZeroGpuError):
