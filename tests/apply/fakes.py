@@ -342,3 +342,18 @@ def make_plan(*jobs: tuple[str, list[Action]]) -> Plan:
             for j, a in jobs
         ],
     )
+
+
+def no_sshd(ssh: Any, ctx: Any) -> None:
+    """Every SSH connect of `ssh` (a FakeSSH) is refused, as a machine with no sshd answers; `ctx` (a
+    JobContext) gets the refusing SSH layer."""
+    from gpujob.errors import SSHConnectError
+
+    @contextlib.asynccontextmanager
+    async def refuse(endpoint: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        ssh.connects.append((endpoint, kwargs))
+        raise SSHConnectError(f"could not connect to {endpoint.host}:{endpoint.port} within 1s: refused")
+        yield
+
+    ssh.connect = refuse
+    ctx.ssh = ssh.api()

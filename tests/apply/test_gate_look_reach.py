@@ -6,7 +6,6 @@ with zero GPUs), the machine the apply goes on with afterwards, an unreachable m
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,10 +14,10 @@ import pytest
 
 from gpujob.apply import reach_gate
 from gpujob.apply.teardown_look import _every_writer, on_mount, start_for_disk
-from gpujob.errors import GateError, GpujobError, SSHConnectError
+from gpujob.errors import GateError, GpujobError
 from gpujob.live import LiveNode, LiveResource, SSHEndpoint
 from gpujob.providers.base import ZeroGpuError
-from tests.apply.fakes import FakeProvider
+from tests.apply.fakes import FakeProvider, no_sshd
 from tests.apply.look_world import look, notes, seen_world
 from tests.apply.test_gate import VOLUME_DISK, world
 from tests.gang.specs import gang_spec
@@ -179,17 +178,6 @@ def test_a_look_through_another_machine_treats_its_host_as_new_and_leaves_the_jo
 # --- unreachable -----------------------------------------------------------------------------------------
 
 
-def _no_sshd(ctx: Any, ssh: Any) -> None:
-    @contextlib.asynccontextmanager
-    async def refuse(endpoint: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
-        ssh.connects.append((endpoint, kwargs))
-        raise SSHConnectError(f"could not connect to {endpoint.host}:{endpoint.port} within 1s: refused")
-        yield
-
-    ssh.connect = refuse
-    ctx.ssh = ssh.api()
-
-
 def test_a_machine_already_unreachable_in_this_command_is_not_waited_for_again(tmp_path: Path) -> None:
     ctx, _, ssh = seen_world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
     ctx.extra[reach_gate.UNREACHED] = "pod1"
@@ -205,7 +193,7 @@ def test_a_machine_already_unreachable_in_this_command_is_not_waited_for_again(t
 
 def test_an_unreachable_machine_goes_ahead_unverified_only_as_approved_and_says_so(tmp_path: Path) -> None:
     ctx, _, ssh = seen_world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
-    _no_sshd(ctx, ssh)
+    no_sshd(ssh, ctx)
     ctx.approvals |= UNVERIFIED
     name = ctx.machine.name
     assert look(ctx) == (f"NOT CHECKED: {name} was unreachable and toy.pod.terminate.unverified was approved")
@@ -223,7 +211,7 @@ def test_a_machine_started_for_a_failed_look_that_will_not_stop_again_is_the_one
 ) -> None:
     ctx, prov, ssh = seen_world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
     ctx.machine = prov._save(ctx.machine.model_copy(update={"status": "stopped", "ssh": None}))
-    _no_sshd(ctx, ssh)
+    no_sshd(ssh, ctx)
 
     async def stop(resource: LiveResource) -> LiveResource:
         raise GpujobError("the platform refused the stop")

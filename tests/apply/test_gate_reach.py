@@ -6,7 +6,6 @@ unreachable machine is refused with the risk, and the `.unverified` override onl
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,25 +16,14 @@ from gpujob.apply import teardown
 from gpujob.apply.gate import require_approved
 from gpujob.apply.reach_evidence import nothing_to_protect
 from gpujob.apply.unreachable import risk, without_overrides
-from gpujob.errors import GateError, SSHConnectError
+from gpujob.errors import GateError
 from gpujob.plan.model import ActionKind
 from gpujob.plan.records import PulledFile, PullRecord, save_pull_record
-from tests.apply.fakes import action
+from tests.apply.fakes import action, no_sshd
 from tests.apply.test_gate import VOLUME_DISK, world
 
 TERM = "toy.pod.terminate"
 BARE = {"checkpoint": None, "run": None, "storage": VOLUME_DISK}
-
-
-def _no_sshd(ssh: Any, ctx: Any) -> None:
-    @contextlib.asynccontextmanager
-    async def refuse(endpoint: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
-        ssh.connects.append((endpoint, kwargs))
-        raise SSHConnectError(f"could not connect to {endpoint.host}:{endpoint.port} within 1s: refused")
-        yield
-
-    ssh.connect = refuse
-    ctx.ssh = ssh.api()
 
 
 def _run(ctx: Any, *approvals: str) -> str:
@@ -101,7 +89,7 @@ def test_evidence_is_about_this_very_machine() -> None:
 def test_a_machine_started_for_the_look_is_stopped_again_when_it_cannot_be_reached(tmp_path: Path) -> None:
     ctx, prov, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
     _stopped(ctx, prov)
-    _no_sshd(ssh, ctx)
+    no_sshd(ssh, ctx)
     with pytest.raises(GateError) as err:
         _run(ctx, TERM)
     assert [c for c in prov.calls if c[0] in ("start", "stop")] == [("start", "pod1"), ("stop", "pod1")]
@@ -113,7 +101,7 @@ def test_a_machine_started_for_the_look_is_stopped_again_when_it_cannot_be_reach
 
 def test_the_refusal_names_the_last_listing_and_the_age_of_the_newest_verified_pull(tmp_path: Path) -> None:
     ctx, _, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
-    _no_sshd(ssh, ctx)
+    no_sshd(ssh, ctx)
     at = ctx.clock.now().replace(hour=9)  # three hours before the fake clock's noon
     f = PulledFile(name="s1.ckpt", size=3, sha256="a" * 64, remote_sha256="a" * 64, verified=True, at=at)
     save_pull_record(ctx.state_dir, PullRecord(job="toy", platform="runpod", resource_id="pod1", remote_dir="/workspace/ckpt",
@@ -127,10 +115,10 @@ def test_the_refusal_names_the_last_listing_and_the_age_of_the_newest_verified_p
 
 def test_the_override_lets_an_unreachable_machine_go_only_with_the_plain_approval(tmp_path: Path) -> None:
     ctx, _, ssh = world(tmp_path, files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
-    _no_sshd(ssh, ctx)
+    no_sshd(ssh, ctx)
     assert "NOT CHECKED" in _run(ctx, TERM, f"{TERM}.unverified")
     ctx2, _, ssh2 = world(tmp_path / "b", files={"s1.ckpt": b"one"}, storage=VOLUME_DISK)
-    _no_sshd(ssh2, ctx2)
+    no_sshd(ssh2, ctx2)
     ctx2.approvals.add(f"{TERM}.unverified")  # alone, it approves nothing
     with pytest.raises(GateError, match="not approved"):
         asyncio.run(teardown.guard(ctx2, action("toy", ActionKind.TERMINATE, resource_id="pod1")))
@@ -151,7 +139,7 @@ def test_apply_plan_drops_the_override_unless_the_command_line_typed_it(
     w = World(tmp_path, storage=VOLUME_DISK)
     w.prov._save(LiveResource(platform="runpod", kind="pod", id="pod1", name=machine("toy"), status="running",
                               attributes=marker(), ssh=SSHEndpoint(host="127.0.0.1", port=40001)))  # fmt: skip
-    _no_sshd(w.ssh, type("C", (), {})())
+    no_sshd(w.ssh, type("C", (), {})())
     result = asyncio.run(
         apply_plan(
             make_plan(("toy", [action("toy", ActionKind.TERMINATE, resource_id="pod1")])), w.loaded,
