@@ -15,7 +15,7 @@ from gpujob.state import open_store
 from gpujob.sweep.assign import note_placed
 from gpujob.sweep.rebalance import LEAVES
 from gpujob.sweep.transit import settle
-from tests.sweep.test_sweep_rebalance import _live, _Provider, _SSH
+from tests.sweep.test_sweep_rebalance import _SSH, _live, _Provider
 from tests.sweep.test_sweep_unit import JOB, write
 
 
