@@ -3,22 +3,24 @@ state says they already did (gpujob.sweep.rebalance); the pure split into queues
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from gpujob.layout.queues import expand, queue_spec, queues
 
 
-def expand_loaded(loaded: Any, verdicts: Mapping[str, tuple[str, str]] | None = None) -> list[Any]:
+def expand_loaded(
+    loaded: Any, verdicts: Mapping[str, tuple[str, str]] | None = None, closed: Iterable[int] = ()
+) -> list[Any]:
     """A LoadedSpec with a sweep -> one LoadedSpec per queue (same file, positions and project); any
     other -> itself. `verdicts`: phase 2 of gpujob.sweep.rebalance for cells in transit (cell ->
-    (state, why)); without them such a cell waits."""
+    (state, why)); without them such a cell waits. `closed`: queues no new move lands on."""
     if getattr(loaded.spec, "sweep", None) is None:
         return [loaded]
     from gpujob.sweep.rebalance import arrange_loaded
 
-    arranged = arrange_loaded(loaded, expand(loaded.spec.sweep), verdicts)
+    arranged = arrange_loaded(loaded, expand(loaded.spec.sweep), verdicts, closed)
     out = []
     for q in queues(loaded.spec, arranged=arranged):
         q = replace(q, origin=loaded)

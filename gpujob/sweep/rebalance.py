@@ -71,13 +71,15 @@ def propose(
     transit: Mapping[str, tuple[int, int]],
     done: Iterable[str],
     started: Iterable[str] = (),
+    closed: Iterable[int] = (),
 ) -> dict[str, tuple[int, int]]:
     """New moves, cell -> (origin, to): while moving the last movable cell of the most loaded queue
     onto the least loaded open queue lowers the most loaded one, move it. A queue's load is its cells
     not known done (pulled records) plus the cells in transit to it. Movable: placed, not done, not
     seen started, not the first cell its queue has left (likely in flight). Open: queues 1..machines
-    that did not finish (a queue whose cells are all done never gets cells back)."""
-    done, started = set(done), set(started)
+    that did not finish (a queue whose cells are all done never gets cells back) and are not `closed`
+    (under watch: the queues with a machine already, which watch never lands a cell on)."""
+    done, started, closed = set(done), set(started), set(closed)
     est = {c.name: c.est_s for c in cells}
     order = [c.name for c in cells]
     width = max([machines, *placed.values(), *(t for _, t in transit.values())], default=machines)
@@ -93,7 +95,7 @@ def propose(
         q for q in remaining if not remaining[q] and any(placed.get(c) == q for c in order)
         and not any(t == q for _, t in transit.values())
     }  # fmt: skip
-    open_ = [q for q in range(1, machines + 1) if q not in finished]
+    open_ = [q for q in range(1, machines + 1) if q not in finished and q not in closed]
     movable = {q: [c for c in names[1:] if c not in started] for q, names in remaining.items()}
     out: dict[str, tuple[int, int]] = {}
     while True:
@@ -125,10 +127,11 @@ def arrange(
     record: Any,  # gpujob.sweep.assign.Assignment or None
     pulled: Mapping[str, Any],  # cell -> pulled CellRecord (gpujob.layout.isolation) or None
     verdicts: Mapping[str, tuple[str, str]] | None = None,
+    closed: Iterable[int] = (),
 ) -> Arrangement:
     """The placements (the record's, a pulled record's queue over it), the cells in transit (the
     record's `leaving` with the verdicts of phase 2 applied, verdict-less ones waiting) and the new
-    moves phase 1 proposes now."""
+    moves phase 1 proposes now (onto no queue in `closed`)."""
     names = {c.name for c in cells}
     placed = {c: q for c, q in (record.cells if record is not None else {}).items() if c in names}
     for cell, rec in pulled.items():
@@ -153,7 +156,7 @@ def arrange(
         c for c, (st, _) in (verdicts or {}).items() if st == STAYS and c in placed and c not in transit
     }
     done = {c for c, rec in pulled.items() if rec is not None and rec.exit is not None}
-    fresh = propose(cells, machines, placed, transit=transit, done=done, started=started)
+    fresh = propose(cells, machines, placed, transit=transit, done=done, started=started, closed=closed)
     for cell, (origin, to) in fresh.items():
         transit[cell] = (origin, to)
         moves.append(Move(cell, origin, to, LEAVES, f"q{origin} gets a version without it; it lands on q{to} "
@@ -162,7 +165,10 @@ def arrange(
 
 
 def arrange_loaded(
-    loaded: Any, cells: Sequence[Cell], verdicts: Mapping[str, tuple[str, str]] | None = None
+    loaded: Any,
+    cells: Sequence[Cell],
+    verdicts: Mapping[str, tuple[str, str]] | None = None,
+    closed: Iterable[int] = (),
 ) -> Arrangement:
     from gpujob.layout.isolation import local_records
     from gpujob.layout.outputs import pull_to
@@ -172,7 +178,7 @@ def arrange_loaded(
     spec = loaded.spec
     record = read_record(open_store(loaded.path), spec.name)
     pulled = local_records(pull_to(spec, loaded.path), [c.name for c in cells])
-    return arrange(cells, spec.sweep.machines, record=record, pulled=pulled, verdicts=verdicts)
+    return arrange(cells, spec.sweep.machines, record=record, pulled=pulled, verdicts=verdicts, closed=closed)
 
 
 def note_leaving(store: Any, job: str, moves: Iterable[Move], now: Any = None) -> None:

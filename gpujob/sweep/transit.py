@@ -49,8 +49,6 @@ async def settle(
     after reading their origin machines: a proven cell lands on its new queue, a started one stays (a
     proposed one its origin started is not proposed). No read when no cell moves.
     `keep`: the proven outcomes are written to the placement record at once (note_verdicts)."""
-    import asyncio
-
     out: list[Any] = []
     done: set[tuple[str, str]] = set()
     for ls in loaded:
@@ -63,41 +61,66 @@ async def settle(
             continue
         # the cells in transit, and the cells proposed to leave now: one read tells whether each
         # origin started them (a proposed cell its origin started is not moved at all)
-        waiting = [m for m in q.moves if m.state in (WAITS, LEAVES)]
-        if not waiting or q.origin is None:
+        if not any(m.state in (WAITS, LEAVES) for m in q.moves) or q.origin is None:
             out += group
             continue
-        origins = sorted({m.origin for m in waiting})
-        reads = await asyncio.gather(
-            *(
-                _read(ls, q, n, [m.cell for m in waiting if m.origin == n], live, providers, ssh, timeout)
-                for n in origins
-            )
-        )
-        verdicts: dict[str, tuple[str, str]] = {}
-        for n, (running, ev, why) in zip(origins, reads, strict=True):
-            for m in waiting:
-                if m.origin != n:
-                    continue
-                if m.state == WAITS:
-                    verdicts[m.cell] = decide(m.cell, n, machine_running=running, evidence=ev, why_unread=why)
-                elif started_there(ev, m.cell):
-                    verdicts[m.cell] = (STAYS, f"q{n} started it already")
-        verdicts = _bounded(
-            ls, q, waiting, verdicts, dict(zip(origins, [r[0] for r in reads], strict=True)), live
-        )
-        if keep:
-            made = {m.to for m in waiting if _queue_exists(ls, q, m.to, live)}
-            verdicts = held_for_watch(verdicts, waiting, made)
-        from gpujob.sweep.expand import expand_loaded
-
-        again = [replace(one, project=ls.project) for one in expand_loaded(q.origin, verdicts)]
+        again = await _settled(ls, q, group, live, providers, ssh, timeout, keep)
         if keep and again:
             from gpujob.state import open_store
 
             note_verdicts(open_store(ls.path), q.sweep_job, again[0].sweep.moves)
         out += again
     return out
+
+
+async def _settled(
+    ls: Any, q: Any, group: Sequence[Any], live: Any, providers: Mapping[str, Any], ssh: Any, timeout: float,
+    keep: bool,
+) -> list[Any]:  # fmt: skip
+    """The sweep expanded again with the verdicts of its origins' reads. A cell the origin started is
+    not proposed, and the next cell proposed in its place is read in turn, until every move proposed
+    was read: a proposed move nobody read could be a cell that ran already (its record not pulled yet),
+    whose weight on its target then moves the target's own cells elsewhere. Under watch (`keep`) no move
+    lands on a queue with a machine: watch would hold it there (held_for_watch) while that queue drains."""
+    import asyncio
+
+    from gpujob.sweep.expand import expand_loaded
+
+    width = max([q.machines, q.queues, *(o.sweep.n for o in group)])
+    closed = {n for n in range(1, width + 1) if _queue_exists(ls, q, n, live)} if keep else set()
+    verdicts: dict[str, tuple[str, str]] = {}
+    running: dict[int, bool] = {}
+    seen: dict[str, Move] = {}
+    moves, again = q.moves, list(group)
+    for _ in range(len(q.all_cells) + 1):  # each round reads at least one more cell
+        fresh = [m for m in moves if m.state in (WAITS, LEAVES) and m.cell not in seen]
+        if not fresh:
+            break
+        seen.update({m.cell: m for m in fresh})
+        origins = sorted({m.origin for m in fresh})
+        reads = await asyncio.gather(
+            *(
+                _read(ls, q, n, [m.cell for m in fresh if m.origin == n], live, providers, ssh, timeout)
+                for n in origins
+            )
+        )
+        for n, (up, ev, why) in zip(origins, reads, strict=True):
+            running[n] = running.get(n, False) or up
+            for m in fresh:
+                if m.origin != n:
+                    continue
+                if m.state == WAITS:
+                    verdicts[m.cell] = decide(m.cell, n, machine_running=up, evidence=ev, why_unread=why)
+                elif started_there(ev, m.cell):
+                    verdicts[m.cell] = (STAYS, f"q{n} started it already")
+        waiting = list(seen.values())
+        shown = _bounded(ls, q, waiting, verdicts, running, live)
+        if keep:
+            made = {m.to for m in waiting if _queue_exists(ls, q, m.to, live)}
+            shown = held_for_watch(shown, waiting, made)
+        again = [replace(one, project=ls.project) for one in expand_loaded(q.origin, shown, closed)]
+        moves = again[0].sweep.moves if again else ()
+    return again
 
 
 def _bounded(

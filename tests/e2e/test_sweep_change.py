@@ -104,6 +104,19 @@ def _done_cells(sim: Sim) -> dict[str, list[str]]:
 def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactly_once(
     sim: Sim, tmp_path: Path
 ) -> None:
+    _more_machines_and_cells(sim, tmp_path, applies=1)
+
+
+def test_more_machines_and_cells_applied_twice_then_watched_run_every_cell_exactly_once(
+    sim: Sim, tmp_path: Path
+) -> None:
+    """`gpujob apply` once more right after the one that adds the machine (nothing is pulled yet), then
+    watch: a move the second apply starts must be one watch can finish (the queue it lands on still
+    runs, or is made for it)."""
+    _more_machines_and_cells(sim, tmp_path, applies=2)
+
+
+def _more_machines_and_cells(sim: Sim, tmp_path: Path, applies: int) -> None:
     from gpujob.layout.queues import split
     from gpujob.spec.load import load_specs
 
@@ -130,6 +143,9 @@ def test_more_machines_and_cells_after_some_cells_finished_run_every_cell_exactl
     more = gj(d, env, "apply", "--auto-approve")
     assert more.returncode == 0, more.stdout + more.stderr
     assert "abl.q3.pod.create" in more.stdout, more.stdout
+    for _ in range(applies - 1):
+        again = gj(d, env, "apply", "--auto-approve")
+        assert again.returncode == 0, again.stdout + again.stderr
     watch = run_watch(d, env)
     assert watch.returncode == 0, watch.stdout + watch.stderr
     cells = home_cells(d)
