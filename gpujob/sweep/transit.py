@@ -144,10 +144,11 @@ def _bounded(
 def held_for_watch(
     verdicts: Mapping[str, tuple[str, str]], waiting: Sequence[Move], made: Iterable[int]
 ) -> dict[str, tuple[str, str]]:
-    """Watch lands cells on a queue only when it can start that queue with all of them: watch applies no
-    run change, so a cell landing on a queue whose machine exists already (its queue file placed
-    without the cell) would sit there unrun; and a queue created for the first proven cell would be
-    that case for the next one. Those cells wait, saying why (`gpujob apply` lands and places them)."""
+    """Watch lands cells on a queue only when it can start that queue with all of them: a cell landing on
+    a queue whose machine exists already (its queue file placed without the cell) would sit there unrun
+    until a version with it is placed, and a queue created for the first proven cell would be that case
+    for the next one. Those cells wait, saying why (`gpujob apply` lands and places them); watch itself
+    proposes no move onto a queue whose machine exists (`closed`)."""
     out = dict(verdicts)
     made = set(made)
     heading: dict[int, list[str]] = {}

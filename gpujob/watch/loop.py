@@ -189,18 +189,17 @@ class Watcher(Acting):
             j.ledger.observe_run(now, status)
 
     def plan_of(self, loaded: list[Any], live: LiveState, now: datetime) -> Plan:
-        """The tick's plan: the pull records, the histories and the project's month (budget.
-        max_monthly_usd: a restart that would cross it is refused, as a plan's start is; watch's ledgers
-        carry the spend, the last tick's saved). Not the launch records `gpujob plan` reads: with them a
-        tick re-placed a sweep's queue versions mid-rebalance, and a cell never ran
-        (tests/e2e/test_sweep_change.py, the third machine)."""
+        """The tick's plan, from what `gpujob plan` reads besides live state: the pull and launch records,
+        the histories and the project's month (budget.max_monthly_usd: a restart that would cross it is
+        refused, as a plan's start is; watch's ledgers carry the spend, the last tick's saved)."""
         from gpujob.cost.monthly import project_monthly
         from gpujob.plan.planner import build_plan
         from gpujob.plan.records import recorded
         from gpujob.plan.stop_law import accept_risks
 
-        inputs = recorded(loaded, project_monthly(loaded, now)) | {"launch_records": None}
-        plan = build_plan(loaded, live, now=now, env=self.env, **inputs)
+        plan = build_plan(
+            loaded, live, now=now, env=self.env, **recorded(loaded, project_monthly(loaded, now))
+        )
         return accept_risks(plan, set(self.opt.approvals))  # e.g. <job>.pod.self-stop (gpujob.plan.stop_law)
 
     async def _refresh_costs(self, active: list[JobWatch], now: datetime) -> None:

@@ -14,7 +14,7 @@ from gpujob.state import open_store
 from gpujob.watch.jobs import Options
 from gpujob.watch.ledger import Ledger, save_ledger
 from gpujob.watch.loop import Watcher
-from tests.plan.plan_helpers import NOW, live
+from tests.plan.plan_helpers import NOW, RUNPOD_JOB, live
 from tests.plan.test_plan_forecast import JOB
 
 
@@ -47,3 +47,23 @@ def test_a_watch_tick_refuses_the_start_that_crosses_the_months_budget(write_job
     (err,) = [f for f in tight.jobs[0].findings if f.code == "budget" and f.severity == "error"]
     assert "the month's spend $50.00 (every job in the project)" in err.summary, err.summary
     assert tight.blocked
+
+
+def test_a_watch_tick_reads_the_launch_records_as_plan_does(write_job, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Paperspace never reports a machine's template or disk size: the planner reads them off the launch
+    record, in a watch tick as in `gpujob plan`."""
+    from gpujob.plan.records import LaunchRecord, save_launch_record
+
+    loaded = write_job(RUNPOD_JOB)
+    record = LaunchRecord(job="job", platform="runpod", resource_id="pod-x", disk_gb=77, at=NOW)
+    save_launch_record(open_store(loaded.path), record)
+    seen: dict[str, object] = {}
+    real = build_plan
+
+    def spy(*args, **kw):  # type: ignore[no-untyped-def]
+        seen.update(kw)
+        return real(*args, **kw)
+
+    monkeypatch.setattr("gpujob.plan.planner.build_plan", spy)
+    _watcher(loaded.path).plan_of([loaded], live(), NOW)
+    assert seen["launch_records"] == {"job": record}
