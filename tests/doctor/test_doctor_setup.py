@@ -1,4 +1,4 @@
-"""`gpujob doctor` on the team setup, as users run it (a subprocess), against a real PostgreSQL server:
+"""`gpujob doctor` on the team setup, as users run it (tests/cli_process.py), against a real PostgreSQL server:
 it names the store, exits 1 with the database down or a wrong GPUJOB_STATE_KEY, and writes nothing
 (no table made in an empty database, no row changed in a used one)."""
 
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from gpujob.state.pgtesting import PgServer
+from tests.cli_process import run_gpujob
 
 KEY = "doctor-team-key-0123456789abcdef"
 
@@ -19,8 +20,7 @@ KEY = "doctor-team-key-0123456789abcdef"
 def doctor(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("GPUJOB_") and k != "CI"}
     clean.update(env, NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "gpujob", "doctor", "--no-api", *args], env=clean,
-                          capture_output=True, text=True, timeout=120, cwd=cwd)  # fmt: skip
+    return run_gpujob(["doctor", "--no-api", *args], cwd=cwd or Path.cwd(), env=clean, timeout=120)
 
 
 def line(out: str, check: str) -> str:
