@@ -200,3 +200,23 @@ def test_with_balance_adds_the_finding_to_each_runpod_job_only() -> None:
     unread = LiveState(read_at=NOW, account_notes=["paperspace: x", "runpod: balance not read: timeout"])
     f = with_balance(specs, jobs, unread)[0].findings[1]  # type: ignore[arg-type]  # info: after "earlier"
     assert f.summary == "the RunPod balance was not read (timeout): how long it lasts is unknown"
+
+
+def test_a_plan_with_no_runpod_job_is_returned_as_it_is() -> None:
+    specs = [Source(make_spec(name="ps", platform="paperspace", machine={"gpu": "A6000", "spot": False,
+                                                                         "regions": ["NY2"], "image": "img"},
+                              storage={"network_volume": None}))]  # fmt: skip
+    live = LiveState(read_at=NOW, accounts={"runpod": account(15.0, 0.0)})
+    within = [job(1.0, 1.0, platform="paperspace", name="ps", actions=[move("paperspace")])]
+    assert with_balance(specs, within, live) is within  # type: ignore[arg-type]  # a move that stays off RunPod
+
+
+def test_with_balance_counts_what_the_plan_keeps_billing_in_the_basis() -> None:
+    # the account's figure (0.50/h) leaves out the stopped pod's disk the plan's own meters bill on
+    live = LiveState(read_at=NOW, accounts={"runpod": account(1000.0, 0.5)})
+    specs = [Source(make_spec(name="toy", state="stopped"))]
+    out = with_balance(specs, [job(1.0, 0.75)], live)  # type: ignore[arg-type]
+    detail = out[0].findings[0].detail
+    assert detail.startswith(
+        "the account reports $0.50/h now; this plan's jobs bill $0.75/h after it (volumes and stopped"
+    )
