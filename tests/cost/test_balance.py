@@ -220,3 +220,27 @@ def test_with_balance_counts_what_the_plan_keeps_billing_in_the_basis() -> None:
     assert detail.startswith(
         "the account reports $0.50/h now; this plan's jobs bill $0.75/h after it (volumes and stopped"
     )
+
+
+def test_the_basis_reads_what_the_plan_keeps_only_when_it_is_the_whole_rate() -> None:
+    # without `kept`, the plan keeps nothing billing: the account's figure is the basis
+    plain = balance_finding(src(run={"command": "x"}), account(1000.0, 0.5), 1.0, [])
+    assert plain is not None and plain.detail.startswith("the account spends $0.50/h now; this plan changes")
+    # the rate is more than what the plan keeps: the account's figure, changed
+    more = balance_finding(src(run={"command": "x"}), account(1000.0, 0.5), 2.0, [], kept=1.5)
+    assert more is not None and more.detail.startswith(
+        "the account spends $0.50/h now; this plan changes that to $2.00/h"
+    )
+    # at the edges: a hundredth of a cent over the account's figure still counts as storage left out
+    edge = balance_finding(src(run={"command": "x"}), account(1000.0, 0.0), 0.00005, [], kept=0.00005)
+    assert edge is not None and edge.detail.startswith("the account reports $0.00/h now; this plan's jobs")
+    moved = balance_finding(src(run={"command": "x"}), account(1000.0, 0.0), 0.00005, [])
+    assert moved is not None and moved.detail.startswith("the account spends $0.00/h now; this plan changes")
+
+
+def test_the_shortfall_fix_names_both_ways_out() -> None:
+    f = balance_finding(src(run={"command": "x", "max_runtime": "10h"}), account(15.0, 1.0), 2.0, [])
+    assert f is not None
+    assert (
+        f.fix == "add at least $5.00 to the RunPod balance (or turn on auto-pay), or shorten run.max_runtime"
+    )
