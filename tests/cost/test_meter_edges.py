@@ -1,17 +1,18 @@
 """Meter figures at their edges (gpujob.cost.rates, .live, .spend): a sub-second projection still bills a
 started hour, a free add-on prints no line, what is being terminated bills nothing, the audit's monthly
 figure keeps four places, a spot GPU without a spot price keeps its GPU count, and resource_spend's
-defaults (no burn rate, the machine's own IP)."""
+defaults (no burn rate, the machine's own IP), and which stock a quote reports by default."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpujob.cost.live import Pricing, gpu_rate, resource_meters
-from gpujob.cost.rates import Footprint, GpuRate, meters
+from gpujob.cost.rates import Footprint, GpuRate, meters, quote_available
 from gpujob.cost.spend import projected_charge
 from gpujob.live import Metering
 from tests.cost.test_live import res, vol
+from tests.cost.test_rates import quote
 from tests.cost.test_spend import BS_50, PS, RP, T0, H, line, machine, spend
 
 
@@ -60,3 +61,10 @@ def test_resource_spend_defaults_to_no_burn_and_the_machines_own_ip() -> None:
     assert got.usd == pytest.approx(
         2 * BS_50 + 2 * 0.0045, abs=1e-6
     )  # no IP object listed: the machine bills it
+
+
+def test_quote_available_reads_the_one_gpus_stock_by_default() -> None:
+    eight_out = quote(available=False, gpu_count=8)
+    one_in = quote(available=True, gpu_count=1)
+    assert quote_available(RP, [eight_out, one_in], "A100-80GB", False) is True
+    assert quote_available(RP, [eight_out, one_in], "A100-80GB", False, count=8) is False
