@@ -1,19 +1,26 @@
 """Meter figures at their edges (gpujob.cost.rates, .live, .spend): a sub-second projection still bills a
 started hour, a free add-on prints no line, what is being terminated bills nothing, the audit's monthly
 figure keeps four places, a spot GPU without a spot price keeps its GPU count, and resource_spend's
-defaults (no burn rate, the machine's own IP), and which stock a quote reports by default."""
+defaults (no burn rate, the machine's own IP), which stock and which quote count by default, a per-GB add-on
+without a size, and what a changed meter's summary still lists."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpujob.cost.live import Pricing, gpu_rate, resource_meters
-from gpujob.cost.rates import Footprint, GpuRate, meters, quote_available
+from gpujob.cost.model import MeterLine
+from gpujob.cost.rates import Footprint, GpuRate, billing_summary, meters, quote_available
+from gpujob.cost.rates import gpu_rate as gpu_rate_of
 from gpujob.cost.spend import projected_charge
 from gpujob.live import Metering
 from tests.cost.test_live import res, vol
 from tests.cost.test_rates import quote
 from tests.cost.test_spend import BS_50, PS, RP, T0, H, line, machine, spend
+
+
+def line_named(what: str, month: float) -> MeterLine:
+    return MeterLine(what=what, usd_per_hour=month / 720, usd_per_month=month, source="t")
 
 
 def test_half_a_second_of_hourly_compute_bills_a_started_hour() -> None:
@@ -68,3 +75,21 @@ def test_quote_available_reads_the_one_gpus_stock_by_default() -> None:
     one_in = quote(available=True, gpu_count=1)
     assert quote_available(RP, [eight_out, one_in], "A100-80GB", False) is True
     assert quote_available(RP, [eight_out, one_in], "A100-80GB", False, count=8) is False
+
+
+def test_a_per_gb_add_on_without_a_size_bills_nothing() -> None:
+    snap = PS.addon("snapshot")
+    assert (snap.hourly_price(), snap.month_price(), snap.accrued(10)) == (0.0, 0.0, 0.0)
+    assert snap.month_price(100) == pytest.approx(29.0)
+
+
+def test_a_live_quote_for_one_gpu_wins_over_one_for_eight() -> None:
+    eight, one = quote(price_hour=1.4, gpu_count=8), quote(price_hour=1.5, gpu_count=1)
+    assert gpu_rate_of(RP, [eight, one], "A100-80GB").usd_per_hour == 1.5  # type: ignore[union-attr]
+
+
+def test_a_changed_meter_still_lists_what_keeps_billing() -> None:
+    disk, ip = line_named("disk", 2.0), line_named("static public IP", 3.0)
+    assert billing_summary([], [], [disk, ip], changed={"d"}, after={"d": disk}) == (
+        "disk now bills $2.00/mo; still billing: static public IP $3.00/mo"
+    )
