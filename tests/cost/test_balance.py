@@ -200,3 +200,47 @@ def test_with_balance_adds_the_finding_to_each_runpod_job_only() -> None:
     unread = LiveState(read_at=NOW, account_notes=["paperspace: x", "runpod: balance not read: timeout"])
     f = with_balance(specs, jobs, unread)[0].findings[1]  # type: ignore[arg-type]  # info: after "earlier"
     assert f.summary == "the RunPod balance was not read (timeout): how long it lasts is unknown"
+
+
+def test_a_plan_with_no_runpod_job_is_returned_as_it_is() -> None:
+    specs = [Source(make_spec(name="ps", platform="paperspace", machine={"gpu": "A6000", "spot": False,
+                                                                         "regions": ["NY2"], "image": "img"},
+                              storage={"network_volume": None}))]  # fmt: skip
+    live = LiveState(read_at=NOW, accounts={"runpod": account(15.0, 0.0)})
+    within = [job(1.0, 1.0, platform="paperspace", name="ps", actions=[move("paperspace")])]
+    assert with_balance(specs, within, live) is within  # type: ignore[arg-type]  # a move that stays off RunPod
+
+
+def test_with_balance_counts_what_the_plan_keeps_billing_in_the_basis() -> None:
+    # the account's figure (0.50/h) leaves out the stopped pod's disk the plan's own meters bill on
+    live = LiveState(read_at=NOW, accounts={"runpod": account(1000.0, 0.5)})
+    specs = [Source(make_spec(name="toy", state="stopped"))]
+    out = with_balance(specs, [job(1.0, 0.75)], live)  # type: ignore[arg-type]
+    detail = out[0].findings[0].detail
+    assert detail.startswith(
+        "the account reports $0.50/h now; this plan's jobs bill $0.75/h after it (volumes and stopped"
+    )
+
+
+def test_the_basis_reads_what_the_plan_keeps_only_when_it_is_the_whole_rate() -> None:
+    # without `kept`, the plan keeps nothing billing: the account's figure is the basis
+    plain = balance_finding(src(run={"command": "x"}), account(1000.0, 0.5), 1.0, [])
+    assert plain is not None and plain.detail.startswith("the account spends $0.50/h now; this plan changes")
+    # the rate is more than what the plan keeps: the account's figure, changed
+    more = balance_finding(src(run={"command": "x"}), account(1000.0, 0.5), 2.0, [], kept=1.5)
+    assert more is not None and more.detail.startswith(
+        "the account spends $0.50/h now; this plan changes that to $2.00/h"
+    )
+    # at the edges: a hundredth of a cent over the account's figure still counts as storage left out
+    edge = balance_finding(src(run={"command": "x"}), account(1000.0, 0.0), 0.00005, [], kept=0.00005)
+    assert edge is not None and edge.detail.startswith("the account reports $0.00/h now; this plan's jobs")
+    moved = balance_finding(src(run={"command": "x"}), account(1000.0, 0.0), 0.00005, [])
+    assert moved is not None and moved.detail.startswith("the account spends $0.00/h now; this plan changes")
+
+
+def test_the_shortfall_fix_names_both_ways_out() -> None:
+    f = balance_finding(src(run={"command": "x", "max_runtime": "10h"}), account(15.0, 1.0), 2.0, [])
+    assert f is not None
+    assert (
+        f.fix == "add at least $5.00 to the RunPod balance (or turn on auto-pay), or shorten run.max_runtime"
+    )

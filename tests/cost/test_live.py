@@ -19,7 +19,7 @@ from gpujob.cost.live import (
     size_gb,
     snapshot_gb,
 )
-from gpujob.live import LiveResource
+from gpujob.live import LiveNode, LiveResource
 from gpujob.profile import load_profile
 
 RP = load_profile("runpod")
@@ -273,3 +273,32 @@ def test_the_note_says_when_the_api_rate_differs_from_the_list() -> None:
 def test_a_pending_pod_bills_like_a_running_one(status: str) -> None:
     got = resource_meters(RP, res(gpu_id="NVIDIA A100 80GB PCIe", gpu_count=1, status=status, volume_gb=10))
     assert got is not None and got[-1].what == "volume disk 10 GB (running)"
+
+
+def test_a_group_footprint_counts_its_nodes() -> None:
+    def nodes(n: int) -> list[LiveNode]:
+        return [LiveNode(rank=i, machine_id=f"p{i}", status="running") for i in range(n)]
+
+    gpu = {"gpu_id": "NVIDIA H100 80GB HBM3", "gpu_count": 8, "container_disk_gb": 20}
+    cluster = res(kind="cluster", id="c", name="c", nodes=nodes(3), **gpu)
+    assert footprint(Pricing(profile=RP), [cluster]).nodes == 3
+    gpus = [k for k in job_meters(Pricing(profile=RP), [cluster]) if k.startswith("gpu:")]
+    assert gpus == [f"gpu:GPU 8× H100-80GB (secure, on-demand):node{i}" for i in range(3)]
+    # a group that lists no member yet is one machine's worth, never none
+    assert footprint(Pricing(profile=RP), [cluster.model_copy(update={"nodes": []})]).nodes == 1
+    # a pod is one machine, whatever it says of nodes
+    assert footprint(Pricing(profile=RP), [res(nodes=nodes(2), **gpu)]).nodes == 1
+
+
+def test_a_multi_gpu_machine_type_is_labelled_with_its_gpu_count() -> None:
+    m = res(platform="paperspace", kind="machine", id="m", gpu_id="A100-80Gx8", gpu_count=0, volume_gb=None)
+    got = resource_meters(Pricing(profile=PS), m)
+    assert got is not None and got[0].what == "GPU 8× A100-80GB (on-demand)"
+
+
+def test_a_static_ip_is_priced_when_it_is_the_only_add_on_listed() -> None:
+    only_ip = PS.model_copy(update={"addons": [PS.addon("static_ip")]})
+    m = res(platform="paperspace", kind="machine", id="m", gpu_id="A6000", volume_gb=100, status="stopped",
+            public_ip_kind="static")  # fmt: skip
+    got = resource_meters(Pricing(profile=only_ip), m)
+    assert got is not None and [x.what for x in got] == ["block storage 100 GB (off)", "static public IP"]
