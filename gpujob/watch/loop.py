@@ -17,7 +17,7 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from gpujob.errors import GpujobError
+from gpujob.errors import GpujobError, SpecError
 from gpujob.live import LiveState
 from gpujob.plan.model import JobPlan, Plan
 from gpujob.watch.acting import Acting
@@ -138,7 +138,13 @@ class Watcher(Acting):
             moved = follow(jw.state_dir, ls, live.resources) if jw is not None else None
             if moved is not None:
                 self.say(jw, "migrated", moved.describe(), "followed: the new id is the job's pod")
-        plan = self.plan_of(loaded, live, now)
+        try:
+            plan = self.plan_of(loaded, live, now)
+        except SpecError as exc:  # the job files were read above: this is the project file's budget block
+            self.say(
+                None, "read-failed", str(exc), "nothing is acted on; retrying next tick", level="warning"
+            )
+            return ERROR
         for jp in plan.jobs:
             self._observe(self.jobs[jp.job], jp, live, now)
         await self._refresh_costs(active, now)
@@ -192,14 +198,17 @@ class Watcher(Acting):
         """The tick's plan, from what `gpujob plan` reads besides live state: the pull and launch records,
         the histories and the project's month (budget.max_monthly_usd: a restart that would cross it is
         refused, as a plan's start is; watch's ledgers carry the spend, the last tick's saved)."""
-        from gpujob.cost.monthly import project_monthly
+        from pathlib import Path
+
+        from gpujob.cost.monthly import project_monthly, read_cap
         from gpujob.plan.planner import build_plan
         from gpujob.plan.records import recorded
         from gpujob.plan.stop_law import accept_risks
 
-        plan = build_plan(
-            loaded, live, now=now, env=self.env, **recorded(loaded, project_monthly(loaded, now))
-        )
+        # Only a project with a budget has its store's ledgers read, at every tick.
+        capped = bool(loaded) and read_cap(Path(loaded[0].path).resolve().parent)[0] is not None
+        monthly = project_monthly(loaded, now) if capped else None
+        plan = build_plan(loaded, live, now=now, env=self.env, **recorded(loaded, monthly))
         return accept_risks(plan, set(self.opt.approvals))  # e.g. <job>.pod.self-stop (gpujob.plan.stop_law)
 
     async def _refresh_costs(self, active: list[JobWatch], now: datetime) -> None:

@@ -11,7 +11,7 @@ from gpujob.apply.sshapi import SSHApi
 from gpujob.plan.model import ActionKind
 from gpujob.plan.planner import build_plan
 from gpujob.state import open_store
-from gpujob.watch.jobs import Options
+from gpujob.watch.jobs import ERROR, Options
 from gpujob.watch.ledger import Ledger, save_ledger
 from gpujob.watch.loop import Watcher
 from tests.plan.plan_helpers import NOW, RUNPOD_JOB, live
@@ -67,3 +67,41 @@ def test_a_watch_tick_reads_the_launch_records_as_plan_does(write_job, monkeypat
     monkeypatch.setattr("gpujob.plan.planner.build_plan", spy)
     _watcher(loaded.path).plan_of([loaded], live(), NOW)
     assert seen["launch_records"] == {"job": record}
+
+
+def test_a_project_file_edited_into_a_bad_budget_mid_watch_acts_on_nothing_and_says_where(
+    write_job, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The tick reads the project file's budget afresh: one a person broke meanwhile is named by file,
+    line and key, nothing is applied in that tick, and the watch goes on."""
+    import asyncio
+
+    loaded = write_job(JOB)
+    events: list[object] = []
+    w = Watcher(
+        [(loaded.path, "job", open_store(loaded.path))],
+        {},
+        clock=type("C", (), {"now": staticmethod(lambda: NOW)})(),  # type: ignore[arg-type]
+        ssh=SSHApi.default(),
+        env={},
+        emit=lambda event, sdir: events.append(event),
+        options=Options(),
+    )
+
+    async def read(*args, **kw):  # type: ignore[no-untyped-def]
+        return live()  # nothing exists: the plan would create the pod
+
+    monkeypatch.setattr("gpujob.apply.refresh.read_live_state", read)
+    applied: list[object] = []
+
+    async def apply(*args, **kw):  # type: ignore[no-untyped-def]
+        applied.append(args)
+        return 0
+
+    monkeypatch.setattr(w, "_apply", apply)
+    (tmp_path / "gpujob.yaml").write_text("budget:\n  max_monthly_usd: lots\n")
+    code = asyncio.run(w.tick())
+    assert code == ERROR and applied == []
+    (said,) = [e for e in events if getattr(e, "event", "") == "read-failed"]
+    text = f"{said.happened} {said.did}"  # type: ignore[attr-defined]
+    assert "gpujob.yaml" in text and "max_monthly_usd" in text and "retrying next tick" in text, text
